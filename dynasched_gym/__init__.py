@@ -1,0 +1,52 @@
+"""dynasched-gym: Gymnasium environments for the Dynamic Flexible Job Shop Scheduling Problem.
+
+The instance model, loaders, schedule record, metrics and validator import without numba; the
+simulator (:mod:`dynasched_gym.core`) is imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
+from dynasched_gym.io import load_instance
+from dynasched_gym.metrics import METRIC_KEYS, compute_metrics
+from dynasched_gym.schedule import Schedule
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Simulator": "dynasched_gym.core.simulator",
+    "rollout": "dynasched_gym.core.simulator",
+    "RULES": "dynasched_gym.core.rules",
+    "validate_schedule": "dynasched_gym.validate",
+    "ValidationReport": "dynasched_gym.validate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dynasched_gym' has no attribute {name!r}")
+
+
+__all__ = [
+    "METRIC_KEYS",
+    "RULES",
+    "Event",
+    "EventType",
+    "Instance",
+    "InstanceFormatError",
+    "Job",
+    "Machine",
+    "Schedule",
+    "Simulator",
+    "ValidationReport",
+    "compute_metrics",
+    "load_instance",
+    "rollout",
+    "validate_schedule",
+]

@@ -1,0 +1,151 @@
+"""The ``dynasched-gym`` command line: inspect, convert, roll out and validate instances.
+
+Examples::
+
+    dynasched-gym info mk01                      # an embedded instance, or any path
+    dynasched-gym rollout ta01 --rule MWKR --out ta01-mwkr.json
+    dynasched-gym validate ta01-mwkr.json
+    dynasched-gym convert shared/reference/dsbx/DynaSched-Grid/<dir> --to native medium.json
+    dynasched-gym compare                        # every rule on the embedded instances
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from dynasched_gym import data
+from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.instance import Instance
+from dynasched_gym.io import load_instance
+
+
+def resolve_instance(spec: str) -> Instance:
+    """Load an instance from a path, or by the name of an embedded instance (``mk01``, ``ta01``, ...)."""
+    if not Path(spec).exists() and spec in data.EMBEDDED:
+        return load_instance(data.path(spec))
+    return load_instance(spec)
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    inst = resolve_instance(args.instance)
+    counts: dict[str, int] = {}
+    for e in inst.events:
+        counts[e.type.name] = counts.get(e.type.name, 0) + 1
+    print(inst)
+    print(f"groups: {sorted(set(inst.machine_groups))}")
+    print(f"releases: {inst.job_release.min():g} .. {inst.job_release.max():g}")
+    print("events: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"))
+    return 0
+
+
+def _cmd_rollout(args: argparse.Namespace) -> int:
+    from dynasched_gym.core import rollout
+    from dynasched_gym.validate import validate_schedule
+
+    inst = resolve_instance(args.instance)
+    began = time.perf_counter()
+    schedule = rollout(inst, rule=args.rule, seed=args.seed)
+    seconds = time.perf_counter() - began
+    report = validate_schedule(schedule)
+    for key, value in schedule.metrics.items():
+        print(f"{key:>26}: {value:g}")
+    print(f"{'decisions':>26}: {schedule.decisions} in {seconds:.3f} s; validator: {'ok' if report.ok else report}")
+    if args.out:
+        schedule.to_json(args.out)
+        print(f"schedule written to {args.out}")
+    return 0 if report.ok else 1
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from dynasched_gym.validate import validate_schedule
+
+    report = validate_schedule(args.schedule)
+    print(report)
+    return 0 if report.ok else 1
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    inst = resolve_instance(args.instance)
+    if args.to == "native":
+        inst.to_json(args.output, indent=1)
+    else:
+        from dynasched_gym.io import dsbx_dir
+
+        dsbx_dir.save(inst, Path(args.output))
+    print(f"{inst.name}: written to {args.output} ({args.to})")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from dynasched_gym.core import rollout
+    from dynasched_gym.core.rules import RULES
+    from dynasched_gym.validate import validate_schedule
+
+    names = args.instances or list(data.EMBEDDED)
+    rules = [r for r in RULES if not r.startswith("RANDOM")]
+    rows = []
+    failures = 0
+    for name in tqdm(names, desc="instances", unit="inst"):
+        inst = resolve_instance(name)
+        row = [name]
+        for rule in rules:
+            schedule = rollout(inst, rule=rule)
+            report = validate_schedule(schedule)
+            failures += not report.ok
+            value = schedule.metrics[args.metric]
+            row.append(f"{value:.1f}" + ("" if report.ok else "!"))
+        rows.append(row)
+    header = ["instance", *rules]
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    print(f"\n{args.metric} by rule (! = schedule failed validation)")
+    for r in [header, *rows]:
+        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
+    return 1 if failures else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``dynasched-gym``."""
+    parser = argparse.ArgumentParser(prog="dynasched-gym", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("info", help="summarise an instance")
+    p.add_argument("instance", help="path or embedded name (" + ", ".join(data.EMBEDDED) + ")")
+    p.set_defaults(func=_cmd_info)
+    p = sub.add_parser("rollout", help="simulate with a dispatching rule and print metrics")
+    p.add_argument("instance")
+    p.add_argument("--rule", default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
+    p.add_argument("--seed", type=int, default=0, help="seed of the RANDOM rule")
+    p.add_argument("--out", help="write the schedule JSON here")
+    p.set_defaults(func=_cmd_rollout)
+    p = sub.add_parser("validate", help="check a schedule JSON file with the independent validator")
+    p.add_argument("schedule")
+    p.set_defaults(func=_cmd_validate)
+    p = sub.add_parser("convert", help="write an instance in another format")
+    p.add_argument("instance")
+    p.add_argument("output")
+    p.add_argument("--to", choices=("native", "dsbx-dir"), default="native")
+    p.set_defaults(func=_cmd_convert)
+    p = sub.add_parser("compare", help="every rule on several instances (default: the embedded ones)")
+    p.add_argument("instances", nargs="*")
+    p.add_argument("--metric", default="makespan")
+    p.set_defaults(func=_cmd_compare)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 on bad input, 1 on an invalid schedule)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except InstanceFormatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

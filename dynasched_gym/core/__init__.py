@@ -1,0 +1,10 @@
+"""The numba simulation core: compiled instance arrays, kernels, rules and the Python handle.
+
+Layering: this package imports only the instance model and the schedule record, never anything
+from the environments, agents or scripts.
+"""
+
+from dynasched_gym.core.compiled import EPS, State, Static, compile_instance
+from dynasched_gym.core.simulator import Simulator, rollout
+
+__all__ = ["EPS", "Simulator", "State", "Static", "compile_instance", "rollout"]

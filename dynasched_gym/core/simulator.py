@@ -1,0 +1,151 @@
+"""Python-level handle on one simulation: reset, candidates, step, snapshot/restore, schedule."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dynasched_gym.core import kernels
+from dynasched_gym.core.compiled import (
+    C_DECISIONS,
+    C_DOWNTIMES,
+    C_SEGMENTS,
+    State,
+    allocate_state,
+    compile_instance,
+    copy_state,
+)
+from dynasched_gym.core.rules import parse_rule, run_rule, seed_rng
+from dynasched_gym.instance import Instance
+from dynasched_gym.schedule import Schedule
+
+
+class Simulator:
+    """An event-driven simulation of one instance.
+
+    After :meth:`reset` (and after every :meth:`step`) the clock stands at the next decision
+    point: :meth:`candidates` lists the (job, machine) pairs that can start now, and ``done``
+    tells whether the episode has ended.
+
+    Example:
+        >>> sim = Simulator(instance)
+        >>> sim.reset()
+        >>> while not sim.done:
+        ...     jobs, machines, times = sim.candidates()
+        ...     sim.step(jobs[0], machines[0])
+        >>> sim.schedule().metrics["makespan"]
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.static = compile_instance(instance)
+        self.state = allocate_state(self.static)
+        self._code = kernels.DONE
+        self._buffers = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+
+    # ------------------------------------------------------------------ stepping
+    def reset(self) -> None:
+        """Start a new episode and advance to the first decision."""
+        self._code = self._check(kernels.reset(self.static, self.state))
+
+    @property
+    def done(self) -> bool:
+        """True once every job is completed or cancelled."""
+        return self._code == kernels.DONE
+
+    @property
+    def now(self) -> float:
+        """The simulation clock."""
+        return float(self.state.now[0])
+
+    @property
+    def decisions(self) -> int:
+        """Decisions taken so far in this episode."""
+        return int(self.state.counters[C_DECISIONS])
+
+    def candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The startable pairs now: (jobs, machines, remaining processing times), in job order."""
+        jobs, machines, times = self._buffers
+        n = kernels.fill_candidates(self.static, self.state, jobs, machines, times)
+        if n > len(jobs):
+            self._buffers = jobs, machines, times = (np.empty(2 * n, np.int64), np.empty(2 * n, np.int64),
+                                                     np.empty(2 * n, np.float64))
+            kernels.fill_candidates(self.static, self.state, jobs, machines, times)
+        return jobs[:n].copy(), machines[:n].copy(), times[:n].copy()
+
+    def step(self, job: int, machine: int) -> None:
+        """Start ``job``'s current operation on ``machine`` now; advance to the next decision."""
+        if self.done:
+            raise RuntimeError("the episode is over; call reset()")
+        code = kernels.step(self.static, self.state, int(job), int(machine))
+        if code == kernels.ERR_INVALID_ACTION:
+            raise ValueError(
+                f"(job {job}, machine {machine}) cannot start at t={self.now}; pick one of candidates()"
+            )
+        self._code = self._check(code)
+
+    def run(self, rule: str = "SPT", seed: int | None = None, max_decisions: int = -1) -> None:
+        """Dispatch with a jitted rule (see :mod:`dynasched_gym.core.rules`) without returning to Python."""
+        if self.done:
+            return
+        job_rule, machine_rule = parse_rule(rule)
+        if seed is not None:
+            seed_rng(seed)
+        self._code = self._check(run_rule(self.static, self.state, job_rule, machine_rule, max_decisions))
+
+    def _check(self, code: int) -> int:
+        if code == kernels.ERR_STALLED:
+            raise RuntimeError(f"simulation of {self.instance.name!r} stalled at t={self.now}: jobs remain but "
+                               "nothing can happen (please report this instance)")
+        return code
+
+    # ------------------------------------------------------------ snapshots
+    def snapshot(self) -> State:
+        """A copy of the full mutable state (shares no memory with the simulation)."""
+        return copy_state(self.state)
+
+    def restore(self, snapshot: State) -> None:
+        """Return to a state taken by :meth:`snapshot` (the snapshot stays usable)."""
+        for dst, src in zip(self.state, snapshot):
+            np.copyto(dst, src)
+        self._code = kernels.DONE if kernels.advance(self.static, self.state) == kernels.DONE else kernels.DECISION
+
+    # ------------------------------------------------------------- results
+    def schedule(self) -> Schedule:
+        """The schedule so far: finished segments (running ones are left out) and downtime."""
+        st = self.state
+        n = int(st.counters[C_SEGMENTS])
+        keep = np.ones(n, dtype=bool)
+        running = st.machine_segment[st.machine_job >= 0]
+        keep[running[running < n]] = False
+        d = int(st.counters[C_DOWNTIMES])
+        return Schedule(
+            instance=self.instance,
+            segment_job=st.segment_job[:n][keep].copy(),
+            segment_op=st.segment_op[:n][keep].copy(),
+            segment_machine=st.segment_machine[:n][keep].copy(),
+            segment_start=st.segment_start[:n][keep].copy(),
+            segment_end=st.segment_end[:n][keep].copy(),
+            segment_work=st.segment_work[:n][keep].copy(),
+            segment_status=st.segment_status[:n][keep].copy(),
+            downtime_machine=st.downtime_machine[:d].copy(),
+            downtime_start=st.downtime_start[:d].copy(),
+            downtime_end=st.downtime_end[:d].copy(),
+            downtime_kind=st.downtime_kind[:d].copy(),
+            job_due=st.job_due.copy(),
+            job_weight=st.job_weight.copy(),
+            job_completion=st.job_completion.copy(),
+            job_cancelled_at=st.job_cancelled_at.copy(),
+            decisions=self.decisions,
+        )
+
+
+def rollout(instance: Instance, rule: str = "SPT", seed: int = 0) -> Schedule:
+    """Simulate ``instance`` to the end under a dispatching rule and return its schedule.
+
+    ``rule`` is a job rule with an optional machine rule (``"MWKR"``, ``"EDD:EET"``, ``"RANDOM"``);
+    ``seed`` drives the RANDOM rule.
+    """
+    sim = Simulator(instance)
+    sim.reset()
+    sim.run(rule, seed=seed)
+    return sim.schedule()

@@ -1,0 +1,453 @@
+"""The DFJSP instance model: machines, jobs, flexible operations and a typed event stream.
+
+An :class:`Instance` is immutable and stored as a struct of arrays (CSR for job -> operations and
+operation -> eligible machines) so that the numba core can compile it without copying Python
+objects. Events stay as a tuple of small frozen :class:`Event` records, sorted by time.
+
+The native JSON form (``format: dynasched-instance/1``) is written by :meth:`Instance.to_json`
+and read by :meth:`Instance.from_dict` / :func:`dynasched_gym.load_instance`; the round trip is
+exact (floats are written with ``repr`` precision).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dynasched_gym.errors import InstanceFormatError
+
+INSTANCE_FORMAT = "dynasched-instance/1"
+BREAKDOWN_POLICIES = ("resume", "restart")
+
+
+class EventType(IntEnum):
+    """Event kinds; the integer value is the order in which same-time events apply.
+
+    ``COMPLETION`` (an operation ends) and ``ARRIVAL`` (a job's release time) are produced by the
+    simulator itself and never appear in :attr:`Instance.events`.
+    """
+
+    REPAIR = 0
+    COMPLETION = 1
+    ARRIVAL = 2
+    PTIME_CHANGE = 3
+    ROUTE_CHANGE = 4
+    PRIORITY_CHANGE = 5
+    DUE_DATE_CHANGE = 6
+    CANCELLATION = 7
+    REWORK = 8
+    MAINTENANCE = 9
+    BREAKDOWN = 10
+
+
+#: Event kinds that may appear in an instance's event stream.
+STREAM_EVENT_TYPES = tuple(t for t in EventType if t not in (EventType.COMPLETION, EventType.ARRIVAL))
+
+# Which payload fields each stream event kind requires; every other payload field must be unset.
+_REQUIRED_FIELDS: dict[EventType, tuple[str, ...]] = {
+    EventType.REPAIR: ("machine",),
+    EventType.PTIME_CHANGE: ("job", "op"),
+    EventType.ROUTE_CHANGE: ("job", "ops"),
+    EventType.PRIORITY_CHANGE: ("job", "weight"),
+    EventType.DUE_DATE_CHANGE: ("job", "due"),
+    EventType.CANCELLATION: ("job",),
+    EventType.REWORK: ("job", "op"),
+    EventType.MAINTENANCE: ("machine", "duration"),
+    EventType.BREAKDOWN: ("machine", "duration"),
+}
+_OPTIONAL_FIELDS: dict[EventType, tuple[str, ...]] = {
+    EventType.PTIME_CHANGE: ("factor", "value"),
+    EventType.ROUTE_CHANGE: ("op",),
+}
+_PAYLOAD_FIELDS = ("machine", "job", "op", "duration", "factor", "value", "weight", "due", "ops")
+
+Operation = Mapping[int, float]
+"""An operation: eligible machine id -> processing time on that machine."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One exogenous event. Unused payload fields are ``None``.
+
+    Payloads by type (times in the instance's time unit):
+
+    - ``BREAKDOWN(machine, duration)``: the machine fails; a running operation is preempted.
+    - ``REPAIR(machine)``: an early end of the machine's current breakdown.
+    - ``MAINTENANCE(machine, duration)``: non-preemptive downtime, starts when the running op ends.
+    - ``PTIME_CHANGE(job, op, factor | value)``: ``factor`` multiplies the op's times on every
+      eligible machine; ``value`` sets a nominal time, so the time on machine m is value / speed(m).
+    - ``ROUTE_CHANGE(job, ops, op=0)``: the job's operations from index max(op, first unstarted op)
+      on are replaced by ``ops``.
+    - ``PRIORITY_CHANGE(job, weight)``, ``DUE_DATE_CHANGE(job, due)``, ``CANCELLATION(job)``.
+    - ``REWORK(job, op)``: completed operation ``op`` is processed again, inserted before the
+      job's first unstarted operation.
+    """
+
+    time: float
+    type: EventType
+    machine: int | None = None
+    job: int | None = None
+    op: int | None = None
+    duration: float | None = None
+    factor: float | None = None
+    value: float | None = None
+    weight: float | None = None
+    due: float | None = None
+    ops: tuple[Operation, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a native-JSON object."""
+        out: dict[str, Any] = {"time": self.time, "type": self.type.name}
+        for name in _PAYLOAD_FIELDS:
+            val = getattr(self, name)
+            if val is None:
+                continue
+            if name == "ops":
+                val = [{"eligible": _operation_to_dict(op)} for op in val]
+            out[name] = val
+        return out
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine of the plant. ``speed`` divides nominal processing times of group routes."""
+
+    name: str
+    group: str = "default"
+    speed: float = 1.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job: release (arrival) time, optional due date, weight, and its operation chain."""
+
+    name: str
+    ops: Sequence[Operation]
+    release: float = 0.0
+    due: float | None = None
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """An immutable DFJSP instance as a struct of arrays.
+
+    Machine ``m`` is described by ``machine_names[m]``, ``machine_groups[m]`` and
+    ``machine_speed[m]``. Job ``j`` owns operations ``job_op_ptr[j] : job_op_ptr[j + 1]``
+    (global operation ids, in chain order); operation ``o`` may run on machines
+    ``elig_machine[op_elig_ptr[o] : op_elig_ptr[o + 1]]`` with the matching ``elig_time``.
+    """
+
+    name: str
+    machine_names: tuple[str, ...]
+    machine_groups: tuple[str, ...]
+    machine_speed: np.ndarray  # (num_machines,) float64, > 0
+    job_names: tuple[str, ...]
+    job_release: np.ndarray  # (num_jobs,) float64, release time >= 0
+    job_due: np.ndarray  # (num_jobs,) float64, due date; NaN = no due date
+    job_weight: np.ndarray  # (num_jobs,) float64, weight >= 0
+    job_op_ptr: np.ndarray  # (num_jobs + 1,) int64, CSR row pointer job -> operations
+    op_elig_ptr: np.ndarray  # (num_ops + 1,) int64, CSR row pointer operation -> eligible pairs
+    elig_machine: np.ndarray  # (num_eligible,) int64, machine id of each eligible pair
+    elig_time: np.ndarray  # (num_eligible,) float64, processing time > 0 of each eligible pair
+    events: tuple[Event, ...] = ()
+    breakdown_policy: str = "resume"
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("machine_speed", "job_release", "job_due", "job_weight", "elig_time"):
+            arr = np.ascontiguousarray(getattr(self, name), dtype=np.float64)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        for name in ("job_op_ptr", "op_elig_ptr", "elig_machine"):
+            arr = np.ascontiguousarray(getattr(self, name), dtype=np.int64)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        object.__setattr__(self, "events", tuple(self.events))
+        _validate(self)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_machines(self) -> int:
+        """Number of machines."""
+        return len(self.machine_names)
+
+    @property
+    def num_jobs(self) -> int:
+        """Number of jobs."""
+        return len(self.job_names)
+
+    @property
+    def num_ops(self) -> int:
+        """Number of operations in the static job chains (route-change ops not counted)."""
+        return int(self.job_op_ptr[-1])
+
+    def job_ops(self, job: int) -> list[dict[int, float]]:
+        """The static operation chain of ``job`` as a list of {machine: time} dicts."""
+        return [self.operation(o) for o in range(self.job_op_ptr[job], self.job_op_ptr[job + 1])]
+
+    def operation(self, op: int) -> dict[int, float]:
+        """Eligible machines and times of global operation ``op``."""
+        lo, hi = self.op_elig_ptr[op], self.op_elig_ptr[op + 1]
+        return {int(m): float(t) for m, t in zip(self.elig_machine[lo:hi], self.elig_time[lo:hi])}
+
+    # ----------------------------------------------------------- construction
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        machines: Sequence[Machine],
+        jobs: Sequence[Job],
+        events: Sequence[Event] = (),
+        breakdown_policy: str = "resume",
+    ) -> Instance:
+        """Build an instance from readable records (validated like every instance)."""
+        job_op_ptr = [0]
+        op_elig_ptr = [0]
+        elig_machine: list[int] = []
+        elig_time: list[float] = []
+        for j, job in enumerate(jobs):
+            for k, op in enumerate(job.ops):
+                if not isinstance(op, Mapping):
+                    raise InstanceFormatError(
+                        "an operation must map machine ids to times", field=f"jobs[{j}].ops[{k}].eligible", value=op
+                    )
+                for m, t in op.items():
+                    elig_machine.append(int(m))
+                    elig_time.append(float(t))
+                op_elig_ptr.append(len(elig_machine))
+            job_op_ptr.append(len(op_elig_ptr) - 1)
+        return cls(
+            name=name,
+            machine_names=tuple(m.name for m in machines),
+            machine_groups=tuple(m.group for m in machines),
+            machine_speed=np.array([m.speed for m in machines], dtype=np.float64),
+            job_names=tuple(job.name for job in jobs),
+            job_release=np.array([job.release for job in jobs], dtype=np.float64),
+            job_due=np.array([np.nan if job.due is None else job.due for job in jobs], dtype=np.float64),
+            job_weight=np.array([job.weight for job in jobs], dtype=np.float64),
+            job_op_ptr=np.array(job_op_ptr, dtype=np.int64),
+            op_elig_ptr=np.array(op_elig_ptr, dtype=np.int64),
+            elig_machine=np.array(elig_machine, dtype=np.int64),
+            elig_time=np.array(elig_time, dtype=np.float64),
+            events=tuple(events),
+            breakdown_policy=breakdown_policy,
+        )
+
+    def replace(self, **changes: Any) -> Instance:
+        """A copy with some fields replaced (validated again)."""
+        kwargs = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "_cache"}
+        kwargs.update(changes)
+        return Instance(**kwargs)
+
+    # ------------------------------------------------------------ native JSON
+    def to_dict(self) -> dict[str, Any]:
+        """The native-JSON object (DESIGN section 5)."""
+        return {
+            "format": INSTANCE_FORMAT,
+            "name": self.name,
+            "config": {"breakdown_policy": self.breakdown_policy},
+            "machines": [
+                {"id": m, "name": self.machine_names[m], "group": self.machine_groups[m],
+                 "speed": float(self.machine_speed[m])}
+                for m in range(self.num_machines)
+            ],
+            "jobs": [
+                {
+                    "id": j,
+                    "name": self.job_names[j],
+                    "release": float(self.job_release[j]),
+                    "due": None if math.isnan(self.job_due[j]) else float(self.job_due[j]),
+                    "weight": float(self.job_weight[j]),
+                    "ops": [{"eligible": _operation_to_dict(op)} for op in self.job_ops(j)],
+                }
+                for j in range(self.num_jobs)
+            ],
+            "events": [e.to_dict() for e in self.events],
+        }
+
+    def to_json(self, path: str | os.PathLike[str] | None = None, indent: int | None = None) -> str:
+        """Serialise to native JSON; with ``path``, also write the file atomically."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            write_text_atomic(Path(path), text)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<instance>") -> Instance:
+        """Parse a native-JSON object; errors name ``source`` and the offending field."""
+        from dynasched_gym.io.native import instance_from_dict
+
+        return instance_from_dict(data, source)
+
+    # --------------------------------------------------------------- equality
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Instance):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Instance(name={self.name!r}, jobs={self.num_jobs}, machines={self.num_machines}, "
+            f"ops={self.num_ops}, events={len(self.events)}, breakdown_policy={self.breakdown_policy!r})"
+        )
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (no partial files)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _operation_to_dict(op: Operation) -> dict[str, float]:
+    return {str(int(m)): float(t) for m, t in op.items()}
+
+
+def _finite(x: float) -> bool:
+    return isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
+
+
+def _validate(inst: Instance) -> None:
+    """Raise :class:`InstanceFormatError` on the first inconsistency (fields in native-JSON terms)."""
+    num_m, num_j = inst.num_machines, inst.num_jobs
+    if inst.breakdown_policy not in BREAKDOWN_POLICIES:
+        raise InstanceFormatError(
+            f"must be one of {BREAKDOWN_POLICIES}", field="config.breakdown_policy", value=inst.breakdown_policy
+        )
+    if num_m == 0:
+        raise InstanceFormatError("an instance needs at least one machine", field="machines", value=[])
+    if num_j == 0:
+        raise InstanceFormatError("an instance needs at least one job", field="jobs", value=[])
+    if len(inst.machine_groups) != num_m or inst.machine_speed.shape != (num_m,):
+        raise InstanceFormatError("machine arrays differ in length", field="machines", value=num_m)
+    for m, speed in enumerate(inst.machine_speed):
+        if not (math.isfinite(speed) and speed > 0):
+            raise InstanceFormatError("speed must be a finite number > 0", field=f"machines[{m}].speed", value=speed)
+    for name, arr in (("release", inst.job_release), ("due", inst.job_due), ("weight", inst.job_weight)):
+        if arr.shape != (num_j,):
+            raise InstanceFormatError("job arrays differ in length", field=f"jobs.{name}", value=arr.shape)
+    for j in range(num_j):
+        if not (math.isfinite(inst.job_release[j]) and inst.job_release[j] >= 0):
+            raise InstanceFormatError(
+                "release must be a finite time >= 0", field=f"jobs[{j}].release", value=float(inst.job_release[j])
+            )
+        if math.isinf(inst.job_due[j]):
+            raise InstanceFormatError(
+                "due must be a finite time or null", field=f"jobs[{j}].due", value=float(inst.job_due[j])
+            )
+        if not (math.isfinite(inst.job_weight[j]) and inst.job_weight[j] >= 0):
+            raise InstanceFormatError(
+                "weight must be a finite number >= 0", field=f"jobs[{j}].weight", value=float(inst.job_weight[j])
+            )
+    ptr = inst.job_op_ptr
+    if ptr.shape != (num_j + 1,) or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] + 1 != len(inst.op_elig_ptr):
+        raise InstanceFormatError("job_op_ptr is not a valid CSR pointer", field="jobs", value=ptr.tolist()[:8])
+    eptr = inst.op_elig_ptr
+    if len(inst.elig_machine) != len(inst.elig_time):
+        raise InstanceFormatError("eligible arrays differ in length", field="jobs", value=len(inst.elig_time))
+    if eptr[0] != 0 or np.any(np.diff(eptr) < 0) or eptr[-1] != len(inst.elig_machine):
+        raise InstanceFormatError("op_elig_ptr is not a valid CSR pointer", field="jobs", value=eptr.tolist()[:8])
+    for j in range(num_j):
+        if ptr[j + 1] == ptr[j]:
+            raise InstanceFormatError("a job needs at least one operation", field=f"jobs[{j}].ops", value=[])
+        for k, o in enumerate(range(ptr[j], ptr[j + 1])):
+            _validate_operation(inst, o, f"jobs[{j}].ops[{k}].eligible")
+    _validate_events(inst.events, num_m, num_j)
+
+
+def _validate_operation(inst: Instance, o: int, where: str) -> None:
+    lo, hi = inst.op_elig_ptr[o], inst.op_elig_ptr[o + 1]
+    _check_eligible(
+        list(zip(inst.elig_machine[lo:hi].tolist(), inst.elig_time[lo:hi].tolist())), inst.num_machines, where
+    )
+
+
+def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> None:
+    if not pairs:
+        raise InstanceFormatError("an operation needs at least one eligible machine", field=where, value={})
+    seen: set[int] = set()
+    for m, t in pairs:
+        if not (isinstance(m, (int, np.integer)) and 0 <= m < num_m):
+            raise InstanceFormatError(f"unknown machine id (machines are 0..{num_m - 1})", field=where, value=m)
+        if m in seen:
+            raise InstanceFormatError("machine listed twice", field=where, value=m)
+        seen.add(int(m))
+        if not (_finite(t) and t > 0):
+            raise InstanceFormatError(
+                "processing time must be a finite number > 0", field=f"{where}.{m}", value=t
+            )
+
+
+def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
+    prev = 0.0
+    for i, e in enumerate(events):
+        where = f"events[{i}]"
+        if not isinstance(e, Event):
+            raise InstanceFormatError("not an Event", field=where, value=e)
+        if not (_finite(e.time) and e.time >= 0):
+            raise InstanceFormatError("time must be a finite number >= 0", field=f"{where}.time", value=e.time)
+        if e.time < prev:
+            raise InstanceFormatError(
+                f"events are not sorted by time (previous event at {prev})", field=f"{where}.time", value=e.time
+            )
+        prev = e.time
+        if e.type not in _REQUIRED_FIELDS:
+            raise InstanceFormatError(
+                f"unknown event type (one of {[t.name for t in STREAM_EVENT_TYPES]})", field=f"{where}.type",
+                value=getattr(e.type, "name", e.type),
+            )
+        required = _REQUIRED_FIELDS[e.type]
+        allowed = set(required) | set(_OPTIONAL_FIELDS.get(e.type, ()))
+        for name in _PAYLOAD_FIELDS:
+            val = getattr(e, name)
+            if name in required and val is None:
+                raise InstanceFormatError(f"{e.type.name} needs field {name!r}", field=f"{where}.{name}", value=None)
+            if name not in allowed and val is not None:
+                raise InstanceFormatError(f"{e.type.name} takes no field {name!r}", field=f"{where}.{name}", value=val)
+        if e.machine is not None and not (isinstance(e.machine, (int, np.integer)) and 0 <= e.machine < num_m):
+            raise InstanceFormatError(
+                f"unknown machine id (machines are 0..{num_m - 1})", field=f"{where}.machine", value=e.machine
+            )
+        if e.job is not None and not (isinstance(e.job, (int, np.integer)) and 0 <= e.job < num_j):
+            raise InstanceFormatError(f"unknown job id (jobs are 0..{num_j - 1})", field=f"{where}.job", value=e.job)
+        if e.op is not None and not (isinstance(e.op, (int, np.integer)) and e.op >= 0):
+            raise InstanceFormatError("op must be an operation index >= 0", field=f"{where}.op", value=e.op)
+        for name in ("duration", "factor", "value"):
+            val = getattr(e, name)
+            if val is not None and not (_finite(val) and val > 0):
+                raise InstanceFormatError("must be a finite number > 0", field=f"{where}.{name}", value=val)
+        if e.type == EventType.PTIME_CHANGE and (e.factor is None) == (e.value is None):
+            raise InstanceFormatError(
+                "PTIME_CHANGE needs exactly one of 'factor' and 'value'", field=f"{where}.factor", value=e.factor
+            )
+        if e.weight is not None and not (_finite(e.weight) and e.weight >= 0):
+            raise InstanceFormatError("must be a finite number >= 0", field=f"{where}.weight", value=e.weight)
+        if e.due is not None and not _finite(e.due):
+            raise InstanceFormatError("must be a finite time", field=f"{where}.due", value=e.due)
+        if e.ops is not None:
+            if len(e.ops) == 0:
+                raise InstanceFormatError("a route change needs at least one operation", field=f"{where}.ops", value=[])
+            for k, op in enumerate(e.ops):
+                if not isinstance(op, Mapping):
+                    raise InstanceFormatError("an operation must map machine ids to times", field=f"{where}.ops[{k}]",
+                                              value=op)
+                _check_eligible(list(op.items()), num_m, f"{where}.ops[{k}].eligible")

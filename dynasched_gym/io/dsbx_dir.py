@@ -1,0 +1,520 @@
+"""The reference package's (``dsbx``) generated instance directory: reader and writer.
+
+A directory holds ``events.jsonl`` (one event object a line, non-decreasing ``time``),
+``static_jobs.json`` and either ``input_model.json`` (machines under ``plant.machines``) or
+``static_machines.json`` (machines under ``machines``). Other files are ignored. The instance is
+named after the directory.
+
+Mapping (a contract: the writer inverts it):
+
+- Machines: ``{"id", "group", "speed"}`` in file order; ``id`` becomes the machine name. A route step
+  "group g, nominal p" is an operation eligible on every machine m of g, with time p / speed(m).
+- Jobs: one per ``ARRIVAL`` line, in file order; name = ``job_id``, release = the ARRIVAL time,
+  operations from its ``routing`` + ``process_times`` (else from ``static_jobs.json``), weight 1.
+- Due date: a ``DUE_DATE_SET`` at or before the job's arrival time sets the static due (the last such
+  line wins); a later one becomes a ``DUE_DATE_CHANGE`` event; without any, ``static_jobs.json``'s
+  ``due_date`` is used when present, else the job has no due date.
+- Initial weight: a ``PRIORITY_CHANGE`` line placed *before* the job's ARRIVAL line sets the static
+  weight (the writer puts one there for jobs of weight > 1); later ones are events. dsbx applies
+  same-time events by kind (ARRIVAL first), so both readings agree.
+- Events (one per line, file order; same-time ordering is the simulator's job):
+  ``REPAIR_COMPLETION`` -> REPAIR; ``BREAKDOWN(machine_id, duration)`` -> BREAKDOWN;
+  ``PREVENTIVE_MAINTENANCE(machine_id, duration)`` -> MAINTENANCE; a ``machine_id`` that names a
+  group (and no machine) expands to one event per machine of the group, for all three kinds;
+  ``PTIME_CHANGE(step_index, new_process_time)`` -> PTIME_CHANGE(op, value) (value is nominal:
+  time on m = value / speed(m)); ``ROUTE_CHANGE(new_routing, new_process_times, from_step)`` ->
+  ROUTE_CHANGE(ops, op=from_step, default 0); ``PRIORITY_CHANGE(new_priority)`` -> PRIORITY_CHANGE
+  with weight 10.0 when ``new_priority <= emergency_priority`` (``input_model.json``
+  ``dynamic_scenarios.emergency_priority``, default -1) else 1.0, mirroring dsbx's ×10 tardiness weight
+  for emergency jobs; ``DUE_DATE_CHANGE(new_due_date)`` -> DUE_DATE_CHANGE(due);
+  ``ORDER_CANCELLATION`` -> CANCELLATION. ``arrival_type``, ``job_family``, ``batch_id``, ``reason``
+  and ``maintenance_type`` are not kept.
+- Errors: any other ``event_type``, an unsorted line, unknown job or machine ids and bad values
+  raise :class:`InstanceFormatError` naming the file, the 1-based line and the field.
+
+Writer (:func:`save`): ``events.jsonl`` + ``static_jobs.json`` + ``static_machines.json``. Every
+operation (static or in a route change) must be a whole machine group whose time × speed is the
+same nominal p on all its machines. Jobs are written in release order (stable), so an instance whose
+releases decrease comes back with its jobs renumbered. A weight > 1 is written as priority -1
+(emergency, also ``arrival_type="emergency"``), else 0; weights other than 1 and 10 therefore do not
+survive a round trip (a warning counts them); a PRIORITY_CHANGE before the job's release is folded
+into that initial priority. A ``PTIME_CHANGE`` factor is written as the factor times the nominal time
+last known for that op index in the stream (static route, overwritten by the job's earlier route
+changes from their ``op`` index on and by earlier time changes); this is exact unless a route change
+takes effect later than its ``op`` index. REWORK events and the ``restart`` breakdown policy cannot
+be expressed: they raise unless ``drop_unsupported=True``, which drops them with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine
+from dynasched_gym.io.text import excerpt, read_json, read_text
+
+EVENTS = "events.jsonl"
+STATIC_JOBS = "static_jobs.json"
+STATIC_MACHINES = "static_machines.json"
+INPUT_MODEL = "input_model.json"
+EMERGENCY_WEIGHT = 10.0
+EMERGENCY_PRIORITY = -1
+_WRITTEN = (EVENTS, STATIC_JOBS, STATIC_MACHINES)
+_MISSING: Any = object()
+
+_MACHINE_EVENTS = {
+    "REPAIR_COMPLETION": EventType.REPAIR,
+    "BREAKDOWN": EventType.BREAKDOWN,
+    "PREVENTIVE_MAINTENANCE": EventType.MAINTENANCE,
+}
+_JOB_EVENTS = ("DUE_DATE_SET", "PTIME_CHANGE", "ROUTE_CHANGE", "PRIORITY_CHANGE", "DUE_DATE_CHANGE",
+               "ORDER_CANCELLATION")
+_EVENT_TYPES = ("ARRIVAL", *_MACHINE_EVENTS, *_JOB_EVENTS)
+#: Our event kinds that :func:`save` can write (REWORK has no dsbx counterpart).
+SUPPORTED_EVENT_TYPES = tuple(t for t in STREAM_EVENT_TYPES if t != EventType.REWORK)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+@dataclass
+class Where:
+    """Where values come from (file and line); builds located errors and checks fields."""
+
+    source: str
+    line: int | None = None
+
+    def fail(self, reason: str, field: str, value: Any) -> InstanceFormatError:
+        return InstanceFormatError(reason, source=self.source, line=self.line, field=field, value=value)
+
+    def get(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> Any:
+        if not isinstance(obj, Mapping):
+            raise self.fail("expected a JSON object", field.rpartition(".")[0] or field, obj)
+        if key not in obj:
+            if default is _MISSING:
+                raise self.fail("missing field", field, None)
+            return default
+        return obj[key]
+
+    def number(self, obj: Any, key: str, field: str, *, positive: bool = False, minimum: float | None = None,
+               default: Any = _MISSING) -> Any:
+        val = self.get(obj, key, field, default)
+        if default is not _MISSING and val is default:
+            return val
+        return self.check_number(val, field, positive=positive, minimum=minimum)
+
+    def check_number(self, val: Any, field: str, *, positive: bool = False, minimum: float | None = None) -> float:
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
+            raise self.fail("expected a finite number", field, val)
+        if positive and val <= 0:
+            raise self.fail("must be > 0", field, val)
+        if minimum is not None and val < minimum:
+            raise self.fail(f"must be >= {minimum}", field, val)
+        return float(val)
+
+    def index(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> int:
+        val = self.get(obj, key, field, default)
+        if isinstance(val, bool) or not isinstance(val, int) or val < 0:
+            raise self.fail("expected an integer >= 0", field, val)
+        return val
+
+    def string(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> str:
+        val = self.get(obj, key, field, default)
+        if not isinstance(val, str):
+            raise self.fail("expected a string", field, val)
+        return val
+
+
+class _Plant:
+    """Machines by id and group; turns dsbx routes into operations."""
+
+    def __init__(self, machines: Any, where: Where, field: str) -> None:
+        if not isinstance(machines, list) or not machines:
+            raise where.fail("expected a non-empty list of machines", field, machines)
+        self.machines: list[Machine] = []
+        self.index: dict[str, int] = {}
+        self.groups: dict[str, list[int]] = {}
+        for i, obj in enumerate(machines):
+            f = f"{field}[{i}]"
+            name = where.string(obj, "id", f"{f}.id")
+            if name in self.index:
+                raise where.fail("duplicate machine id", f"{f}.id", name)
+            group = where.string(obj, "group", f"{f}.group", "default")
+            speed = where.number(obj, "speed", f"{f}.speed", positive=True, default=1.0)
+            self.index[name] = i
+            self.groups.setdefault(group, []).append(i)
+            self.machines.append(Machine(name=name, group=group, speed=float(speed)))
+
+    def resolve(self, machine_id: Any, where: Where, field: str) -> list[int]:
+        """The machine named ``machine_id``, or every machine of the group of that name."""
+        if isinstance(machine_id, str):
+            if machine_id in self.index:
+                return [self.index[machine_id]]
+            if machine_id in self.groups:
+                return self.groups[machine_id]
+        raise where.fail(f"unknown machine or group id (known: {', '.join(self.index)})", field, machine_id)
+
+    def operations(
+        self, routing: Any, times: Any, where: Where, field: str, times_field: str
+    ) -> list[dict[int, float]]:
+        """Operations of a route: step k on every machine m of ``routing[k]`` for ``times[k] / speed(m)``."""
+        if not isinstance(routing, list) or not routing:
+            raise where.fail("expected a non-empty list of machine groups", field, routing)
+        if not isinstance(times, list) or len(times) != len(routing):
+            raise where.fail(f"expected a list of {len(routing)} processing times", times_field, times)
+        ops = []
+        for k, group in enumerate(routing):
+            if not isinstance(group, str) or group not in self.groups:
+                raise where.fail(f"unknown machine group (known: {', '.join(self.groups)})", f"{field}[{k}]", group)
+            p = where.check_number(times[k], f"{times_field}[{k}]", positive=True)
+            ops.append({m: p / self.machines[m].speed for m in self.groups[group]})
+        return ops
+
+
+# ---------------------------------------------------------------------------------------------- reader
+def sniff(path: Path, head: str) -> bool:
+    """A directory holding ``events.jsonl``."""
+    return path.is_dir() and (path / EVENTS).is_file()
+
+
+def _read_plant(path: Path) -> tuple[_Plant, float]:
+    if not (path / EVENTS).is_file():
+        raise InstanceFormatError(f"not a dsbx instance directory (no {EVENTS})", source=str(path), value=str(path))
+    model_path = path / INPUT_MODEL
+    emergency_priority: float = EMERGENCY_PRIORITY
+    if model_path.is_file():
+        model = read_json(model_path)
+        where = Where(str(model_path))
+        scenarios = where.get(model, "dynamic_scenarios", "dynamic_scenarios", {}) or {}
+        emergency_priority = where.number(scenarios, "emergency_priority", "dynamic_scenarios.emergency_priority",
+                                          default=EMERGENCY_PRIORITY)
+        plant = where.get(model, "plant", "plant", {}) or {}
+        if where.get(plant, "machines", "plant.machines", None) is not None:
+            return _Plant(plant["machines"], where, "plant.machines"), emergency_priority
+    machines_path = path / STATIC_MACHINES
+    if not machines_path.is_file():
+        raise InstanceFormatError(f"no machines: neither {INPUT_MODEL} (plant.machines) nor {STATIC_MACHINES}",
+                                  source=str(path), field="machines", value=sorted(p.name for p in path.iterdir()))
+    where = Where(str(machines_path))
+    return _Plant(where.get(read_json(machines_path), "machines", "machines"), where, "machines"), emergency_priority
+
+
+def _read_lines(path: Path) -> list[tuple[int, dict[str, Any], float, str]]:
+    """Non-blank lines of events.jsonl as (line, object, time, event_type), checked for order."""
+    source = str(path)
+    text = read_text(path)
+    records = []
+    prev: float | None = None
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = Where(source, no)
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise where.fail(f"invalid JSON: {exc.msg}", "event", excerpt(line, exc.pos)) from None
+        time = where.number(obj, "time", "time", minimum=0.0)
+        kind = where.get(obj, "event_type", "event_type")
+        if kind not in _EVENT_TYPES:
+            raise where.fail(f"unknown event type (known: {', '.join(_EVENT_TYPES)})", "event_type", kind)
+        if prev is not None and time < prev:
+            raise where.fail(f"events are not sorted by time (previous event at {prev})", "time", time)
+        prev = time
+        records.append((no, obj, time, kind))
+    return records
+
+
+def load(path: Path) -> Instance:
+    """Read a dsbx instance directory (mapping in the module docstring)."""
+    plant, emergency_priority = _read_plant(path)
+    events_path = path / EVENTS
+    source = str(events_path)
+    jobs_path = path / STATIC_JOBS
+    static: Any = {}
+    if jobs_path.is_file():
+        static = Where(str(jobs_path)).get(read_json(jobs_path), "jobs", "jobs")
+        if not isinstance(static, Mapping):
+            raise InstanceFormatError("expected an object {job_id: job}", source=str(jobs_path), field="jobs",
+                                      value=static)
+    records = _read_lines(events_path)
+
+    jobs: list[dict[str, Any]] = []
+    job_index: dict[str, int] = {}
+    for pos, (no, obj, time, kind) in enumerate(records):
+        if kind != "ARRIVAL":
+            continue
+        where = Where(source, no)
+        name = where.string(obj, "job_id", "job_id")
+        if name in job_index:
+            raise where.fail("duplicate ARRIVAL for this job", "job_id", name)
+        if "routing" in obj:
+            ops = plant.operations(obj["routing"], obj.get("process_times"), where, "routing", "process_times")
+        elif name in static:
+            swhere = Where(str(jobs_path))
+            f = f"jobs.{name}"
+            ops = plant.operations(swhere.get(static[name], "routing", f"{f}.routing"), static[name].get(
+                "process_times"), swhere, f"{f}.routing", f"{f}.process_times")
+        else:
+            raise where.fail(f"ARRIVAL without routing and no entry in {STATIC_JOBS}", "routing", None)
+        job_index[name] = len(jobs)
+        jobs.append({"name": name, "ops": ops, "release": time, "due": None, "weight": 1.0, "pos": pos, "line": no})
+
+    events: list[Event] = []
+    event_lines: list[int] = []
+    for pos, (no, obj, time, kind) in enumerate(records):
+        if kind == "ARRIVAL":
+            continue
+        where = Where(source, no)
+        if kind in _MACHINE_EVENTS:
+            etype = _MACHINE_EVENTS[kind]
+            duration = None if etype == EventType.REPAIR else where.number(obj, "duration", "duration", positive=True)
+            for m in plant.resolve(where.get(obj, "machine_id", "machine_id"), where, "machine_id"):
+                events.append(Event(time=time, type=etype, machine=m, duration=duration))
+                event_lines.append(no)
+            continue
+        job_id = where.get(obj, "job_id", "job_id")
+        if not isinstance(job_id, str) or job_id not in job_index:
+            raise where.fail("unknown job id (no ARRIVAL for it)", "job_id", job_id)
+        j = job_index[job_id]
+        job = jobs[j]
+        event: Event
+        if kind == "DUE_DATE_SET":
+            due = where.number(obj, "due_date", "due_date")
+            if time <= job["release"]:
+                job["due"] = due
+                continue
+            event = Event(time=time, type=EventType.DUE_DATE_CHANGE, job=j, due=due)
+        elif kind == "PRIORITY_CHANGE":
+            prio = where.number(obj, "new_priority", "new_priority")
+            weight = EMERGENCY_WEIGHT if prio <= emergency_priority else 1.0
+            if pos < job["pos"]:
+                job["weight"] = weight
+                continue
+            event = Event(time=time, type=EventType.PRIORITY_CHANGE, job=j, weight=weight)
+        elif kind == "DUE_DATE_CHANGE":
+            event = Event(time=time, type=EventType.DUE_DATE_CHANGE, job=j,
+                          due=where.number(obj, "new_due_date", "new_due_date"))
+        elif kind == "PTIME_CHANGE":
+            event = Event(time=time, type=EventType.PTIME_CHANGE, job=j,
+                          op=where.index(obj, "step_index", "step_index"),
+                          value=where.number(obj, "new_process_time", "new_process_time", positive=True))
+        elif kind == "ROUTE_CHANGE":
+            ops = plant.operations(where.get(obj, "new_routing", "new_routing"), obj.get("new_process_times"), where,
+                                   "new_routing", "new_process_times")
+            event = Event(time=time, type=EventType.ROUTE_CHANGE, job=j, ops=tuple(ops),
+                          op=where.index(obj, "from_step", "from_step", 0))
+        else:  # ORDER_CANCELLATION
+            event = Event(time=time, type=EventType.CANCELLATION, job=j)
+        events.append(event)
+        event_lines.append(no)
+
+    for job in jobs:
+        entry = static.get(job["name"])
+        if job["due"] is None and isinstance(entry, Mapping) and entry.get("due_date") is not None:
+            job["due"] = Where(str(jobs_path)).number(entry, "due_date", f"jobs.{job['name']}.due_date")
+    try:
+        return Instance.build(
+            path.name, plant.machines,
+            [Job(name=b["name"], ops=b["ops"], release=b["release"], due=b["due"], weight=b["weight"]) for b in jobs],
+            events,
+        )
+    except InstanceFormatError as exc:
+        raise _locate(exc, str(path), source, [b["line"] for b in jobs], event_lines) from None
+
+
+def _locate(exc: InstanceFormatError, directory: str, source: str, job_lines: Sequence[int],
+            event_lines: Sequence[int]) -> InstanceFormatError:
+    """Re-raise an Instance error with the file and line of the job or event it names."""
+    match = re.match(r"(jobs|events)\[(\d+)\]", exc.field or "")
+    if match is None:
+        return exc.located(directory)
+    lines = job_lines if match[1] == "jobs" else event_lines
+    return exc.located(source, lines[int(match[2])])
+
+
+# ---------------------------------------------------------------------------------------------- writer
+def _nominal(inst: Instance, groups: Mapping[str, list[int]], op: Mapping[int, float], field: str) -> tuple[str, float]:
+    """The (group, nominal time) of an operation that covers a whole group with equal time × speed."""
+    machines = sorted(int(m) for m in op)
+    names = {inst.machine_groups[m] for m in machines}
+    group = next(iter(names))
+    if len(names) != 1 or machines != groups[group]:
+        raise InstanceFormatError("dsbx needs every operation to be one whole machine group", source=f"<{inst.name}>",
+                                  field=field, value={int(m): float(t) for m, t in op.items()})
+    speed = {m: float(inst.machine_speed[m]) for m in machines}
+    m0 = machines[0]
+    raw = float(op[m0]) * speed[m0]
+    # The shortest decimal that reproduces every time exactly (so load -> save -> load is exact).
+    for p in [*(round(raw, d) for d in range(4, 16)), raw]:
+        if p > 0 and all(p / speed[m] == float(op[m]) for m in machines):
+            return group, p
+    if all(abs(float(op[m]) * speed[m] - raw) <= 1e-9 * max(1.0, abs(raw)) for m in machines):
+        return group, raw
+    raise InstanceFormatError("dsbx needs time × speed to be equal on all machines of the group",
+                              source=f"<{inst.name}>", field=field,
+                              value={int(m): float(t) for m, t in op.items()})
+
+
+def _route(inst: Instance, groups: Mapping[str, list[int]], ops: Sequence[Mapping[int, float]],
+           field: str) -> tuple[list[str], list[float]]:
+    pairs = [_nominal(inst, groups, op, f"{field}[{k}].eligible") for k, op in enumerate(ops)]
+    return [g for g, _ in pairs], [p for _, p in pairs]
+
+
+def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]:
+    """The dsbx files of ``instance`` as {file name: text} (see the module docstring)."""
+    inst = instance
+    where = f"<{inst.name}>"
+    for names, kind in ((inst.machine_names, "machines"), (inst.job_names, "jobs")):
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                raise InstanceFormatError("dsbx needs unique names", source=where, field=f"{kind}[{i}].name",
+                                          value=name)
+            seen.add(name)
+    groups: dict[str, list[int]] = {}
+    for m, g in enumerate(inst.machine_groups):
+        groups.setdefault(g, []).append(m)
+    unsupported = []
+    if inst.breakdown_policy != "resume":
+        unsupported.append(f"breakdown_policy {inst.breakdown_policy!r} (dsbx always resumes)")
+    lossy = 0
+
+    routes = [_route(inst, groups, inst.job_ops(j), f"jobs[{j}].ops") for j in range(inst.num_jobs)]
+    # Priority changes before a job's release give its weight at arrival: folded into the static weight.
+    weights = [float(w) for w in inst.job_weight]
+    folded = set()
+    for i, e in enumerate(inst.events):
+        if e.type == EventType.PRIORITY_CHANGE and e.time < inst.job_release[e.job]:
+            weights[int(e.job)] = float(e.weight)  # type: ignore[arg-type]
+            folded.add(i)
+    static_jobs: dict[str, Any] = {}
+    lines: list[tuple[float, int, dict[str, Any]]] = []  # (time, rank, object): arrivals first at equal times
+    for j in sorted(range(inst.num_jobs), key=lambda j: float(inst.job_release[j])):
+        name, release, weight = inst.job_names[j], float(inst.job_release[j]), weights[j]
+        due = None if inst.job_due[j] != inst.job_due[j] else float(inst.job_due[j])
+        lossy += weight not in (1.0, EMERGENCY_WEIGHT)
+        routing, times = routes[j]
+        entry: dict[str, Any] = {"job_family": "Custom", "routing": routing, "process_times": times,
+                                 "arrival_type": "emergency" if weight > 1 else "planned"}
+        if due is not None:
+            entry["due_date"] = due
+        static_jobs[name] = entry
+        if weight > 1:
+            lines.append((release, 0, {"time": release, "event_type": "PRIORITY_CHANGE", "job_id": name,
+                                       "new_priority": EMERGENCY_PRIORITY}))
+        lines.append((release, 0, {"time": release, "event_type": "ARRIVAL", "job_id": name, "job_family": "Custom",
+                                   "routing": routing, "process_times": times, "batch_id": None,
+                                   "arrival_type": entry["arrival_type"]}))
+        if due is not None:
+            lines.append((release, 0, {"time": release, "event_type": "DUE_DATE_SET", "job_id": name,
+                                       "due_date": due}))
+
+    # Per job, op index -> the nominal time last known for it along the stream (for PTIME_CHANGE factors).
+    nominal = [dict(enumerate(times)) for _, times in routes]
+    current_due = [None if d != d else float(d) for d in inst.job_due]
+    for i, e in enumerate(inst.events):
+        field = f"events[{i}]"
+        obj: dict[str, Any] = {"time": float(e.time)}
+        if e.type == EventType.REWORK:
+            unsupported.append(f"{field} REWORK")
+            continue
+        if i in folded:
+            continue
+        if e.machine is not None:
+            obj["event_type"] = {EventType.REPAIR: "REPAIR_COMPLETION", EventType.BREAKDOWN: "BREAKDOWN",
+                                 EventType.MAINTENANCE: "PREVENTIVE_MAINTENANCE"}[e.type]
+            obj["machine_id"] = inst.machine_names[e.machine]
+            if e.duration is not None:
+                obj["duration"] = float(e.duration)
+            if e.type == EventType.MAINTENANCE:
+                obj["maintenance_type"] = "time_based"
+            lines.append((obj["time"], 1, obj))
+            continue
+        j = int(e.job)  # type: ignore[arg-type]
+        obj["job_id"] = inst.job_names[j]
+        if e.type == EventType.PTIME_CHANGE:
+            op = int(e.op)  # type: ignore[arg-type]
+            if e.value is not None:
+                value = float(e.value)
+            elif op in nominal[j]:
+                value = nominal[j][op] * float(e.factor)  # type: ignore[arg-type]
+            else:
+                raise InstanceFormatError("PTIME_CHANGE factor on an operation the job never has in the stream",
+                                          source=where, field=f"{field}.op", value=op)
+            nominal[j][op] = value
+            obj.update(event_type="PTIME_CHANGE", step_index=op, new_process_time=value)
+        elif e.type == EventType.ROUTE_CHANGE:
+            routing, times = _route(inst, groups, e.ops or (), f"{field}.ops")
+            start = int(e.op or 0)
+            nominal[j].update((start + k, p) for k, p in enumerate(times))
+            obj.update(event_type="ROUTE_CHANGE", new_routing=routing, new_process_times=times, from_step=start)
+        elif e.type == EventType.PRIORITY_CHANGE:
+            weight = float(e.weight)  # type: ignore[arg-type]
+            lossy += weight not in (1.0, EMERGENCY_WEIGHT)
+            obj.update(event_type="PRIORITY_CHANGE", new_priority=EMERGENCY_PRIORITY if weight > 1 else 0)
+        elif e.type == EventType.DUE_DATE_CHANGE:
+            due = float(e.due)  # type: ignore[arg-type]
+            old, current_due[j] = current_due[j], due
+            obj.update(event_type="DUE_DATE_CHANGE", new_due_date=due,
+                       reason="urgent" if old is not None and due < old else "relaxed")
+        else:  # CANCELLATION
+            obj["event_type"] = "ORDER_CANCELLATION"
+        lines.append((obj["time"], 1, obj))
+
+    if unsupported:
+        if not drop_unsupported:
+            raise InstanceFormatError("not expressible in the dsbx format (pass drop_unsupported=True to drop it)",
+                                      source=where, field=unsupported[0].split(" ")[0], value=unsupported[0])
+        warnings.warn(f"dsbx format: dropped {len(unsupported)} unsupported item(s): {', '.join(unsupported[:5])}",
+                      stacklevel=3)
+    if lossy:
+        warnings.warn(f"dsbx format: {lossy} weight(s) other than 1 and {EMERGENCY_WEIGHT} become priority "
+                      f"0 or {EMERGENCY_PRIORITY}", stacklevel=3)
+    lines.sort(key=lambda x: (x[0], x[1]))  # stable: file order kept within (time, rank)
+    compact = {"separators": (",", ":"), "allow_nan": False}
+    machines = [{"id": inst.machine_names[m], "group": inst.machine_groups[m], "speed": float(inst.machine_speed[m])}
+                for m in range(inst.num_machines)]
+    return {
+        EVENTS: "".join(json.dumps(obj, **compact) + "\n" for _, _, obj in lines),  # type: ignore[arg-type]
+        STATIC_JOBS: json.dumps({"jobs": static_jobs}, indent=2, allow_nan=False) + "\n",
+        STATIC_MACHINES: json.dumps({"machines": machines}, indent=2, allow_nan=False) + "\n",
+    }
+
+
+def save(instance: Instance, directory: str | os.PathLike[str], *, drop_unsupported: bool = False) -> Path:
+    """Write ``instance`` as a dsbx instance directory, atomically; returns the directory.
+
+    ``directory`` must not exist, be empty, or hold only a previous :func:`save` output (which is
+    replaced). Everything is written to a temporary sibling directory first and then renamed.
+    """
+    files = render(instance, drop_unsupported)
+    target = Path(directory)
+    if target.exists() and (not target.is_dir() or set(os.listdir(target)) - set(_WRITTEN)):
+        raise FileExistsError(f"{target} exists and is not a dsbx directory written by save()")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    old = None
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        if target.exists():
+            old = tmp.with_suffix(".old")
+            os.replace(target, old)
+        os.replace(tmp, target)
+    except BaseException:
+        if old is not None and old.exists() and not target.exists():
+            os.replace(old, target)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return target

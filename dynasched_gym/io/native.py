@@ -1,0 +1,129 @@
+"""Native instance JSON (``format: dynasched-instance/1``, DESIGN section 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.instance import INSTANCE_FORMAT, Event, EventType, Instance, Job, Machine
+from dynasched_gym.io.text import read_json
+
+
+def sniff(path: Path, head: str) -> bool:
+    """True when ``path`` looks like a native instance file."""
+    return path.is_file() and head.lstrip().startswith("{") and INSTANCE_FORMAT in head
+
+
+def load(path: Path) -> Instance:
+    """Read a native instance file."""
+    return instance_from_dict(read_json(path), str(path))
+
+
+def _get(obj: Mapping[str, Any], key: str, where: str, source: str, default: Any = ...) -> Any:
+    if not isinstance(obj, Mapping):
+        raise InstanceFormatError("expected a JSON object", source=source, field=where, value=obj)
+    if key not in obj:
+        if default is ...:
+            raise InstanceFormatError("missing field", source=source, field=f"{where}.{key}" if where else key,
+                                      value=None)
+        return default
+    return obj[key]
+
+
+def _number(val: Any, where: str, source: str, allow_none: bool = False) -> float | None:
+    if val is None and allow_none:
+        return None
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
+        raise InstanceFormatError("expected a number", source=source, field=where, value=val)
+    return float(val)
+
+
+def _int(val: Any, where: str, source: str) -> int:
+    if isinstance(val, bool) or not isinstance(val, int):
+        raise InstanceFormatError("expected an integer id", source=source, field=where, value=val)
+    return val
+
+
+def _operation(obj: Any, where: str, source: str) -> dict[int, float]:
+    eligible = _get(obj, "eligible", where, source)
+    if not isinstance(eligible, Mapping):
+        raise InstanceFormatError("expected an object {machine id: time}", source=source, field=f"{where}.eligible",
+                                  value=eligible)
+    out: dict[int, float] = {}
+    for key, time in eligible.items():
+        try:
+            m = int(key)
+        except (TypeError, ValueError):
+            raise InstanceFormatError("machine id must be an integer", source=source, field=f"{where}.eligible",
+                                      value=key) from None
+        out[m] = _number(time, f"{where}.eligible.{key}", source)  # type: ignore[assignment]
+    return out
+
+
+def instance_from_dict(data: Mapping[str, Any], source: str = "<instance>") -> Instance:
+    """Parse a native-JSON object into an :class:`Instance` (errors name ``source`` and the field)."""
+    fmt = _get(data, "format", "", source)
+    if fmt != INSTANCE_FORMAT:
+        raise InstanceFormatError(f"unsupported format (expected {INSTANCE_FORMAT!r})", source=source,
+                                  field="format", value=fmt)
+    config = _get(data, "config", "", source, {})
+    policy = _get(config, "breakdown_policy", "config", source, "resume")
+    machines = []
+    for i, m in enumerate(_get(data, "machines", "", source)):
+        where = f"machines[{i}]"
+        if _int(_get(m, "id", where, source), f"{where}.id", source) != i:
+            raise InstanceFormatError("machine ids must be 0, 1, 2, ... in order", source=source,
+                                      field=f"{where}.id", value=m["id"])
+        machines.append(Machine(name=str(_get(m, "name", where, source, f"M{i}")),
+                                group=str(_get(m, "group", where, source, "default")),
+                                speed=_number(_get(m, "speed", where, source, 1.0), f"{where}.speed", source)))
+    jobs = []
+    for j, job in enumerate(_get(data, "jobs", "", source)):
+        where = f"jobs[{j}]"
+        if _int(_get(job, "id", where, source), f"{where}.id", source) != j:
+            raise InstanceFormatError("job ids must be 0, 1, 2, ... in order", source=source, field=f"{where}.id",
+                                      value=job["id"])
+        ops = _get(job, "ops", where, source)
+        if not isinstance(ops, list):
+            raise InstanceFormatError("expected a list of operations", source=source, field=f"{where}.ops", value=ops)
+        jobs.append(Job(
+            name=str(_get(job, "name", where, source, f"Job-{j}")),
+            release=_number(_get(job, "release", where, source, 0.0), f"{where}.release", source),
+            due=_number(_get(job, "due", where, source, None), f"{where}.due", source, allow_none=True),
+            weight=_number(_get(job, "weight", where, source, 1.0), f"{where}.weight", source),
+            ops=[_operation(op, f"{where}.ops[{k}]", source) for k, op in enumerate(ops)],
+        ))
+    events = [_event(e, f"events[{i}]", source) for i, e in enumerate(_get(data, "events", "", source, []))]
+    try:
+        return Instance.build(str(_get(data, "name", "", source, "unnamed")), machines, jobs, events, policy)
+    except InstanceFormatError as exc:
+        raise exc.located(source) from None
+
+
+def _event(obj: Any, where: str, source: str) -> Event:
+    kind = _get(obj, "type", where, source)
+    try:
+        etype = EventType[kind]
+    except (KeyError, TypeError):
+        raise InstanceFormatError("unknown event type", source=source, field=f"{where}.type", value=kind) from None
+    unknown = set(obj) - {"time", "type", "machine", "job", "op", "duration", "factor", "value", "weight", "due",
+                          "ops"}
+    if unknown:
+        raise InstanceFormatError("unknown event field", source=source, field=f"{where}.{sorted(unknown)[0]}",
+                                  value=obj[sorted(unknown)[0]])
+    kwargs: dict[str, Any] = {"time": _number(_get(obj, "time", where, source), f"{where}.time", source),
+                              "type": etype}
+    for key in ("machine", "job", "op"):
+        if key in obj:
+            kwargs[key] = _int(obj[key], f"{where}.{key}", source)
+    for key in ("duration", "factor", "value", "weight", "due"):
+        if key in obj:
+            kwargs[key] = _number(obj[key], f"{where}.{key}", source)
+    if "ops" in obj:
+        if not isinstance(obj["ops"], list):
+            raise InstanceFormatError("expected a list of operations", source=source, field=f"{where}.ops",
+                                      value=obj["ops"])
+        kwargs["ops"] = tuple(_operation(op, f"{where}.ops[{k}]", source) for k, op in enumerate(obj["ops"]))
+    return Event(**kwargs)

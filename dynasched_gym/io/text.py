@@ -1,0 +1,34 @@
+"""Reading files for the loaders: every failure becomes an :class:`InstanceFormatError`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dynasched_gym.errors import InstanceFormatError
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of ``path``; a missing or unreadable file is an :class:`InstanceFormatError`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstanceFormatError("not a UTF-8 text file", source=str(path), value=exc.object[:20]) from None
+    except OSError as exc:
+        raise InstanceFormatError(f"cannot read: {exc.strerror}", source=str(path), value=str(path)) from None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; errors name the file, the line and the text there."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InstanceFormatError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno,
+                                  value=excerpt(text, exc.pos)) from None
+
+
+def excerpt(text: str, pos: int) -> str:
+    """Up to 20 characters either side of ``pos`` (where a parse error was found)."""
+    return text[max(0, pos - 20):pos + 20]

@@ -1,0 +1,66 @@
+"""The metrics of DESIGN section 6: one implementation, used by the simulator, the validator,
+the environments and the evaluation scripts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Metric keys, in the order they are reported.
+METRIC_KEYS = (
+    "makespan",
+    "total_tardiness",
+    "mean_tardiness",
+    "total_weighted_tardiness",
+    "num_tardy_jobs",
+    "mean_flow_time",
+    "num_cancelled_jobs",
+    "utilization",
+)
+
+
+def compute_metrics(
+    release: np.ndarray,
+    due: np.ndarray,
+    weight: np.ndarray,
+    completion: np.ndarray,
+    cancelled: np.ndarray,
+    busy_start: np.ndarray,
+    busy_end: np.ndarray,
+    down_start: np.ndarray,
+    down_end: np.ndarray,
+    num_machines: int,
+) -> dict[str, float]:
+    """Compute the metrics of a (possibly unfinished) schedule.
+
+    Args:
+        release, due, weight: per job (J,); ``due`` is NaN for jobs without a due date; ``due`` and
+            ``weight`` must be the values in force when the job completed.
+        completion: per job (J,), NaN while unfinished.
+        cancelled: per job (J,), bool. Cancelled jobs are excluded from every job metric.
+        busy_start, busy_end: the processing segments (S,), on any machine.
+        down_start, down_end: the downtime intervals (D,), non-overlapping per machine.
+        num_machines: M.
+
+    Only completed, non-cancelled jobs enter ``makespan``, tardiness and flow time.
+    ``utilization`` = busy time / available time, both clipped to [0, makespan]; it is 0 when
+    nothing completed, and never above 1 for a valid schedule.
+    """
+    done = ~cancelled & ~np.isnan(completion)
+    c, r, d, w = completion[done], release[done], due[done], weight[done]
+    makespan = float(c.max()) if c.size else 0.0
+    has_due = ~np.isnan(d)
+    tardiness = np.maximum(0.0, c[has_due] - d[has_due])
+    busy = np.clip(busy_end, 0.0, makespan) - np.clip(busy_start, 0.0, makespan)
+    down = np.clip(down_end, 0.0, makespan) - np.clip(down_start, 0.0, makespan)
+    available = num_machines * makespan - float(down.sum())
+    return {
+        "makespan": makespan,
+        "total_tardiness": float(tardiness.sum()),
+        "mean_tardiness": float(tardiness.mean()) if tardiness.size else 0.0,
+        "total_weighted_tardiness": float((w[has_due] * tardiness).sum()),
+        "num_tardy_jobs": int(np.count_nonzero(tardiness > 0)),
+        "mean_flow_time": float((c - r).mean()) if c.size else 0.0,
+        "num_cancelled_jobs": int(np.count_nonzero(cancelled)),
+        "utilization": float(busy.sum() / available) if available > 0 else 0.0,
+    }

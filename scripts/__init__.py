@@ -1,0 +1,1 @@
+"""Entry points: benchmarks now; train, evaluate and leaderboard as they land."""

@@ -1,0 +1,30 @@
+"""Shared fixtures: where the benchmark and reference data live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path:
+    """The project's shared/ folder: $DYNASCHED_SHARED, else ../shared beside the checkout."""
+    path = Path(os.environ.get("DYNASCHED_SHARED", REPO.parent / "shared"))
+    if not (path / "benchmarks" / "bounds.csv").is_file():
+        raise RuntimeError(f"shared data not found at {path}; set DYNASCHED_SHARED to the shared/ folder")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """Path of shared/ (benchmarks/, reference/)."""
+    return shared_dir()
+
+
+@pytest.fixture(scope="session")
+def reference_dir(shared: Path) -> Path:
+    """The reference package's 243-job generated instance directory."""
+    return next((shared / "reference" / "dsbx" / "DynaSched-Grid").iterdir())

@@ -1,0 +1,190 @@
+"""Hand-computed schedules: one scenario per event type and per breakdown policy.
+
+Every scenario is small enough to check by hand; the expected segments were worked out on paper
+from docs/semantics.md before the simulator ran them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dynasched_gym import Event, EventType, Instance, Job, Machine, validate_schedule
+from dynasched_gym.core import Simulator
+
+E = EventType
+
+
+def play(instance: Instance, actions: list[tuple[int, int]] | None = None):
+    """Run ``actions`` in order (or the first candidate each time) and return the schedule."""
+    sim = Simulator(instance)
+    sim.reset()
+    scripted = list(actions or [])
+    while not sim.done:
+        if scripted:
+            sim.step(*scripted.pop(0))
+        else:
+            jobs, machines, _ = sim.candidates()
+            sim.step(jobs[0], machines[0])
+    assert not scripted, f"actions left over: {scripted}"
+    schedule = sim.schedule()
+    report = validate_schedule(schedule)
+    assert report.ok, str(report)
+    return schedule
+
+
+def segments(schedule) -> list[tuple]:
+    return [
+        (int(j), int(k), int(m), float(s), float(e), round(float(w), 9), ("completed", "preempted", "aborted")[st])
+        for j, k, m, s, e, w, st in zip(schedule.segment_job, schedule.segment_op, schedule.segment_machine,
+                                        schedule.segment_start, schedule.segment_end, schedule.segment_work,
+                                        schedule.segment_status)
+    ]
+
+
+def downtime(schedule) -> list[tuple]:
+    return [(int(m), float(s), float(e), ("breakdown", "maintenance")[k]) for m, s, e, k in
+            zip(schedule.downtime_machine, schedule.downtime_start, schedule.downtime_end, schedule.downtime_kind)]
+
+
+def make(jobs: list[Job], events: list[Event] = (), policy: str = "resume", speeds=(1.0, 1.0)) -> Instance:
+    machines = [Machine(f"M{i}", speed=s) for i, s in enumerate(speeds)]
+    return Instance.build("hand", machines, jobs, events, policy)
+
+
+def test_static_flexible_choice():
+    inst = make([Job("a", [{0: 3.0}, {1: 2.0}]), Job("b", [{0: 2.0, 1: 4.0}])])
+    s = play(inst, [(0, 0), (1, 1), (0, 1)])
+    assert segments(s) == [(0, 0, 0, 0.0, 3.0, 1.0, "completed"), (1, 0, 1, 0.0, 4.0, 1.0, "completed"),
+                           (0, 1, 1, 4.0, 6.0, 1.0, "completed")]
+    assert s.metrics["makespan"] == 6.0
+    assert s.metrics["utilization"] == pytest.approx(9.0 / 12.0)
+
+
+@pytest.mark.parametrize(("policy", "second"), [("resume", (3.0, 6.0, 0.75)), ("restart", (3.0, 7.0, 1.0))])
+def test_breakdown_preempts_under_both_policies(policy, second):
+    inst = make([Job("a", [{0: 4.0}])], [Event(1.0, E.BREAKDOWN, machine=0, duration=2.0)], policy)
+    s = play(inst)
+    start, end, work = second
+    assert segments(s) == [(0, 0, 0, 0.0, 1.0, 0.25, "preempted"), (0, 0, 0, start, end, work, "completed")]
+    assert downtime(s) == [(0, 1.0, 3.0, "breakdown")]
+    assert s.job_completion[0] == end
+
+
+def test_resumed_work_moves_to_another_machine():
+    inst = make([Job("a", [{0: 4.0, 1: 8.0}])], [Event(1.0, E.BREAKDOWN, machine=0, duration=2.0)])
+    s = play(inst, [(0, 0), (0, 1)])
+    assert segments(s) == [(0, 0, 0, 0.0, 1.0, 0.25, "preempted"), (0, 0, 1, 1.0, 7.0, 0.75, "completed")]
+
+
+def test_early_repair_and_breakdown_extension():
+    inst = make([Job("a", [{0: 4.0}])], [
+        Event(1.0, E.BREAKDOWN, machine=0, duration=10.0),
+        Event(1.5, E.BREAKDOWN, machine=0, duration=1.0),  # ends earlier: no extension
+        Event(2.0, E.REPAIR, machine=0),
+    ])
+    s = play(inst)
+    assert downtime(s) == [(0, 1.0, 2.0, "breakdown")]
+    assert segments(s)[-1] == (0, 0, 0, 2.0, 5.0, 0.75, "completed")
+
+
+def test_maintenance_waits_for_running_operation_and_blocks_dispatch():
+    inst = make([Job("a", [{0: 4.0}]), Job("b", [{0: 1.0}])], [Event(1.0, E.MAINTENANCE, machine=0, duration=2.0)])
+    s = play(inst, [(0, 0), (1, 0)])
+    assert downtime(s) == [(0, 4.0, 6.0, "maintenance")]
+    assert segments(s) == [(0, 0, 0, 0.0, 4.0, 1.0, "completed"), (1, 0, 0, 6.0, 7.0, 1.0, "completed")]
+
+
+def test_breakdown_during_maintenance_takes_over():
+    inst = make([Job("a", [{0: 1.0}], release=10.0)], [
+        Event(1.0, E.MAINTENANCE, machine=0, duration=4.0),
+        Event(2.0, E.BREAKDOWN, machine=0, duration=1.0),
+    ])
+    s = play(inst)
+    assert downtime(s) == [(0, 1.0, 2.0, "maintenance"), (0, 2.0, 5.0, "breakdown")]
+
+
+@pytest.mark.parametrize(("event", "op1"), [
+    (Event(1.0, E.PTIME_CHANGE, job=0, op=1, factor=2.0), (2.0, 5.0)),
+    (Event(1.0, E.PTIME_CHANGE, job=0, op=1, value=5.0), (2.0, 4.5)),  # nominal 5 / speed 2
+    (Event(1.0, E.PTIME_CHANGE, job=0, op=0, factor=3.0), (2.0, 3.5)),  # op 0 already running: ignored
+])
+def test_processing_time_change(event, op1):
+    inst = make([Job("a", [{0: 2.0}, {0: 1.5}])], [event], speeds=(2.0, 1.0))
+    s = play(inst)
+    assert segments(s)[1][3:5] == op1
+
+
+def test_route_change_replaces_unstarted_operations():
+    inst = make([Job("a", [{0: 2.0}, {0: 3.0}])], [Event(1.0, E.ROUTE_CHANGE, job=0, ops=({1: 5.0},))])
+    s = play(inst)
+    assert segments(s) == [(0, 0, 0, 0.0, 2.0, 1.0, "completed"), (0, 1, 1, 2.0, 7.0, 1.0, "completed")]
+
+
+def test_route_change_from_index_beyond_list_appends():
+    inst = make([Job("a", [{0: 2.0}, {0: 3.0}])], [Event(1.0, E.ROUTE_CHANGE, job=0, op=5, ops=({1: 5.0},))])
+    s = play(inst)
+    assert [seg[1:5] for seg in segments(s)] == [(0, 0, 0.0, 2.0), (1, 0, 2.0, 5.0), (2, 1, 5.0, 10.0)]
+
+
+def test_priority_and_due_date_changes_in_force_at_completion():
+    inst = make([Job("a", [{0: 4.0}], due=3.0)], [
+        Event(1.0, E.PRIORITY_CHANGE, job=0, weight=5.0),
+        Event(2.0, E.DUE_DATE_CHANGE, job=0, due=2.0),
+        Event(4.0, E.DUE_DATE_CHANGE, job=0, due=100.0),  # same time as the completion: ignored
+    ])
+    s = play(inst)
+    assert (s.job_due[0], s.job_weight[0]) == (2.0, 5.0)
+    assert s.metrics["total_tardiness"] == 2.0
+    assert s.metrics["total_weighted_tardiness"] == 10.0
+    assert s.metrics["num_tardy_jobs"] == 1
+
+
+def test_cancellation_aborts_running_operation_and_is_ignored_after_completion():
+    inst = make([Job("a", [{0: 4.0}]), Job("b", [{0: 1.0}])], [
+        Event(2.0, E.CANCELLATION, job=0),
+        Event(5.0, E.CANCELLATION, job=1),
+    ])
+    s = play(inst, [(0, 0), (1, 0)])
+    assert segments(s) == [(0, 0, 0, 0.0, 2.0, 0.5, "aborted"), (1, 0, 0, 2.0, 3.0, 1.0, "completed")]
+    assert s.job_cancelled_at[0] == 2.0 and math.isnan(s.job_completion[0])
+    assert math.isnan(s.job_cancelled_at[1])
+    m = s.metrics
+    assert (m["num_cancelled_jobs"], m["makespan"], m["mean_flow_time"]) == (1, 3.0, 3.0)
+    assert m["utilization"] <= 1.0
+
+
+def test_cancellation_before_release_hides_job_for_good():
+    inst = make([Job("a", [{0: 1.0}]), Job("b", [{0: 1.0}], release=2.0)], [Event(2.0, E.CANCELLATION, job=1)])
+    s = play(inst)
+    assert [seg[0] for seg in segments(s)] == [0]
+    assert s.job_cancelled_at[1] == 2.0
+
+
+def test_rework_inserts_completed_operation_before_next_unstarted():
+    inst = make([Job("a", [{0: 2.0}, {1: 3.0}])], [
+        Event(1.0, E.REWORK, job=0, op=1),  # op 1 not completed yet: ignored
+        Event(3.0, E.REWORK, job=0, op=0),  # op 1 is running: the copy goes after it
+    ])
+    s = play(inst)
+    assert segments(s) == [(0, 0, 0, 0.0, 2.0, 1.0, "completed"), (0, 1, 1, 2.0, 5.0, 1.0, "completed"),
+                           (0, 2, 0, 5.0, 7.0, 1.0, "completed")]
+
+
+def test_same_time_order_completion_before_breakdown_and_arrival_before_cancellation():
+    inst = make([Job("a", [{0: 2.0}]), Job("b", [{1: 1.0}], release=2.0)], [
+        Event(2.0, E.CANCELLATION, job=1),
+        Event(2.0, E.BREAKDOWN, machine=0, duration=1.0),
+    ])
+    s = play(inst)
+    assert segments(s) == [(0, 0, 0, 0.0, 2.0, 1.0, "completed")]
+    assert downtime(s) == [(0, 2.0, 3.0, "breakdown")]
+    assert s.job_cancelled_at[1] == 2.0
+
+
+def test_invalid_action_raises_clear_error():
+    sim = Simulator(make([Job("a", [{0: 1.0}])]))
+    sim.reset()
+    with pytest.raises(ValueError, match=r"\(job 0, machine 1\) cannot start at t=0.0"):
+        sim.step(0, 1)

@@ -1,0 +1,163 @@
+"""Property tests of the simulator against the independent validator, snapshots and batches."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import instances
+
+from dynasched_gym import load_instance, rollout, validate_schedule
+from dynasched_gym.core import Simulator
+from dynasched_gym.core.batch import make_batch, reset_batch, run_rule_batch, step_batch
+from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def play_random(sim: Simulator, rng: np.random.Generator, max_decisions: int | None = None) -> list[tuple[int, int]]:
+    """Play uniformly random valid pairs; returns the pairs played."""
+    played = []
+    while not sim.done and (max_decisions is None or len(played) < max_decisions):
+        jobs, machines, _ = sim.candidates()
+        assert len(jobs) > 0, "a decision point must offer at least one pair"
+        k = int(rng.integers(len(jobs)))
+        sim.step(jobs[k], machines[k])
+        played.append((int(jobs[k]), int(machines[k])))
+    return played
+
+
+def assert_same_schedule(a, b) -> None:
+    for name in a.__dataclass_fields__:
+        if name == "instance":
+            continue
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, np.ndarray):
+            assert x.tobytes() == y.tobytes(), name
+        else:
+            assert x == y, name
+
+
+@SETTINGS
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=14), seed=st.integers(0, 2**32 - 1))
+def test_random_decisions_give_valid_schedules(inst, seed):
+    sim = Simulator(inst)
+    sim.reset()
+    play_random(sim, np.random.default_rng(seed))
+    schedule = sim.schedule()
+    report = validate_schedule(schedule)
+    assert report.ok, f"{inst.to_json()}\n{report}"
+    assert schedule.finished
+    for key, value in schedule.metrics.items():
+        assert report.metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
+    assert 0.0 <= schedule.metrics["utilization"] <= 1.0 + 1e-12
+
+
+@settings(max_examples=100, deadline=None)
+@given(inst=instances(max_jobs=6, max_machines=4), rule=st.sampled_from(RULES), seed=st.integers(0, 1000))
+def test_rule_rollouts_are_valid(inst, rule, seed):
+    schedule = rollout(inst, rule=rule, seed=seed)
+    assert validate_schedule(schedule).ok
+
+
+@settings(max_examples=100, deadline=None)
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=14), seed=st.integers(0, 2**32 - 1),
+       cut=st.integers(0, 20))
+def test_snapshot_restore_reproduces_trajectory_bit_for_bit(inst, seed, cut):
+    sim = Simulator(inst)
+    sim.reset()
+    rng = np.random.default_rng(seed)
+    play_random(sim, rng, max_decisions=cut)
+    snap = sim.snapshot()
+    assert not any(np.shares_memory(a, b) for a, b in zip(snap, sim.state))
+    tail = play_random(sim, rng)
+    first = sim.schedule()
+    sim.restore(snap)
+    for job, machine in tail:
+        sim.step(job, machine)
+    assert sim.done
+    assert_same_schedule(first, sim.schedule())
+    sim.restore(snap)  # a snapshot survives being restored from
+    assert sim.snapshot().counters.tobytes() == snap.counters.tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.lists(instances(max_jobs=5, max_machines=3, max_events=10), min_size=1, max_size=6),
+       rule=st.sampled_from(JOB_RULES[:-1]))
+def test_batch_stepping_equals_independent_stepping(batch, rule):
+    job_rule, machine_rule = parse_rule(rule)
+    sims = [Simulator(inst) for inst in batch]
+    twins = [Simulator(inst) for inst in batch]
+    statics, states = make_batch([s.static for s in sims], [s.state for s in sims])
+    codes = np.zeros(len(sims), dtype=np.int64)
+    reset_batch(statics, states, codes)
+    for twin in twins:
+        twin.reset()
+    while True:
+        jobs = np.full(len(sims), -1, dtype=np.int64)
+        machines = np.full(len(sims), -1, dtype=np.int64)
+        for i, sim in enumerate(sims):
+            if codes[i] == 1:
+                jobs[i], machines[i] = select(sim.static, sim.state, job_rule, machine_rule)
+        if (jobs < 0).all():
+            break
+        step_batch(statics, states, jobs, machines, codes)
+        for i, twin in enumerate(twins):
+            if jobs[i] >= 0:
+                twin.step(jobs[i], machines[i])
+    for sim, twin in zip(sims, twins):
+        for a, b in zip(sim.state, twin.state):
+            assert a.tobytes() == b.tobytes()
+    # a whole rule rollout in one batch call equals the single-simulation rollout
+    run_codes = np.zeros(len(sims), dtype=np.int64)
+    reset_batch(statics, states, run_codes)
+    run_rule_batch(statics, states, job_rule, machine_rule, run_codes)
+    for sim, inst in zip(sims, batch):
+        assert_same_schedule(sim.schedule(), rollout(inst, rule=rule))
+
+
+def _bounds(shared):
+    with (shared / "benchmarks" / "bounds.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.slow
+def test_every_rule_on_every_benchmark_file_is_valid_and_above_the_lower_bound(shared):
+    rows = _bounds(shared)
+    assert len(rows) == 170
+    for row in rows:
+        suffix = ".fjs" if row["set"].startswith("fjsp") else ".txt"
+        inst = load_instance(shared / "benchmarks" / row["set"] / f"{row['instance']}{suffix}")
+        for rule in ("SPT", "FIFO", "MWKR", "EDD"):
+            schedule = rollout(inst, rule=rule)
+            makespan = schedule.metrics["makespan"]
+            assert makespan >= float(row["lower_bound"]), (row["instance"], rule, makespan)
+            report = validate_schedule(schedule)
+            assert report.ok, (row["instance"], rule, str(report))
+
+
+def test_reference_directory_rollout_is_valid(reference_dir):
+    inst = load_instance(reference_dir)
+    for rule in ("SPT", "FIFO", "MWKR", "EDD"):
+        schedule = rollout(inst, rule=rule)
+        report = validate_schedule(schedule)
+        assert report.ok, str(report)
+        assert schedule.metrics["num_cancelled_jobs"] <= 3  # a cancellation after completion is ignored
+        assert schedule.finished
+
+
+def test_rules_rank_as_documented():
+    from dynasched_gym import Instance, Job, Machine
+
+    inst = Instance.build("rank", [Machine("M0"), Machine("M1")], [
+        Job("a", [{0: 5.0, 1: 7.0}], due=5.0),  # mean 6, one op, earliest due
+        Job("b", [{0: 2.0}, {1: 9.0}], due=10.0),  # mean 2, most work left (11)
+        Job("c", [{1: 4.0}], due=None),
+    ])
+    sim = Simulator(inst)
+    sim.reset()
+    picks = {rule: select(sim.static, sim.state, *parse_rule(rule)) for rule in ("SPT", "FIFO", "MWKR", "EDD")}
+    assert picks == {"SPT": (1, 0), "FIFO": (0, 0), "MWKR": (1, 0), "EDD": (0, 0)}

@@ -1,0 +1,425 @@
+"""Tests of the independent schedule validator on hand-written schedules (no simulator involved)."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
+from dynasched_gym.metrics import compute_metrics
+from dynasched_gym.schedule import DOWNTIME_KINDS, SCHEDULE_FORMAT, SEGMENT_STATUSES, Schedule
+from dynasched_gym.validate import ScheduleInvalidError, ValidationReport, Violation, validate_schedule
+
+E = EventType
+TWO = (Machine("M0"), Machine("M1"))
+NAN = float("nan")
+
+
+def inst(*jobs: Job, events: Sequence[Event] = (), policy: str = "resume",
+         machines: Sequence[Machine] = TWO) -> Instance:
+    """A small instance."""
+    return Instance.build("t", machines, jobs, events, policy)
+
+
+def make(instance: Instance, segs: Sequence[tuple[Any, ...]], down: Sequence[tuple[Any, ...]] = (),
+         jobs: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """A schedule dict. ``segs``: (job, op, machine, start, end[, work=1, status="completed"]);
+    ``down``: (machine, start, end, kind); ``jobs``: per-job overrides of the records (defaults:
+    the instance's due and weight, no completion, no cancellation). Metrics come from these records."""
+    records = []
+    for j in range(instance.num_jobs):
+        due = instance.job_due[j]
+        rec = {"job": j, "release": float(instance.job_release[j]), "due": None if math.isnan(due) else float(due),
+               "weight": float(instance.job_weight[j]), "completion": None, "cancelled_at": None}
+        rec.update((jobs or {}).get(j, {}))
+        records.append(rec)
+    segments = [dict(zip(("job", "op", "machine", "start", "end", "work", "status"),
+                         (*s, 1.0, "completed") if len(s) == 5 else s, strict=True)) for s in segs]
+    downtime = [dict(zip(("machine", "start", "end", "kind"), d, strict=True)) for d in down]
+    data = instance.to_dict()
+    for e in data["events"]:  # route-change ops in the DESIGN section 5 form, {"eligible": {...}}
+        if "ops" in e:
+            e["ops"] = [op if "eligible" in op else {"eligible": op} for op in e["ops"]]
+
+    def col(key: str) -> np.ndarray:
+        return np.array([NAN if r[key] is None else r[key] for r in records], dtype=np.float64)
+
+    metrics = compute_metrics(
+        release=col("release"), due=col("due"), weight=col("weight"), completion=col("completion"),
+        cancelled=~np.isnan(col("cancelled_at")),
+        busy_start=np.array([s["start"] for s in segments], dtype=np.float64),
+        busy_end=np.array([s["end"] for s in segments], dtype=np.float64),
+        down_start=np.array([d["start"] for d in downtime], dtype=np.float64),
+        down_end=np.array([d["end"] for d in downtime], dtype=np.float64),
+        num_machines=instance.num_machines,
+    )
+    return {"format": SCHEDULE_FORMAT, "instance": data, "segments": segments,
+            "downtime": downtime, "jobs": records, "metrics": metrics}
+
+
+def kinds(schedule: Any, **kwargs: Any) -> set[str]:
+    """The violation kinds of a schedule."""
+    return set(validate_schedule(schedule, **kwargs).kinds())
+
+
+# ---------------------------------------------------------------------------- valid schedules
+def breakdown_resume() -> dict[str, Any]:
+    """A breakdown preempts job 0 on M0; the rest (0.6) resumes on M1."""
+    i = inst(Job("J0", [{0: 10, 1: 10}]), events=[Event(4, E.BREAKDOWN, machine=0, duration=6)])
+    return make(i, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 4, 10, 0.6, "completed")],
+                [(0, 4, 10, "breakdown")], {0: {"completion": 10}})
+
+
+def breakdown_restart() -> dict[str, Any]:
+    """Restart policy; an early REPAIR ends the breakdown; a REPAIR of an up machine is ignored."""
+    i = inst(Job("J0", [{0: 10}]), policy="restart",
+             events=[Event(1, E.REPAIR, machine=1), Event(4, E.BREAKDOWN, machine=0, duration=6),
+                     Event(7, E.REPAIR, machine=0)])
+    return make(i, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 0, 7, 17, 1.0, "completed")],
+                [(0, 4, 7, "breakdown")], {0: {"completion": 17}})
+
+
+def maintenance() -> dict[str, Any]:
+    """Maintenance waits for the running op; job 1 waits for the maintenance."""
+    i = inst(Job("J0", [{0: 5}]), Job("J1", [{0: 3}]), events=[Event(2, E.MAINTENANCE, machine=0, duration=4)])
+    return make(i, [(0, 0, 0, 0, 5), (1, 0, 0, 9, 12)], [(0, 5, 9, "maintenance")],
+                {0: {"completion": 5}, 1: {"completion": 12}})
+
+
+def breakdown_during_maintenance() -> dict[str, Any]:
+    """A breakdown cuts a maintenance short and lasts until the maintenance's planned end."""
+    i = inst(Job("J0", [{0: 2}], release=1),
+             events=[Event(0, E.MAINTENANCE, machine=0, duration=5), Event(2, E.BREAKDOWN, machine=0, duration=1)])
+    return make(i, [(0, 0, 0, 5, 7)], [(0, 0, 2, "maintenance"), (0, 2, 5, "breakdown")], {0: {"completion": 7}})
+
+
+def cancellation() -> dict[str, Any]:
+    """Job 0 is cancelled while running (aborted); job 1's cancellation at its completion is ignored."""
+    i = inst(Job("J0", [{0: 10}]), Job("J1", [{0: 2}]),
+             events=[Event(4, E.CANCELLATION, job=0), Event(6, E.CANCELLATION, job=1)])
+    return make(i, [(0, 0, 0, 0, 4, 0.4, "aborted"), (1, 0, 0, 4, 6)], [],
+                {0: {"cancelled_at": 4}, 1: {"completion": 6}})
+
+
+def rework() -> dict[str, Any]:
+    """Op 0 (time doubled) is reworked with its times; a rework of a running op is ignored."""
+    i = inst(Job("J0", [{0: 3}, {1: 4}]),
+             events=[Event(0, E.PTIME_CHANGE, job=0, op=0, factor=2.0), Event(7, E.REWORK, job=0, op=1),
+                     Event(8, E.REWORK, job=0, op=0)])
+    return make(i, [(0, 0, 0, 0, 6), (0, 1, 1, 6, 10), (0, 2, 0, 10, 16)], [], {0: {"completion": 16}})
+
+
+def route_change() -> dict[str, Any]:
+    """Job 0's route is replaced from its first untouched op (op=0 is clamped); job 1's from op 2."""
+    i = inst(Job("J0", [{0: 3}, {0: 4}, {1: 5}]), Job("J1", [{1: 1}, {1: 1}, {1: 1}]),
+             events=[Event(0, E.ROUTE_CHANGE, job=1, op=2, ops=({0: 3},)),
+                     Event(2, E.ROUTE_CHANGE, job=0, ops=({1: 2}, {0: 1}))])
+    return make(i, [(0, 0, 0, 0, 3), (0, 1, 1, 3, 5), (0, 2, 0, 5, 6),
+                    (1, 0, 1, 0, 1), (1, 1, 1, 1, 2), (1, 2, 0, 6, 9)], [],
+                {0: {"completion": 6}, 1: {"completion": 9}})
+
+
+def ptime_change() -> dict[str, Any]:
+    """Factors compound, a value sets value/speed and resets factors, started slots are unaffected."""
+    P = E.PTIME_CHANGE
+    i = inst(Job("J0", [{0: 4, 1: 2}, {0: 6, 1: 3}]), Job("J1", [{0: 5, 1: 2.5}]), Job("J2", [{0: 3}]),
+             machines=(Machine("M0"), Machine("M1", speed=2.0)),
+             events=[Event(0, P, job=1, op=0, value=8.0), Event(0, P, job=1, op=0, factor=0.5),
+                     Event(0, P, job=2, op=0, factor=3.0), Event(0, P, job=2, op=0, value=5.0),
+                     Event(1, P, job=0, op=0, factor=10.0), Event(1, P, job=0, op=1, factor=2.0),
+                     Event(2, P, job=0, op=1, factor=1.5)])
+    return make(i, [(0, 0, 1, 0, 2), (0, 1, 1, 2, 11), (1, 0, 0, 0, 4), (2, 0, 0, 4, 9)], [],
+                {0: {"completion": 11}, 1: {"completion": 4}, 2: {"completion": 9}})
+
+
+def priority_due() -> dict[str, Any]:
+    """Weight and due change before completion; changes at or after completion are ignored."""
+    i = inst(Job("J0", [{0: 5}], due=4.0), Job("J1", [{0: 3}], due=20.0),
+             events=[Event(1, E.PRIORITY_CHANGE, job=0, weight=5.0), Event(2, E.DUE_DATE_CHANGE, job=0, due=3.0),
+                     Event(5, E.DUE_DATE_CHANGE, job=0, due=100.0), Event(9, E.PRIORITY_CHANGE, job=1, weight=9.0)])
+    return make(i, [(0, 0, 0, 0, 5), (1, 0, 0, 5, 8)], [],
+                {0: {"completion": 5, "due": 3.0, "weight": 5.0}, 1: {"completion": 8}})
+
+
+VALID = [breakdown_resume, breakdown_restart, maintenance, breakdown_during_maintenance, cancellation, rework,
+         route_change, ptime_change, priority_due]
+
+
+@pytest.mark.parametrize("case", VALID, ids=lambda c: c.__name__)
+def test_valid_schedules(case: Callable[[], dict[str, Any]]) -> None:
+    data = case()
+    report = validate_schedule(data)
+    assert report.ok, str(report)
+    assert report.metrics == pytest.approx(data["metrics"])
+    assert str(report).startswith("valid schedule")
+
+
+def test_recomputed_values() -> None:
+    assert validate_schedule(priority_due()).metrics["total_weighted_tardiness"] == pytest.approx(10.0)
+    m = validate_schedule(cancellation()).metrics
+    assert (m["num_cancelled_jobs"], m["makespan"]) == (1, 6.0)
+    assert validate_schedule(breakdown_resume()).metrics["utilization"] == pytest.approx(10 / 14)
+
+
+# ------------------------------------------------------------------------- corrupted schedules
+def one_op(**job: Any) -> Instance:
+    return inst(Job("J0", [{0: 5}], **job))
+
+
+def test_overlap() -> None:
+    i = inst(Job("J0", [{0: 5}]), Job("J1", [{0: 3}]))
+    data = make(i, [(0, 0, 0, 0, 5), (1, 0, 0, 3, 6)], [], {0: {"completion": 5}, 1: {"completion": 6}})
+    report = validate_schedule(data)
+    assert report.kinds() == {"overlap": 1}
+    assert report.violations[0].segment == 1 and "machine 0" in report.violations[0].message
+
+
+def test_overlapping_downtime() -> None:
+    i = inst(Job("J0", [{1: 5}]), events=[Event(0, E.MAINTENANCE, machine=0, duration=4),
+                                          Event(1, E.MAINTENANCE, machine=0, duration=4)])
+    data = make(i, [(0, 0, 1, 0, 5)], [(0, 0, 4, "maintenance"), (0, 2, 6, "maintenance")], {0: {"completion": 5}})
+    assert kinds(data) == {"overlap"}
+
+
+def test_ineligible_machine() -> None:
+    data = make(one_op(), [(0, 0, 1, 0, 5)], [], {0: {"completion": 5}})
+    report = validate_schedule(data)
+    assert report.kinds() == {"eligibility": 1}
+    assert report.violations[0].job == 0
+
+
+def test_precedence() -> None:
+    i = inst(Job("J0", [{0: 3}, {1: 4}]))
+    data = make(i, [(0, 0, 0, 0, 3), (0, 1, 1, 2, 6)], [], {0: {"completion": 6}})
+    assert kinds(data) == {"precedence"}
+
+
+def test_unknown_slot() -> None:
+    data = make(one_op(), [(0, 0, 0, 0, 5), (0, 1, 0, 5, 10)], [], {0: {"completion": 5}})
+    assert "operation" in kinds(data)
+
+
+def test_release() -> None:
+    data = make(one_op(release=2.0), [(0, 0, 0, 0, 5)], [], {0: {"completion": 5}})
+    assert kinds(data) == {"release"}
+
+
+def test_work_during_downtime() -> None:
+    i = inst(Job("J0", [{0: 5}]), events=[Event(0, E.MAINTENANCE, machine=0, duration=3)])
+    data = make(i, [(0, 0, 0, 1, 6)], [(0, 0, 3, "maintenance")], {0: {"completion": 6}})
+    assert kinds(data) == {"downtime"}
+
+
+def test_breakdown_without_downtime() -> None:
+    data = breakdown_resume()
+    data["downtime"] = []
+    data["metrics"] = make(Instance.from_dict(data["instance"]), [], [], {0: {"completion": 10}})["metrics"]
+    data["metrics"]["utilization"] = 10 / 20
+    assert kinds(data) == {"downtime"}
+
+
+def test_preempted_without_breakdown() -> None:
+    i = inst(Job("J0", [{0: 10, 1: 10}]))
+    data = make(i, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 4, 10, 0.6, "completed")], [],
+                {0: {"completion": 10}})
+    assert kinds(data) == {"preemption"}
+
+
+def test_wrong_duration() -> None:
+    data = make(one_op(), [(0, 0, 0, 0, 6)], [], {0: {"completion": 6}})
+    report = validate_schedule(data)
+    assert report.kinds() == {"duration": 1}
+    assert "lasts 6" in report.violations[0].message
+
+
+def test_duration_uses_time_in_force() -> None:
+    """The op started at t=0 before the factor at t=1 applies: nominal time 4 on M1 stays 2 (speed 2)."""
+    data = ptime_change()
+    data["segments"][0]["end"] = 20.0  # op 0 on M1 would be 20 if the ignored factor 10 had applied
+    assert "duration" in kinds(data)
+
+
+def test_wrong_work_sum_resume() -> None:
+    i = inst(Job("J0", [{0: 10, 1: 10}]), events=[Event(4, E.BREAKDOWN, machine=0, duration=6)])
+    data = make(i, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 4, 9, 0.5, "completed")],
+                [(0, 4, 10, "breakdown")], {0: {"completion": 9}})
+    assert kinds(data) == {"work"}
+
+
+def test_partial_final_work_restart() -> None:
+    i = inst(Job("J0", [{0: 10}]), policy="restart",
+             events=[Event(4, E.BREAKDOWN, machine=0, duration=6), Event(7, E.REPAIR, machine=0)])
+    data = make(i, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 0, 7, 13, 0.6, "completed")],
+                [(0, 4, 7, "breakdown")], {0: {"completion": 13}})
+    assert kinds(data) == {"work"}
+
+
+def test_two_completed_segments() -> None:
+    data = make(one_op(), [(0, 0, 0, 0, 5), (0, 0, 0, 5, 10)], [], {0: {"completion": 10}})
+    assert "status" in kinds(data)
+
+
+def test_run_after_cancellation() -> None:
+    i = inst(Job("J0", [{0: 3}, {0: 3}]), events=[Event(4, E.CANCELLATION, job=0)])
+    data = make(i, [(0, 0, 0, 0, 3), (0, 1, 0, 3, 6)], [], {0: {"cancelled_at": 4}})
+    report = validate_schedule(data)
+    assert report.kinds() == {"cancellation": 1}
+    assert report.violations[0].segment == 1
+
+
+def test_aborted_off_cancellation_time() -> None:
+    data = cancellation()
+    data["segments"][0].update(end=3.0, work=0.3)
+    data["segments"][1].update(start=3.0, end=5.0)
+    data["jobs"][1]["completion"] = 5.0
+    data["metrics"] = validate_schedule(data).metrics
+    assert kinds(data) == {"cancellation"}
+
+
+def test_wrong_cancelled_at() -> None:
+    data = cancellation()
+    data["jobs"][0]["cancelled_at"] = 5.0
+    assert kinds(data) == {"cancellation"}
+
+
+def test_wrong_completion() -> None:
+    data = make(one_op(), [(0, 0, 0, 0, 5)], [], {0: {"completion": 5}})
+    data["jobs"][0]["completion"] = 7.0
+    report = validate_schedule(data)
+    assert report.kinds() == {"completion": 1}
+    assert "7" in report.violations[0].message and "5" in report.violations[0].message
+
+
+def test_wrong_due_and_weight() -> None:
+    data = priority_due()
+    data["jobs"][0]["due"] = 100.0  # the change at the completion time does not apply
+    assert kinds(data) == {"due"}
+    data = priority_due()
+    data["jobs"][1]["weight"] = 9.0  # the change after completion does not apply
+    assert kinds(data) == {"weight"}
+
+
+def test_wrong_metric() -> None:
+    data = breakdown_resume()
+    data["metrics"]["makespan"] = 99.0
+    report = validate_schedule(data)
+    assert report.kinds() == {"metrics": 1}
+    assert "makespan" in report.violations[0].message
+    del data["metrics"]["utilization"]
+    assert validate_schedule(data).kinds() == {"metrics": 2}
+
+
+def test_unfinished() -> None:
+    i = inst(Job("J0", [{0: 3}, {0: 2}]))
+    data = make(i, [(0, 0, 0, 0, 3)])
+    assert kinds(data) == {"unfinished"}
+    assert validate_schedule(data, require_finished=False).ok
+
+
+def test_rework_copy_required() -> None:
+    """Dropping the rework copy leaves the job unfinished; claiming completion is wrong."""
+    data = rework()
+    data["segments"].pop()
+    assert kinds(data) == {"completion", "unfinished", "metrics"}
+
+
+# ------------------------------------------------------------------------------ format, io, api
+def test_bad_records() -> None:
+    data = breakdown_resume()
+    data["downtime"].append({"machine": 1, "start": 0.0, "end": 1.0, "kind": "holiday"})
+    data["jobs"].append({"job": 5, "release": 0.0, "due": None, "weight": 1.0, "completion": None,
+                         "cancelled_at": None})
+    report = validate_schedule(data)
+    assert report.kinds() == {"format": 2}
+    assert "holiday" in report.violations[0].message
+    data = breakdown_resume()
+    data["segments"][1]["status"] = "done"
+    assert "format" in kinds(data)
+    data = breakdown_resume()
+    data["segments"][0]["work"] = 1.5
+    assert "format" in kinds(data)
+
+
+@pytest.mark.parametrize("bad", [42, {"format": SCHEDULE_FORMAT}, {**breakdown_resume(), "segments": None},
+                                 {**breakdown_resume(), "instance": {"format": "x"}}])
+def test_unreadable(bad: Any) -> None:
+    report = validate_schedule(bad)
+    assert len(report.violations) == 1 and report.violations[0].kind == "format"
+    assert report.metrics == {}
+
+
+def test_json_file_round_trip(tmp_path: Path) -> None:
+    data = route_change()
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert validate_schedule(path).ok
+    assert validate_schedule(str(path)).ok
+    # the instance stored beside the schedule, by relative path
+    data = rework()
+    (tmp_path / "instance.json").write_text(json.dumps(data["instance"]), encoding="utf-8")
+    by_path = {**copy.deepcopy(data), "instance": {"path": "instance.json"}}
+    path.write_text(json.dumps(by_path), encoding="utf-8")
+    assert validate_schedule(path).ok
+    assert kinds(by_path) == {"format"}  # a bare dict cannot resolve the path
+
+
+def test_schedule_object() -> None:
+    i = inst(Job("J0", [{0: 10, 1: 10}], due=8.0), events=[Event(4, E.BREAKDOWN, machine=0, duration=6)])
+    sched = Schedule(
+        instance=i, segment_job=np.array([0, 0]), segment_op=np.array([0, 0]), segment_machine=np.array([0, 1]),
+        segment_start=np.array([0.0, 4.0]), segment_end=np.array([4.0, 10.0]), segment_work=np.array([0.4, 0.6]),
+        segment_status=np.array([SEGMENT_STATUSES.index("preempted"), SEGMENT_STATUSES.index("completed")]),
+        downtime_machine=np.array([0]), downtime_start=np.array([4.0]), downtime_end=np.array([10.0]),
+        downtime_kind=np.array([DOWNTIME_KINDS.index("breakdown")]), job_due=np.array([8.0]),
+        job_weight=np.array([1.0]), job_completion=np.array([10.0]), job_cancelled_at=np.array([NAN]))
+    report = validate_schedule(sched)
+    assert report.ok, str(report)
+    assert report.metrics["total_tardiness"] == pytest.approx(2.0)
+
+
+def test_report_api() -> None:
+    validate_schedule(maintenance()).raise_if_invalid()
+    data = maintenance()
+    data["segments"][1].update(start=4.0, end=7.0)
+    report = validate_schedule(data)
+    assert isinstance(report, ValidationReport) and not report.ok
+    assert all(isinstance(v, Violation) for v in report.violations)
+    assert "downtime" in str(report)
+    with pytest.raises(ScheduleInvalidError, match="downtime") as info:
+        report.raise_if_invalid()
+    assert isinstance(info.value, ValueError) and info.value.report is report
+
+
+def test_tolerance() -> None:
+    data = breakdown_resume()
+    data["segments"][1]["end"] = 10.0 + 1e-9
+    assert validate_schedule(data).ok
+    data["segments"][1]["end"] = 10.5
+    assert not validate_schedule(data, tol=1e-6).ok
+    assert validate_schedule(data, tol=0.1).ok
+
+
+def test_independent_of_the_simulator() -> None:
+    import dynasched_gym.validate as module
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "dynasched_gym.schedule" in imported
+    assert not any(name.startswith("dynasched_gym.core") for name in imported)
+
+
+def test_unexplained_maintenance() -> None:
+    data = maintenance()
+    data["downtime"][0]["end"] = 9.5  # longer than the 4 units of maintenance queued
+    report = validate_schedule(data)
+    assert report.kinds() == {"downtime": 2, "metrics": 1}  # job 1 runs from 9 in it, utilization changes
+    assert sum("explained by no MAINTENANCE" in v.message for v in report.violations) == 1
