@@ -332,8 +332,11 @@ def _next_time(S, T):
 
 
 @njit(cache=True, _nrt=False)
-def has_candidate(S, T):
-    """True when some (job, machine) pair can start now."""
+def nth_candidate(S, T, k):
+    """The ``k``-th startable (job, machine) pair in job order, and how many pairs were scanned.
+
+    Returns ``(job, machine, k)`` when it exists, else ``(-1, -1, count)`` with the total count.
+    """
     job_status = T.job_status
     job_machine = T.job_machine
     job_pos = T.job_pos
@@ -344,13 +347,23 @@ def has_candidate(S, T):
     machine_job = T.machine_job
     machine_down = T.machine_down
     maintenance = T.machine_maintenance
+    n = 0
     for j in range(job_status.shape[0]):
         if job_status[j] == JOB_ACTIVE and job_machine[j] < 0:
             op = slot_op[slot_ptr[j] + job_pos[j]]
             for i in range(elig_ptr[op], elig_ptr[op + 1]):
-                if machine_available(machine_job, machine_down, maintenance, elig_machine[i]):
-                    return True
-    return False
+                m = elig_machine[i]
+                if machine_available(machine_job, machine_down, maintenance, m):
+                    if n == k:
+                        return j, m, n
+                    n += 1
+    return -1, -1, n
+
+
+@njit(cache=True, _nrt=False)
+def has_candidate(S, T):
+    """True when some (job, machine) pair can start now."""
+    return nth_candidate(S, T, 0)[0] >= 0
 
 
 @njit(cache=True, _nrt=False)

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 
 from dynasched_gym.core.compiled import C_DECISIONS, JOB_ACTIVE
-from dynasched_gym.core.kernels import DECISION, advance, machine_available, reset, slot_time, start
+from dynasched_gym.core.kernels import DECISION, advance, machine_available, nth_candidate, reset, slot_time, start
 
 JOB_RULES = ("SPT", "FIFO", "MWKR", "EDD", "RANDOM")
 MACHINE_RULES = ("EET",)
@@ -82,34 +82,10 @@ def job_priority(S, T, j, rule):
 
 @njit(cache=True, _nrt=False)
 def _select_random(S, T):
-    job_status = T.job_status
-    job_machine = T.job_machine
-    job_pos = T.job_pos
-    slot_ptr = S.job_slot_ptr
-    slot_op = T.slot_op
-    elig_ptr = S.op_elig_ptr
-    elig_machine = S.elig_machine
-    machine_job = T.machine_job
-    machine_down = T.machine_down
-    maintenance = T.machine_maintenance
-    count = 0
-    for j in range(job_status.shape[0]):
-        if job_status[j] == JOB_ACTIVE and job_machine[j] < 0:
-            op = slot_op[slot_ptr[j] + job_pos[j]]
-            for i in range(elig_ptr[op], elig_ptr[op + 1]):
-                if machine_available(machine_job, machine_down, maintenance, elig_machine[i]):
-                    count += 1
+    count = nth_candidate(S, T, -1)[2]
     pick = np.random.randint(count)  # noqa: NPY002 (numba supports only the legacy global stream)
-    for j in range(job_status.shape[0]):
-        if job_status[j] == JOB_ACTIVE and job_machine[j] < 0:
-            op = slot_op[slot_ptr[j] + job_pos[j]]
-            for i in range(elig_ptr[op], elig_ptr[op + 1]):
-                m = elig_machine[i]
-                if machine_available(machine_job, machine_down, maintenance, m):
-                    if pick == 0:
-                        return j, m
-                    pick -= 1
-    return -1, -1
+    j, m, _ = nth_candidate(S, T, pick)
+    return j, m
 
 
 @njit(cache=True, _nrt=False)

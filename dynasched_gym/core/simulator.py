@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import typed
 
 from dynasched_gym.core import kernels
+from dynasched_gym.core.batch import candidates_one, reset_one, run_rule_one, step_one
 from dynasched_gym.core.compiled import (
     C_DECISIONS,
     C_DOWNTIMES,
+    C_OPEN_JOBS,
     C_SEGMENTS,
     State,
     allocate_state,
     compile_instance,
     copy_state,
 )
-from dynasched_gym.core.rules import parse_rule, run_rule, seed_rng
+from dynasched_gym.core.rules import parse_rule, seed_rng
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -39,13 +42,14 @@ class Simulator:
         self.instance = instance
         self.static = compile_instance(instance)
         self.state = allocate_state(self.static)
+        self._handle = typed.List([(self.static, self.state)])
         self._code = kernels.DONE
         self._buffers = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
 
     # ------------------------------------------------------------------ stepping
     def reset(self) -> None:
         """Start a new episode and advance to the first decision."""
-        self._code = self._check(kernels.reset(self.static, self.state))
+        self._code = self._check(reset_one(self._handle))
 
     @property
     def done(self) -> bool:
@@ -65,18 +69,18 @@ class Simulator:
     def candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The startable pairs now: (jobs, machines, remaining processing times), in job order."""
         jobs, machines, times = self._buffers
-        n = kernels.fill_candidates(self.static, self.state, jobs, machines, times)
+        n = candidates_one(self._handle, jobs, machines, times)
         if n > len(jobs):
             self._buffers = jobs, machines, times = (np.empty(2 * n, np.int64), np.empty(2 * n, np.int64),
                                                      np.empty(2 * n, np.float64))
-            kernels.fill_candidates(self.static, self.state, jobs, machines, times)
+            candidates_one(self._handle, jobs, machines, times)
         return jobs[:n].copy(), machines[:n].copy(), times[:n].copy()
 
     def step(self, job: int, machine: int) -> None:
         """Start ``job``'s current operation on ``machine`` now; advance to the next decision."""
         if self.done:
             raise RuntimeError("the episode is over; call reset()")
-        code = kernels.step(self.static, self.state, int(job), int(machine))
+        code = step_one(self._handle, int(job), int(machine))
         if code == kernels.ERR_INVALID_ACTION:
             raise ValueError(
                 f"(job {job}, machine {machine}) cannot start at t={self.now}; pick one of candidates()"
@@ -90,7 +94,7 @@ class Simulator:
         job_rule, machine_rule = parse_rule(rule)
         if seed is not None:
             seed_rng(seed)
-        self._code = self._check(run_rule(self.static, self.state, job_rule, machine_rule, max_decisions))
+        self._code = self._check(run_rule_one(self._handle, job_rule, machine_rule, max_decisions))
 
     def _check(self, code: int) -> int:
         if code == kernels.ERR_STALLED:
@@ -107,7 +111,7 @@ class Simulator:
         """Return to a state taken by :meth:`snapshot` (the snapshot stays usable)."""
         for dst, src in zip(self.state, snapshot):
             np.copyto(dst, src)
-        self._code = kernels.DONE if kernels.advance(self.static, self.state) == kernels.DONE else kernels.DECISION
+        self._code = kernels.DONE if self.state.counters[C_OPEN_JOBS] == 0 else kernels.DECISION
 
     # ------------------------------------------------------------- results
     def schedule(self) -> Schedule:
