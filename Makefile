@@ -6,8 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test lint bench clean
 
+# torch==2.13.0 first: a local CPU build here, where an unpinned torch would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $(STAMP)
 
@@ -23,8 +25,11 @@ lint: install
 test: lint
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider
 
+# Speed and calibration figures: simulator, SSI validation, SESC vs the evolutionary baselines.
 bench: install
 	$(PY) -m scripts.bench
+	$(PY) -m scripts.validate_ssi
+	$(PY) -m scripts.calibrate_compare
 
 clean:
 	rm -rf $(VENV) .bench .pytest_cache .ruff_cache .hypothesis

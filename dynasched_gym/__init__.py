@@ -22,6 +22,10 @@ _LAZY = {
     "RULES": "dynasched_gym.core.rules",
     "validate_schedule": "dynasched_gym.validate",
     "ValidationReport": "dynasched_gym.validate",
+    "Scenario": "dynasched_gym.generation",
+    "calibrate": "dynasched_gym.generation",
+    "ssi": "dynasched_gym.generation",
+    "tier_pool": "dynasched_gym.generation",
 }
 
 
@@ -42,11 +46,15 @@ __all__ = [
     "InstanceFormatError",
     "Job",
     "Machine",
+    "Scenario",
     "Schedule",
     "Simulator",
     "ValidationReport",
+    "calibrate",
     "compute_metrics",
     "load_instance",
     "rollout",
+    "ssi",
+    "tier_pool",
     "validate_schedule",
 ]

@@ -311,11 +311,19 @@ def write_text_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600 files; give the usual mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def current_umask() -> int:
+    """The process umask (read without changing it for more than an instant)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _operation_to_dict(op: Operation) -> dict[str, float]:

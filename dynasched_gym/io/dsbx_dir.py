@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine
+from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine, current_umask
 from dynasched_gym.io.text import excerpt, read_json, read_text
 
 EVENTS = "events.jsonl"
@@ -502,6 +502,7 @@ def save(instance: Instance, directory: str | os.PathLike[str], *, drop_unsuppor
         raise FileExistsError(f"{target} exists and is not a dsbx directory written by save()")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700 directories; give the usual mode
     old = None
     try:
         for name, text in files.items():

@@ -1,0 +1,162 @@
+"""Realised scenario metrics, measured on an instance without simulating it.
+
+One implementation serves the generator, the calibrators and every report: the generator's draft
+and a finished :class:`~dynasched_gym.instance.Instance` are both reduced to
+:class:`MetricInputs` and measured by :func:`measure`.
+
+Definitions (H = the **horizon** = the last release time; for an instance whose jobs are all
+released at 0, H = total work / total speed, so its utilization is 1):
+
+- work of an operation W_o: mean over its eligible machines of time(o, m) * speed(m) (nominal
+  work); expected time of an operation: mean over its eligible machines of time(o, m); a job's
+  expected processing time P_j is the sum over its operations.
+- ``utilization``: sum_o W_o / (H * sum_m speed_m).
+- ``load_cv``: population std / mean over machine groups of rho_g = W_g / (H * sum_{m in g} speed_m),
+  where each operation's work is split evenly over its eligible machines (0 with one group).
+- ``arrival_scv``: squared coefficient of variation of the gaps between consecutive releases
+  (sorted; batches and warm-start jobs give zero gaps).
+- ``processing_scv``: squared coefficient of variation of W_o over all operations.
+- ``due_date_tightness``: mean over jobs with a due date of (d_j - r_j) / P_j.
+- ``disturbance``: speed-weighted share of machine time lost to downtime inside [0, H]:
+  sum_m speed_m * |down_m ∩ [0, H]| / (H * sum_m speed_m). A breakdown lasts until its end or an
+  earlier REPAIR; maintenance counts from its event time; overlaps count once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynasched_gym.instance import EventType, Instance
+
+METRIC_NAMES = ("utilization", "load_cv", "due_date_tightness", "arrival_scv", "processing_scv", "disturbance")
+
+
+@dataclass(frozen=True)
+class MetricInputs:
+    """The arrays the realised metrics need (J jobs, O operations, M machines, D downtime intervals)."""
+
+    release: np.ndarray  # (J,) release times
+    due: np.ndarray  # (J,) due dates, NaN = none
+    job_op_ptr: np.ndarray  # (J + 1,) CSR job -> operations
+    op_work: np.ndarray  # (O,) nominal work W_o
+    op_time: np.ndarray  # (O,) expected time over eligible machines
+    op_machine_share: np.ndarray  # (O, M) share of the op's work on each machine (rows sum to 1)
+    machine_speed: np.ndarray  # (M,)
+    machine_group: np.ndarray  # (M,) group index
+    down_machine: np.ndarray  # (D,)
+    down_start: np.ndarray  # (D,)
+    down_end: np.ndarray  # (D,)
+
+
+# Reductions below avoid BLAS (``@``): its rounding depends on the CPU kernel, and generated
+# instances must be byte-identical on every machine.
+def column_sums(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """sum_o weights[o] * matrix[o, :] (bit-reproducible across CPUs)."""
+    return (weights[:, None] * matrix).sum(axis=0)
+
+
+def group_columns(matrix: np.ndarray, machine_group: np.ndarray, num_groups: int) -> np.ndarray:
+    """(rows, machines) -> (rows, groups): the sum of each group's columns."""
+    return np.stack([matrix[:, machine_group == g].sum(axis=1) for g in range(num_groups)], axis=1)
+
+
+def horizon(inputs: MetricInputs) -> float:
+    """The last release time (or total work / total speed when every job is released at 0)."""
+    last = float(inputs.release.max())
+    return last if last > 0 else float(inputs.op_work.sum() / inputs.machine_speed.sum())
+
+
+def _scv(x: np.ndarray) -> float:
+    mean = float(x.mean()) if x.size else 0.0
+    return float(x.var() / mean**2) if mean > 0 else 0.0
+
+
+def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Total length covered by the intervals [starts, ends] (overlaps count once)."""
+    total = 0.0
+    cur_start = cur_end = -math.inf
+    for s, e in sorted(zip(starts.tolist(), ends.tolist())):
+        if s > cur_end:
+            total += cur_end - cur_start if cur_end > cur_start else 0.0
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    return total + (cur_end - cur_start if cur_end > cur_start else 0.0)
+
+
+def measure(inputs: MetricInputs) -> dict[str, float]:
+    """All realised metrics (see the module docstring for the definitions)."""
+    h = horizon(inputs)
+    speed = inputs.machine_speed
+    capacity = h * float(speed.sum())
+    machine_work = column_sums(inputs.op_work, inputs.op_machine_share)
+    num_groups = int(inputs.machine_group.max()) + 1
+    group_work = np.bincount(inputs.machine_group, weights=machine_work, minlength=num_groups)
+    group_speed = np.bincount(inputs.machine_group, weights=speed, minlength=num_groups)
+    group_rho = group_work / (h * group_speed)
+    job_time = np.add.reduceat(inputs.op_time, inputs.job_op_ptr[:-1])
+    has_due = ~np.isnan(inputs.due)
+    gaps = np.diff(np.sort(inputs.release))
+    lost = 0.0
+    for m in range(speed.shape[0]):
+        mine = inputs.down_machine == m
+        if mine.any():
+            start, end = np.clip(inputs.down_start[mine], 0, h), np.clip(inputs.down_end[mine], 0, h)
+            lost += speed[m] * _union_length(start, end)
+    return {
+        "utilization": float(inputs.op_work.sum() / capacity),
+        "load_cv": float(group_rho.std() / group_rho.mean()) if num_groups > 1 else 0.0,
+        "due_date_tightness": float(((inputs.due - inputs.release)[has_due] / job_time[has_due]).mean())
+        if has_due.any() else 0.0,
+        "arrival_scv": _scv(gaps),
+        "processing_scv": _scv(inputs.op_work),
+        "disturbance": float(lost / capacity),
+    }
+
+
+def instance_inputs(instance: Instance) -> MetricInputs:
+    """Reduce an instance to :class:`MetricInputs` (static operations; downtime from its events)."""
+    num_m = instance.num_machines
+    rows = np.repeat(np.arange(instance.num_ops), np.diff(instance.op_elig_ptr))
+    counts = np.diff(instance.op_elig_ptr).astype(np.float64)
+    speed = instance.machine_speed
+    work = np.bincount(rows, weights=instance.elig_time * speed[instance.elig_machine], minlength=instance.num_ops)
+    time = np.bincount(rows, weights=instance.elig_time, minlength=instance.num_ops)
+    share = np.zeros((instance.num_ops, num_m))
+    share[rows, instance.elig_machine] = 1.0 / counts[rows]
+    groups = {name: i for i, name in enumerate(dict.fromkeys(instance.machine_groups))}
+    starts, ends, machines = [], [], []
+    for i, e in enumerate(instance.events):
+        if e.type in (EventType.BREAKDOWN, EventType.MAINTENANCE):
+            end = e.time + e.duration
+            if e.type == EventType.BREAKDOWN:
+                for later in instance.events[i + 1:]:
+                    if later.time >= end:
+                        break
+                    if later.type == EventType.REPAIR and later.machine == e.machine:
+                        end = later.time
+                        break
+            machines.append(e.machine)
+            starts.append(e.time)
+            ends.append(end)
+    return MetricInputs(
+        release=instance.job_release,
+        due=instance.job_due,
+        job_op_ptr=instance.job_op_ptr,
+        op_work=work / counts,
+        op_time=time / counts,
+        op_machine_share=share,
+        machine_speed=speed,
+        machine_group=np.array([groups[g] for g in instance.machine_groups], dtype=np.int64),
+        down_machine=np.array(machines, dtype=np.int64),
+        down_start=np.array(starts, dtype=np.float64),
+        down_end=np.array(ends, dtype=np.float64),
+    )
+
+
+def realised_metrics(instance: Instance) -> dict[str, float]:
+    """The realised metrics of ``instance`` (module docstring)."""
+    return measure(instance_inputs(instance))

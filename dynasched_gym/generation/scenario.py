@@ -1,0 +1,305 @@
+"""Scenario configuration: what to generate (Hydra structured configs, validated dataclasses).
+
+A :class:`Scenario` describes a plant (machine groups and either process families with group
+routes, or random FJSP ranges), a scale, an arrival pattern, calibration :class:`Targets` and the
+rates of dynamic events. Size presets (``small``, ``medium``, ``large``) live in ``conf/size/``.
+
+Target names are the realised-metric names of :mod:`dynasched_gym.generation.realised`, so a
+target and its measurement are always called the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from dynasched_gym.errors import InstanceFormatError
+
+
+@dataclass
+class MachineGroupConfig:
+    """A group of machines; one machine per entry of ``speeds`` (speed divides nominal times)."""
+
+    name: str = "G1"
+    speeds: list[float] = field(default_factory=lambda: [1.0, 1.0])
+
+
+@dataclass
+class RouteStepConfig:
+    """One operation of a family's route: a machine group and a nominal (speed 1) mean time."""
+
+    group: str = "G1"
+    mean_time: float = 10.0
+
+
+@dataclass
+class FamilyConfig:
+    """A process family: a route over machine groups and its share of the job mix."""
+
+    name: str = "A"
+    route: list[RouteStepConfig] = field(default_factory=list)
+    mix_weight: float = 1.0
+
+
+@dataclass
+class FJSPConfig:
+    """Random flexible-job-shop ranges (Song et al. style) used instead of families when set.
+
+    Every machine is its own group; an operation is eligible on a random subset of machines with
+    times drawn uniformly around a base time (``time_spread`` is the relative half-width).
+    """
+
+    ops_per_job: list[int] = field(default_factory=lambda: [4, 6])  # [min, max]
+    eligible_machines: list[int] = field(default_factory=lambda: [1, 3])  # [min, max]
+    mean_time: list[float] = field(default_factory=lambda: [1.0, 20.0])  # [min, max] of base times
+    time_spread: float = 0.2
+
+
+@dataclass
+class PlantConfig:
+    """Machines (by group) and the routes jobs take."""
+
+    groups: list[MachineGroupConfig] = field(default_factory=list)
+    families: list[FamilyConfig] = field(default_factory=list)
+    fjsp: FJSPConfig | None = None
+
+
+@dataclass
+class ScaleConfig:
+    """How many planned jobs (batches add more) and how many are already waiting at t = 0."""
+
+    num_jobs: int = 200
+    warm_start_jobs: int = 0
+
+
+@dataclass
+class ArrivalConfig:
+    """Arrival-rate pattern over the horizon: ``constant``, ``periodic`` or ``trend``."""
+
+    pattern: str = "constant"
+    amplitude: float = 0.0  # in [0, 1)
+    period_fraction: float = 1.0 / 3.0  # periodic: period as a fraction of the horizon
+
+
+@dataclass
+class Targets:
+    """Calibration targets (realised-metric names); ``None`` leaves a metric uncalibrated."""
+
+    utilization: float = 0.8
+    load_cv: float | None = None
+    due_date_tightness: float = 2.0
+    arrival_scv: float = 1.0
+    processing_scv: float = 0.5
+    disturbance: float = 0.05
+
+
+@dataclass
+class Tolerances:
+    """Relative tolerance per target (|realised - target| / target; absolute when the target is 0)."""
+
+    utilization: float = 0.03
+    load_cv: float = 0.10
+    due_date_tightness: float = 0.05
+    arrival_scv: float = 0.10
+    processing_scv: float = 0.10
+    disturbance: float = 0.05
+
+
+@dataclass
+class EventRates:
+    """Dynamic-event rates. Probabilities are per job; the maintenance interval is in time units."""
+
+    cancellation: float = 0.0
+    emergency: float = 0.0  # share of jobs raised to `emergency_weight` soon after arrival
+    emergency_weight: float = 10.0
+    priority_change: float = 0.0
+    ptime_change: float = 0.0
+    ptime_change_factors: list[float] = field(default_factory=lambda: [0.8, 1.2, 1.5])
+    maintenance_interval: float = 0.0  # 0 disables; as a fraction of the horizon when <= 1
+    maintenance_duration: float = 5.0
+    maintenance_duration_std: float = 1.0
+    batch_arrival: float = 0.0
+    batch_size_mean: float = 3.0
+    batch_size_std: float = 1.0
+    route_change: float = 0.0
+    rework: float = 0.0
+    due_date_change: float = 0.0
+    due_date_change_factor: float = 0.3
+
+
+@dataclass
+class Scenario:
+    """Everything the generator needs, except the seed."""
+
+    name: str = "scenario"
+    plant: PlantConfig = field(default_factory=PlantConfig)
+    scale: ScaleConfig = field(default_factory=ScaleConfig)
+    arrivals: ArrivalConfig = field(default_factory=ArrivalConfig)
+    targets: Targets = field(default_factory=Targets)
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    events: EventRates = field(default_factory=EventRates)
+    breakdown_policy: str = "resume"
+
+    def __post_init__(self) -> None:
+        validate_scenario(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain nested dict (JSON/YAML ready)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+        """Build from a nested mapping (e.g. a Hydra/OmegaConf config converted to a container)."""
+        return _from_mapping(cls, data, "scenario")
+
+    @classmethod
+    def preset(cls, size: str) -> Scenario:
+        """The size preset ``small`` | ``medium`` | ``large`` (``conf/size/<size>.yaml``)."""
+        import yaml
+
+        from dynasched_gym import conf
+
+        path = conf.CONF_DIR / "size" / f"{size}.yaml"
+        if not path.is_file():
+            known = sorted(p.stem for p in (conf.CONF_DIR / "size").glob("*.yaml"))
+            raise InstanceFormatError(f"unknown size preset (known: {', '.join(known)})", source=str(path),
+                                      field="size", value=size)
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        try:
+            return cls.from_dict(data["scenario"])
+        except InstanceFormatError as exc:
+            raise exc.located(str(path)) from None
+
+
+TARGET_NAMES = tuple(f.name for f in fields(Targets))
+
+
+def _from_mapping(cls: type, data: Any, where: str) -> Any:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise InstanceFormatError("expected a mapping", source="<scenario>", field=where, value=data)
+    known = {f.name: f for f in fields(cls)}
+    unknown = set(data) - set(known)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise InstanceFormatError(f"unknown field (known: {', '.join(known)})", source="<scenario>",
+                                  field=f"{where}.{name}", value=data[name])
+    kwargs = {}
+    for name, value in data.items():
+        kwargs[name] = _convert(_NESTED.get((cls, name)), value, f"{where}.{name}")
+    return cls(**kwargs)
+
+
+def _convert(kind: Any, value: Any, where: str) -> Any:
+    if kind is None:
+        return list(value) if isinstance(value, (list, tuple)) else value
+    if isinstance(kind, list):  # a list of dataclasses
+        return [_from_mapping(kind[0], item, f"{where}[{i}]") for i, item in enumerate(value)]
+    return _from_mapping(kind, value, where)
+
+
+_NESTED: dict[tuple[type, str], Any] = {
+    (Scenario, "plant"): PlantConfig, (Scenario, "scale"): ScaleConfig, (Scenario, "arrivals"): ArrivalConfig,
+    (Scenario, "targets"): Targets, (Scenario, "tolerances"): Tolerances, (Scenario, "events"): EventRates,
+    (PlantConfig, "groups"): [MachineGroupConfig], (PlantConfig, "families"): [FamilyConfig],
+    (PlantConfig, "fjsp"): FJSPConfig, (FamilyConfig, "route"): [RouteStepConfig],
+}
+
+
+def _fail(field_name: str, reason: str, value: Any) -> InstanceFormatError:
+    return InstanceFormatError(reason, source="<scenario>", field=field_name, value=value)
+
+
+def _check_range(field_name: str, value: Any, lo: float, hi: float, lo_open: bool = False,
+                 hi_open: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and math.isfinite(value)
+    ok = ok and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
+    if not ok:
+        lo_s = f"({lo}" if lo_open else f"[{lo}"
+        hi_s = f"{hi})" if hi_open else f"{hi}]"
+        raise _fail(field_name, f"must be in {lo_s}, {hi_s}", value)
+
+
+def validate_scenario(s: Scenario) -> None:
+    """Raise :class:`InstanceFormatError` naming the first invalid field (e.g. ``targets.utilization``)."""
+    plant = s.plant
+    if not plant.groups:
+        raise _fail("plant.groups", "at least one machine group is needed", [])
+    names = [g.name for g in plant.groups]
+    if len(set(names)) != len(names):
+        raise _fail("plant.groups", "group names must be unique", names)
+    for i, g in enumerate(plant.groups):
+        if not g.speeds:
+            raise _fail(f"plant.groups[{i}].speeds", "a group needs at least one machine", g.speeds)
+        for k, v in enumerate(g.speeds):
+            _check_range(f"plant.groups[{i}].speeds[{k}]", v, 0.0, math.inf, lo_open=True, hi_open=True)
+    if plant.fjsp is None:
+        if not plant.families:
+            raise _fail("plant.families", "give process families or an fjsp block", [])
+        for i, fam in enumerate(plant.families):
+            if not fam.route:
+                raise _fail(f"plant.families[{i}].route", "a route needs at least one step", [])
+            _check_range(f"plant.families[{i}].mix_weight", fam.mix_weight, 0.0, math.inf, lo_open=True,
+                         hi_open=True)
+            for k, step in enumerate(fam.route):
+                if step.group not in names:
+                    raise _fail(f"plant.families[{i}].route[{k}].group", f"unknown group (groups: {names})",
+                                step.group)
+                _check_range(f"plant.families[{i}].route[{k}].mean_time", step.mean_time, 0.0, math.inf,
+                             lo_open=True, hi_open=True)
+    else:
+        f = plant.fjsp
+        num_m = sum(len(g.speeds) for g in plant.groups)
+        for name, pair, lo, hi in (("ops_per_job", f.ops_per_job, 1, 1000), ("eligible_machines",
+                                                                               f.eligible_machines, 1, num_m)):
+            if len(pair) != 2 or not (lo <= pair[0] <= pair[1] <= hi):
+                raise _fail(f"plant.fjsp.{name}", f"must be [min, max] with {lo} <= min <= max <= {hi}", pair)
+        if len(f.mean_time) != 2 or not (0 < f.mean_time[0] <= f.mean_time[1] < math.inf):
+            raise _fail("plant.fjsp.mean_time", "must be [min, max] with 0 < min <= max", f.mean_time)
+        _check_range("plant.fjsp.time_spread", f.time_spread, 0.0, 1.0, hi_open=True)
+    if not isinstance(s.scale.num_jobs, int) or s.scale.num_jobs < 2:
+        raise _fail("scale.num_jobs", "must be an integer >= 2", s.scale.num_jobs)
+    if not isinstance(s.scale.warm_start_jobs, int) or not 0 <= s.scale.warm_start_jobs < s.scale.num_jobs:
+        raise _fail("scale.warm_start_jobs", "must be an integer in [0, num_jobs)", s.scale.warm_start_jobs)
+    if s.arrivals.pattern not in ("constant", "periodic", "trend"):
+        raise _fail("arrivals.pattern", "must be constant, periodic or trend", s.arrivals.pattern)
+    _check_range("arrivals.amplitude", s.arrivals.amplitude, 0.0, 1.0, hi_open=True)
+    _check_range("arrivals.period_fraction", s.arrivals.period_fraction, 0.0, 1.0, lo_open=True)
+    t = s.targets
+    _check_range("targets.utilization", t.utilization, 0.0, 1.0, lo_open=True, hi_open=True)
+    _check_range("targets.due_date_tightness", t.due_date_tightness, 0.0, 100.0, lo_open=True)
+    _check_range("targets.arrival_scv", t.arrival_scv, 0.0, 10.0)
+    _check_range("targets.processing_scv", t.processing_scv, 0.0, 4.0)
+    _check_range("targets.disturbance", t.disturbance, 0.0, 0.5, hi_open=True)
+    if t.load_cv is not None:
+        _check_range("targets.load_cv", t.load_cv, 0.0, 1.5)
+        if len(plant.groups) < 2 and t.load_cv > 0:
+            raise _fail("targets.load_cv", "a load CV > 0 needs at least two machine groups", t.load_cv)
+    for f_ in fields(Tolerances):
+        _check_range(f"tolerances.{f_.name}", getattr(s.tolerances, f_.name), 0.0, 1.0, lo_open=True)
+    e = s.events
+    for name in ("cancellation", "emergency", "priority_change", "ptime_change", "batch_arrival", "route_change",
+                 "rework", "due_date_change"):
+        _check_range(f"events.{name}", getattr(e, name), 0.0, 1.0)
+    for name in ("emergency_weight", "maintenance_duration", "batch_size_mean"):
+        _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, lo_open=True, hi_open=True)
+    for name in ("maintenance_interval", "maintenance_duration_std", "batch_size_std", "due_date_change_factor"):
+        _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, hi_open=True)
+    if not e.ptime_change_factors or any(not (isinstance(x, (int, float)) and x > 0) for x in e.ptime_change_factors):
+        raise _fail("events.ptime_change_factors", "must be a non-empty list of numbers > 0", e.ptime_change_factors)
+    if s.breakdown_policy not in ("resume", "restart"):
+        raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
+
+
+def replace_targets(scenario: Scenario, **targets: float | None) -> Scenario:
+    """A copy of ``scenario`` with some targets replaced (validated)."""
+    data = scenario.to_dict()
+    for name, value in targets.items():
+        if name not in TARGET_NAMES:
+            raise _fail(f"targets.{name}", f"unknown target (known: {', '.join(TARGET_NAMES)})", value)
+        data["targets"][name] = value
+    return Scenario.from_dict(data)
+

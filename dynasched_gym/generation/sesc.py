@@ -1,0 +1,173 @@
+"""SESC, the Sequential Event-Space Calibrator, and the common :func:`calibrate` entry point.
+
+SESC measures the realised metrics of a draft, picks the target furthest outside its tolerance
+(largest |error| / tolerance) and makes **one targeted edit** of the event space: it solves for
+the one knob (see :mod:`dynasched_gym.generation.generator`) that moves that metric onto its
+target with every other knob held, then measures again. Knobs and metrics are nearly decoupled
+(utilization <- horizon, arrival_scv <- arrival exponent, processing_scv <- processing exponent,
+due_date_tightness <- due scale, disturbance <- downtime scale, load_cv <- group scales), so a
+handful of steps suffice. Every measurement is of the instance that is finally exported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dynasched_gym.generation.generator import Draft, draft
+from dynasched_gym.generation.realised import column_sums, measure, realised_metrics
+from dynasched_gym.generation.scenario import Scenario, Targets, Tolerances, replace_targets
+from dynasched_gym.instance import Instance
+
+METHODS = ("sesc", "cmaes", "nsga2")
+
+
+@dataclass
+class CalibrationResult:
+    """Outcome of one calibration. ``metrics`` are measured on ``instance`` itself."""
+
+    instance: Instance
+    metrics: dict[str, float]
+    targets: dict[str, float]
+    errors: dict[str, float]  # relative error per target (absolute when the target is 0)
+    converged: bool  # every target within its tolerance
+    seconds: float
+    method: str
+    history: list[dict[str, Any]] = field(default_factory=list)  # one record per step / generation
+    knobs: dict[str, Any] = field(default_factory=dict)
+
+
+def active_targets(targets: Targets) -> dict[str, float]:
+    """The targets that are set (``load_cv`` may be None)."""
+    return {k: v for k, v in vars(targets).items() if v is not None}
+
+
+def relative_errors(metrics: Mapping[str, float], targets: Mapping[str, float]) -> dict[str, float]:
+    """|realised - target| / target per target (absolute error when the target is 0)."""
+    return {k: abs(metrics[k] - t) / t if t > 0 else abs(metrics[k]) for k, t in targets.items()}
+
+
+def within(errors: Mapping[str, float], tolerances: Tolerances) -> bool:
+    """True when every error is inside its tolerance."""
+    return all(err <= getattr(tolerances, k) for k, err in errors.items())
+
+
+def worst_target(errors: Mapping[str, float], tolerances: Tolerances) -> tuple[str, float]:
+    """The target furthest outside its tolerance, and its error / tolerance ratio."""
+    ratio = {k: err / getattr(tolerances, k) for k, err in errors.items()}
+    worst = max(ratio, key=ratio.get)
+    return worst, ratio[worst]
+
+
+def knobs(d: Draft) -> dict[str, Any]:
+    """The calibration knobs of a draft (for reports and reproducibility)."""
+    return {"horizon": d.horizon, "arrival_exponent": d.arrival_exponent,
+            "processing_exponent": d.processing_exponent, "due_scale": d.due_scale,
+            "downtime_scale": d.downtime_scale, "group_scale": d.group_scale.tolist()}
+
+
+def _solve(d: Draft, attr: str, metric: str, target: float, lo: float, hi: float, tol: float) -> None:
+    """Set knob ``attr`` in [lo, hi] so that ``metric`` (increasing in the knob) reaches ``target``."""
+
+    def value(x: float) -> float:
+        setattr(d, attr, x)
+        return measure(d.metric_inputs())[metric]
+
+    if value(hi) <= target:
+        return
+    if value(lo) >= target:
+        return
+    for _ in range(60):  # bisection; stops as soon as the metric is well inside its tolerance
+        mid = 0.5 * (lo + hi)
+        got = value(mid)
+        if abs(got - target) <= tol * max(target, 1e-12) / 4:
+            return
+        lo, hi = (mid, hi) if got < target else (lo, mid)
+
+
+def _edit_load_cv(d: Draft, metrics: Mapping[str, float], target: float) -> None:
+    inputs = d.metric_inputs()
+    machine_work = column_sums(inputs.op_work, inputs.op_machine_share)
+    num_groups = len(d.group_names)
+    work = np.bincount(d.machine_group, weights=machine_work, minlength=num_groups)
+    speed = np.bincount(d.machine_group, weights=d.machine_speed, minlength=num_groups)
+    rho = work / speed  # proportional to the group utilisations; only ratios matter
+    mean = rho.mean()
+    current = rho.std() / mean
+    k = target / current if current > 0 else 0.0
+    wanted = np.maximum(mean + k * (rho - mean), 0.05 * mean)
+    d.group_scale = d.group_scale * wanted / rho
+
+
+# metric -> how SESC edits its knob
+_EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], None]] = {
+    "utilization": lambda d, m, t, tol: setattr(d, "horizon", d.horizon * m["utilization"] / t),
+    "due_date_tightness": lambda d, m, t, tol: setattr(d, "due_scale", d.due_scale * t / m["due_date_tightness"]),
+    "arrival_scv": lambda d, m, t, tol: _solve(d, "arrival_exponent", "arrival_scv", t, 0.0, 8.0, tol),
+    "processing_scv": lambda d, m, t, tol: _solve(d, "processing_exponent", "processing_scv", t, 0.0, 6.0, tol),
+    "disturbance": lambda d, m, t, tol: _solve(d, "downtime_scale", "disturbance", t, 0.0, 50.0, tol),
+    "load_cv": lambda d, m, t, tol: _edit_load_cv(d, m, t),
+}
+
+
+def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_steps: int = 25,
+         ) -> tuple[bool, list[dict[str, Any]]]:
+    """Run SESC on draft ``d`` in place; returns (converged, per-step history)."""
+    history = []
+    best: tuple[float, dict[str, Any]] | None = None
+    for step in range(max_steps + 1):
+        metrics = measure(d.metric_inputs())
+        errors = relative_errors(metrics, targets)
+        worst, ratio = worst_target(errors, tolerances)
+        record = {"step": step, "metrics": metrics, "errors": errors, "worst": worst, "worst_ratio": ratio,
+                  "knobs": knobs(d)}
+        history.append(record)
+        if best is None or ratio < best[0]:
+            best = (ratio, knobs(d))
+        if ratio <= 1.0 or step == max_steps:
+            break
+        record["edit"] = worst
+        _EDITS[worst](d, metrics, targets[worst], getattr(tolerances, worst))
+    set_knobs(d, best[1])
+    return best[0] <= 1.0, history
+
+
+def set_knobs(d: Draft, values: Mapping[str, Any]) -> None:
+    """Set a draft's knobs from a :func:`knobs` snapshot."""
+    for name, value in values.items():
+        setattr(d, name, np.array(value) if name == "group_scale" else value)
+
+
+def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None = None, method: str = "sesc",
+              seed: int = 0, **options: Any) -> CalibrationResult:
+    """Generate one instance of ``scenario`` and calibrate it to ``targets`` (default: the scenario's).
+
+    ``method`` is ``"sesc"`` (``max_steps``), or an evolutionary baseline ``"cmaes"`` / ``"nsga2"``
+    searching the same knobs (``budget`` evaluations); see :mod:`dynasched_gym.generation.evolutionary`.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
+    if targets is not None:
+        values = vars(targets) if isinstance(targets, Targets) else dict(targets)
+        scenario = replace_targets(scenario, **values)
+    wanted = active_targets(scenario.targets)
+    began = time.perf_counter()
+    d = draft(scenario, seed)
+    if method == "sesc":
+        _, history = sesc(d, wanted, scenario.tolerances, **options)
+    else:
+        from dynasched_gym.generation.evolutionary import evolve
+
+        history = evolve(d, wanted, scenario.tolerances, method=method, seed=seed, **options)
+    instance = d.build()
+    seconds = time.perf_counter() - began
+    metrics = realised_metrics(instance)
+    errors = relative_errors(metrics, wanted)
+    return CalibrationResult(instance=instance, metrics=metrics, targets=wanted, errors=errors,
+                             converged=within(errors, scenario.tolerances), seconds=seconds, method=method,
+                             history=history, knobs=knobs(d))
+

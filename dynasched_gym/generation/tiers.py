@@ -1,0 +1,239 @@
+"""Tier pools: calibrated instances of one SSI tier, deterministic by seed, cached on disk.
+
+Tiers ``easy | medium | hard | extreme`` are bands of the SSI score
+(:data:`~dynasched_gym.generation.stress_index.TIER_BANDS`: [0, 25), [25, 50), [50, 75), [75, 100]).
+``tier_pool(tier, size)`` gives a :class:`TierPool`; ``pool.instance(seed)`` is the pool's instance
+for that seed: the same bytes on every call on one machine (across CPUs, see docs/generation.md,
+"Determinism": the generator's BLAS matrix products can differ in the last bit).
+
+**Generation of seed s** (:func:`generate_member`), for tier t (index i in ``TIERS``) and size preset z:
+for attempt a = 0, 1, ..., ``MAX_ATTEMPTS`` - 1, ``rng = numpy.random.default_rng([s, i, a])``
+draws every target of the tier prior uniformly in its [low, high] (in ``TARGET_NAMES`` order;
+unlisted targets keep the preset's value), then a calibration seed ``rng.integers(2**31)``;
+``calibrate(Scenario.preset(z), targets, method="sesc", seed=...)`` builds the instance. It is
+accepted when the calibration converged (every target within tolerance) and ``ssi(instance).tier
+== t``; else the next attempt runs. After ``MAX_ATTEMPTS`` rejections a :class:`RuntimeError`
+names the scores seen. The accepted instance is named ``<t>-<z>-seed<s>``.
+
+**Tier priors** live in ``conf/tier/<tier>.yaml`` (``prior``: target -> [low, high]; ``sizes``:
+per-size-preset replacements of some ranges, needed because the SSI of one target vector grows
+with the number of jobs). See docs/generation.md for the ranges and measured acceptance rates.
+
+**Cache.** Directory ``cache_dir`` (default ``$DYNASCHED_CACHE``, else ``~/.cache/dynasched_gym/pools``),
+one sub-directory per pool named by its key: the SHA-256 of the canonical JSON (sorted keys, no
+spaces) of the **key inputs** — ``POOL_VERSION``, tier, size, the preset scenario as a dict, the
+effective prior, ``GENERATOR_VERSION``, ``SSI_VERSION``, the calibration method and options and
+``MAX_ATTEMPTS``. Layout::
+
+    <cache_dir>/<key>/manifest.json      {"format": "dynasched-pool/1", "key": ..., "inputs": {...}}
+    <cache_dir>/<key>/seed-<s>.json      the instance, native JSON (loadable by load_instance)
+    <cache_dir>/<key>/seed-<s>.sha256    "<sha256 hex>  seed-<s>.json" (``sha256sum -c`` format)
+
+Every file is written atomically (temporary file + rename), the instance before its checksum.
+Opening a pool compares the manifest with the key inputs; a manifest that does not match (stale
+or corrupt) clears the directory. A missing seed is generated; a seed file that does not match its
+checksum (or lacks one) is regenerated. Both rebuilds issue a :class:`CacheWarning` naming the
+file; a cached file is never used unverified.
+:meth:`TierPool.prepare` generates missing seeds in worker processes with a progress bar,
+persisting each as soon as it is done (an interrupted run resumes where it stopped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import operator
+import os
+import shutil
+import warnings
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from tqdm import tqdm
+
+from dynasched_gym import conf
+from dynasched_gym.generation import generator, stress_index
+from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario
+from dynasched_gym.generation.sesc import calibrate
+from dynasched_gym.generation.stress_index import TIERS, ssi
+from dynasched_gym.instance import Instance, write_text_atomic
+
+#: Bumped whenever the pool algorithm (not the generator or the SSI) changes what a seed yields.
+POOL_VERSION = "1"
+POOL_FORMAT = "dynasched-pool/1"
+MAX_ATTEMPTS = 50
+CALIBRATION: dict[str, Any] = {"method": "sesc", "options": {}}
+MANIFEST = "manifest.json"
+
+
+class CacheWarning(UserWarning):
+    """A cached pool file was corrupt, incomplete or stale and is being rebuilt."""
+
+
+def default_cache_dir() -> Path:
+    """``$DYNASCHED_CACHE`` when set, else ``~/.cache/dynasched_gym/pools``."""
+    env = os.environ.get("DYNASCHED_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "dynasched_gym" / "pools"
+
+
+def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
+    """The prior of ``tier`` for size preset ``size``: target -> [low, high] (``conf/tier/<tier>.yaml``)."""
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; one of {TIERS}")
+    path = conf.CONF_DIR / "tier" / f"{tier}.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    ranges = {**data["prior"], **(data.get("sizes") or {}).get(size, {})}
+    unknown = set(ranges) - set(TARGET_NAMES)
+    if unknown:
+        raise ValueError(f"{path}: unknown target(s) {sorted(unknown)}; known: {TARGET_NAMES}")
+    prior = {name: [float(v) for v in ranges[name]] for name in TARGET_NAMES if name in ranges}
+    for name, bounds in prior.items():
+        if len(bounds) != 2 or bounds[0] > bounds[1]:
+            raise ValueError(f"{path}: prior of {name} must be [low, high] with low <= high, got {bounds}")
+    return prior
+
+
+def key_inputs(tier: str, size: str) -> dict[str, Any]:
+    """Everything a pool's instances depend on (hashed into the cache key; stored in the manifest)."""
+    return {"pool_version": POOL_VERSION, "tier": tier, "size": size,
+            "scenario": Scenario.preset(size).to_dict(), "prior": tier_prior(tier, size),
+            "generator_version": generator.GENERATOR_VERSION, "ssi_version": stress_index.SSI_VERSION,
+            "calibration": CALIBRATION, "max_attempts": MAX_ATTEMPTS}
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def generate_member(inputs: Mapping[str, Any], seed: int) -> str:
+    """Native JSON of the pool member ``seed`` for the key ``inputs`` (module docstring)."""
+    scenario = Scenario.from_dict(inputs["scenario"])
+    tier, prior = inputs["tier"], inputs["prior"]
+    seen = []
+    for attempt in range(inputs["max_attempts"]):
+        rng = np.random.default_rng([seed, TIERS.index(tier), attempt])
+        targets = {name: float(rng.uniform(*prior[name])) for name in TARGET_NAMES if name in prior}
+        result = calibrate(scenario, targets, method=inputs["calibration"]["method"],
+                           seed=int(rng.integers(2**31)), **inputs["calibration"]["options"])
+        index = ssi(result.instance)
+        if result.converged and index.tier == tier:
+            return result.instance.replace(name=f"{tier}-{inputs['size']}-seed{seed}").to_json()
+        seen.append(f"{index.score:.1f}" if result.converged else "not converged")
+    raise RuntimeError(f"no calibrated {tier!r} instance for size {inputs['size']!r}, seed {seed} in "
+                       f"{len(seen)} attempts (SSI scores: {', '.join(seen)}); retune conf/tier/{tier}.yaml "
+                       f"for SSI version {inputs['ssi_version']}")
+
+
+class TierPool:
+    """Calibrated instances of one tier and size preset, by seed, cached under ``cache_dir`` (module docstring).
+
+    ``workers``: processes used by :meth:`prepare` (default ``min(2, cpu_count)``).
+    """
+
+    def __init__(self, tier: str, size: str = "small", cache_dir: str | os.PathLike[str] | None = None,
+                 workers: int | None = None) -> None:
+        self.tier = tier
+        self.size = size
+        self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        self._inputs = key_inputs(tier, size)
+        self.key = hashlib.sha256(_canonical(self._inputs).encode("utf-8")).hexdigest()
+        self.directory = Path(cache_dir if cache_dir is not None else default_cache_dir()) / self.key
+        self._open()
+
+    def __repr__(self) -> str:
+        return f"TierPool(tier={self.tier!r}, size={self.size!r}, directory='{self.directory}')"
+
+    def instance(self, seed: int) -> Instance:
+        """The pool's instance for ``seed`` (an integer >= 0), generated and cached on first use."""
+        seed = _check_seed(seed)
+        text = self._read(seed)
+        if text is None:
+            text = generate_member(self._inputs, seed)
+            self._write(seed, text)
+        return Instance.from_dict(json.loads(text), source=str(self._paths(seed)[0]))
+
+    def prepare(self, seeds: Iterable[int], progress: bool = True) -> None:
+        """Generate the seeds that are not cached yet, in ``workers`` processes, persisting each when done."""
+        missing = [s for s in dict.fromkeys(map(_check_seed, seeds))
+                   if not all(p.is_file() for p in self._paths(s))]
+        workers = min(self.workers, len(missing))
+        with tqdm(total=len(missing), desc=f"{self.tier}/{self.size} pool", unit="instance",
+                  disable=not progress) as bar:
+            if workers <= 1:
+                for seed in missing:
+                    self._write(seed, generate_member(self._inputs, seed))
+                    bar.update()
+                return
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = {pool.submit(generate_member, self._inputs, seed): seed for seed in missing}
+                try:
+                    for future in as_completed(futures):
+                        self._write(futures[future], future.result())
+                        bar.update()
+                except BaseException:
+                    pool.shutdown(cancel_futures=True)
+                    raise
+
+    # ------------------------------------------------------------------ files
+    def _paths(self, seed: int) -> tuple[Path, Path]:
+        return self.directory / f"seed-{seed}.json", self.directory / f"seed-{seed}.sha256"
+
+    def _open(self) -> None:
+        """Check the manifest against the key inputs; clear the directory when it is stale or corrupt."""
+        manifest = {"format": POOL_FORMAT, "key": self.key, "inputs": self._inputs}
+        path = self.directory / MANIFEST
+        if path.is_file():
+            try:
+                if json.loads(path.read_text(encoding="utf-8")) == json.loads(_canonical(manifest)):
+                    return
+            except (OSError, ValueError):
+                pass
+            problem = f"{path} does not match this pool (stale or corrupt)"
+        elif self.directory.is_dir() and any(self.directory.iterdir()):
+            problem = f"{path} is missing"
+        else:
+            problem = None
+        if problem is not None:
+            warnings.warn(f"tier pool cache: {problem}; rebuilding {self.directory}", CacheWarning, stacklevel=3)
+            shutil.rmtree(self.directory)
+        write_text_atomic(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+    def _read(self, seed: int) -> str | None:
+        """The verified cached text of ``seed``; None (with a warning when files exist) otherwise."""
+        data_path, sum_path = self._paths(seed)
+        if not data_path.exists() and not sum_path.exists():
+            return None
+        try:
+            data = data_path.read_bytes()
+            expected = sum_path.read_text(encoding="ascii").split()[0]
+            problem = None if hashlib.sha256(data).hexdigest() == expected else "checksum mismatch"
+        except (OSError, UnicodeDecodeError, IndexError) as exc:
+            problem = f"unreadable: {exc}"
+        if problem is None:
+            return data.decode("utf-8")
+        warnings.warn(f"tier pool cache: {data_path} is corrupt or incomplete ({problem}); regenerating it",
+                      CacheWarning, stacklevel=3)
+        return None
+
+    def _write(self, seed: int, text: str) -> None:
+        data_path, sum_path = self._paths(seed)
+        write_text_atomic(data_path, text)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        write_text_atomic(sum_path, f"{digest}  {data_path.name}\n")
+
+
+def _check_seed(seed: int) -> int:
+    value = operator.index(seed)
+    if value < 0:
+        raise ValueError(f"pool seeds are integers >= 0, got {seed}")
+    return value
+
+
+def tier_pool(tier: str, size: str = "small", **kwargs: Any) -> TierPool:
+    """The pool of ``tier`` instances of size preset ``size`` (keyword arguments: see :class:`TierPool`)."""
+    return TierPool(tier, size, **kwargs)

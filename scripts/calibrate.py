@@ -1,0 +1,157 @@
+"""Calibrate one instance and write it with a report (Hydra entry point, ``conf/calibrate.yaml``).
+
+``python -m scripts.calibrate [size=small|medium|large] [seed=0] [method=sesc|cmaes|nsga2]
+[targets.utilization=0.6 ...] [+options.max_steps=40] [out=DIR]`` writes:
+
+- ``DIR/instance.json``: the calibrated instance, native JSON;
+- ``DIR/dsbx/``: the same instance in the reference package's directory format (items that format
+  cannot express, such as REWORK events, are dropped and listed in the report);
+- ``DIR/report.md``: targets vs realised metrics (relative errors, tolerances), convergence, SSI
+  score, tier and components, calibration knobs, seconds;
+- ``DIR/convergence.png``: per metric, relative error / tolerance at each step (log scale; <= 1
+  is within tolerance).
+
+Everything is written to a temporary sibling directory that is renamed to DIR at the end, so a
+failed run leaves nothing behind. DIR must not exist (default: ``calibration/`` in Hydra's run dir).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tolerances, calibrate, ssi
+from dynasched_gym.io import dsbx_dir
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+
+
+def report(scenario: Scenario, seed: int, result: CalibrationResult, index: SSIResult, dsbx_notes: list[str]) -> str:
+    """The markdown report of one calibration (numbers to 6 significant digits)."""
+    tol = scenario.tolerances
+    rows = []
+    for name, value in result.metrics.items():
+        if name in result.targets:
+            error, limit = result.errors[name], getattr(tol, name)
+            rows.append([name, f"{result.targets[name]:.6g}", f"{value:.6g}", f"{error:.3g}", f"{limit:.3g}",
+                         "yes" if error <= limit else "**no**"])
+        else:
+            rows.append([name, "—", f"{value:.6g}", "—", "—", "—"])
+    knob_rows = [[name, f"{value:.6g}" if isinstance(value, float) else str(value)]
+                 for name, value in result.knobs.items()]
+    lines = [
+        f"# Calibration report: {result.instance.name}",
+        "",
+        f"Scenario preset `{scenario.name}`, seed {seed}, method `{result.method}`; "
+        f"{result.instance.num_jobs} jobs, {result.instance.num_machines} machines, "
+        f"{len(result.instance.events)} events.",
+        "",
+        f"- converged: **{'yes' if result.converged else 'no'}** (every target within its tolerance)",
+        f"- SSI score: **{index.score:.2f}**, tier **{index.tier}** (stress {index.stress:.4g})",
+        f"- calibration time: {result.seconds:.3f} s, {len(result.history)} history records",
+        "",
+        "## Targets vs realised (measured on the exported instance)",
+        "",
+        *_table(["metric", "target", "realised", "relative error", "tolerance", "within"], rows),
+        "",
+        "## SSI components",
+        "",
+        *_table(["component", "value"], [[k, f"{v:.4g}"] for k, v in index.components.items()]),
+        "",
+        "## Calibration knobs",
+        "",
+        *_table(["knob", "value"], knob_rows),
+        "",
+        "## Files",
+        "",
+        "- `instance.json`: native instance JSON",
+        "- `dsbx/`: reference-package directory format",
+        *(f"  - {note}" for note in dsbx_notes),
+        "- `convergence.png`: relative error / tolerance per step",
+        "",
+        "![convergence](convergence.png)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot_convergence(result: CalibrationResult, tolerances: Tolerances, path: Path) -> None:
+    """Relative error / tolerance of every target at each history record (log y; 1 = tolerance)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name in result.targets:
+        ratios = [max(rec["errors"][name] / getattr(tolerances, name), 1e-4) for rec in result.history]
+        ax.plot(range(len(ratios)), ratios, marker="o", label=name)
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="tolerance")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("SESC step" if result.method == "sesc" else "generation")
+    ax.set_ylabel("relative error / tolerance (floor 1e-4)")
+    ax.set_title(f"{result.instance.name} ({result.method})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _save_dsbx(result: CalibrationResult, directory: Path) -> list[str]:
+    """Write the dsbx directory; the notes for the report (dropped or lossy items, or why it is missing)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            dsbx_dir.save(result.instance, directory, drop_unsupported=True)
+        except InstanceFormatError as exc:
+            return [f"**not written**: the instance is not expressible in the dsbx format ({exc})"]
+    return [str(w.message) for w in caught]
+
+
+def run(cfg: DictConfig) -> Path:
+    """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory."""
+    out = Path(cfg.out)
+    if out.exists():
+        raise FileExistsError(f"{out} exists; choose another out=")
+    scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
+    targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
+    options = OmegaConf.to_container(cfg.options, resolve=True)
+    seed = int(cfg.seed)
+    result = calibrate(scenario, targets, method=cfg.method, seed=seed, **options)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed to out when complete
+    tmp.mkdir()
+    try:
+        (tmp / "instance.json").write_text(result.instance.to_json(), encoding="utf-8")
+        notes = _save_dsbx(result, tmp / "dsbx")
+        (tmp / "report.md").write_text(report(scenario, seed, result, ssi(result.instance), notes), encoding="utf-8")
+        plot_convergence(result, scenario.tolerances, tmp / "convergence.png")
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="calibrate", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point."""
+    out = run(cfg)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""SESC against the evolutionary baselines (CMA-ES, NSGA-II) on a grid of target vectors.
+
+Target vectors: a Latin hypercube of ``--vectors`` points (numpy ``default_rng(GRID_SEED)``; in each
+dimension one point at the midpoint of each of ``--vectors`` equal strata, strata permuted
+independently per dimension) over utilization 0.5–0.9, due_date_tightness 1.5–5,
+arrival_scv 0.5–2.5, processing_scv 0.2–1.5 and disturbance 0.02–0.15 (``load_cv`` not targeted).
+Every vector × ``--seeds`` seeds (0, 1, ...) × method goes through
+:func:`dynasched_gym.generation.calibrate` on the ``--size`` preset, the baselines with
+``--budget`` evaluations. One untimed warm-up run per method loads the optimiser packages first.
+
+Reported per method: success rate (``result.converged``: every tolerance met on the exported
+instance), median over runs of the largest relative error, median wall time (``result.seconds``:
+draft, calibration and build), the ratio of that median to SESC's, and the median number of metric
+evaluations (``measure`` calls, SESC's bisection included).
+
+Resumable: every finished run is appended to ``<out>.jsonl`` (the whole file rewritten atomically,
+one row per run key) and skipped on restart. The summary and all rows go to ``--out`` as JSON.
+
+Usage: ``python -m scripts.calibrate_compare [--size medium] [--vectors 20] [--seeds 3] [--budget 600]
+[--out .bench/calibrate_compare.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc
+from dynasched_gym.generation.sesc import METHODS
+from dynasched_gym.instance import write_text_atomic
+
+GRID_SEED = 20260
+RANGES = {"utilization": (0.5, 0.9), "due_date_tightness": (1.5, 5.0), "arrival_scv": (0.5, 2.5),
+          "processing_scv": (0.2, 1.5), "disturbance": (0.02, 0.15)}
+
+
+def target_vectors(count: int) -> list[dict[str, float]]:
+    """The deterministic Latin-hypercube target vectors (module docstring)."""
+    rng = np.random.default_rng(GRID_SEED)
+    unit = np.stack([(rng.permutation(count) + 0.5) / count for _ in RANGES], axis=1)
+    return [{k: round(lo + (hi - lo) * float(u), 6) for (k, (lo, hi)), u in zip(RANGES.items(), row)}
+            for row in unit]
+
+
+@contextlib.contextmanager
+def counting_measure() -> Iterator[list[int]]:
+    """Count the metric evaluations of SESC and the baselines (patches their ``measure``)."""
+    count = [0]
+    original = sesc.measure
+
+    def counted(inputs: Any) -> dict[str, float]:
+        count[0] += 1
+        return original(inputs)
+
+    sesc.measure = evolutionary.measure = counted
+    try:
+        yield count
+    finally:
+        sesc.measure = evolutionary.measure = original
+
+
+def run_key(row: dict[str, Any]) -> tuple:
+    """What identifies one run (rows with the same key are the same run)."""
+    return row["size"], row["vector"], row["seed"], row["method"], row["budget"]
+
+
+def run_one(scenario: Scenario, size: str, index: int, targets: dict[str, float], seed: int, method: str,
+            budget: int) -> dict[str, Any]:
+    """Calibrate once; the JSONL row."""
+    options = {} if method == "sesc" else {"budget": budget}
+    with counting_measure() as count:
+        result = calibrate(scenario, targets, method=method, seed=seed, **options)
+    return {"size": size, "vector": index, "seed": seed, "method": method, "budget": budget, "targets": targets,
+            "converged": result.converged, "max_error": max(result.errors.values()), "errors": result.errors,
+            "seconds": result.seconds, "evaluations": count[0], "steps": len(result.history)}
+
+
+def load_rows(path: Path) -> dict[tuple, dict[str, Any]]:
+    """Finished runs by key (the file is only ever replaced whole, so every line is complete)."""
+    if not path.is_file():
+        return {}
+    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return {run_key(row): row for row in rows}
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per method: runs, success rate, median max error, median seconds, time ratio vs SESC, median evaluations."""
+    out = {}
+    for method in METHODS:
+        mine = [r for r in rows if r["method"] == method]
+        if mine:
+            out[method] = {"runs": len(mine), "success": sum(r["converged"] for r in mine) / len(mine),
+                           "median_max_error": statistics.median(r["max_error"] for r in mine),
+                           "median_seconds": statistics.median(r["seconds"] for r in mine),
+                           "median_evaluations": statistics.median(r["evaluations"] for r in mine)}
+    if "sesc" in out:
+        for stats in out.values():
+            stats["time_ratio"] = stats["median_seconds"] / out["sesc"]["median_seconds"]
+    return out
+
+
+def table(summary: dict[str, dict[str, float]]) -> str:
+    """The summary as a fixed-width table."""
+    lines = [f"{'method':<7} {'runs':>5} {'success':>8} {'med max err':>12} {'med time':>10} {'x SESC':>8} "
+             f"{'med evals':>10}"]
+    for method, s in summary.items():
+        ratio = f"{s['time_ratio']:.1f}" if "time_ratio" in s else "-"
+        lines.append(f"{method:<7} {s['runs']:>5} {s['success']:>8.1%} {s['median_max_error']:>12.4f} "
+                     f"{s['median_seconds'] * 1e3:>8.1f}ms {ratio:>8} {s['median_evaluations']:>10.0f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run (or resume) the comparison and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="medium")
+    parser.add_argument("--vectors", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--budget", type=int, default=600)
+    parser.add_argument("--out", type=Path, default=Path(".bench/calibrate_compare.json"))
+    args = parser.parse_args(argv)
+
+    scenario = Scenario.preset(args.size)
+    vectors = target_vectors(args.vectors)
+    journal = args.out.with_suffix(".jsonl")
+    rows = load_rows(journal)
+    plan = [(i, seed, method) for i in range(len(vectors)) for seed in range(args.seeds) for method in METHODS]
+    keys = [(args.size, i, seed, method, args.budget) for i, seed, method in plan]
+    pending = [job for job, key in zip(plan, keys) if key not in rows]
+    if pending:
+        for method in METHODS:  # untimed warm-up: imports of cma / pymoo, first-call caches
+            calibrate(Scenario.preset("small"), method=method, seed=0, **({} if method == "sesc" else {"budget": 20}))
+    for i, seed, method in tqdm(pending, desc=f"calibrate {args.size}", initial=len(plan) - len(pending),
+                                total=len(plan)):
+        row = run_one(scenario, args.size, i, vectors[i], seed, method, args.budget)
+        rows[run_key(row)] = row
+        write_text_atomic(journal, "".join(json.dumps(r) + "\n" for r in rows.values()))
+
+    mine = [rows[key] for key in keys]
+    summary = summarise(mine)
+    print(f"size={args.size} vectors={len(vectors)} seeds={args.seeds} budget={args.budget}")
+    print(table(summary))
+    config = {"size": args.size, "vectors": len(vectors), "seeds": args.seeds, "budget": args.budget,
+              "grid_seed": GRID_SEED, "ranges": RANGES}
+    write_text_atomic(args.out, json.dumps({"config": config, "target_vectors": vectors, "summary": summary,
+                                            "rows": mine}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
