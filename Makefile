@@ -25,9 +25,10 @@ lint: install
 test: lint
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider
 
-# Speed and calibration figures: simulator, SSI validation, SESC vs the evolutionary baselines.
+# Speed and calibration figures: simulator, environments, SSI validation, SESC vs the evolutionary baselines.
 bench: install
 	$(PY) -m scripts.bench
+	$(PY) -m scripts.bench_env
 	$(PY) -m scripts.validate_ssi
 	$(PY) -m scripts.calibrate_compare
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dynasched_gym.envs.registration import register_envs
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 from dynasched_gym.io import load_instance
@@ -15,6 +16,8 @@ from dynasched_gym.metrics import METRIC_KEYS, compute_metrics
 from dynasched_gym.schedule import Schedule
 
 __version__ = "0.1.0"
+
+register_envs()  # the Gymnasium ids DynaSched/*; the envs themselves load on first use
 
 _LAZY = {
     "Simulator": "dynasched_gym.core.simulator",

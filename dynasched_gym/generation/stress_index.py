@@ -95,7 +95,14 @@ def mean_reflected_workload(drift: np.ndarray, variance: np.ndarray, horizon: fl
 
 
 def ssi(instance: Instance) -> SSIResult:
-    """The Schedule Stress Index of ``instance`` (module docstring; docs/ssi.md)."""
+    """The Schedule Stress Index of ``instance`` (module docstring; docs/ssi.md); memoised on the instance."""
+    cached = instance._cache.get("ssi")
+    if cached is None:
+        cached = instance._cache["ssi"] = _ssi(instance)
+    return cached
+
+
+def _ssi(instance: Instance) -> SSIResult:
     inputs = instance_inputs(instance)
     realised = measure(inputs)
     h = horizon(inputs)
@@ -161,7 +168,7 @@ def ssi(instance: Instance) -> SSIResult:
     components = {
         "congestion": _squash(float(np.average(flow / ptime - 1.0, weights=weight + 1e-12))),
         "bottleneck_utilization": float(rho.max()),
-        "due_date_pressure": _squash(1.0 / realised["due_date_tightness"]) if has_due.any() else 0.0,
+        "due_date_pressure": 1.0 / (1.0 + realised["due_date_tightness"]) if has_due.any() else 0.0,
         "disturbance": realised["disturbance"],
         "dynamism": _squash(dynamic_events / num_jobs),
         "flexibility": float(np.mean(np.diff(instance.op_elig_ptr)) / instance.num_machines),

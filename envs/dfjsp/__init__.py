@@ -1,0 +1,1 @@
+"""The DFJSP environments: env, vector env, features, kernels, batches and rendering."""

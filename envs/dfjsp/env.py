@@ -1,0 +1,290 @@
+"""Gymnasium environments of the Dynamic Flexible Job Shop Scheduling Problem.
+
+- :class:`DFJSPEnv` (``DynaSched/DFJSP-v0``): at each decision point the agent picks one of the
+  offered (operation, machine) pairs.
+- :class:`DFJSPRulesEnv` (``DynaSched/DFJSP-Rules-v0``): the agent picks a dispatching rule, which
+  picks the pair.
+- :class:`FJSPEnv` (``DynaSched/FJSP-v0``): :class:`DFJSPEnv` on a fixed instance (default mk01).
+
+Every step is one numba call (:mod:`.kernels`); the semantics of the simulation are those of
+``docs/semantics.md`` and the observation, reward and options are documented in
+``docs/environments.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from dynasched_gym.core.kernels import DONE, ERR_INVALID_ACTION, ERR_STALLED
+from dynasched_gym.core.rules import RULES
+from dynasched_gym.envs.dfjsp.batch import EnvBatch
+from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec
+from dynasched_gym.envs.dfjsp.features import (
+    CANDIDATE_FEATURES,
+    GLOBAL_FEATURES,
+    MACHINE_FEATURES,
+    Feature,
+    bounds,
+)
+from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_first
+from dynasched_gym.envs.dfjsp.types import (
+    ACTION_PAIR,
+    ACTION_RULE,
+    K_CODE,
+    K_INVALID,
+    S_REWARD,
+    EnvConfig,
+    Observation,
+)
+from dynasched_gym.instance import Instance
+from dynasched_gym.schedule import Schedule
+
+RENDER_MODES = ("human", "rgb_array", "ansi")
+
+
+class InvalidActionError(ValueError):
+    """An action that is not valid now, under ``invalid_action="raise"``."""
+
+
+def _block(table: tuple[Feature, ...], level: int, rows: int | None) -> spaces.Box:
+    low, high = bounds(table, level)
+    if rows is not None:
+        low, high = np.tile(low, (rows, 1)), np.tile(high, (rows, 1))
+    return spaces.Box(low, high, dtype=np.float32)
+
+
+def make_spaces(config: EnvConfig, num_machines: int) -> tuple[spaces.Dict, spaces.Discrete]:
+    """The observation and action spaces of an env with ``config`` on ``num_machines`` machines."""
+    level = config.level
+    observation = spaces.Dict({
+        "candidates": _block(CANDIDATE_FEATURES, level, config.max_candidates),
+        "machines": _block(MACHINE_FEATURES, level, num_machines),
+        "global": _block(GLOBAL_FEATURES, level, None),
+        "action_mask": spaces.MultiBinary(config.num_actions),
+    })
+    return observation, spaces.Discrete(config.num_actions)
+
+
+def check_code(code: int, instance: Instance, now: float) -> None:
+    """Raise on a simulator error code (a stall cannot happen on a valid instance)."""
+    if code == ERR_STALLED:
+        raise RuntimeError(f"simulation of {instance.name!r} stalled at t={now}: jobs remain but nothing can happen "
+                           "(please report this instance)")
+
+
+class DFJSPEnv(gym.Env[Observation, np.int64]):
+    """Dynamic flexible job shop scheduling: pick the (operation, machine) pair to start now.
+
+    ## Episode
+    An episode simulates one instance from time 0 until every job is completed or cancelled.
+    The env stops at each decision point (some operation can start on some machine now); the agent
+    picks one of the offered pairs, which starts at once, and the simulator advances to the next
+    decision point (``docs/semantics.md``). Episodes always end (``terminated``); nothing truncates.
+
+    ## Action space
+    ``Discrete(max_candidates)``: the index of an action slot. Slot ``k`` is row ``k`` of
+    ``observation["candidates"]``; the slots hold the pairs that can start now, longest-waiting
+    job first, and ``action_mask`` (or :meth:`action_masks`) marks the offered ones. When more
+    pairs can start than there are slots, only the ``max_candidates`` longest-waiting are offered.
+
+    ## Observation space
+    ``Dict`` with ``candidates`` (K, F_c), ``machines`` (M, F_m), ``global`` (F_g,) float32 and
+    ``action_mask`` (K,) int8. Features and their scaling: :mod:`~dynasched_gym.envs.dfjsp.features`
+    and ``docs/environments.md``. The shapes are fixed at construction from the first instance:
+    a later instance must have the same number of machines M.
+
+    ## Rewards
+    Potential-based: ``reward = -reward_scale * (phi_after - phi_before)`` with ``phi = 0``
+    before the first step, so an episode's rewards sum to ``-reward_scale`` times the objective's
+    final metric (``makespan``, ``total_tardiness``, ``total_weighted_tardiness`` or
+    ``mean_flow_time`` of :attr:`dynasched_gym.Schedule.metrics`).
+
+    ## Info
+    ``reset``: ``tier`` (``None`` for an explicit instance), ``ssi`` (SSI score or ``None``),
+    ``invalid_actions`` (0). ``step``: ``invalid_actions`` (replaced invalid actions so far in the
+    episode); on the final step also ``metrics`` (the schedule's metrics).
+
+    Args:
+        tier: tier of the instance pool to draw from when ``instance`` is ``None``
+            (``easy | medium | hard | extreme``).
+        size: size of the tier pool.
+        instance: a fixed instance: an :class:`~dynasched_gym.Instance`, a path, or an embedded
+            name (``mk01``..``mk10``, ``ta01``, ``dsbx-medium``); overrides ``tier``.
+        objective: ``makespan | tardiness | weighted_tardiness | flow_time``.
+        observability: ``concise`` (local and realised), ``full`` (adds structure: bottlenecks,
+            utilisation, design priors) or ``oracle`` (adds future events; a clairvoyant ablation).
+        max_candidates: number of action slots K.
+        breakdown_policy: ``resume`` or ``restart`` overrides the instances' policy.
+        invalid_action: ``replace`` plays slot 0 (the longest-waiting offered pair) instead of an
+            invalid action and counts it in ``info["invalid_actions"]``; ``raise`` raises
+            :class:`InvalidActionError` and leaves the state unchanged.
+        reward_scale: positive factor of every reward.
+        time_scale: time unit of the features; ``None``: each instance's mean processing time.
+        render_mode: ``human``, ``rgb_array`` (Gantt chart) or ``ansi`` (text).
+        pool_size: a tier pool's episodes draw its instances of seeds ``0 .. pool_size - 1``; each is
+            generated once and cached on disk (build them ahead with ``tier_pool(...).prepare``).
+
+    Example:
+        >>> import gymnasium as gym, dynasched_gym
+        >>> env = gym.make("DynaSched/DFJSP-v0", instance="mk01")
+        >>> obs, info = env.reset(seed=0)
+        >>> obs, reward, terminated, truncated, info = env.step(0)
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    action_kind = ACTION_PAIR
+
+    def __init__(
+        self,
+        tier: str = "medium",
+        size: str = "small",
+        instance: InstanceSpec | None = None,
+        objective: str = "makespan",
+        observability: str = "concise",
+        max_candidates: int = 32,
+        breakdown_policy: str | None = None,
+        invalid_action: str = "replace",
+        reward_scale: float = 1.0,
+        time_scale: float | None = None,
+        render_mode: str | None = None,
+        pool_size: int = 1000,
+    ) -> None:
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
+        self.config = EnvConfig(self.action_kind, objective, observability, max_candidates, invalid_action,
+                                reward_scale, time_scale)
+        self.source = InstanceSource(instance, tier, size, breakdown_policy, pool_size)
+        probe = self.source.probe()
+        self.observation_space, self.action_space = make_spaces(self.config, probe.num_machines)
+        self.render_mode = render_mode
+        self._batch = EnvBatch(self.config, self.source, 1, probe)
+        works = self._batch.works
+        self._views = (works.candidates[0], works.machines[0], works.global_[0], works.action_mask[0])
+        self._counters = works.counters[0]
+        self._scalars = works.scalars[0]
+        self._first = np.ones(1, dtype=np.uint8)
+        self._done = True
+        self._viewer: Any = None
+
+    # ---------------------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
+        """Start an episode; ``options={"instance": ...}`` plays that instance in this episode."""
+        super().reset(seed=seed)
+        override = instance_option(options)
+        info = self._batch.begin(0, self.np_random, override)
+        reset_batch(self._batch.handle, self._first)
+        check_code(int(self._counters[K_CODE]), self.instance, self.now)
+        self._done = False
+        info["invalid_actions"] = 0
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), info
+
+    def step(self, action: int | np.integer) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Play ``action`` (an action slot, or a rule for the rules env) and advance to the next decision."""
+        if self._done:
+            raise RuntimeError("the episode is over (or has not started): call reset()")
+        code = step_first(self._batch.handle, int(action))
+        if code == ERR_INVALID_ACTION:
+            raise InvalidActionError(
+                f"action {action!r} is not valid now: valid actions are "
+                f"{np.flatnonzero(self._views[3]).tolist()} (see observation['action_mask'] or action_masks())"
+            )
+        check_code(code, self.instance, self.now)
+        terminated = code == DONE
+        info: dict[str, Any] = {"invalid_actions": int(self._counters[K_INVALID])}
+        if terminated:
+            self._done = True
+            info["metrics"] = self.schedule().metrics
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), float(self._scalars[S_REWARD]), terminated, False, info
+
+    def render(self) -> np.ndarray | str | None:
+        """The current schedule: a Gantt chart (``rgb_array``, ``human``) or text (``ansi``)."""
+        from dynasched_gym.envs.dfjsp import viewer
+
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode= to the env")
+            return None
+        if self.render_mode == "ansi":
+            return viewer.render_text(self._batch.simulator(0), self.config.objective)
+        if self.render_mode == "rgb_array":
+            return viewer.render_gantt(self._batch.simulator(0))
+        self._viewer = viewer.show_gantt(self._batch.simulator(0), self._viewer)
+        return None
+
+    def close(self) -> None:
+        """Close the ``human`` render window, if any."""
+        if self._viewer is not None:
+            from dynasched_gym.envs.dfjsp import viewer
+
+            viewer.close(self._viewer)
+            self._viewer = None
+
+    # ------------------------------------------------------------------------- extras
+    def action_masks(self) -> np.ndarray:
+        """Valid actions now, as a bool array (the sb3-contrib ``MaskablePPO`` convention)."""
+        return self._views[3].astype(bool)
+
+    @property
+    def instance(self) -> Instance:
+        """The current episode's instance (before the first reset: the one that fixed the spaces)."""
+        return self._batch.simulators[0].instance
+
+    @property
+    def now(self) -> float:
+        """The simulation clock."""
+        return float(self._batch.states.now[0, 0])
+
+    def schedule(self) -> Schedule:
+        """The schedule so far (running operations left out); the full record once the episode ended."""
+        return self._batch.simulator(0).schedule()
+
+    def _observation(self) -> Observation:
+        candidates, machines, global_, mask = self._views
+        return {"candidates": candidates.copy(), "machines": machines.copy(), "global": global_.copy(),
+                "action_mask": mask.copy()}
+
+
+class DFJSPRulesEnv(DFJSPEnv):
+    """Rule selection: at each decision point the agent picks the dispatching rule that dispatches.
+
+    Same episodes, observation and rewards as :class:`DFJSPEnv`; the action is an index into
+    :attr:`rules` (``dynasched_gym.core.rules.RULES``: ``SPT, FIFO, MWKR, EDD, RANDOM`` job rules,
+    each with the ``EET`` machine rule), so ``action_mask`` is all ones. The ``RANDOM`` rule draws
+    from a per-env stream seeded by ``reset(seed=...)``. With ``invalid_action="replace"`` an
+    out-of-range action plays rule 0 (``SPT:EET``).
+    """
+
+    action_kind = ACTION_RULE
+    rules = RULES
+
+
+class FJSPEnv(DFJSPEnv):
+    """:class:`DFJSPEnv` on a fixed instance: static FJSP benchmarks (Brandimarte mk01..mk10, ...).
+
+    Args:
+        instance: an :class:`~dynasched_gym.Instance`, a path or an embedded name (default ``mk01``).
+        **kwargs: the other arguments of :class:`DFJSPEnv` (``tier`` and ``size`` do not apply).
+    """
+
+    def __init__(self, instance: InstanceSpec = "mk01", **kwargs: Any) -> None:
+        if instance is None:
+            raise ValueError("FJSP-v0 plays a fixed instance: pass instance= (a path, an Instance or an embedded name)")
+        super().__init__(instance=instance, **kwargs)
+
+
+def instance_option(options: dict[str, Any] | None) -> InstanceSpec | None:
+    """The ``instance`` reset option (the only one besides a vector env's ``reset_mask``)."""
+    if not options:
+        return None
+    unknown = set(options) - {"instance", "reset_mask"}
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {sorted(unknown)}; the options are 'instance' "
+                         "(and 'reset_mask' for vector envs)")
+    return options.get("instance")

@@ -1,0 +1,117 @@
+"""Where episodes come from: a fixed instance or a tier pool, and what the reset info says about it.
+
+:class:`InstanceSource` gives the instance of each episode: a fixed one (``instance=``, a path,
+an embedded name or an :class:`~dynasched_gym.Instance`), or a draw from a tier's pool
+(:func:`dynasched_gym.generation.tier_pool`), with an optional breakdown-policy override.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Union
+
+import numpy as np
+
+from dynasched_gym import data
+from dynasched_gym.instance import BREAKDOWN_POLICIES, Instance
+from dynasched_gym.io import load_instance
+
+InstanceSpec = Union[Instance, str, "os.PathLike[str]"]
+"""An instance, the path of an instance file (any format :func:`dynasched_gym.load_instance` reads),
+or the name of an embedded instance (:data:`dynasched_gym.data.EMBEDDED`)."""
+
+
+def resolve_instance(spec: InstanceSpec) -> Instance:
+    """The :class:`~dynasched_gym.Instance` that ``spec`` names."""
+    if isinstance(spec, Instance):
+        return spec
+    if isinstance(spec, str) and spec in data.EMBEDDED:
+        return load_instance(data.path(spec))
+    if isinstance(spec, (str, os.PathLike)):
+        return load_instance(spec)
+    raise TypeError(f"instance must be an Instance, a path or an embedded name ({', '.join(data.EMBEDDED)}), "
+                    f"got {type(spec).__name__}")
+
+
+def episode_info(instance: Instance, tier: str | None) -> dict[str, Any]:
+    """``info["tier"]`` (the tier the instance was drawn from, ``None`` for an explicit instance)
+    and ``info["ssi"]`` (its SSI score, 0-100)."""
+    from dynasched_gym.generation import ssi
+
+    return {"tier": tier, "ssi": float(ssi(instance).score)}
+
+
+class InstanceSource:
+    """The instance of each episode.
+
+    Args:
+        instance: a fixed instance (see :data:`InstanceSpec`), or ``None`` to draw from a tier pool.
+        tier: the tier of the pool (``instance=None`` only).
+        size: the size of the pool (``instance=None`` only).
+        breakdown_policy: ``"resume"`` or ``"restart"`` overrides every instance's policy; ``None`` keeps it.
+        pool_size: episodes draw the pool's instances of seeds ``0 .. pool_size - 1`` (``instance=None``
+            only); each is generated once and cached on disk.
+    """
+
+    def __init__(self, instance: InstanceSpec | None, tier: str, size: str, breakdown_policy: str | None,
+                 pool_size: int = 1000) -> None:
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be >= 1, got {pool_size}")
+        if breakdown_policy is not None and breakdown_policy not in BREAKDOWN_POLICIES:
+            raise ValueError(f"breakdown_policy must be one of {BREAKDOWN_POLICIES} or None, got {breakdown_policy!r}")
+        self.tier = tier
+        self.size = size
+        self.breakdown_policy = breakdown_policy
+        self.pool_size = pool_size
+        self._pool: Any = None
+        self._last: tuple[Any, Instance] | None = None  # (spec, prepared instance) of the last resolve
+        self._info: tuple[Instance, str | None, dict[str, Any]] | None = None
+        self.fixed = None if instance is None else self.resolve(instance)
+
+    def resolve(self, spec: InstanceSpec) -> Instance:
+        """``spec`` as an instance with the policy override applied (the last one is memoised)."""
+        if self._last is not None and (self._last[0] is spec or (isinstance(spec, str) and self._last[0] == spec)):
+            return self._last[1]
+        instance = resolve_instance(spec)
+        if self.breakdown_policy is not None and instance.breakdown_policy != self.breakdown_policy:
+            instance = instance.replace(breakdown_policy=self.breakdown_policy)
+        self._last = (spec, instance)
+        return instance
+
+    def _tier_pool(self) -> Any:
+        if self._pool is None:
+            from dynasched_gym.generation import tier_pool
+
+            self._pool = tier_pool(self.tier, self.size)
+        return self._pool
+
+    def probe(self) -> Instance:
+        """An instance that fixes the spaces: the fixed one, or the pool's instance of seed 0."""
+        if self.fixed is not None:
+            return self.fixed
+        return self.resolve(self._tier_pool().instance(0))
+
+    def draw(self, rng: np.random.Generator, override: InstanceSpec | None = None) -> tuple[Instance, str | None]:
+        """The next episode's instance and the tier it comes from (``None`` unless drawn from a pool).
+
+        ``override`` (``reset(options={"instance": ...})``) replaces the source for this episode.
+        A pool draw takes the instance of seed ``rng.integers(pool_size)``.
+        """
+        if override is not None:
+            return self.resolve(override), None
+        if self.fixed is not None:
+            return self.fixed, None
+        return self.resolve(self._tier_pool().instance(int(rng.integers(self.pool_size)))), self.tier
+
+    def info(self, instance: Instance, tier: str | None) -> dict[str, Any]:
+        """:func:`episode_info`, memoised for the last instance (a new dict each call)."""
+        if self._info is None or self._info[0] is not instance or self._info[1] != tier:
+            self._info = (instance, tier, episode_info(instance, tier))
+        return dict(self._info[2])
+
+
+def plan_scales(instance: Instance) -> tuple[float, float]:
+    """The instance constants that scale the features: (mean processing time, mean operations per job)."""
+    lengths = np.diff(instance.op_elig_ptr)
+    op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / lengths
+    return float(op_mean.mean()), instance.num_ops / instance.num_jobs

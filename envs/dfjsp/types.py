@@ -1,0 +1,247 @@
+"""Records of the DFJSP environments: the configuration, the observation, the kernels' workspace
+and the batch layout.
+
+The workspace is what the numba kernels of :mod:`.kernels` read and write besides the simulator's
+own ``Static`` / ``State`` arrays (:mod:`dynasched_gym.core.compiled`): the observation buffers,
+the decoding table of the action slots, scratch arrays and a few scalars.
+
+Batches. Environments keep their ``Static``, ``State`` and ``Workspace`` arrays in batch buffers
+(:class:`StaticBatch`, :class:`StateBatch`, :class:`WorkspaceBatch`): each field of env ``i`` is
+row ``i`` of a buffer with a leading ``num_envs`` axis, padded along its first axis to the
+batch's capacity of its size dimension (``D_*``: jobs, slots, ...). The kernels cut each row to
+the env's own sizes (``dims[i, D_*]``) to rebuild its records as views, which costs no reference
+counting; that is what lets one numba call step hundreds of simulations of different instances.
+A single env is a batch of one.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass
+from typing import TypedDict
+
+import numpy as np
+
+from dynasched_gym.core.compiled import State, Static
+from dynasched_gym.core.rules import RULES
+from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
+
+#: Objectives, and the :attr:`dynasched_gym.Schedule.metrics` key each one's episode return matches.
+OBJECTIVE_METRICS = {
+    "makespan": "makespan",
+    "tardiness": "total_tardiness",
+    "weighted_tardiness": "total_weighted_tardiness",
+    "flow_time": "mean_flow_time",
+}
+OBJECTIVES = tuple(OBJECTIVE_METRICS)
+OBJ_MAKESPAN, OBJ_TARDINESS, OBJ_WEIGHTED_TARDINESS, OBJ_FLOW_TIME = range(len(OBJECTIVES))
+INVALID_ACTION_POLICIES = ("replace", "raise")
+
+ACTION_PAIR = 0
+"""Action kind of ``DFJSP-v0`` / ``FJSP-v0``: the index of an offered (operation, machine) slot."""
+ACTION_RULE = 1
+"""Action kind of ``DFJSP-Rules-v0``: the index of a dispatching rule in ``dynasched_gym.core.rules.RULES``."""
+
+# Workspace.scalars
+S_PHI = 0  # the potential after the last step (0 after reset)
+S_REWARD = 1  # the reward of the last step (0 after reset)
+S_TIME_SCALE = 2  # tau
+S_OPS_SCALE = 3  # mean operations per job
+S_REWARD_SCALE = 4
+NUM_SCALARS = 5
+
+# Workspace.counters
+K_CODE = 0  # return code of the last reset / step (kernels.DECISION, DONE or an error)
+K_CANDIDATES = 1  # pairs that can start now (may exceed max_candidates)
+K_INVALID = 2  # invalid actions replaced in this episode
+K_LAST_INVALID = 3  # 1 when the last action was invalid
+NUM_COUNTERS = 4
+
+# Workspace.config
+CFG_ACTION_KIND = 0  # ACTION_PAIR | ACTION_RULE
+CFG_LEVEL = 1  # features.CONCISE | FULL | ORACLE
+CFG_OBJECTIVE = 2  # index into OBJECTIVES
+CFG_RAISE = 3  # 1: an invalid action is refused (the env raises), 0: replaced by slot / rule 0
+NUM_CONFIG = 4
+
+# Workspace.machine_stat rows
+MS_QUEUE = 0  # queued work (time units)
+MS_BOTTLENECK = 1  # bottleneck score
+MS_UTILIZATION = 2  # utilization so far
+MS_DOWN = 3  # downtime so far (time units)
+MS_BREAKDOWN_SOON = 4  # soon(next BREAKDOWN), 0 = none
+MS_MAINTENANCE_SOON = 5  # soon(next MAINTENANCE), 0 = none
+NUM_MACHINE_STATS = 6
+
+Observation = TypedDict(
+    "Observation",
+    {
+        "candidates": np.ndarray,  # (max_candidates, num_candidate_features) float32
+        "machines": np.ndarray,  # (num_machines, num_machine_features) float32
+        "global": np.ndarray,  # (num_global_features,) float32
+        "action_mask": np.ndarray,  # (num_actions,) int8
+    },
+)
+Observation.__doc__ = """One observation (a ``Dict`` space sample); features are listed in :mod:`.features`.
+
+- ``candidates``: one row per action slot: the offered (operation, machine) pairs, longest-waiting
+  job first; rows past the offered pairs are all 0.
+- ``machines``: one row per machine, in machine id order.
+- ``global``: the shop as a whole.
+- ``action_mask``: 1 where the action is valid. ``DFJSP-v0``: slot ``k`` is valid when row ``k`` of
+  ``candidates`` is an offered pair. ``DFJSP-Rules-v0``: every rule is valid (all ones).
+"""
+
+Workspace = namedtuple(
+    "Workspace",
+    [
+        "candidates",  # (max_candidates, num_candidate_features) float32, observation block, padding rows 0
+        "machines",  # (num_machines, num_machine_features) float32, observation block
+        "global_",  # (num_global_features,) float32, observation block
+        "action_mask",  # (num_actions,) int8, 1 = valid action
+        "slot_job",  # (max_candidates,) int64, job of each offered pair, -1 = padding
+        "slot_machine",  # (max_candidates,) int64, machine of each offered pair, -1 = padding
+        "slot_time",  # (max_candidates,) float64, remaining processing time of each offered pair (time units)
+        "slot_key",  # (max_candidates,) float64, ranking key of each offered pair: its job's ready time
+        "pair_job",  # (pair capacity,) int64, scratch: every startable pair's job, in job order
+        "pair_machine",  # (pair capacity,) int64, scratch: every startable pair's machine
+        "pair_time",  # (pair capacity,) float64, scratch: every startable pair's remaining processing time
+        "job_stat",  # (num_jobs,) float64, scratch: soon(next CANCELLATION) per job, 0 = none (oracle)
+        "machine_stat",  # (NUM_MACHINE_STATS, num_machines) float64, per-machine statistics (MS_* rows)
+        "scalars",  # (NUM_SCALARS,) float64, S_* entries
+        "counters",  # (NUM_COUNTERS,) int64, K_* entries
+        "config",  # (NUM_CONFIG,) int64, CFG_* entries
+        "rng",  # (1,) uint64, xorshift64 state of the RANDOM rule (DFJSP-Rules-v0)
+    ],
+)
+Workspace.__doc__ = """Arrays the environment kernels read and write; shapes and units in the field comments.
+
+Padding: slot arrays hold -1 (ids) or 0 (times) past the offered pairs; the observation blocks
+hold 0 in padding rows and in the columns of features above the env's observability level are
+not there at all (their widths follow the level).
+"""
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Validated settings shared by a single env and its vector version.
+
+    Args:
+        action_kind: ``ACTION_PAIR`` or ``ACTION_RULE``.
+        objective: one of :data:`OBJECTIVES`; the episode return is ``-reward_scale`` x its metric.
+        observability: ``"concise"``, ``"full"`` or ``"oracle"`` (see :mod:`.features`).
+        max_candidates: number of action slots K (pairs offered at once).
+        invalid_action: ``"replace"`` (play slot / rule 0 and count it) or ``"raise"``.
+        reward_scale: positive factor of every reward.
+        time_scale: the time unit ``tau`` of the features; ``None``: each instance's mean
+            processing time.
+    """
+
+    action_kind: int
+    objective: str = "makespan"
+    observability: str = "concise"
+    max_candidates: int = 32
+    invalid_action: str = "replace"
+    reward_scale: float = 1.0
+    time_scale: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_choice("objective", self.objective, OBJECTIVES)
+        _check_choice("observability", self.observability, OBSERVABILITY)
+        _check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
+        if isinstance(self.max_candidates, bool) or not isinstance(self.max_candidates, (int, np.integer)) \
+                or self.max_candidates < 1:
+            raise ValueError(f"max_candidates must be an integer >= 1, got {self.max_candidates!r}")
+        for name in ("reward_scale", "time_scale"):
+            value = getattr(self, name)
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+    @property
+    def level(self) -> int:
+        """Observability level index (``features.CONCISE``, ``FULL`` or ``ORACLE``)."""
+        return OBSERVABILITY.index(self.observability)
+
+    @property
+    def num_actions(self) -> int:
+        """Size of the ``Discrete`` action space (and of ``action_mask``)."""
+        return self.max_candidates if self.action_kind == ACTION_PAIR else len(RULES)
+
+    def config_row(self) -> np.ndarray:
+        """The ``Workspace.config`` entries."""
+        row = np.zeros(NUM_CONFIG, dtype=np.int64)
+        row[CFG_ACTION_KIND] = self.action_kind
+        row[CFG_LEVEL] = self.level
+        row[CFG_OBJECTIVE] = OBJECTIVES.index(self.objective)
+        row[CFG_RAISE] = self.invalid_action == "raise"
+        return row
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+# ------------------------------------------------------------------------------ batch layout
+# Size dimensions: the columns of EnvBatch.dims (each env's sizes) and of the batch capacities.
+D_JOBS = 0  # J
+D_SLOTS = 1  # operation slot capacity
+D_OPS = 2  # operations, static and route-change
+D_ELIG = 3  # eligible (operation, machine) pairs
+D_EVENTS = 4  # stream events
+D_ROUTE = 5  # route-change operations
+D_SEGMENTS = 6  # segment capacity
+D_DOWNTIMES = 7  # downtime capacity
+D_PAIRS = 8  # startable-pair scratch capacity
+NUM_DIMS = 9
+FIXED = -1
+"""Layout entry of a field with the same shape in every env (machines, action slots, counters)."""
+SCALAR = -2
+"""Layout entry of an int field of ``Static`` (a ``(num_envs,)`` buffer)."""
+
+#: Batch layout of ``Static``: field -> (size dimension or FIXED / SCALAR, extra length).
+STATIC_LAYOUT = {
+    "machine_speed": (FIXED, 0), "job_release": (D_JOBS, 0), "job_due": (D_JOBS, 0), "job_weight": (D_JOBS, 0),
+    "release_order": (D_JOBS, 0), "job_slot_ptr": (D_JOBS, 1), "job_num_ops": (D_JOBS, 0), "slot_op": (D_SLOTS, 0),
+    "op_elig_ptr": (D_OPS, 1), "elig_machine": (D_ELIG, 0), "op_time": (D_OPS, 0), "op_mean_time": (D_OPS, 0),
+    "event_time": (D_EVENTS, 0), "event_type": (D_EVENTS, 0), "event_machine": (D_EVENTS, 0),
+    "event_job": (D_EVENTS, 0), "event_op": (D_EVENTS, 0), "event_value": (D_EVENTS, 0),
+    "event_is_value": (D_EVENTS, 0), "event_route_lo": (D_EVENTS, 0), "event_route_hi": (D_EVENTS, 0),
+    "route_ops": (D_ROUTE, 0), "policy": (SCALAR, 0), "segment_capacity": (SCALAR, 0),
+    "downtime_capacity": (SCALAR, 0),
+}
+#: Batch layout of ``State`` (see :data:`STATIC_LAYOUT`).
+STATE_LAYOUT = {
+    **{f: (FIXED, 0) for f in State._fields if f in ("now", "counters") or f.startswith("machine_")},
+    **{f: (D_JOBS, 0) for f in State._fields if f.startswith("job_")},
+    **{f: (D_SLOTS, 0) for f in State._fields if f.startswith("slot_")},
+    **{f: (D_SEGMENTS, 0) for f in State._fields if f.startswith("segment_")},
+    **{f: (D_DOWNTIMES, 0) for f in State._fields if f.startswith("downtime_")},
+}
+#: Batch layout of :class:`Workspace` (see :data:`STATIC_LAYOUT`).
+WORKSPACE_LAYOUT = {
+    **{f: (FIXED, 0) for f in Workspace._fields},
+    "pair_job": (D_PAIRS, 0), "pair_machine": (D_PAIRS, 0), "pair_time": (D_PAIRS, 0), "job_stat": (D_JOBS, 0),
+}
+
+StaticBatch = namedtuple("StaticBatch", Static._fields)
+StaticBatch.__doc__ = """``Static`` of every env of a batch: fields ``(num_envs, *padded shape)`` (STATIC_LAYOUT)."""
+StateBatch = namedtuple("StateBatch", State._fields)
+StateBatch.__doc__ = """``State`` of every env of a batch: fields ``(num_envs, *padded shape)`` (STATE_LAYOUT)."""
+WorkspaceBatch = namedtuple("WorkspaceBatch", Workspace._fields)
+WorkspaceBatch.__doc__ = """``Workspace`` of every env of a batch: ``(num_envs, *padded shape)`` (WORKSPACE_LAYOUT)."""
+
+
+def sizes_of(static: Static, pair_capacity: int) -> np.ndarray:
+    """An env's sizes along the ``D_*`` dimensions, for its ``static`` and its pair scratch capacity."""
+    sizes = np.zeros(NUM_DIMS, dtype=np.int64)
+    sizes[D_JOBS] = static.job_release.shape[0]
+    sizes[D_SLOTS] = static.slot_op.shape[0]
+    sizes[D_OPS] = static.op_time.shape[0]
+    sizes[D_ELIG] = static.elig_machine.shape[0]
+    sizes[D_EVENTS] = static.event_time.shape[0]
+    sizes[D_ROUTE] = static.route_ops.shape[0]
+    sizes[D_SEGMENTS] = static.segment_capacity
+    sizes[D_DOWNTIMES] = static.downtime_capacity
+    sizes[D_PAIRS] = pair_capacity
+    return sizes

@@ -1,0 +1,236 @@
+"""Vector versions of the DFJSP environments: every sub-environment steps in one numba call.
+
+``gym.make_vec("DynaSched/DFJSP-v0", num_envs=N, vectorization_mode="vector_entry_point")``
+returns a :class:`DFJSPVectorEnv`. Sub-environment ``i`` behaves exactly like the single env
+reset with seed ``seed + i`` (and reset again without a seed after each episode).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from dynasched_gym.core.kernels import DONE, ERR_STALLED
+from dynasched_gym.envs.dfjsp.batch import EnvBatch
+from dynasched_gym.envs.dfjsp.env import (
+    DFJSPEnv,
+    DFJSPRulesEnv,
+    FJSPEnv,
+    InvalidActionError,
+    check_code,
+    instance_option,
+)
+from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch
+from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, Observation
+from dynasched_gym.instance import Instance
+from dynasched_gym.schedule import Schedule
+
+
+class DFJSPVectorEnv(VectorEnv):
+    """``num_envs`` copies of :class:`~dynasched_gym.envs.dfjsp.env.DFJSPEnv` stepped together.
+
+    One :meth:`step` is one numba call over all sub-environments (plus one for those that reset).
+    Observations are the single env's, stacked on a leading ``num_envs`` axis.
+
+    Autoreset (Gymnasium 1.x, ``metadata["autoreset_mode"]``):
+
+    - ``NEXT_STEP`` (default): after a sub-environment terminates, its next ``step`` ignores the
+      action, resets it and returns the first observation, reward 0 and ``terminated=False``.
+    - ``SAME_STEP``: a terminating sub-environment is reset within the same ``step``; the returned
+      observation is the new episode's, and ``info["final_obs"]`` / ``info["final_info"]`` hold
+      the last ones.
+    - ``DISABLED``: no automatic reset; reset finished ones with ``reset(options={"reset_mask": mask})``.
+
+    Seeding: ``reset(seed=s)`` seeds sub-environment ``i`` with ``s + i`` (a list seeds each one).
+
+    Info (arrays over sub-environments, each with its ``_key`` mask): ``invalid_actions``; after
+    a reset, ``tier`` and ``ssi``; for a sub-environment whose episode ended, ``metrics``.
+
+    Args:
+        num_envs: number of sub-environments.
+        autoreset_mode: an :class:`~gymnasium.vector.AutoresetMode` (or its value).
+        copy: return copies of the observation buffers (``False`` returns the buffers themselves,
+            which the next step overwrites).
+        **kwargs: the keyword arguments of the single env (``instance``, ``objective``, ...).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["rgb_array", "ansi"],
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+    }
+    env_class: ClassVar[type[DFJSPEnv]] = DFJSPEnv
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        render_mode = kwargs.get("render_mode")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode of a vector env must be one of {self.metadata['render_modes']} or None")
+        template = self.env_class(**kwargs)
+        self.num_envs = num_envs
+        self.config = template.config
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "autoreset_mode": AutoresetMode(autoreset_mode)}
+        self.single_observation_space = template.observation_space
+        self.single_action_space = template.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._copy = copy
+        self._batch = EnvBatch(template.config, template.source, num_envs, template.instance)
+        self._rngs: list[np.random.Generator | None] = [None] * num_envs
+        self._ended = np.zeros(num_envs, dtype=bool)  # episode over, reset pending (NEXT_STEP / DISABLED)
+        self._started = False
+
+    # ---------------------------------------------------------------------------- gym API
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Reset every sub-environment (or those in ``options["reset_mask"]``).
+
+        ``options={"instance": ...}`` plays that instance in the new episodes.
+        """
+        super().reset(seed=None if isinstance(seed, list) else seed)
+        override = instance_option(options)
+        mask = np.ones(self.num_envs, dtype=bool)
+        if options and options.get("reset_mask") is not None:
+            mask = np.asarray(options["reset_mask"], dtype=bool)
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"reset_mask must have shape ({self.num_envs},), got {mask.shape}")
+        seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} seeds, got {len(seeds)}")
+        for i in np.flatnonzero(mask):
+            if seeds[i] is not None or self._rngs[i] is None:
+                self._rngs[i] = seeding.np_random(seeds[i])[0]
+        if not self._started and not mask.all():
+            raise ValueError("the first reset must reset every sub-environment")
+        infos = self._begin(mask, override)
+        self._started = True
+        infos = self._add_array_info(infos, "invalid_actions", self._batch.works.counters[:, K_INVALID], mask)
+        return self._observation(), infos
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[Observation, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-environment with its action (see the class docstring for autoresets)."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        mode = self.metadata["autoreset_mode"]
+        infos: dict[str, Any] = {}
+        stepping = ~self._ended
+        if mode == AutoresetMode.NEXT_STEP and self._ended.any():
+            infos = self._begin(self._ended)
+        elif mode == AutoresetMode.DISABLED and self._ended.any():
+            raise RuntimeError(f"sub-environments {np.flatnonzero(self._ended).tolist()} ended: reset them with "
+                               "reset(options={'reset_mask': mask}) (autoreset_mode=DISABLED)")
+        if self.config.invalid_action == "raise":
+            self._check_actions(actions, stepping)
+        step_batch(self._batch.handle, actions, stepping.view(np.uint8))
+        codes = self._batch.works.counters[:, K_CODE]
+        self._check_codes(codes, stepping)
+        terminated = (codes == DONE) & stepping
+        rewards = self._batch.works.scalars[:, S_REWARD].copy()
+        if mode == AutoresetMode.SAME_STEP and terminated.any():
+            final_obs = self._observation(copy=True)
+            final = [(i, {key: value[i] for key, value in final_obs.items()}, self._final_info(i))
+                     for i in np.flatnonzero(terminated)]
+            infos = self._begin(terminated)
+            for i, obs, info in final:
+                infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
+        else:
+            for i in np.flatnonzero(terminated):
+                infos = self._add_info(infos, self._final_info(i), i)
+            self._ended = terminated
+        infos = self._add_array_info(infos, "invalid_actions", self._batch.works.counters[:, K_INVALID],
+                                     np.ones(self.num_envs, dtype=bool))
+        return self._observation(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
+
+    def render(self) -> tuple[Any, ...] | None:
+        """One rendering per sub-environment (``rgb_array``: Gantt charts; ``ansi``: text)."""
+        from dynasched_gym.envs.dfjsp import viewer
+
+        if self.render_mode is None:
+            return None
+        sims = [self._batch.simulator(i) for i in range(self.num_envs)]
+        if self.render_mode == "ansi":
+            return tuple(viewer.render_text(sim, self.config.objective) for sim in sims)
+        return tuple(viewer.render_gantt(sim) for sim in sims)
+
+    # ------------------------------------------------------------------------- extras
+    def action_masks(self) -> np.ndarray:
+        """Valid actions of every sub-environment, ``(num_envs, num_actions)`` bool."""
+        return self._batch.works.action_mask.astype(bool)
+
+    def schedule(self, index: int) -> Schedule:
+        """The schedule so far of sub-environment ``index``."""
+        return self._batch.simulator(index).schedule()
+
+    def instance(self, index: int) -> Instance:
+        """The current instance of sub-environment ``index``."""
+        return self._batch.simulators[index].instance
+
+    # ------------------------------------------------------------------------- helpers
+    def _begin(self, mask: np.ndarray, override: Any = None) -> dict[str, Any]:
+        """Reset the sub-environments in ``mask`` (one kernel call); returns their reset infos."""
+        infos: dict[str, Any] = {}
+        for i in np.flatnonzero(mask):
+            infos = self._add_info(infos, self._batch.begin(i, self._rngs[i], override), i)
+        reset_batch(self._batch.handle, mask.view(np.uint8))
+        self._check_codes(self._batch.works.counters[:, K_CODE], mask)
+        self._ended[mask] = False
+        return infos
+
+    def _final_info(self, i: int) -> dict[str, Any]:
+        """The last step's info of sub-environment ``i``, whose episode just ended."""
+        return {"invalid_actions": int(self._batch.works.counters[i, K_INVALID]),
+                "metrics": self._batch.simulator(i).schedule().metrics}
+
+    def _add_array_info(self, infos: dict[str, Any], key: str, values: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
+        infos[key] = values.copy()
+        infos[f"_{key}"] = mask.copy()
+        return infos
+
+    def _check_actions(self, actions: np.ndarray, stepping: np.ndarray) -> None:
+        num_actions = self._batch.works.action_mask.shape[1]
+        inside = (actions >= 0) & (actions < num_actions)
+        valid = inside & (self._batch.works.action_mask[np.arange(self.num_envs), np.where(inside, actions, 0)] == 1)
+        bad = np.flatnonzero(stepping & ~valid)
+        if bad.size:
+            raise InvalidActionError(f"invalid actions for sub-environments {bad.tolist()}: "
+                                     f"{actions[bad].tolist()} (see observation['action_mask'] or action_masks())")
+
+    def _check_codes(self, codes: np.ndarray, mask: np.ndarray) -> None:
+        for i in np.flatnonzero(mask & (codes == ERR_STALLED)):
+            sim = self._batch.simulator(i)
+            check_code(ERR_STALLED, sim.instance, sim.now)
+
+    def _observation(self, copy: bool | None = None) -> Observation:
+        w = self._batch.works
+        if self._copy if copy is None else copy:
+            return {"candidates": w.candidates.copy(), "machines": w.machines.copy(), "global": w.global_.copy(),
+                    "action_mask": w.action_mask.copy()}
+        return {"candidates": w.candidates, "machines": w.machines, "global": w.global_,
+                "action_mask": w.action_mask}
+
+
+class DFJSPRulesVectorEnv(DFJSPVectorEnv):
+    """Vector version of :class:`~dynasched_gym.envs.dfjsp.env.DFJSPRulesEnv`."""
+
+    env_class = DFJSPRulesEnv
+
+
+class FJSPVectorEnv(DFJSPVectorEnv):
+    """Vector version of :class:`~dynasched_gym.envs.dfjsp.env.FJSPEnv`."""
+
+    env_class = FJSPEnv

@@ -1,0 +1,126 @@
+"""Stable-Baselines3 ``VecEnv`` adapter of the DFJSP vector environments (needs the ``rl`` extra).
+
+This module imports ``stable_baselines3``; nothing else in :mod:`dynasched_gym.envs` does.
+
+Example:
+    >>> from stable_baselines3 import PPO
+    >>> from dynasched_gym.envs.sb3 import make_sb3_vec_env
+    >>> venv = make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=8, flatten=True, instance="ta01")
+    >>> PPO("MlpPolicy", venv).learn(10_000)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+import dynasched_gym  # noqa: F401  (registers the ids)
+from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv
+from dynasched_gym.envs.wrappers import flat_space, flatten
+
+
+class SB3VecEnv(VecEnv):
+    """A :class:`~dynasched_gym.envs.dfjsp.vector.DFJSPVectorEnv` behind SB3's ``VecEnv`` API.
+
+    SB3 resets a finished sub-environment within the same step and passes the last observation as
+    ``info["terminal_observation"]``, so the wrapped vector env must use
+    ``autoreset_mode=SAME_STEP`` (:func:`make_sb3_vec_env` sets it). Per-env infos carry
+    ``invalid_actions``, and at an episode's end ``metrics`` (the schedule's metrics) and
+    ``TimeLimit.truncated`` (always ``False``: episodes end by themselves).
+
+    ``env_method(name)`` calls the vector env's method once and returns its per-env results (rows),
+    so ``env_method("action_masks")`` gives the masks sb3-contrib's ``MaskablePPO`` needs;
+    ``get_attr`` returns the vector env's attribute for every index.
+
+    Args:
+        venv: the vector env (``SAME_STEP`` autoreset).
+        flatten: give flat float32 observations (:class:`~dynasched_gym.envs.wrappers.FlattenDictObservation`
+            layout) instead of the ``Dict``.
+        keep_mask: with ``flatten``, append the action mask to the vector.
+    """
+
+    def __init__(self, venv: DFJSPVectorEnv, flatten: bool = False, keep_mask: bool = True) -> None:
+        if venv.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
+            raise ValueError("SB3VecEnv needs a vector env with autoreset_mode=AutoresetMode.SAME_STEP "
+                             "(SB3 resets finished environments within the step)")
+        self.venv = venv
+        self.flatten = flatten
+        self.keep_mask = keep_mask
+        space = venv.single_observation_space
+        super().__init__(venv.num_envs, flat_space(space, keep_mask) if flatten else space, venv.single_action_space)
+        self._actions = np.zeros(venv.num_envs, dtype=np.int64)
+
+    def _observation(self, observation: dict[str, np.ndarray], batched: bool = True) -> VecEnvObs:
+        if not self.flatten:
+            return observation
+        return flatten(observation, self.keep_mask, self.num_envs if batched else None)
+
+    def reset(self) -> VecEnvObs:
+        """Reset every sub-environment, with the seeds / options set by ``seed()`` / ``set_options()``."""
+        seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
+        options = self._options[0] or None
+        observation, infos = self.venv.reset(seed=seeds, options=options)
+        self.reset_infos = [{key: infos[key][i] for key in ("tier", "ssi")} for i in range(self.num_envs)]
+        self._reset_seeds()
+        self._reset_options()
+        return self._observation(observation)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Store the actions for :meth:`step_wait`."""
+        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Step every sub-environment; finished ones are reset (SB3 semantics)."""
+        observation, rewards, terminated, truncated, infos = self.venv.step(self._actions)
+        dones = terminated | truncated
+        invalid = infos["invalid_actions"]
+        env_infos: list[dict[str, Any]] = [{"invalid_actions": int(invalid[i])} for i in range(self.num_envs)]
+        for i in np.flatnonzero(dones):
+            final_info = infos["final_info"]
+            env_infos[i]["terminal_observation"] = self._observation(infos["final_obs"][i], batched=False)
+            env_infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()
+                                       if not key.startswith("_")}
+            self.reset_infos[i] = {key: infos[key][i] for key in ("tier", "ssi")}
+        return self._observation(observation), rewards.astype(np.float32), dones, env_infos
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The vector env's attribute ``attr_name``, once per index."""
+        value = getattr(self.venv, attr_name)
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute of the vector env (shared by every sub-environment)."""
+        setattr(self.venv, attr_name, value)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        """Call the vector env's method ``method_name`` once; returns its rows at ``indices``."""
+        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
+        return [result[i] for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        """Sub-environments are not gymnasium envs, so they are never wrapped."""
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """One Gantt chart per sub-environment (``render_mode="rgb_array"``)."""
+        frames = self.venv.render()
+        return [None] * self.num_envs if frames is None else list(frames)
+
+
+def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
+                     keep_mask: bool = True, **kwargs: Any) -> SB3VecEnv:
+    """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``."""
+    venv = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
+                        autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+    return SB3VecEnv(venv, flatten=flatten, keep_mask=keep_mask)

@@ -1,0 +1,291 @@
+"""The DFJSP environments: registration, Gymnasium conformance, rewards, episodes, invalid actions."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import instances
+
+import dynasched_gym
+from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance, validate_schedule
+from dynasched_gym.data import path as embedded_path
+from dynasched_gym.envs import ENV_SPECS
+from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
+from dynasched_gym.envs.dfjsp.types import OBJECTIVE_METRICS, OBJECTIVES
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+LEVELS = ("concise", "full", "oracle")
+
+
+def valid_action(observation: dict[str, np.ndarray], rng: np.random.Generator) -> int:
+    """A uniformly random valid action (0 when none is valid: the episode is over)."""
+    valid = np.flatnonzero(observation["action_mask"])
+    return int(rng.choice(valid)) if valid.size else 0
+
+
+def play(env: gym.Env, rng: np.random.Generator, **reset_kwargs) -> tuple[list, list[float], dict]:
+    """One episode of random valid actions: (observations, rewards, final info)."""
+    observation, info = env.reset(**reset_kwargs)
+    observations, rewards = [observation], []
+    terminated = False
+    while not terminated:
+        observation, reward, terminated, truncated, info = env.step(valid_action(observation, rng))
+        assert not truncated
+        observations.append(observation)
+        rewards.append(reward)
+    return observations, rewards, info
+
+
+def assert_same_observations(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        for key in x:
+            assert x[key].tobytes() == y[key].tobytes(), key
+
+
+# ---------------------------------------------------------------------------------- registration
+def test_ids_are_registered_on_import_and_make_with_the_module_prefix():
+    for env_id in ENV_SPECS:
+        assert env_id in gym.registry
+    env = gym.make("dynasched_gym:DynaSched/FJSP-v0")
+    assert isinstance(env.unwrapped, DFJSPEnv)
+    assert env.unwrapped.instance.name == load_instance(embedded_path("mk01")).name
+
+
+def test_import_stays_light():
+    code = "import sys, dynasched_gym; print(sorted(m for m in ('numba', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("env_id", sorted(ENV_SPECS))
+@pytest.mark.parametrize("observability", LEVELS)
+def test_gymnasium_check_env_passes_without_warnings(env_id, observability):
+    env = gym.make(env_id, instance="dsbx-medium", observability=observability, max_candidates=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+        env.reset(seed=1)  # the passive checker of gym.make runs on the first reset and step
+        env.step(env.action_space.sample())
+
+
+def test_sb3_check_env_passes_on_the_flattened_env():
+    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
+    from dynasched_gym.envs.wrappers import FlattenDictObservation
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sb3_checker.check_env(FlattenDictObservation(gym.make("DynaSched/DFJSP-v0", instance="mk01")))
+
+
+# ---------------------------------------------------------------------------------------- rewards
+@SETTINGS
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=12), objective=st.sampled_from(OBJECTIVES),
+       scale=st.sampled_from([1.0, 0.01]), seed=st.integers(0, 2**32 - 1))
+def test_rewards_telescope_to_minus_the_objective(inst, objective, scale, seed):
+    env = DFJSPEnv(instance=inst, objective=objective, reward_scale=scale, observability="oracle")
+    observations, rewards, info = play(env, np.random.default_rng(seed), seed=seed)
+    final = info["metrics"][OBJECTIVE_METRICS[objective]]
+    assert math.fsum(rewards) == pytest.approx(-scale * final, rel=1e-9, abs=1e-9)
+    assert info["metrics"] == env.schedule().metrics
+    for observation in observations:
+        assert env.observation_space.contains(observation)
+
+
+@SETTINGS
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=14), seed=st.integers(0, 2**32 - 1),
+       rules=st.booleans())
+def test_random_valid_episodes_give_valid_schedules(inst, seed, rules):
+    env = (DFJSPRulesEnv if rules else DFJSPEnv)(instance=inst, max_candidates=3)
+    play(env, np.random.default_rng(seed), seed=seed)
+    schedule = env.schedule()
+    assert schedule.finished
+    report = validate_schedule(schedule)
+    assert report.ok, f"{inst.to_json()}\n{report}"
+
+
+def test_embedded_episode_completes_with_a_valid_schedule():
+    env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness")
+    _, rewards, info = play(env, np.random.default_rng(0), seed=0)
+    assert validate_schedule(env.unwrapped.schedule()).ok
+    assert math.fsum(rewards) == pytest.approx(-info["metrics"]["total_weighted_tardiness"], rel=1e-9)
+
+
+# ------------------------------------------------------------------------------------ determinism
+@pytest.mark.parametrize("cls", [DFJSPEnv, DFJSPRulesEnv])
+def test_same_seed_gives_identical_episodes(cls):
+    runs = []
+    for _ in range(2):
+        env = cls(instance="mk03", observability="full")
+        observations, rewards, _ = play(env, np.random.default_rng(7), seed=11)
+        runs.append((observations, rewards, env.schedule()))
+    assert_same_observations(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+    assert runs[0][2].to_json() == runs[1][2].to_json()
+
+
+def test_random_rule_follows_the_reset_seed():
+    env = DFJSPRulesEnv(instance="mk05")
+    random_rule = env.rules.index("RANDOM:EET")
+
+    def makespan(seed: int) -> float:
+        env.reset(seed=seed)
+        terminated = False
+        while not terminated:
+            _, _, terminated, _, info = env.step(random_rule)
+        return info["metrics"]["makespan"]
+
+    first = [makespan(s) for s in range(6)]
+    assert first == [makespan(s) for s in range(6)]
+    assert len(set(first)) > 1
+
+
+# --------------------------------------------------------------------------- invalid actions
+def test_invalid_actions_are_replaced_by_slot_zero_and_counted():
+    env, twin = DFJSPEnv(instance="mk01"), DFJSPEnv(instance="mk01")
+    observation, _ = env.reset(seed=0)
+    twin.reset(seed=0)
+    padding = int(np.flatnonzero(observation["action_mask"] == 0)[0])
+    for count, action in enumerate([padding, -3, 10**6], start=1):
+        observation, reward, _, _, info = env.step(action)
+        expected, expected_reward, _, _, _ = twin.step(0)
+        assert info["invalid_actions"] == count
+        assert reward == expected_reward
+        assert_same_observations([observation], [expected])
+
+
+def test_invalid_action_raise_leaves_the_state_unchanged():
+    env = DFJSPEnv(instance="mk01", invalid_action="raise")
+    observation, _ = env.reset(seed=0)
+    padding = int(np.flatnonzero(observation["action_mask"] == 0)[0])
+    with pytest.raises(InvalidActionError, match="not valid now"):
+        env.step(padding)
+    again, _, _, _, info = env.step(0)
+    twin = DFJSPEnv(instance="mk01")
+    twin.reset(seed=0)
+    assert_same_observations([again], [twin.step(0)[0]])
+    assert info["invalid_actions"] == 0
+
+
+def test_action_masks_match_the_observation_and_candidates():
+    env = DFJSPEnv(instance="mk10", max_candidates=4)
+    observation, _ = env.reset(seed=0)
+    assert env.action_masks().dtype == bool
+    assert np.array_equal(env.action_masks(), observation["action_mask"] == 1)
+    valid = observation["candidates"][:, 0]
+    assert np.array_equal(valid == 1, env.action_masks())
+    assert DFJSPRulesEnv(instance="mk10").reset(seed=0)[0]["action_mask"].all()
+
+
+# ------------------------------------------------------------------------------ resets, options
+def test_reset_info_and_instance_override():
+    env = DFJSPEnv(instance="mk01")
+    _, info = env.reset(seed=0)
+    assert info["tier"] is None
+    assert info["ssi"] is None or 0.0 <= info["ssi"] <= 100.0
+    other = load_instance(embedded_path("mk02"))
+    assert other.num_machines == env.unwrapped.instance.num_machines
+    env.reset(options={"instance": other})
+    assert env.unwrapped.instance is other
+    env.reset()
+    assert env.unwrapped.instance.name == load_instance(embedded_path("mk01")).name
+    with pytest.raises(ValueError, match="machines but this env's observation space"):
+        env.reset(options={"instance": "ta01"})
+    with pytest.raises(ValueError, match="unknown reset option"):
+        env.reset(options={"instanse": other})
+
+
+def test_breakdown_policy_override():
+    inst = Instance.build("b", [Machine("M0")], [Job("J0", [{0: 10.0}])],
+                          [Event(4.0, EventType.BREAKDOWN, machine=0, duration=2.0)])
+    ends = {}
+    for policy in ("resume", "restart"):
+        env = DFJSPEnv(instance=inst, breakdown_policy=policy)
+        env.reset(seed=0)
+        assert env.unwrapped.instance.breakdown_policy == policy
+        while not env.step(0)[2]:
+            pass
+        ends[policy] = env.schedule().metrics["makespan"]
+    assert ends == {"resume": 12.0, "restart": 16.0}
+
+
+def test_bad_arguments_raise_helpful_errors():
+    with pytest.raises(ValueError, match="objective must be one of"):
+        DFJSPEnv(instance="mk01", objective="lateness")
+    with pytest.raises(ValueError, match="observability must be one of"):
+        DFJSPEnv(instance="mk01", observability="partial")
+    with pytest.raises(ValueError, match="max_candidates"):
+        DFJSPEnv(instance="mk01", max_candidates=0)
+    with pytest.raises(ValueError, match="breakdown_policy"):
+        DFJSPEnv(instance="mk01", breakdown_policy="redo")
+    with pytest.raises(TypeError, match="instance must be"):
+        DFJSPEnv(instance=3)
+    with pytest.raises(ValueError, match="FJSP-v0 plays a fixed instance"):
+        gym.make("DynaSched/FJSP-v0", instance=None)
+    env = DFJSPEnv(instance="mk01")
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(0)
+
+
+def test_an_episode_without_decisions_terminates_on_its_first_step():
+    inst = Instance.build("c", [Machine("M0")], [Job("J0", [{0: 3.0}], release=5.0)],
+                          [Event(1.0, EventType.CANCELLATION, job=0)])
+    env = DFJSPEnv(instance=inst)
+    observation, _ = env.reset(seed=0)
+    assert not observation["action_mask"].any()
+    _, reward, terminated, _, info = env.step(0)
+    assert terminated and reward == 0.0
+    assert info["metrics"]["num_cancelled_jobs"] == 1
+
+
+# -------------------------------------------------------------------------------------- render
+def test_render_modes():
+    text = DFJSPEnv(instance="dsbx-medium", render_mode="ansi")
+    text.reset(seed=0)
+    text.step(0)
+    assert "decisions=1" in text.render()
+    gantt = DFJSPEnv(instance="dsbx-medium", render_mode="rgb_array")
+    gantt.reset(seed=0)
+    for _ in range(200):
+        gantt.step(0)
+    frame = gantt.render()
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+    assert len(np.unique(frame.reshape(-1, 3), axis=0)) > 10  # bars, downtime, markers: not a blank canvas
+    with pytest.raises(ValueError, match="render_mode"):
+        DFJSPEnv(instance="mk01", render_mode="video")
+
+
+def test_human_render_draws_a_window_figure(monkeypatch):
+    import matplotlib
+
+    monkeypatch.setattr(matplotlib, "get_backend", lambda: "agg")
+    import matplotlib.pyplot as plt
+
+    plt.switch_backend("agg")
+    env = DFJSPEnv(instance="mk01", render_mode="human")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Agg cannot show a window; it still draws
+        env.reset(seed=0)
+        env.step(0)
+    assert plt.get_fignums()
+    env.close()
+    assert not plt.get_fignums()
+
+
+def test_package_exposes_the_env_classes_lazily():
+    import dynasched_gym.envs as envs
+
+    assert envs.DFJSPEnv is DFJSPEnv
+    with pytest.raises(AttributeError):
+        envs.NoSuchEnv  # noqa: B018
+    assert dynasched_gym.envs is envs

@@ -1,0 +1,136 @@
+"""Observations: no information leak below ``oracle``, the feature tables and docs, the wrappers."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import instances
+from test_env import assert_same_observations, valid_action
+
+from dynasched_gym import Event, EventType, Instance, Job, Machine
+from dynasched_gym.envs.dfjsp.env import DFJSPEnv
+from dynasched_gym.envs.dfjsp.features import BLOCKS, OBSERVABILITY, num_columns
+from dynasched_gym.envs.wrappers import FlattenDictObservation, ObservabilityWrapper
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "environments.md"
+
+
+def future_variant(inst: Instance, t: float) -> Instance:
+    """``inst`` with other events after ``t`` and other releases, dues and weights for jobs released after ``t``."""
+    later = inst.job_release > t
+    events = [e for e in inst.events if e.time <= t]
+    events += [Event(t + 1.5, EventType.BREAKDOWN, machine=0, duration=4.0),
+               Event(t + 2.0, EventType.CANCELLATION, job=0), Event(t + 2.5, EventType.MAINTENANCE, machine=0,
+                                                                    duration=1.0)]
+    return inst.replace(events=tuple(events), job_release=np.where(later, inst.job_release + 7.0, inst.job_release),
+                        job_due=np.where(later, inst.job_due + 3.0, inst.job_due),
+                        job_weight=np.where(later, inst.job_weight * 2.0, inst.job_weight))
+
+
+def observations_until(env: DFJSPEnv, t: float, seed: int) -> list[dict[str, np.ndarray]]:
+    """Observations of the decision points at times <= t, under seeded random valid actions."""
+    rng = np.random.default_rng(seed)
+    observation, _ = env.reset(seed=seed)
+    seen = []
+    terminated = False
+    while not terminated and env.now <= t:
+        seen.append(observation)
+        observation, _, terminated, _, _ = env.step(valid_action(observation, rng))
+    return seen
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=5, max_machines=3, max_events=10), t=st.integers(0, 30).map(float),
+       observability=st.sampled_from(["concise", "full"]), seed=st.integers(0, 1000))
+def test_no_future_information_below_oracle(inst, t, observability, seed):
+    a = observations_until(DFJSPEnv(instance=inst, observability=observability), t, seed)
+    b = observations_until(DFJSPEnv(instance=future_variant(inst, t), observability=observability), t, seed)
+    assert_same_observations(a, b)
+
+
+def test_oracle_sees_the_future():
+    inst = Instance.build("o", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 5.0}]), Job("J1", [{1: 5.0}])])
+    variant = future_variant(inst, 0.0)
+    for observability, differs in (("concise", False), ("full", False), ("oracle", True)):
+        a = DFJSPEnv(instance=inst, observability=observability).reset(seed=0)[0]
+        b = DFJSPEnv(instance=variant, observability=observability).reset(seed=0)[0]
+        assert any(not np.array_equal(a[k], b[k]) for k in a) == differs, observability
+
+
+def test_feature_tables_are_ordered_by_level_and_documented():
+    text = DOCS.read_text(encoding="utf-8")
+    for block, table in BLOCKS.items():
+        levels = [f.level for f in table]
+        assert levels == sorted(levels), block
+        assert len({f.name for f in table}) == len(table)
+        assert num_columns(table, len(OBSERVABILITY) - 1) == len(table)
+        for feature in table:
+            assert f"`{feature.name}`" in text, f"{block}.{feature.name} is not documented"
+            assert feature.low <= 0.0 <= feature.high
+
+
+def test_observation_widths_follow_the_level():
+    for level, name in enumerate(OBSERVABILITY):
+        space = DFJSPEnv(instance="mk01", observability=name, max_candidates=5).observation_space
+        assert space["candidates"].shape == (5, num_columns(BLOCKS["candidates"], level))
+        assert space["machines"].shape == (6, num_columns(BLOCKS["machines"], level))
+        assert space["global"].shape == (num_columns(BLOCKS["global"], level),)
+
+
+def test_features_are_scaled_and_o1_on_an_embedded_instance():
+    env = DFJSPEnv(instance="dsbx-medium", observability="oracle")
+    observation, _ = env.reset(seed=0)
+    largest = 0.0
+    for _ in range(300):
+        observation, *_ = env.step(0)
+        largest = max(largest, *(float(np.abs(observation[k]).max()) for k in ("candidates", "machines", "global")))
+    assert 1.0 < largest < 1e3
+
+
+@pytest.mark.parametrize("keep_mask", [True, False])
+def test_flatten_keeps_or_drops_the_mask(keep_mask):
+    base = DFJSPEnv(instance="mk01", max_candidates=6)
+    env = FlattenDictObservation(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=6), keep_mask)
+    observation, _ = env.reset(seed=0)
+    expected, _ = base.reset(seed=0)
+    parts = [expected[k].ravel() for k in ("candidates", "machines", "global")]
+    if keep_mask:
+        parts.append(expected["action_mask"].astype(np.float32))
+    assert env.observation_space.contains(observation)
+    assert np.array_equal(observation, np.concatenate(parts))
+    assert np.array_equal(env.action_masks(), base.action_masks())
+
+
+def test_observability_wrapper_hides_the_higher_columns():
+    oracle = ObservabilityWrapper(DFJSPEnv(instance="dsbx-medium", observability="oracle"), "concise")
+    concise = DFJSPEnv(instance="dsbx-medium", observability="concise")
+    hidden, _ = oracle.reset(seed=0)
+    shown, _ = concise.reset(seed=0)
+    for _ in range(50):
+        for key in ("candidates", "machines", "global"):
+            width = shown[key].shape[-1]
+            assert np.array_equal(hidden[key][..., :width], shown[key])
+            assert not hidden[key][..., width:].any()
+        assert oracle.observation_space.contains(hidden)
+        hidden, *_ = oracle.step(0)
+        shown, *_ = concise.step(0)
+    with pytest.raises(ValueError, match="observability"):
+        ObservabilityWrapper(concise, "partial")
+
+
+def test_gymnasium_episode_statistics_record_minus_the_objective():
+    env = gym.wrappers.RecordEpisodeStatistics(gym.make("DynaSched/DFJSP-v0", instance="mk01",
+                                                        objective="flow_time"))
+    observation, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    terminated = False
+    while not terminated:
+        observation, _, terminated, _, info = env.step(valid_action(observation, rng))
+    assert math.isclose(info["episode"]["r"], -info["metrics"]["mean_flow_time"], rel_tol=1e-6)
+    assert info["episode"]["l"] == env.unwrapped.schedule().decisions

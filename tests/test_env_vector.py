@@ -1,0 +1,181 @@
+"""The vector envs: one numba call per step, equal to independent single envs; the SB3 adapter."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, VectorEnv
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import instances
+from test_env import assert_same_observations, valid_action
+
+from dynasched_gym import load_instance
+from dynasched_gym.data import path as embedded_path
+from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
+from dynasched_gym.envs.dfjsp.vector import DFJSPRulesVectorEnv, DFJSPVectorEnv
+
+
+def row(observation: dict[str, np.ndarray], i: int) -> dict[str, np.ndarray]:
+    return {key: value[i] for key, value in observation.items()}
+
+
+def run_against_single_envs(venv: DFJSPVectorEnv, envs: list, steps: int, seed: int, rng_seed: int,
+                            choose=valid_action) -> int:
+    """Step ``venv`` and ``envs`` (NEXT_STEP autoreset) side by side; returns the episodes finished."""
+    observation, _ = venv.reset(seed=seed)
+    singles = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
+    assert_same_observations([row(observation, i) for i in range(len(envs))], singles)
+    rng = np.random.default_rng(rng_seed)
+    pending = [False] * len(envs)
+    finished = 0
+    for _ in range(steps):
+        actions = np.array([choose(row(observation, i), rng) for i in range(len(envs))])
+        observation, rewards, terminated, truncated, info = venv.step(actions)
+        assert not truncated.any()
+        for i, env in enumerate(envs):
+            if pending[i]:
+                single, reward, done = env.reset()[0], 0.0, False
+            else:
+                single, reward, done, _, single_info = env.step(actions[i])
+                if done:
+                    assert info["_metrics"][i]
+                    assert {k: v[i] for k, v in info["metrics"].items() if not k.startswith("_")} \
+                        == single_info["metrics"]
+            pending[i] = done
+            assert reward == rewards[i] and done == terminated[i]
+            assert_same_observations([row(observation, i)], [single])
+        finished += int(terminated.sum())
+    return finished
+
+
+def test_make_vec_gives_a_vector_env_with_next_step_autoreset():
+    venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=3, vectorization_mode="vector_entry_point", instance="mk01")
+    assert isinstance(venv, VectorEnv) and isinstance(venv, DFJSPVectorEnv)
+    assert venv.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    observation, info = venv.reset(seed=0)
+    assert venv.observation_space.contains(observation)
+    assert list(info["tier"]) == [None] * 3 and info["_ssi"].all()
+    assert venv.action_masks().shape == (3, 32)
+
+
+@pytest.mark.parametrize(("cls", "single"), [(DFJSPVectorEnv, DFJSPEnv), (DFJSPRulesVectorEnv, DFJSPRulesEnv)])
+def test_vector_env_equals_independent_envs(cls, single):
+    kwargs = {"instance": "mk02", "observability": "oracle", "objective": "flow_time"}
+    venv = cls(5, **kwargs)
+    finished = run_against_single_envs(venv, [single(**kwargs) for _ in range(5)], steps=160, seed=3, rng_seed=1)
+    assert finished >= 5
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=5, max_machines=3, max_events=10), seed=st.integers(0, 1000))
+def test_vector_env_equals_independent_envs_on_random_instances(inst, seed):
+    venv = DFJSPVectorEnv(3, instance=inst, max_candidates=4, observability="full")
+    envs = [DFJSPEnv(instance=inst, max_candidates=4, observability="full") for _ in range(3)]
+    run_against_single_envs(venv, envs, steps=40, seed=seed, rng_seed=seed)
+
+
+def test_instances_of_other_sizes_grow_the_batch_and_still_match():
+    small, large = load_instance(embedded_path("mk01")), load_instance(embedded_path("mk02"))
+    assert small.num_machines == large.num_machines and large.num_jobs == small.num_jobs
+    bigger = large.replace(job_names=large.job_names + large.job_names, **{
+        name: np.concatenate([getattr(large, name)] * 2) for name in ("job_release", "job_due", "job_weight")
+    }, job_op_ptr=np.concatenate([large.job_op_ptr, large.job_op_ptr[1:] + large.num_ops]),
+        op_elig_ptr=np.concatenate([large.op_elig_ptr, large.op_elig_ptr[1:] + len(large.elig_machine)]),
+        elig_machine=np.concatenate([large.elig_machine] * 2), elig_time=np.concatenate([large.elig_time] * 2))
+    venv = DFJSPVectorEnv(2, instance=small)
+    venv.reset(seed=0, options={"instance": bigger})
+    env = DFJSPEnv(instance=small)
+    env.reset(seed=0, options={"instance": bigger})
+    assert venv.instance(0) is bigger
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        observation = venv._observation()
+        action = valid_action(row(observation, 0), rng)
+        vector_observation, *_ = venv.step(np.array([action, action]))
+        single, *_ = env.step(action)
+        assert_same_observations([row(vector_observation, 0), row(vector_observation, 1)], [single, single])
+
+
+def test_same_step_autoreset_reports_final_observations():
+    venv = DFJSPVectorEnv(2, instance="mk01", autoreset_mode=AutoresetMode.SAME_STEP)
+    env = DFJSPEnv(instance="mk01")
+    venv.reset(seed=0)
+    env.reset(seed=0)
+    terminated = np.zeros(2, dtype=bool)
+    while not terminated.any():
+        observation, _, terminated, _, info = venv.step(np.zeros(2, dtype=np.int64))
+        single, _, done, _, single_info = env.step(0)
+    assert done and terminated.all()
+    assert_same_observations([info["final_obs"][0]], [single])
+    assert info["final_info"]["metrics"]["makespan"][0] == single_info["metrics"]["makespan"]
+    assert_same_observations([row(observation, 0)], [env.reset()[0]])
+
+
+def test_disabled_autoreset_needs_an_explicit_partial_reset():
+    venv = DFJSPVectorEnv(2, instance="mk01", autoreset_mode=AutoresetMode.DISABLED)
+    venv.reset(seed=0)
+    first, _ = DFJSPEnv(instance="mk01").reset(seed=0)
+    terminated = np.zeros(2, dtype=bool)
+    while not terminated.any():
+        _, _, terminated, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(RuntimeError, match="reset_mask"):
+        venv.step(np.zeros(2, dtype=np.int64))
+    observation, info = venv.reset(options={"reset_mask": np.array([True, False])})
+    assert list(info["_tier"]) == [True, False]
+    assert_same_observations([row(observation, 0)], [first])
+
+
+def test_vector_invalid_actions_replace_or_raise():
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    observation, _ = venv.reset(seed=0)
+    padding = int(np.flatnonzero(observation["action_mask"][0] == 0)[0])
+    _, _, _, _, info = venv.step(np.array([padding, 0]))
+    assert list(info["invalid_actions"]) == [1, 0]
+    strict = DFJSPVectorEnv(2, instance="mk01", invalid_action="raise")
+    strict.reset(seed=0)
+    with pytest.raises(InvalidActionError, match=r"sub-environments \[1\]"):
+        strict.step(np.array([0, padding]))
+
+
+def test_vector_render_and_seed_lists():
+    venv = DFJSPVectorEnv(2, instance="mk01", render_mode="ansi")
+    venv.reset(seed=[4, 9])
+    single = DFJSPEnv(instance="mk01")
+    assert_same_observations([row(venv._observation(), 1)], [single.reset(seed=9)[0]])
+    frames = venv.render()
+    assert len(frames) == 2 and all("t=0" in frame for frame in frames)
+    with pytest.raises(ValueError, match="seeds"):
+        venv.reset(seed=[1])
+
+
+def test_sb3_adapter():
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
+
+    venv = make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=3, flatten=True, instance="mk01")
+    assert isinstance(venv, VecEnv)
+    observation = venv.reset()
+    assert observation.shape == (3, venv.observation_space.shape[0])
+    env = DFJSPEnv(instance="mk01")
+    env.reset(seed=0)
+    venv.seed(0)
+    venv.reset()
+    dones = np.zeros(3, dtype=bool)
+    while not dones.any():
+        masks = np.stack(venv.env_method("action_masks"))
+        assert masks[:, 0].all()
+        observation, rewards, dones, infos = venv.step(np.zeros(3, dtype=np.int64))
+        _, reward, done, _, single_info = env.step(0)
+        assert rewards[0] == np.float32(reward)
+    assert done and dones.all()
+    assert infos[0]["metrics"] == single_info["metrics"]
+    assert infos[0]["terminal_observation"].shape == observation.shape[1:]
+    assert infos[0]["TimeLimit.truncated"] is False
+    assert venv.get_attr("render_mode") == [None] * 3
+    assert venv.env_is_wrapped(gym.Wrapper) == [False] * 3
+    with pytest.raises(ValueError, match="SAME_STEP"):
+        SB3VecEnv(DFJSPVectorEnv(2, instance="mk01"))
