@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import instances
 
 from dynasched_gym import InstanceFormatError, load_instance, rollout, validate_schedule
 from dynasched_gym.generation import (
@@ -151,6 +152,15 @@ def test_ssi_does_not_saturate_across_the_generator_range():
     assert scores == sorted(scores)
     assert len({tier_of(s) for s in scores}) >= 3
     assert max(scores) < 99.9
+
+
+@settings(max_examples=200, deadline=None)
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=12))
+def test_ssi_is_finite_and_bounded_on_any_valid_instance(inst):
+    result = ssi(inst)
+    assert 0.0 <= result.score <= 100.0 and np.isfinite(result.stress)
+    assert all(np.isfinite(v) for v in result.components.values())
+    assert result.tier == tier_of(result.score)
 
 
 def test_tiers_partition_the_score_range():

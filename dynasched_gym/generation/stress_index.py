@@ -168,7 +168,7 @@ def _ssi(instance: Instance) -> SSIResult:
     components = {
         "congestion": _squash(float(np.average(flow / ptime - 1.0, weights=weight + 1e-12))),
         "bottleneck_utilization": float(rho.max()),
-        "due_date_pressure": 1.0 / (1.0 + realised["due_date_tightness"]) if has_due.any() else 0.0,
+        "due_date_pressure": 1.0 / (1.0 + max(realised["due_date_tightness"], 0.0)) if has_due.any() else 0.0,
         "disturbance": realised["disturbance"],
         "dynamism": _squash(dynamic_events / num_jobs),
         "flexibility": float(np.mean(np.diff(instance.op_elig_ptr)) / instance.num_machines),
