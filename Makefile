@@ -25,12 +25,15 @@ lint: install
 test: lint
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider
 
-# Speed and calibration figures: simulator, environments, SSI validation, SESC vs the evolutionary baselines.
+# Speed and quality figures: simulator, environments, SSI validation, SESC vs the evolutionary baselines,
+# Brandimarte makespans, lookahead vs the rule library on the hard tier.
 bench: install
 	$(PY) -m scripts.bench
 	$(PY) -m scripts.bench_env
 	$(PY) -m scripts.validate_ssi
 	$(PY) -m scripts.calibrate_compare
+	$(PY) -m scripts.fjsp_table
+	$(PY) -m scripts.compare_agents
 
 clean:
 	rm -rf $(VENV) .bench .pytest_cache .ruff_cache .hypothesis

@@ -88,7 +88,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from dynasched_gym.validate import validate_schedule
 
     names = args.instances or list(data.EMBEDDED)
-    rules = [r for r in RULES if not r.startswith("RANDOM")]
+    rules = args.rules.split(",")
+    unknown = sorted(set(rules) - set(RULES))
+    if unknown:
+        print(f"error: unknown rules {unknown}; known: {', '.join(RULES)}", file=sys.stderr)
+        return 2
     rows = []
     failures = 0
     for name in tqdm(names, desc="instances", unit="inst"):
@@ -133,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="every rule on several instances (default: the embedded ones)")
     p.add_argument("instances", nargs="*")
     p.add_argument("--metric", default="makespan")
+    p.add_argument("--rules", default="SPT:EET,FIFO:EET,MWKR:EET,MOPNR:EET,EDD:EET,ATC:EET",
+                   help="comma-separated JOB:MACHINE rules")
     p.set_defaults(func=_cmd_compare)
     return parser
 

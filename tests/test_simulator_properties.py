@@ -147,17 +147,3 @@ def test_reference_directory_rollout_is_valid(reference_dir):
         assert report.ok, str(report)
         assert schedule.metrics["num_cancelled_jobs"] <= 3  # a cancellation after completion is ignored
         assert schedule.finished
-
-
-def test_rules_rank_as_documented():
-    from dynasched_gym import Instance, Job, Machine
-
-    inst = Instance.build("rank", [Machine("M0"), Machine("M1")], [
-        Job("a", [{0: 5.0, 1: 7.0}], due=5.0),  # mean 6, one op, earliest due
-        Job("b", [{0: 2.0}, {1: 9.0}], due=10.0),  # mean 2, most work left (11)
-        Job("c", [{1: 4.0}], due=None),
-    ])
-    sim = Simulator(inst)
-    sim.reset()
-    picks = {rule: select(sim.static, sim.state, *parse_rule(rule)) for rule in ("SPT", "FIFO", "MWKR", "EDD")}
-    assert picks == {"SPT": (1, 0), "FIFO": (0, 0), "MWKR": (1, 0), "EDD": (0, 0)}

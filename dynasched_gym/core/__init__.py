@@ -4,7 +4,11 @@ Layering: this package imports only the instance model and the schedule record, 
 from the environments, agents or scripts.
 """
 
-from dynasched_gym.core.compiled import EPS, State, Static, compile_instance
-from dynasched_gym.core.simulator import Simulator, rollout
+from dynasched_gym.core import _numba_cache
+
+_numba_cache.configure()  # before any kernel module is decorated
+
+from dynasched_gym.core.compiled import EPS, State, Static, compile_instance  # noqa: E402
+from dynasched_gym.core.simulator import Simulator, rollout  # noqa: E402
 
 __all__ = ["EPS", "Simulator", "State", "Static", "compile_instance", "rollout"]

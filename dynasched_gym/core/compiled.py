@@ -78,6 +78,8 @@ State = namedtuple(
         "machine_down_until",  # (M,) float64, planned end of the current downtime
         "machine_downtime",  # (M,) int64, index of the current downtime record
         "machine_maintenance",  # (M,) float64, queued maintenance duration
+        "machine_free_since",  # (M,) float64, when the machine last became idle and up (LIT rule)
+        "machine_workload",  # (M,) float64, processing time assigned to the machine so far (LWL rule)
         "segment_job",  # (segment capacity,) int64
         "segment_op",  # (segment capacity,) int64, slot index in the job's list
         "segment_machine",  # (segment capacity,) int64
@@ -214,7 +216,8 @@ def allocate_state(static: Static) -> State:
         machine_job=np.zeros(num_m, i), machine_start=np.zeros(num_m, f), machine_end=np.zeros(num_m, f),
         machine_ptime=np.zeros(num_m, f), machine_segment=np.zeros(num_m, i), machine_down=np.zeros(num_m, i),
         machine_down_until=np.zeros(num_m, f), machine_downtime=np.zeros(num_m, i),
-        machine_maintenance=np.zeros(num_m, f),
+        machine_maintenance=np.zeros(num_m, f), machine_free_since=np.zeros(num_m, f),
+        machine_workload=np.zeros(num_m, f),
         segment_job=np.zeros(seg, i), segment_op=np.zeros(seg, i), segment_machine=np.zeros(seg, i),
         segment_start=np.zeros(seg, f), segment_end=np.zeros(seg, f), segment_work=np.zeros(seg, f),
         segment_status=np.zeros(seg, i),

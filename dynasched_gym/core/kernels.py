@@ -110,6 +110,7 @@ def _start_queued_maintenance(T, m, t):
 def _end_downtime(T, m, t):
     T.downtime_end[T.machine_downtime[m]] = t
     T.machine_down[m] = DOWN_NONE
+    T.machine_free_since[m] = max(T.machine_free_since[m], t)
     _start_queued_maintenance(T, m, t)
 
 
@@ -120,6 +121,8 @@ def _stop_running(T, m, t, status):
     j = machine_job[m]
     seg = T.machine_segment[m]
     performed = (t - T.machine_start[m]) / T.machine_ptime[m]
+    T.machine_workload[m] -= T.machine_end[m] - t
+    T.machine_free_since[m] = t
     T.segment_end[seg] = t
     T.segment_work[seg] = performed
     T.segment_status[seg] = status
@@ -136,6 +139,7 @@ def _complete(S, T, m):
     end = T.machine_end[m]
     T.slot_work[S.job_slot_ptr[j] + job_pos[j]] = 0.0
     machine_job[m] = -1
+    T.machine_free_since[m] = end
     T.job_machine[j] = -1
     job_pos[j] += 1
     T.job_ready[j] = end
@@ -417,6 +421,8 @@ def reset(S, T):
     _fill(T.machine_job, -1)
     _fill(T.machine_down, DOWN_NONE)
     _fill(T.machine_maintenance, 0.0)
+    _fill(T.machine_free_since, 0.0)
+    _fill(T.machine_workload, 0.0)
     _process_time(S, T, 0.0)
     return advance(S, T)
 
@@ -456,6 +462,7 @@ def start(S, T, j, m):
     T.machine_start[m] = now
     T.machine_end[m] = end
     T.machine_ptime[m] = ptime
+    T.machine_workload[m] += end - now
     T.machine_segment[m] = seg
     job_machine[j] = m
     return DECISION
@@ -533,6 +540,8 @@ def copy_into(src, dst):
     _copy(dst.machine_down_until, src.machine_down_until)
     _copy(dst.machine_downtime, src.machine_downtime)
     _copy(dst.machine_maintenance, src.machine_maintenance)
+    _copy(dst.machine_free_since, src.machine_free_since)
+    _copy(dst.machine_workload, src.machine_workload)
     _copy(dst.segment_job, src.segment_job)
     _copy(dst.segment_op, src.segment_op)
     _copy(dst.segment_machine, src.segment_machine)

@@ -1,22 +1,40 @@
 """Jitted priority dispatching rules and whole-episode rollouts under a rule.
 
-A rule is a pair: a **job rule** ranks the jobs that have at least one startable pair (lowest
-priority value first, ties to the lower job id), then a **machine rule** picks one of that job's
-startable machines (ties to the lower machine id). Processing times below are the current
-operation's remaining time (work left x time, after processing-time changes).
+A rule is a pair ``JOB:MACHINE``. Among the jobs that have at least one startable pair now, the
+**job rule** picks the job with the lowest priority value; the **machine rule** then picks one of
+that job's startable machines. Ties go to the lower job id (machine id), or, with random
+tie-breaking, uniformly among the tied (seeded by :func:`seed_rng`). With *emergency first*, jobs
+whose weight in force is at least :data:`EMERGENCY_WEIGHT` come before all others.
 
-Job rules:
-- ``SPT``: shortest mean remaining processing time of the current operation over its eligible machines.
-- ``FIFO``: earliest time the current operation became startable (release, previous completion,
-  or preemption).
-- ``MWKR``: most work remaining: current operation's mean remaining time plus the mean times of
-  every later operation in the job's list.
-- ``EDD``: earliest due date in force (jobs without one last).
-- ``RANDOM``: a uniformly random startable pair (seeded; ignores the machine rule).
+Quantities (all as known now; "remaining" counts the unfinished work left in the current operation):
+``p`` = remaining processing time of the job's current operation, its mean over the eligible
+machines; ``W`` = work remaining = ``p`` + the mean times of the job's later operations;
+``n`` = operations remaining including the current one; ``d`` = due date in force (jobs without one
+rank last wherever ``d`` is used); ``w`` = weight in force; ``r`` = the time the current operation
+became startable (release, previous completion or preemption); ``t`` = now.
 
-Machine rules:
+Job rules (priority value, lowest first):
+
+| rule | value | | rule | value |
+|---|---|---|---|---|
+| ``SPT`` | p | | ``LPT`` | -p |
+| ``FIFO`` | r | | ``LIFO`` | -r |
+| ``MWKR`` | -W | | ``LWKR`` | W |
+| ``MOPNR`` | -n | | ``LOPNR`` | n |
+| ``EDD`` | d | | ``CR`` | (d - t) / W |
+| ``SLACK`` | d - t - W | | ``WSPT`` | -w / p |
+| ``ATC`` | -(w / p) exp(-max(0, d - p - t) / (K p_mean)), K = 2 | | ``RANDOM`` | a uniform startable pair |
+
+``p_mean`` is the mean operation time of the instance; ``ATC`` ranks jobs without a due date by
+``WSPT`` below every job with one. ``RANDOM`` ignores the machine rule.
+
+Machine rules (among the chosen job's startable machines):
 - ``EET``: earliest end time. Every startable pair starts now, so this is the machine with the
-  shortest processing time for the operation.
+  shortest processing time for the operation (the same choice as ``SPT`` here; both names exist
+  because rule libraries name it both ways).
+- ``SPT``: shortest processing time of the operation on the machine.
+- ``LIT``: longest idle: the machine that became idle (and up) earliest.
+- ``LWL``: least workload: the machine with the least processing time assigned so far.
 """
 
 from __future__ import annotations
@@ -27,20 +45,36 @@ from numba import njit
 from dynasched_gym.core.compiled import C_DECISIONS, JOB_ACTIVE
 from dynasched_gym.core.kernels import DECISION, advance, machine_available, nth_candidate, reset, slot_time, start
 
-JOB_RULES = ("SPT", "FIFO", "MWKR", "EDD", "RANDOM")
-MACHINE_RULES = ("EET",)
+JOB_RULES = ("SPT", "LPT", "FIFO", "LIFO", "MWKR", "LWKR", "MOPNR", "LOPNR", "EDD", "CR", "SLACK", "ATC", "WSPT",
+             "RANDOM")
+MACHINE_RULES = ("EET", "SPT", "LIT", "LWL")
 RULE_RANDOM = JOB_RULES.index("RANDOM")
-#: Rule names accepted by :func:`dynasched_gym.rollout` ("SPT" means "SPT:EET").
+#: Every ``JOB:MACHINE`` rule name :func:`dynasched_gym.rollout` accepts ("SPT" alone means "SPT:EET").
 RULES = tuple(f"{j}:{m}" for j in JOB_RULES for m in MACHINE_RULES)
+#: The composite rules of the rule-selection MDP (``DynaSched/DFJSP-Rules-v0``): action i plays
+#: ``COMPOSITE_RULES[i]``, i.e. job rule ``COMPOSITE_TABLE[i, 0]`` with machine rule ``COMPOSITE_TABLE[i, 1]``.
+COMPOSITE_RULES = ("SPT:EET", "MWKR:EET", "MOPNR:EET", "FIFO:EET", "EDD:EET", "CR:EET", "ATC:EET", "WSPT:LWL",
+                   "MWKR:LWL", "RANDOM:EET")
+COMPOSITE_TABLE = np.array([[JOB_RULES.index(r.split(":")[0]), MACHINE_RULES.index(r.split(":")[1])]
+                            for r in COMPOSITE_RULES], dtype=np.int64)
+#: Weight from which a job counts as an emergency (the generator's and the dsbx importer's emergency weight).
+EMERGENCY_WEIGHT = 10.0
+#: Flags or-ed into a job-rule code (see :func:`parse_rule`).
+EMERGENCY_FIRST = 1 << 8
+RANDOM_TIES = 1 << 9
+_BASE = 0xFF
+_ATC_K = 2.0
+(_SPT, _LPT, _FIFO, _LIFO, _MWKR, _LWKR, _MOPNR, _LOPNR, _EDD, _CR, _SLACK, _ATC, _WSPT) = range(13)
 
 
-def parse_rule(rule: str) -> tuple[int, int]:
-    """``"MWKR"`` or ``"MWKR:EET"`` -> (job rule id, machine rule id)."""
+def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = False) -> tuple[int, int]:
+    """``"MWKR"`` or ``"MWKR:LWL"`` -> (job rule code, machine rule id), with the option flags set."""
     job, _, machine = rule.upper().partition(":")
     machine = machine or "EET"
     if job not in JOB_RULES or machine not in MACHINE_RULES:
         raise ValueError(f"unknown rule {rule!r}; job rules {JOB_RULES}, machine rules {MACHINE_RULES}")
-    return JOB_RULES.index(job), MACHINE_RULES.index(machine)
+    code = JOB_RULES.index(job) | (EMERGENCY_FIRST if emergency_first else 0) | (RANDOM_TIES if random_ties else 0)
+    return code, MACHINE_RULES.index(machine)
 
 
 @njit(cache=True, _nrt=False)
@@ -58,11 +92,20 @@ def _mean_time(op_elig_ptr, elig_machine, speed, op_mean_time, slot_op, slot_fac
 
 @njit(cache=True, _nrt=False)
 def job_priority(S, T, j, rule):
-    """Priority value of job ``j`` under job rule ``rule`` (lower is dispatched first)."""
-    if rule == 1:  # FIFO
+    """Priority value of job ``j`` under job rule ``rule`` (lowest is dispatched first; flags ignored)."""
+    rule = rule & _BASE
+    if rule == _FIFO:
         return T.job_ready[j]
-    if rule == 3:  # EDD
-        due = T.job_due[j]
+    if rule == _LIFO:
+        return -T.job_ready[j]
+    base = S.job_slot_ptr[j]
+    remaining_ops = T.job_num_slots[j] - T.job_pos[j]
+    if rule == _MOPNR:
+        return -float(remaining_ops)
+    if rule == _LOPNR:
+        return float(remaining_ops)
+    due = T.job_due[j]
+    if rule == _EDD:
         return due if due == due else np.inf
     elig_ptr = S.op_elig_ptr
     elig_machine = S.elig_machine
@@ -71,13 +114,36 @@ def job_priority(S, T, j, rule):
     slot_op = T.slot_op
     factor = T.slot_factor
     nominal = T.slot_nominal
-    slot = S.job_slot_ptr[j] + T.job_pos[j]
-    work = T.slot_work[slot] * _mean_time(elig_ptr, elig_machine, speed, mean_time, slot_op, factor, nominal, slot)
-    if rule == 0:  # SPT
-        return work
-    for s in range(slot + 1, S.job_slot_ptr[j] + T.job_num_slots[j]):  # MWKR
+    slot = base + T.job_pos[j]
+    p = T.slot_work[slot] * _mean_time(elig_ptr, elig_machine, speed, mean_time, slot_op, factor, nominal, slot)
+    if rule == _SPT:
+        return p
+    if rule == _LPT:
+        return -p
+    weight = T.job_weight[j]
+    if rule == _WSPT:
+        return -weight / p
+    now = T.now[0]
+    if rule == _ATC:
+        if due != due:
+            return 1.0 / (1.0 + weight / p)  # positive: after every job with a due date
+        p_mean = 0.0
+        for o in range(mean_time.shape[0]):
+            p_mean += mean_time[o]
+        p_mean /= mean_time.shape[0]
+        return -(weight / p) * np.exp(-max(0.0, due - p - now) / (_ATC_K * p_mean))
+    work = p
+    for s in range(slot + 1, base + T.job_num_slots[j]):
         work += _mean_time(elig_ptr, elig_machine, speed, mean_time, slot_op, factor, nominal, s)
-    return -work
+    if rule == _MWKR:
+        return -work
+    if rule == _LWKR:
+        return work
+    if due != due:
+        return np.inf
+    if rule == _CR:
+        return (due - now) / work
+    return due - now - work  # SLACK
 
 
 @njit(cache=True, _nrt=False)
@@ -89,16 +155,38 @@ def _select_random(S, T):
 
 
 @njit(cache=True, _nrt=False)
-def select(S, T, job_rule, machine_rule):
-    """The (job, machine) pair the rule dispatches now; (-1, -1) when nothing can start.
+def _machine_key(T, slot_p, m, machine_rule):
+    if machine_rule == 2:  # LIT
+        return T.machine_free_since[m]
+    if machine_rule == 3:  # LWL
+        return T.machine_workload[m]
+    return slot_p  # EET, SPT
 
-    ``machine_rule`` is 0 (EET), the only machine rule so far.
-    """
-    if job_rule == RULE_RANDOM:
+
+@njit(cache=True, _nrt=False)
+def _wins(key, best_key, ties, random_ties, lower_id):
+    """Does ``key`` replace ``best_key``? Ties go to the lower id, or (random) each with 1/count chance."""
+    if key < best_key:
+        return True, 1
+    if key == best_key:
+        if random_ties:
+            ties += 1
+            return np.random.randint(ties) == 0, ties  # noqa: NPY002
+        return lower_id, ties
+    return False, ties
+
+
+@njit(cache=True, _nrt=False)
+def select(S, T, job_rule, machine_rule):
+    """The (job, machine) pair the rule dispatches now; (-1, -1) when nothing can start."""
+    if job_rule & _BASE == RULE_RANDOM:
         return _select_random(S, T)
+    emergency_first = (job_rule & EMERGENCY_FIRST) != 0
+    random_ties = (job_rule & RANDOM_TIES) != 0
     job_status = T.job_status
     job_machine = T.job_machine
     job_pos = T.job_pos
+    weight = T.job_weight
     slot_ptr = S.job_slot_ptr
     slot_op = T.slot_op
     slot_factor = T.slot_factor
@@ -111,24 +199,34 @@ def select(S, T, job_rule, machine_rule):
     machine_down = T.machine_down
     maintenance = T.machine_maintenance
     best_j, best_m = -1, -1
-    best_key = np.inf
+    best_key, best_rank, job_ties = np.inf, 1, 0
     for j in range(job_status.shape[0]):
         if job_status[j] != JOB_ACTIVE or job_machine[j] >= 0:
             continue
         slot = slot_ptr[j] + job_pos[j]
         op = slot_op[slot]
-        machine, ptime = -1, np.inf
+        machine, machine_key, machine_ties = -1, np.inf, 0
         for i in range(elig_ptr[op], elig_ptr[op + 1]):
             m = elig_machine[i]
             if machine_available(machine_job, machine_down, maintenance, m):
-                p = slot_time(op_time, speed, slot_op, slot_factor, slot_nominal, slot, m)
-                if p < ptime or (p == ptime and m < machine):
-                    machine, ptime = m, p
+                key = _machine_key(T, slot_time(op_time, speed, slot_op, slot_factor, slot_nominal, slot, m), m,
+                                   machine_rule)
+                if machine < 0:
+                    machine, machine_key, machine_ties = m, key, 1
+                else:
+                    won, machine_ties = _wins(key, machine_key, machine_ties, random_ties, m < machine)
+                    if won:
+                        machine, machine_key = m, key
         if machine < 0:
             continue
+        rank = 0 if emergency_first and weight[j] >= EMERGENCY_WEIGHT else 1
         key = job_priority(S, T, j, job_rule)
-        if best_j < 0 or key < best_key:
-            best_j, best_m, best_key = j, machine, key
+        if best_j < 0 or rank < best_rank:
+            best_j, best_m, best_key, best_rank, job_ties = j, machine, key, rank, 1
+        elif rank == best_rank:
+            won, job_ties = _wins(key, best_key, job_ties, random_ties, False)  # jobs come in id order
+            if won:
+                best_j, best_m, best_key = j, machine, key
     return best_j, best_m
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from gymnasium import spaces
 
 from dynasched_gym.core.kernels import DONE, ERR_INVALID_ACTION, ERR_STALLED
-from dynasched_gym.core.rules import RULES
+from dynasched_gym.core.rules import COMPOSITE_RULES
+from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
 from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec
 from dynasched_gym.envs.dfjsp.features import (
@@ -231,6 +232,16 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         """Valid actions now, as a bool array (the sb3-contrib ``MaskablePPO`` convention)."""
         return self._views[3].astype(bool)
 
+    def offered_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (job, machine) pair behind each action slot now (``-1`` for padding), as copies."""
+        works = self._batch.works
+        return works.slot_job[0].copy(), works.slot_machine[0].copy()
+
+    @property
+    def simulator(self) -> Simulator:
+        """The current episode's simulator, for agents that read the state (never step it directly)."""
+        return self._batch.simulator(0)
+
     @property
     def instance(self) -> Instance:
         """The current episode's instance (before the first reset: the one that fixed the spaces)."""
@@ -255,14 +266,14 @@ class DFJSPRulesEnv(DFJSPEnv):
     """Rule selection: at each decision point the agent picks the dispatching rule that dispatches.
 
     Same episodes, observation and rewards as :class:`DFJSPEnv`; the action is an index into
-    :attr:`rules` (``dynasched_gym.core.rules.RULES``: ``SPT, FIFO, MWKR, EDD, RANDOM`` job rules,
-    each with the ``EET`` machine rule), so ``action_mask`` is all ones. The ``RANDOM`` rule draws
+    :attr:`rules` (``dynasched_gym.core.rules.COMPOSITE_RULES``: ten composite ``JOB:MACHINE`` rules,
+    see that module for their semantics), so ``action_mask`` is all ones. The ``RANDOM`` rule draws
     from a per-env stream seeded by ``reset(seed=...)``. With ``invalid_action="replace"`` an
     out-of-range action plays rule 0 (``SPT:EET``).
     """
 
     action_kind = ACTION_RULE
-    rules = RULES
+    rules = COMPOSITE_RULES
 
 
 class FJSPEnv(DFJSPEnv):

@@ -53,7 +53,7 @@ from dynasched_gym.core.kernels import (
     slot_time,
     start,
 )
-from dynasched_gym.core.rules import JOB_RULES, MACHINE_RULES, RULE_RANDOM, RULES, job_priority, select
+from dynasched_gym.core.rules import COMPOSITE_TABLE, JOB_RULES, RULE_RANDOM, job_priority, select
 from dynasched_gym.envs.dfjsp.features import (
     BIG,
     C_DUE_LATENESS,
@@ -143,8 +143,7 @@ from dynasched_gym.envs.dfjsp.types import (
 )
 
 RULE_MWKR = JOB_RULES.index("MWKR")
-NUM_RULES = len(RULES)
-NUM_MACHINE_RULES = len(MACHINE_RULES)
+NUM_RULES = COMPOSITE_TABLE.shape[0]
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -576,10 +575,10 @@ def env_step(S, T, W, action):
     if pair_kind:
         j = W.slot_job[action]
         m = W.slot_machine[action]
-    elif action // NUM_MACHINE_RULES == RULE_RANDOM:
+    elif COMPOSITE_TABLE[action, 0] == RULE_RANDOM:
         j, m = _random_pair(S, T, W)
     else:
-        j, m = select(S, T, action // NUM_MACHINE_RULES, action % NUM_MACHINE_RULES)
+        j, m = select(S, T, COMPOSITE_TABLE[action, 0], COMPOSITE_TABLE[action, 1])
     start(S, T, j, m)
     return _settle(S, T, W, advance(S, T))
 
@@ -623,7 +622,8 @@ def state_at(B, dims, i):
         machine_job=B.machine_job[i], machine_start=B.machine_start[i], machine_end=B.machine_end[i],
         machine_ptime=B.machine_ptime[i], machine_segment=B.machine_segment[i], machine_down=B.machine_down[i],
         machine_down_until=B.machine_down_until[i], machine_downtime=B.machine_downtime[i],
-        machine_maintenance=B.machine_maintenance[i], segment_job=B.segment_job[i, :ng],
+        machine_maintenance=B.machine_maintenance[i], machine_free_since=B.machine_free_since[i],
+        machine_workload=B.machine_workload[i], segment_job=B.segment_job[i, :ng],
         segment_op=B.segment_op[i, :ng], segment_machine=B.segment_machine[i, :ng],
         segment_start=B.segment_start[i, :ng], segment_end=B.segment_end[i, :ng],
         segment_work=B.segment_work[i, :ng], segment_status=B.segment_status[i, :ng],

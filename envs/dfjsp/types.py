@@ -23,7 +23,7 @@ from typing import TypedDict
 import numpy as np
 
 from dynasched_gym.core.compiled import State, Static
-from dynasched_gym.core.rules import RULES
+from dynasched_gym.core.rules import COMPOSITE_RULES
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
 
 #: Objectives, and the :attr:`dynasched_gym.Schedule.metrics` key each one's episode return matches.
@@ -40,7 +40,7 @@ INVALID_ACTION_POLICIES = ("replace", "raise")
 ACTION_PAIR = 0
 """Action kind of ``DFJSP-v0`` / ``FJSP-v0``: the index of an offered (operation, machine) slot."""
 ACTION_RULE = 1
-"""Action kind of ``DFJSP-Rules-v0``: the index of a dispatching rule in ``dynasched_gym.core.rules.RULES``."""
+"""Action kind of ``DFJSP-Rules-v0``: an index into ``dynasched_gym.core.rules.COMPOSITE_RULES``."""
 
 # Workspace.scalars
 S_PHI = 0  # the potential after the last step (0 after reset)
@@ -165,7 +165,7 @@ class EnvConfig:
     @property
     def num_actions(self) -> int:
         """Size of the ``Discrete`` action space (and of ``action_mask``)."""
-        return self.max_candidates if self.action_kind == ACTION_PAIR else len(RULES)
+        return self.max_candidates if self.action_kind == ACTION_PAIR else len(COMPOSITE_RULES)
 
     def config_row(self) -> np.ndarray:
         """The ``Workspace.config`` entries."""

@@ -1,0 +1,54 @@
+"""Agents for the DynaSched environments, installed as ``dynasched_gym.agents``.
+
+One interface (:class:`Agent`: ``reset(env)``, ``act(observation, info)``) for dispatching rules,
+the snapshot lookahead, PPO and LLM agents. :func:`make` builds any of them by name and
+:func:`run_episode` plays one episode. Every agent and what it sees: docs/agents.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dynasched_gym.agents.base import Agent, run_episode
+
+
+def _rule(name: str, **kwargs: Any) -> Agent:
+    from dynasched_gym.agents.rules import RuleAgent
+
+    _, _, rule = name.partition(":")
+    return RuleAgent(rule, **kwargs)
+
+
+def _lookahead(name: str, **kwargs: Any) -> Agent:
+    from dynasched_gym.agents.lookahead import LookaheadAgent
+
+    return LookaheadAgent(clairvoyant=name == "lookahead-oracle", **kwargs)
+
+
+def _random(name: str, **kwargs: Any) -> Agent:
+    from dynasched_gym.agents.random import RandomAgent
+
+    return RandomAgent(**kwargs)
+
+
+#: Name (or ``prefix:``) -> factory(name, **kwargs).
+REGISTRY: dict[str, Callable[..., Agent]] = {
+    "rule:": _rule,
+    "pdr:": _rule,  # the reference package's name for the same rules
+    "lookahead": _lookahead,
+    "lookahead-oracle": _lookahead,
+    "random": _random,
+}
+
+
+def make(name: str, **kwargs: Any) -> Agent:
+    """Build an agent by name: ``"rule:MWKR:EET"`` (or ``"pdr:MWKR:EET"``), ``"lookahead"``,
+    ``"lookahead-oracle"``, ``"random"``; keyword arguments go to its class."""
+    for key, factory in REGISTRY.items():
+        if name == key or (key.endswith(":") and name.startswith(key)):
+            return factory(name, **kwargs)
+    raise ValueError(f"unknown agent {name!r}; known: {', '.join(REGISTRY)}")
+
+
+__all__ = ["REGISTRY", "Agent", "make", "run_episode"]

@@ -1,0 +1,49 @@
+"""The one agent interface, and playing an episode with it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from dynasched_gym.schedule import Schedule
+
+
+class Agent(ABC):
+    """A scheduling policy for the DynaSched environments.
+
+    :meth:`reset` binds the agent to an environment at the start of an episode (after
+    ``env.reset``); :meth:`act` returns the action for an observation. Agents may read the
+    environment's simulator through ``env.unwrapped`` (what is known now; never the future, except
+    agents labelled clairvoyant) but never step it themselves.
+    """
+
+    #: Short name used in result rows and on the leaderboard.
+    name: str = "agent"
+    #: True for agents that see future events (references only, never ranked as fair agents).
+    clairvoyant: bool = False
+
+    def reset(self, env: gym.Env) -> None:
+        """Start an episode in ``env`` (called after ``env.reset``)."""
+        self.env = env.unwrapped
+
+    @abstractmethod
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        """The action to play now."""
+
+    def config(self) -> dict[str, Any]:
+        """The settings that define this agent (hashed into result rows)."""
+        return {"name": self.name}
+
+
+def run_episode(agent: Agent, env: gym.Env, seed: int | None = None) -> Schedule:
+    """Play one episode of ``env`` with ``agent`` and return its schedule."""
+    observation, info = env.reset(seed=seed)
+    agent.reset(env)
+    done = False
+    while not done:
+        observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
+        done = terminated or truncated
+    return env.unwrapped.schedule()

@@ -1,0 +1,79 @@
+"""Snapshot-lookahead agent: numba rollouts of the top-k pairs of a base rule (core/lookahead.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from dynasched_gym.agents.base import Agent
+from dynasched_gym.agents.rules import slot_of
+from dynasched_gym.core.compiled import allocate_state
+from dynasched_gym.core.lookahead import OBJECTIVES, lookahead_select
+from dynasched_gym.core.rules import parse_rule
+
+#: Default (base rule, rollout job rules) per objective: measured choices (docs/agents.md).
+DEFAULTS = {
+    "makespan": ("MWKR:EET", ("MWKR", "FIFO", "SPT", "EDD")),
+    "tardiness": ("ATC:LWL", ("ATC", "EDD", "WSPT", "FIFO")),
+    "weighted_tardiness": ("ATC:LWL", ("ATC", "EDD", "WSPT", "FIFO")),
+    "flow_time": ("SPT:EET", ("SPT", "FIFO", "MWKR", "LWKR")),
+}
+
+
+class LookaheadAgent(Agent):
+    """At each decision, roll the ``top_k`` pairs of ``rule`` out to the end and play the best.
+
+    Each candidate pair is started in a copy of the current state and rolled out under every rule of
+    ``rollout_rules``; its value is the best objective reached (ties: lower mean completion time).
+    The rollouts know only the present: future events and unreleased jobs are removed from the
+    copy first. ``clairvoyant=True`` lets them see the whole future — a reference, labelled
+    ``lookahead-oracle``, never a fair agent.
+
+    Args:
+        rule: base rule that ranks the candidate pairs; ``None``: :data:`DEFAULTS` for the objective.
+        rollout_rules: job rules of the rollouts (with the base rule's machine rule); ``None``: :data:`DEFAULTS`.
+        top_k: number of candidate pairs tried.
+        objective: the objective the rollouts minimise; ``None``: the env's objective.
+        clairvoyant: see the future in rollouts.
+    """
+
+    def __init__(self, rule: str | None = None, rollout_rules: Sequence[str] | None = None, top_k: int = 16,
+                 objective: str | None = None, clairvoyant: bool = False) -> None:
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if objective is not None and objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
+        for name in [rule] if rule else []:
+            parse_rule(name)  # fail now on a bad name, not in the first episode
+        self.rule, self.rollout_names, self.top_k = rule, None if rollout_rules is None else tuple(rollout_rules), top_k
+        self.objective = objective
+        self.clairvoyant = clairvoyant
+        self.name = "lookahead-oracle" if clairvoyant else "lookahead"
+        self._scratch: tuple[Any, Any, tuple[np.ndarray, ...]] | None = None
+
+    def reset(self, env: gym.Env) -> None:
+        super().reset(env)
+        objective = self.objective or self.env.config.objective
+        self._objective = OBJECTIVES.index(objective)
+        rule, rollouts = DEFAULTS[objective]
+        self.job_rule, self.machine_rule = parse_rule(self.rule or rule)
+        self.rollout_rules = np.array([parse_rule(r)[0] for r in self.rollout_names or rollouts], dtype=np.int64)
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        sim = self.env.simulator
+        if self._scratch is None or self._scratch[0] is not sim.static:
+            size = sim.instance.num_jobs * sim.instance.num_machines
+            buffers = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size), np.empty(size))
+            self._scratch = (sim.static, allocate_state(sim.static), buffers)
+        job, machine = lookahead_select(sim.static, sim.state, self._scratch[1], self.job_rule, self.rollout_rules,
+                                        self.machine_rule, self.top_k, self._objective, self.clairvoyant,
+                                        *self._scratch[2])
+        return slot_of(self.env, job, machine, self.job_rule)
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "rule": self.rule, "rollout_rules": list(self.rollout_names), "top_k": self.top_k,
+                "objective": self.objective, "clairvoyant": self.clairvoyant}
+

@@ -1,0 +1,29 @@
+"""The uniformly random valid-action agent (a floor for every leaderboard)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from dynasched_gym.agents.base import Agent
+
+
+class RandomAgent(Agent):
+    """Plays a uniformly random valid action; reseeded with ``seed`` at every :meth:`reset`."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def reset(self, env: gym.Env) -> None:
+        super().reset(env)
+        self._rng = np.random.default_rng(self.seed)
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        return int(self._rng.choice(np.flatnonzero(observation["action_mask"])))
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "seed": self.seed}

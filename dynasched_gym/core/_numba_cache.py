@@ -1,0 +1,43 @@
+"""Where numba caches the compiled kernels: a directory keyed by the kernels' source code.
+
+numba invalidates a cached function only when its own file changes, not when a jitted function it
+calls (in another module) does; a stale cache then runs old code. Keying the cache directory by a
+hash of every kernel source file (and the numba and Python versions) makes any change start from a
+clean cache, and keeps compiled files out of the installed package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import numba
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _kernel_sources() -> list[Path]:
+    """Every Python file that holds numba kernels (core and the environments)."""
+    import importlib.util
+
+    files = sorted((_PACKAGE / "core").glob("*.py"))
+    spec = importlib.util.find_spec("dynasched_gym.envs")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            files += sorted(Path(location).rglob("*.py"))
+    return files
+
+
+def configure() -> Path:
+    """Point numba's cache at ``$NUMBA_CACHE_DIR`` (or the user cache) / <hash of the kernel sources>."""
+    digest = hashlib.sha256(f"{numba.__version__} {sys.version}".encode())
+    for path in _kernel_sources():
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache")), "dynasched_gym", "numba")
+    directory = Path(base) / digest.hexdigest()[:16]
+    numba.config.CACHE_DIR = str(directory)
+    return directory

@@ -1,0 +1,140 @@
+"""Snapshot lookahead in numba: try the top-k pairs of a base rule, roll each out, keep the best.
+
+At a decision point the base rule ranks the startable (job, machine) pairs (job priority first,
+then processing time, then job and machine id); each of the ``top_k`` best is started in a copy
+of the state (:func:`copy_into`), the copy is rolled out to the end under the base rule, and the
+pair whose rollout gives the lowest objective is chosen (ties: the base rule's order).
+
+**What a rollout may know.** By default the copy first forgets the future: no stream event that
+has not happened yet is applied and jobs not yet released do not exist (:func:`forget_future`),
+so the choice uses only what the agent has seen. Downtime already under way lasts its announced
+duration. With ``clairvoyant=True`` the rollout sees every future event and arrival: a reference
+for ablations, never a fair agent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dynasched_gym.core.compiled import (
+    C_EVENT,
+    C_OPEN_JOBS,
+    C_RELEASE,
+    JOB_CANCELLED,
+    JOB_COMPLETED,
+    JOB_HIDDEN,
+)
+from dynasched_gym.core.kernels import DONE, advance, copy_into, fill_candidates, start
+from dynasched_gym.core.rules import job_priority, run_rule
+
+#: Objectives a rollout can score (index = kernel code).
+OBJECTIVES = ("makespan", "tardiness", "weighted_tardiness", "flow_time")
+
+
+@njit(cache=True, _nrt=False)
+def forget_future(S, T):
+    """Make state ``T`` ignore every event and arrival that has not happened yet."""
+    counters = T.counters
+    counters[C_EVENT] = S.event_time.shape[0]
+    counters[C_RELEASE] = S.release_order.shape[0]
+    status = T.job_status
+    for j in range(status.shape[0]):
+        if status[j] == JOB_HIDDEN:
+            status[j] = JOB_CANCELLED  # unknown jobs take no part in the rollout
+            counters[C_OPEN_JOBS] -= 1
+
+
+@njit(cache=True, _nrt=False)
+def objective_value(S, T, objective):
+    """The objective over completed jobs of state ``T`` (code: index in :data:`OBJECTIVES`)."""
+    status = T.job_status
+    completion = T.job_completion
+    due = T.job_due
+    weight = T.job_weight
+    total = 0.0
+    count = 0
+    for j in range(status.shape[0]):
+        if status[j] != JOB_COMPLETED:
+            continue
+        c = completion[j]
+        count += 1
+        if objective == 0:
+            total = max(total, c)
+        elif objective == 3:
+            total += c - S.job_release[j]
+        elif due[j] == due[j] and c > due[j]:
+            total += (c - due[j]) * (weight[j] if objective == 2 else 1.0)
+    if objective == 3 and count > 0:
+        return total / count
+    return total
+
+
+@njit(cache=True, _nrt=False)
+def ranked_candidates(S, T, job_rule, out_job, out_machine, out_key, out_time):
+    """Fill the startable pairs sorted by the base rule; returns how many (at most the buffer length)."""
+    n = min(fill_candidates(S, T, out_job, out_machine, out_time), out_job.shape[0])
+    for i in range(n):
+        out_key[i] = job_priority(S, T, out_job[i], job_rule)
+    for i in range(1, n):  # insertion sort on (key, time, job, machine); n is small
+        j, m, key, p = out_job[i], out_machine[i], out_key[i], out_time[i]
+        k = i - 1
+        while k >= 0 and (out_key[k] > key or (out_key[k] == key and out_time[k] > p)):
+            out_job[k + 1], out_machine[k + 1], out_key[k + 1], out_time[k + 1] = (
+                out_job[k], out_machine[k], out_key[k], out_time[k])
+            k -= 1
+        out_job[k + 1], out_machine[k + 1], out_key[k + 1], out_time[k + 1] = j, m, key, p
+    return n
+
+
+@njit(cache=True, _nrt=False)
+def _mean_completion(T):
+    status = T.job_status
+    total, count = 0.0, 0
+    for j in range(status.shape[0]):
+        if status[j] == JOB_COMPLETED:
+            total += T.job_completion[j]
+            count += 1
+    return total / count if count > 0 else 0.0
+
+
+@njit(cache=True, _nrt=False)
+def lookahead_select(S, T, scratch, job_rule, rollout_rules, machine_rule, top_k, objective, clairvoyant, buf_job,
+                     buf_machine, buf_key, buf_time):
+    """The pair the lookahead picks now; ``scratch`` is a state of the same instance used for rollouts.
+
+    Each of the ``top_k`` pairs ranked by ``job_rule`` is scored by the best objective over rollouts
+    under each job rule in ``rollout_rules``; ties go to the lower mean completion time, then to the
+    ranking order.
+    """
+    n = ranked_candidates(S, T, job_rule, buf_job, buf_machine, buf_key, buf_time)
+    best_j, best_m, best_value, best_tie = -1, -1, np.inf, np.inf
+    for i in range(min(n, top_k)):
+        value, tie = np.inf, np.inf
+        for r in range(rollout_rules.shape[0]):
+            copy_into(T, scratch)
+            if not clairvoyant:
+                forget_future(S, scratch)
+            start(S, scratch, buf_job[i], buf_machine[i])
+            if advance(S, scratch) != DONE:
+                run_rule(S, scratch, rollout_rules[r], machine_rule, -1)
+            v = objective_value(S, scratch, objective)
+            t = _mean_completion(scratch)
+            if v < value or (v == value and t < tie):
+                value, tie = v, t
+        if value < best_value or (value == best_value and tie < best_tie):
+            best_j, best_m, best_value, best_tie = buf_job[i], buf_machine[i], value, tie
+    return best_j, best_m
+
+
+@njit(cache=True, _nrt=False)
+def run_lookahead(S, T, scratch, job_rule, rollout_rules, machine_rule, top_k, objective, clairvoyant, buf_job,
+                  buf_machine, buf_key, buf_time):
+    """Play the whole episode with the lookahead policy; returns the final code."""
+    code = advance(S, T)
+    while code != DONE and code >= 0:
+        j, m = lookahead_select(S, T, scratch, job_rule, rollout_rules, machine_rule, top_k, objective, clairvoyant,
+                                buf_job, buf_machine, buf_key, buf_time)
+        start(S, T, j, m)
+        code = advance(S, T)
+    return code

@@ -1,0 +1,78 @@
+"""Agents: one interface, rule agents equal the jitted rules, lookahead never reads the future."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import dynasched_gym  # noqa: F401  (registers the ids)
+from dynasched_gym import Event, EventType, Instance, Job, Machine, data, load_instance, rollout, validate_schedule
+from dynasched_gym.agents import make, run_episode
+from dynasched_gym.agents.lookahead import LookaheadAgent
+
+
+@pytest.mark.parametrize("rule", ["SPT:EET", "MWKR:EET", "MOPNR:LWL", "FIFO:LIT", "EDD:SPT", "ATC:EET", "CR:LWL"])
+@pytest.mark.parametrize("name", ["mk01", "dsbx-medium"])
+def test_rule_agent_equals_the_jitted_rule(rule, name):
+    inst = load_instance(data.path(name))
+    env = gym.make("DynaSched/FJSP-v0", instance=inst, max_candidates=512)
+    played = run_episode(make(f"rule:{rule}"), env, seed=0)
+    kernel = rollout(inst, rule=rule)
+    assert played.metrics == kernel.metrics
+    np.testing.assert_array_equal(played.segment_start, kernel.segment_start)
+    np.testing.assert_array_equal(played.segment_machine, kernel.segment_machine)
+
+
+def test_reference_names_and_rule_selection_env():
+    assert make("pdr:MWKR:EET").config() == make("rule:MWKR:EET").config()
+    env = gym.make("DynaSched/DFJSP-Rules-v0", instance="mk02")
+    schedule = run_episode(make("rule:MWKR:EET"), env, seed=0)
+    assert schedule.metrics["makespan"] == rollout(load_instance(data.path("mk02")), rule="MWKR").metrics["makespan"]
+    with pytest.raises(ValueError, match="composite rules"):
+        run_episode(make("rule:LPT:LIT"), env, seed=0)
+    with pytest.raises(ValueError, match="unknown agent"):
+        make("genius")
+    with pytest.raises(ValueError, match="top_k"):
+        make("lookahead", top_k=0)
+
+
+@pytest.mark.parametrize("name", ["random", "lookahead", "lookahead-oracle", "rule:ATC:EET"])
+def test_every_agent_plays_valid_episodes_on_a_dynamic_instance(name):
+    env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness")
+    agent = make(name, top_k=4) if name.startswith("lookahead") else make(name)
+    schedule = run_episode(agent, env, seed=1)
+    assert schedule.finished and validate_schedule(schedule).ok
+    assert agent.clairvoyant == (name == "lookahead-oracle")
+
+
+def _breakdown_instance(with_future_breakdown: bool) -> Instance:
+    """J0 takes 2 on M0 or 3 on M1. A breakdown of M0 at t=1 (restart policy) would make M1 better."""
+    events = [Event(1.0, EventType.BREAKDOWN, machine=0, duration=100.0)] if with_future_breakdown else []
+    return Instance.build("future", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 2.0, 1: 3.0}])], events,
+                          breakdown_policy="restart")
+
+
+def _first_choice(agent: LookaheadAgent, inst: Instance) -> tuple[int, int]:
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="makespan")
+    obs, info = env.reset(seed=0)
+    agent.reset(env)
+    jobs, machines = env.unwrapped.offered_pairs()
+    slot = agent.act(obs, info)
+    return int(jobs[slot]), int(machines[slot])
+
+
+def test_lookahead_never_reads_future_events_but_the_oracle_does():
+    fair, oracle = LookaheadAgent(rule="SPT", top_k=4), LookaheadAgent(rule="SPT", top_k=4, clairvoyant=True)
+    assert _first_choice(fair, _breakdown_instance(True)) == _first_choice(fair, _breakdown_instance(False)) == (0, 0)
+    assert _first_choice(oracle, _breakdown_instance(True)) == (0, 1)
+    assert (fair.name, oracle.name) == ("lookahead", "lookahead-oracle")
+
+
+def test_lookahead_ignores_jobs_that_have_not_arrived():
+    """A future urgent arrival on M0 would make a clairvoyant rollout keep M0 free; the fair one cannot know."""
+    jobs = [Job("J0", [{0: 2.0, 1: 2.5}]), Job("J1", [{0: 10.0}], release=0.5)]
+    inst = Instance.build("arrival", [Machine("M0"), Machine("M1")], jobs)
+    fair, oracle = LookaheadAgent(rule="SPT", top_k=4), LookaheadAgent(rule="SPT", top_k=4, clairvoyant=True)
+    assert _first_choice(fair, inst) == (0, 0)
+    assert _first_choice(oracle, inst) == (0, 1)
