@@ -74,6 +74,7 @@ class LookaheadAgent(Agent):
         return slot_of(self.env, job, machine, self.job_rule)
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "rule": self.rule, "rollout_rules": list(self.rollout_names), "top_k": self.top_k,
+        rollouts = None if self.rollout_names is None else list(self.rollout_names)
+        return {"name": self.name, "rule": self.rule, "rollout_rules": rollouts, "top_k": self.top_k,
                 "objective": self.objective, "clairvoyant": self.clairvoyant}
 

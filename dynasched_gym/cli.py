@@ -7,6 +7,9 @@ Examples::
     dynasched-gym validate ta01-mwkr.json
     dynasched-gym convert shared/reference/dsbx/DynaSched-Grid/<dir> --to native medium.json
     dynasched-gym compare                        # every rule on the embedded instances
+    dynasched-gym gantt ta01-mwkr.json --out gantt.html [--by job]   # also .png, .pdf, .svg
+    dynasched-gym timeline ta01-mwkr.json --out timeline.png         # an instance works too
+    dynasched-gym curves ta01-mwkr.json --out curves.png
 """
 
 from __future__ import annotations
@@ -113,6 +116,41 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _written(path: str, began: float) -> int:
+    print(f"{path}: written in {time.perf_counter() - began:.2f} s")
+    return 0
+
+
+def _cmd_gantt(args: argparse.Namespace) -> int:
+    from dynasched_gym.schedule import load_schedule
+    from dynasched_gym.viz import save_gantt
+
+    began = time.perf_counter()
+    save_gantt(load_schedule(args.schedule), args.out, by=args.by)
+    return _written(args.out, began)
+
+
+def _cmd_timeline(args: argparse.Namespace) -> int:
+    from dynasched_gym.io.text import read_text
+    from dynasched_gym.schedule import SCHEDULE_FORMAT, load_schedule
+    from dynasched_gym.viz import save_timeline
+
+    began = time.perf_counter()
+    path = Path(args.source)
+    is_schedule = path.is_file() and path.suffix == ".json" and SCHEDULE_FORMAT in read_text(path)[:4096]
+    save_timeline(load_schedule(path) if is_schedule else resolve_instance(args.source), args.out, bins=args.bins)
+    return _written(args.out, began)
+
+
+def _cmd_curves(args: argparse.Namespace) -> int:
+    from dynasched_gym.schedule import load_schedule
+    from dynasched_gym.viz import save_curves
+
+    began = time.perf_counter()
+    save_curves(load_schedule(args.schedule), args.out)
+    return _written(args.out, began)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dynasched-gym``."""
     parser = argparse.ArgumentParser(prog="dynasched-gym", description=__doc__.split("\n\n")[0])
@@ -140,6 +178,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", default="SPT:EET,FIFO:EET,MWKR:EET,MOPNR:EET,EDD:EET,ATC:EET",
                    help="comma-separated JOB:MACHINE rules")
     p.set_defaults(func=_cmd_compare)
+    p = sub.add_parser("gantt", help="draw a schedule's Gantt chart (PNG, PDF, SVG or interactive HTML)")
+    p.add_argument("schedule", help="schedule JSON file (from rollout --out)")
+    p.add_argument("--out", required=True, help="output file; its suffix picks the type")
+    p.add_argument("--by", choices=("machine", "job"), default="machine", help="one row per machine or per job")
+    p.set_defaults(func=_cmd_gantt)
+    p = sub.add_parser("timeline", help="draw the event timeline of an instance or a schedule")
+    p.add_argument("source", help="schedule JSON file, instance path or embedded name")
+    p.add_argument("--out", required=True, help="output file (.png, .pdf or .svg)")
+    p.add_argument("--bins", type=int, default=60, help="number of time bins of the histogram")
+    p.set_defaults(func=_cmd_timeline)
+    p = sub.add_parser("curves", help="draw WIP, jobs, busy/down machines and utilisation over time")
+    p.add_argument("schedule", help="schedule JSON file")
+    p.add_argument("--out", required=True, help="output file (.png, .pdf or .svg)")
+    p.set_defaults(func=_cmd_curves)
     return parser
 
 

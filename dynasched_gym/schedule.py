@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ import numpy as np
 
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Instance, write_text_atomic
+from dynasched_gym.io.native import as_int, as_number, get_field
 from dynasched_gym.metrics import compute_metrics
 
 SCHEDULE_FORMAT = "dynasched-schedule/1"
@@ -124,3 +125,65 @@ def load_schedule_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
 
         data["instance"] = load_instance(p.parent / inst["path"]).to_dict()
     return data
+
+
+def load_schedule(path: str | os.PathLike[str]) -> Schedule:
+    """Read a schedule JSON file into a :class:`Schedule`; every error names the file and the field."""
+    return schedule_from_dict(load_schedule_dict(path), source=str(path))
+
+
+def schedule_from_dict(data: Mapping[str, Any], source: str = "<schedule>") -> Schedule:
+    """Parse a ``dynasched-schedule/1`` object (with the instance inline, as :func:`load_schedule_dict` gives)."""
+    inst = Instance.from_dict(get_field(data, "instance", "", source), source=source)
+    seg = _table(data, "segments", ("job", "op", "machine", "start", "end", "work", "status"), inst, source)
+    down = _table(data, "downtime", ("machine", "start", "end", "kind"), inst, source)
+    jobs = _table(data, "jobs", ("job", "due", "weight", "completion", "cancelled_at"), inst, source)
+    n = inst.num_jobs
+
+    def per_job(key: str, default: float) -> np.ndarray:
+        out = np.full(n, default)
+        out[jobs["job"]] = jobs[key]
+        return out
+
+    return Schedule(
+        instance=inst,
+        segment_job=seg["job"], segment_op=seg["op"], segment_machine=seg["machine"],
+        segment_start=seg["start"], segment_end=seg["end"], segment_work=seg["work"], segment_status=seg["status"],
+        downtime_machine=down["machine"], downtime_start=down["start"], downtime_end=down["end"],
+        downtime_kind=down["kind"],
+        job_due=per_job("due", np.nan), job_weight=per_job("weight", 1.0),
+        job_completion=per_job("completion", np.nan), job_cancelled_at=per_job("cancelled_at", np.nan),
+    )
+
+
+_INTS = {"job", "op", "machine"}
+_CHOICES = {"status": SEGMENT_STATUSES, "kind": DOWNTIME_KINDS}
+_NULLABLE = {"due", "completion", "cancelled_at"}
+
+
+def _table(
+    data: Mapping[str, Any], name: str, keys: Sequence[str], inst: Instance, source: str
+) -> dict[str, np.ndarray]:
+    """The records of list ``name`` as one array per key (ids range-checked, null numbers as NaN)."""
+    records = get_field(data, name, "", source)
+    if not isinstance(records, list):
+        raise InstanceFormatError("expected a list", source=source, field=name, value=type(records).__name__)
+    limits = {"job": inst.num_jobs, "machine": inst.num_machines}
+    columns: dict[str, list[Any]] = {key: [] for key in keys}
+    for i, rec in enumerate(records):
+        for key in keys:
+            where = f"{name}[{i}].{key}"
+            val = get_field(rec, key, f"{name}[{i}]", source)
+            if key in _CHOICES:
+                if val not in _CHOICES[key]:
+                    raise InstanceFormatError(f"expected one of {_CHOICES[key]}", source=source, field=where, value=val)
+                val = _CHOICES[key].index(val)
+            elif key in _INTS:
+                val = as_int(val, where, source)
+                if not 0 <= val < limits.get(key, val + 1):
+                    raise InstanceFormatError("id out of range", source=source, field=where, value=val)
+            else:
+                val = as_number(val, where, source, allow_none=key in _NULLABLE)
+            columns[key].append(np.nan if val is None else val)
+    return {key: np.asarray(col, dtype=np.int64 if key in _INTS or key in _CHOICES else np.float64)
+            for key, col in columns.items()}

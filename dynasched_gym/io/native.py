@@ -21,7 +21,8 @@ def load(path: Path) -> Instance:
     return instance_from_dict(read_json(path), str(path))
 
 
-def _get(obj: Mapping[str, Any], key: str, where: str, source: str, default: Any = ...) -> Any:
+def get_field(obj: Mapping[str, Any], key: str, where: str, source: str, default: Any = ...) -> Any:
+    """``obj[key]``; a missing key (without ``default``) or a non-object raises naming ``source`` and the field."""
     if not isinstance(obj, Mapping):
         raise InstanceFormatError("expected a JSON object", source=source, field=where, value=obj)
     if key not in obj:
@@ -32,7 +33,8 @@ def _get(obj: Mapping[str, Any], key: str, where: str, source: str, default: Any
     return obj[key]
 
 
-def _number(val: Any, where: str, source: str, allow_none: bool = False) -> float | None:
+def as_number(val: Any, where: str, source: str, allow_none: bool = False) -> float | None:
+    """``val`` as a float (``None`` passes with ``allow_none``); anything else raises naming the field."""
     if val is None and allow_none:
         return None
     if isinstance(val, bool) or not isinstance(val, (int, float)):
@@ -40,14 +42,15 @@ def _number(val: Any, where: str, source: str, allow_none: bool = False) -> floa
     return float(val)
 
 
-def _int(val: Any, where: str, source: str) -> int:
+def as_int(val: Any, where: str, source: str) -> int:
+    """``val`` as an integer id; anything else (bools included) raises naming the field."""
     if isinstance(val, bool) or not isinstance(val, int):
         raise InstanceFormatError("expected an integer id", source=source, field=where, value=val)
     return val
 
 
 def _operation(obj: Any, where: str, source: str) -> dict[int, float]:
-    eligible = _get(obj, "eligible", where, source)
+    eligible = get_field(obj, "eligible", where, source)
     if not isinstance(eligible, Mapping):
         raise InstanceFormatError("expected an object {machine id: time}", source=source, field=f"{where}.eligible",
                                   value=eligible)
@@ -58,52 +61,52 @@ def _operation(obj: Any, where: str, source: str) -> dict[int, float]:
         except (TypeError, ValueError):
             raise InstanceFormatError("machine id must be an integer", source=source, field=f"{where}.eligible",
                                       value=key) from None
-        out[m] = _number(time, f"{where}.eligible.{key}", source)  # type: ignore[assignment]
+        out[m] = as_number(time, f"{where}.eligible.{key}", source)  # type: ignore[assignment]
     return out
 
 
 def instance_from_dict(data: Mapping[str, Any], source: str = "<instance>") -> Instance:
     """Parse a native-JSON object into an :class:`Instance` (errors name ``source`` and the field)."""
-    fmt = _get(data, "format", "", source)
+    fmt = get_field(data, "format", "", source)
     if fmt != INSTANCE_FORMAT:
         raise InstanceFormatError(f"unsupported format (expected {INSTANCE_FORMAT!r})", source=source,
                                   field="format", value=fmt)
-    config = _get(data, "config", "", source, {})
-    policy = _get(config, "breakdown_policy", "config", source, "resume")
+    config = get_field(data, "config", "", source, {})
+    policy = get_field(config, "breakdown_policy", "config", source, "resume")
     machines = []
-    for i, m in enumerate(_get(data, "machines", "", source)):
+    for i, m in enumerate(get_field(data, "machines", "", source)):
         where = f"machines[{i}]"
-        if _int(_get(m, "id", where, source), f"{where}.id", source) != i:
+        if as_int(get_field(m, "id", where, source), f"{where}.id", source) != i:
             raise InstanceFormatError("machine ids must be 0, 1, 2, ... in order", source=source,
                                       field=f"{where}.id", value=m["id"])
-        machines.append(Machine(name=str(_get(m, "name", where, source, f"M{i}")),
-                                group=str(_get(m, "group", where, source, "default")),
-                                speed=_number(_get(m, "speed", where, source, 1.0), f"{where}.speed", source)))
+        machines.append(Machine(name=str(get_field(m, "name", where, source, f"M{i}")),
+                                group=str(get_field(m, "group", where, source, "default")),
+                                speed=as_number(get_field(m, "speed", where, source, 1.0), f"{where}.speed", source)))
     jobs = []
-    for j, job in enumerate(_get(data, "jobs", "", source)):
+    for j, job in enumerate(get_field(data, "jobs", "", source)):
         where = f"jobs[{j}]"
-        if _int(_get(job, "id", where, source), f"{where}.id", source) != j:
+        if as_int(get_field(job, "id", where, source), f"{where}.id", source) != j:
             raise InstanceFormatError("job ids must be 0, 1, 2, ... in order", source=source, field=f"{where}.id",
                                       value=job["id"])
-        ops = _get(job, "ops", where, source)
+        ops = get_field(job, "ops", where, source)
         if not isinstance(ops, list):
             raise InstanceFormatError("expected a list of operations", source=source, field=f"{where}.ops", value=ops)
         jobs.append(Job(
-            name=str(_get(job, "name", where, source, f"Job-{j}")),
-            release=_number(_get(job, "release", where, source, 0.0), f"{where}.release", source),
-            due=_number(_get(job, "due", where, source, None), f"{where}.due", source, allow_none=True),
-            weight=_number(_get(job, "weight", where, source, 1.0), f"{where}.weight", source),
+            name=str(get_field(job, "name", where, source, f"Job-{j}")),
+            release=as_number(get_field(job, "release", where, source, 0.0), f"{where}.release", source),
+            due=as_number(get_field(job, "due", where, source, None), f"{where}.due", source, allow_none=True),
+            weight=as_number(get_field(job, "weight", where, source, 1.0), f"{where}.weight", source),
             ops=[_operation(op, f"{where}.ops[{k}]", source) for k, op in enumerate(ops)],
         ))
-    events = [_event(e, f"events[{i}]", source) for i, e in enumerate(_get(data, "events", "", source, []))]
+    events = [_event(e, f"events[{i}]", source) for i, e in enumerate(get_field(data, "events", "", source, []))]
     try:
-        return Instance.build(str(_get(data, "name", "", source, "unnamed")), machines, jobs, events, policy)
+        return Instance.build(str(get_field(data, "name", "", source, "unnamed")), machines, jobs, events, policy)
     except InstanceFormatError as exc:
         raise exc.located(source) from None
 
 
 def _event(obj: Any, where: str, source: str) -> Event:
-    kind = _get(obj, "type", where, source)
+    kind = get_field(obj, "type", where, source)
     try:
         etype = EventType[kind]
     except (KeyError, TypeError):
@@ -113,14 +116,14 @@ def _event(obj: Any, where: str, source: str) -> Event:
     if unknown:
         raise InstanceFormatError("unknown event field", source=source, field=f"{where}.{sorted(unknown)[0]}",
                                   value=obj[sorted(unknown)[0]])
-    kwargs: dict[str, Any] = {"time": _number(_get(obj, "time", where, source), f"{where}.time", source),
+    kwargs: dict[str, Any] = {"time": as_number(get_field(obj, "time", where, source), f"{where}.time", source),
                               "type": etype}
     for key in ("machine", "job", "op"):
         if key in obj:
-            kwargs[key] = _int(obj[key], f"{where}.{key}", source)
+            kwargs[key] = as_int(obj[key], f"{where}.{key}", source)
     for key in ("duration", "factor", "value", "weight", "due"):
         if key in obj:
-            kwargs[key] = _number(obj[key], f"{where}.{key}", source)
+            kwargs[key] = as_number(obj[key], f"{where}.{key}", source)
     if "ops" in obj:
         if not isinstance(obj["ops"], list):
             raise InstanceFormatError("expected a list of operations", source=source, field=f"{where}.ops",

@@ -1,0 +1,75 @@
+"""Plumbing shared by the pictures: lazy matplotlib figures, the palette, atomic saving, RGB capture.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects (no pyplot, no global state), so
+drawing and saving work headless with the Agg renderer whatever backend is configured.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.instance import atomic_path
+
+#: File types a figure can be saved as (by suffix).
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def blank_figure(fig: Any, width: float, height: float, dpi: float) -> Any:
+    """``fig`` cleared (a new ``width`` x ``height`` inch figure when ``None``), with constrained layout.
+
+    Constrained layout keeps the titles and the legends placed above the axes from overlapping.
+    """
+    if fig is None:
+        try:
+            from matplotlib.figure import Figure
+        except ImportError as exc:  # pragma: no cover - matplotlib is a dev dependency
+            raise ImportError("the pictures need matplotlib: pip install 'dynasched-gym[viz]'") from exc
+        fig = Figure(figsize=(width, height), dpi=dpi)
+    fig.clf()
+    fig.set_layout_engine("constrained")
+    return fig
+
+
+#: Colours of jobs, machines and event types: matplotlib's ``tab20`` without its reds and greys,
+#: which mark breakdowns, maintenance, cancellations and late jobs.
+PALETTE = (
+    "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#9467bd", "#c5b0d5",
+    "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d", "#17becf", "#9edae5",
+)
+
+
+def palette(n: int) -> np.ndarray:
+    """``n`` hex colours from :data:`PALETTE`, cycling (no matplotlib needed)."""
+    return np.take(PALETTE, np.arange(n) % len(PALETTE))
+
+
+def check_suffix(path: Path, allowed: tuple[str, ...]) -> str:
+    """The lower-case suffix of ``path``; an :class:`InstanceFormatError` naming the file if not ``allowed``."""
+    suffix = path.suffix.lower()
+    if suffix not in allowed:
+        raise InstanceFormatError(f"unsupported output type (use {', '.join(allowed)})", source=str(path),
+                                  value=path.suffix)
+    return suffix
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
+    """Save ``fig`` atomically as PNG, PDF or SVG (chosen by the suffix of ``path``)."""
+    path = Path(path)
+    fmt = check_suffix(path, FIGURE_SUFFIXES)[1:]
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=fmt)
+    return path
+
+
+def figure_rgb(fig: Any) -> np.ndarray:
+    """Render ``fig`` with Agg and return its pixels as an ``(height, width, 3)`` uint8 array."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()

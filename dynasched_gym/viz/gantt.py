@@ -1,0 +1,362 @@
+"""Gantt charts of a schedule, by machine or by job: a matplotlib figure (PNG/PDF/SVG) or interactive HTML.
+
+Machine view: one row per machine; segments coloured by job (preempted ones hatched ``//``,
+aborted ones crossed ``xx``), downtime as thin bars (breakdowns red, maintenance grey), job
+arrivals as green triangles above the rows and cancellations as red crosses below them.
+Job view: one row per job; segments coloured by machine, the release (green triangle), the due
+date in force at completion (black tick, red when the job was late) and the cancellation (red
+cross) on the job's row. Bars are a few ``PolyCollection``s (one per segment status), so
+thousands of segments draw in well under a second.
+
+The HTML version is one self-contained file: an inline SVG whose x axis is time itself (zooming
+changes the ``viewBox``), one element per segment, downtime interval and marker, and a little
+vanilla JavaScript for hover tooltips, wheel zoom, drag to pan and double-click to reset.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import numpy as np
+
+from dynasched_gym.instance import Instance, write_text_atomic
+from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
+from dynasched_gym.viz._mpl import FIGURE_SUFFIXES, blank_figure, check_suffix, palette, save_figure
+
+#: The two views: one row per machine, or one row per job.
+VIEWS = ("machine", "job")
+#: Output types of :func:`save_gantt`, by suffix.
+GANTT_SUFFIXES = (*FIGURE_SUFFIXES, ".html")
+DOWN_COLOURS = {"breakdown": "#d62728", "maintenance": "#9e9e9e"}
+HATCHES = {"completed": None, "preempted": "////", "aborted": "xxxx"}
+
+Running = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""Operations in progress, as parallel arrays: job, machine, start, planned end."""
+
+
+def gantt_figure(
+    schedule: Schedule,
+    by: str = "machine",
+    *,
+    now: float | None = None,
+    running: Running | None = None,
+    title: str | None = None,
+    fig: Any = None,
+    dpi: float = 100,
+) -> Any:
+    """Draw the Gantt chart of ``schedule`` on ``fig`` (cleared first; a new figure when ``None``).
+
+    ``now`` (a running episode) draws the current time, hides arrivals after it and cuts
+    downtime at it; ``running`` adds the operations in progress, faded, up to their planned end.
+    """
+    _check_view(by)
+    inst = schedule.instance
+    machine_view = by == "machine"
+    rows = inst.num_machines if machine_view else inst.num_jobs
+    fig = blank_figure(fig, *gantt_size(inst, by), dpi)
+    ax = fig.add_subplot()
+    colours = palette(inst.num_jobs if machine_view else inst.num_machines)
+    seg_row, seg_colour = _row_and_colour(schedule.segment_job, schedule.segment_machine, machine_view)
+    edge = 0.4 if len(seg_row) <= 60 * rows else 0.0  # dense charts: edges would hide the colours
+    for i, status in enumerate(SEGMENT_STATUSES):
+        sel = schedule.segment_status == i
+        _bars(ax, seg_row[sel], schedule.segment_start[sel], schedule.segment_end[sel], 0.7,
+              facecolors=colours[seg_colour[sel]], edgecolors="black", linewidths=edge, hatch=HATCHES[status])
+    if running is not None:
+        job, machine, start, end = running
+        run_row, run_colour = _row_and_colour(job, machine, machine_view)
+        _bars(ax, run_row, start, end, 0.7, facecolors=colours[run_colour], alpha=0.45, edgecolors="black",
+              linewidths=edge)
+    released = np.ones(inst.num_jobs, dtype=bool) if now is None else inst.job_release <= now
+    cancel = schedule.job_cancelled_at
+    if machine_view:
+        down_end = schedule.downtime_end if now is None else np.minimum(
+            schedule.downtime_end, np.maximum(now, schedule.downtime_start))
+        down_colours = np.array([DOWN_COLOURS[k] for k in DOWNTIME_KINDS])[schedule.downtime_kind]
+        _bars(ax, schedule.downtime_machine, schedule.downtime_start, down_end, 0.35, facecolors=down_colours)
+        _marks(ax, inst.job_release[released], -0.8, "^", "tab:green", 5)
+        _marks(ax, cancel[~np.isnan(cancel)], rows - 0.2, "x", "tab:red", 6)
+        ax.set_ylim(rows - 0.2, -1.0)
+    else:
+        size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / rows, 1.0, 6.0))
+        jobs = np.flatnonzero(released)
+        due = schedule.job_due[jobs]
+        late = schedule.job_completion[jobs] > due
+        _marks(ax, inst.job_release[jobs], jobs, ">", "tab:green", size)
+        _marks(ax, due[~late], jobs[~late], "|", "black", 1.6 * size)
+        _marks(ax, due[late], jobs[late], "|", "tab:red", 1.6 * size)
+        _marks(ax, cancel[jobs], jobs, "x", "tab:red", size)
+        ax.set_ylim(rows - 0.5, -0.5)
+    if now is not None:
+        ax.axvline(now, color="black", linestyle="--", linewidth=0.8)
+    ax.set_xlim(0.0, 1.01 * _horizon(schedule, now, running))
+    names = inst.machine_names if machine_view else inst.job_names
+    if rows <= 60:
+        ax.set_yticks(range(rows), names, fontsize=8 if rows <= 30 else 6)
+    ax.set_ylabel(by)
+    ax.set_xlabel("time")
+    fig.legend(handles=_legend(inst.machine_names, machine_view, now is not None, running is not None),
+               loc="outside lower left", ncol=8, fontsize=7, frameon=False)
+    fig.suptitle(title or _title(schedule, by), fontsize=9, x=0.01, ha="left")
+    return fig
+
+
+def gantt_size(instance: Instance, by: str = "machine") -> tuple[float, float]:
+    """Default figure size in inches: 10 wide, a fixed height per row (at most 24)."""
+    rows = instance.num_machines if by == "machine" else instance.num_jobs
+    return 10.0, min(1.6 + (0.35 if by == "machine" else 0.18) * rows, 24.0)
+
+
+def save_gantt(schedule: Schedule, path: str | os.PathLike[str], by: str = "machine") -> Path:
+    """Write the Gantt chart to ``path`` atomically: PNG, PDF or SVG (matplotlib) or HTML, by suffix."""
+    path = Path(path)
+    if check_suffix(path, GANTT_SUFFIXES) == ".html":
+        write_text_atomic(path, gantt_html(schedule, by))
+    else:
+        save_figure(gantt_figure(schedule, by), path)
+    return path
+
+
+def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None) -> str:
+    """The Gantt chart as a self-contained interactive HTML page (no network access needed)."""
+    _check_view(by)
+    inst = schedule.instance
+    machine_view = by == "machine"
+    names = inst.machine_names if machine_view else inst.job_names
+    row_h = 20 if machine_view else 12
+    top = row_h if machine_view else 0  # machine view: strips above and below the rows for the markers
+    height = 2 * top + len(names) * row_h
+    horizon = 1.01 * _horizon(schedule)
+    colours = palette(inst.num_jobs if machine_view else inst.num_machines)
+
+    def y(row: int, frac: float) -> float:  # top of a bar filling `frac` of row `row`
+        return top + (row + (1 - frac) / 2) * row_h
+
+    out = [f'<rect class="stripe" x="0" y="{y(r, 1)}" width="{horizon:.10g}" height="{row_h}"/>'
+           for r in range(1, len(names), 2)]
+    for j, k, m, s, e, w, st in zip(schedule.segment_job, schedule.segment_op, schedule.segment_machine,
+                                    schedule.segment_start, schedule.segment_end, schedule.segment_work,
+                                    schedule.segment_status):
+        status = SEGMENT_STATUSES[st]
+        tip = (f"{inst.job_names[j]} (job {j}), op {k} on {inst.machine_names[m]}\n"
+               f"{s:g} – {e:g}, {w:.0%} of the op's work, {status}")
+        out.append(_rect(f"seg {status}", s, e, y(m if machine_view else j, 0.7), 0.7 * row_h,
+                         tip, colours[j if machine_view else m]))
+    if machine_view:
+        for m, s, e, kind in zip(schedule.downtime_machine, schedule.downtime_start, schedule.downtime_end,
+                                 schedule.downtime_kind):
+            name = DOWNTIME_KINDS[kind]
+            out.append(_rect(f"down {name}", s, e, y(m, 0.35), 0.35 * row_h,
+                             f"{name} of {inst.machine_names[m]}\n{s:g} – {e:g}", DOWN_COLOURS[name]))
+    for j in range(inst.num_jobs):
+        r0, r1 = (2, top - 2) if machine_view else (y(j, 0.9), y(j, 0.9) + 0.9 * row_h)
+        out.append(_tick("arrival", inst.job_release[j], r0, r1, f"{inst.job_names[j]} arrives"))
+        if not np.isnan(schedule.job_cancelled_at[j]):
+            c0, c1 = (height - top + 2, height - 2) if machine_view else (r0, r1)
+            out.append(_tick("cancel", schedule.job_cancelled_at[j], c0, c1, f"{inst.job_names[j]} cancelled"))
+        if not machine_view and not np.isnan(schedule.job_due[j]):
+            late = schedule.job_completion[j] > schedule.job_due[j]
+            out.append(_tick("due late" if late else "due", schedule.job_due[j], r0, r1,
+                             f"{inst.job_names[j]} due" + (" (late)" if late else "")))
+    label_w = min(200, 10 + 7 * max(len(n) for n in names))
+    labels = "".join(f'<text x="{label_w - 6}" y="{top + (r + 0.5) * row_h}">{html.escape(n)}</text>'
+                     for r, n in enumerate(names))
+    legend = [f'<span><i style="background:{DOWN_COLOURS[k]}"></i>{k}</span>' for k in DOWNTIME_KINDS
+              if machine_view]
+    legend += ['<span><i class="preempted"></i>preempted</span>', '<span><i class="aborted"></i>aborted</span>',
+               '<span><b class="arrival"></b>arrival</span>', '<span><b class="cancel"></b>cancellation</span>']
+    if not machine_view:
+        legend += ['<span><b class="due"></b>due</span>', '<span><b class="due late"></b>due (late)</span>']
+        legend += [f'<span><i style="background:{colours[m]}"></i>{html.escape(n)}</span>'
+                   for m, n in enumerate(inst.machine_names)]
+    return _PAGE.substitute(title=html.escape(title or _title(schedule, by)), legend="".join(legend),
+                            label_w=label_w, height=height, horizon=f"{horizon:.10g}", labels=labels,
+                            body="\n".join(out))
+
+
+def _check_view(by: str) -> None:
+    if by not in VIEWS:
+        raise ValueError(f"by must be one of {VIEWS}, got {by!r}")
+
+
+def _row_and_colour(job: np.ndarray, machine: np.ndarray, machine_view: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Which row each bar goes on and which palette entry colours it."""
+    return (machine, job) if machine_view else (job, machine)
+
+
+def _horizon(schedule: Schedule, now: float | None = None, running: Running | None = None) -> float:
+    """The last time anything in the chart happens (at least 1); while running, nothing after ``now`` but
+    the planned ends of the running operations (future arrivals and due dates are not shown)."""
+    times = [schedule.segment_end, [1.0]]
+    if now is None:
+        times += [schedule.downtime_end, schedule.instance.job_release, schedule.job_due, schedule.job_cancelled_at]
+    else:
+        times.append([now])
+    if running is not None:
+        times.append(running[3])
+    return float(np.nanmax(np.concatenate([np.asarray(t, dtype=np.float64) for t in times])))
+
+
+def _bars(ax: Any, row: np.ndarray, start: np.ndarray, end: np.ndarray, height: float, **style: Any) -> None:
+    """Add one rectangle per (row, start, end), centred on the row, as a single PolyCollection."""
+    if len(row) == 0:
+        return
+    from matplotlib.collections import PolyCollection
+
+    y0, y1 = row - height / 2, row + height / 2
+    verts = np.stack([np.c_[start, y0], np.c_[start, y1], np.c_[end, y1], np.c_[end, y0]], axis=1)
+    ax.add_collection(PolyCollection(verts, **style))
+
+
+def _marks(ax: Any, x: np.ndarray, y: Any, marker: str, colour: str, size: float) -> None:
+    """Markers at (x, y), drawn outside the axes too (arrival and cancellation strips)."""
+    y = np.broadcast_to(y, np.shape(x))
+    ax.plot(x, y, linestyle="none", marker=marker, color=colour, markersize=size, clip_on=False)
+
+
+def _legend(machine_names: tuple[str, ...], machine_view: bool, now: bool, running: bool) -> list[Any]:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    def mark(marker: str, colour: str, label: str) -> Line2D:
+        return Line2D([], [], linestyle="none", marker=marker, color=colour, label=label)
+
+    handles = [Patch(facecolor="white", edgecolor="black", hatch=HATCHES[s], label=s) for s in SEGMENT_STATUSES[1:]]
+    if machine_view:
+        handles[:0] = [Patch(color=DOWN_COLOURS[k], label=k) for k in DOWNTIME_KINDS]
+        handles += [mark("^", "tab:green", "arrival"), mark("x", "tab:red", "cancellation")]
+    else:
+        handles += [mark(">", "tab:green", "release"), mark("|", "black", "due"), mark("|", "tab:red", "due (late)"),
+                    mark("x", "tab:red", "cancellation")]
+        if len(machine_names) <= 8:
+            handles += [Patch(color=c, label=n) for c, n in zip(palette(len(machine_names)), machine_names)]
+    if running:
+        handles.append(Patch(facecolor="tab:blue", alpha=0.45, label="running"))
+    if now:
+        handles.append(Line2D([], [], color="black", linestyle="--", label="now"))
+    return handles
+
+
+def _title(schedule: Schedule, by: str) -> str:
+    m = schedule.metrics
+    return (f"{schedule.instance.name} by {by}: makespan {m['makespan']:.6g}, total tardiness "
+            f"{m['total_tardiness']:.6g}, {m['num_cancelled_jobs']} cancelled, utilisation {m['utilization']:.1%}")
+
+
+def _rect(cls: str, start: float, end: float, top: float, height: float, tip: str, fill: str) -> str:
+    return (f'<rect class="{cls}" x="{start:.10g}" y="{top:g}" width="{end - start:.10g}" height="{height:g}" '
+            f'fill="{fill}" data-tip="{html.escape(tip)}"/>')
+
+
+def _tick(cls: str, t: float, y0: float, y1: float, tip: str) -> str:
+    return (f'<line class="{cls}" x1="{t:.10g}" x2="{t:.10g}" y1="{y0:g}" y2="{y1:g}" '
+            f'data-tip="{html.escape(tip)} at {t:g}"/>')
+
+
+_PAGE = Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>$title</title>
+<style>
+body{font:13px system-ui,sans-serif;margin:12px;color:#222}
+h1{font-size:15px;margin:0 0 4px}
+.hint{color:#666;margin:0 0 6px}
+.legend span{margin-right:12px;white-space:nowrap}
+.legend i{display:inline-block;width:14px;height:10px;margin-right:4px;border:1px solid #444;vertical-align:middle}
+.legend b{display:inline-block;width:3px;height:12px;margin:0 5px;vertical-align:middle}
+.legend i.preempted{background:repeating-linear-gradient(45deg,#999 0 2px,#fff 2px 5px)}
+.legend i.aborted{background:#fff;border:2px solid #b00}
+.chart{max-height:85vh;overflow:auto;border:1px solid #ccc;margin-top:6px}
+.rows{display:flex}
+.labels{flex:none;font-size:10px;text-anchor:end;dominant-baseline:middle}
+#plot{flex:1 1 auto;min-width:0;display:block;cursor:grab}
+.axisrow{display:flex;position:sticky;bottom:0;background:#fff;border-top:1px solid #888}
+#axis{flex:1 1 auto;min-width:0;font-size:10px;text-anchor:middle}
+#axis line{stroke:#444}
+rect,line{vector-effect:non-scaling-stroke}
+.stripe{fill:#f4f4f4}
+.seg{stroke:#222;stroke-width:.5}
+.seg.preempted{fill-opacity:.55;stroke-dasharray:3 2}
+.seg.aborted{fill-opacity:.3;stroke:#b00;stroke-width:1.5}
+.arrival,.legend b.arrival{stroke:#2ca02c;background:#2ca02c;stroke-width:2}
+.cancel,.legend b.cancel{stroke:#d62728;background:#d62728;stroke-width:3}
+.due,.legend b.due{stroke:#000;background:#000;stroke-width:2}
+.due.late,.legend b.due.late{stroke:#d62728;background:#d62728}
+#tip{position:fixed;display:none;pointer-events:none;background:#fffbe6;border:1px solid #999;padding:3px 6px;
+white-space:pre-line;font-size:12px}
+</style></head><body>
+<h1>$title</h1>
+<p class="hint">wheel over the chart: zoom in time &middot; drag: pan &middot; double-click: reset &middot;
+hover: details</p>
+<div class="legend">$legend</div>
+<div class="chart">
+<div class="rows">
+<svg class="labels" width="$label_w" height="$height">$labels</svg>
+<svg id="plot" height="$height" viewBox="0 0 $horizon $height" preserveAspectRatio="none">
+$body
+</svg>
+</div>
+<div class="axisrow"><div style="flex:none;width:${label_w}px"></div><svg id="axis" height="22"></svg></div>
+</div>
+<div id="tip"></div>
+<script>
+(function () {
+  var plot = document.getElementById("plot"), axis = document.getElementById("axis");
+  var tip = document.getElementById("tip"), NS = "http://www.w3.org/2000/svg";
+  var H = $height, T = $horizon, a = 0, b = T, drag = null;
+  function nice(x) {
+    var p = Math.pow(10, Math.floor(Math.log10(x))), f = x / p;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+  }
+  function add(tag, attrs, text) {
+    var el = document.createElementNS(NS, tag);
+    for (var k in attrs) el.setAttribute(k, attrs[k]);
+    if (text !== undefined) el.textContent = text;
+    axis.appendChild(el);
+  }
+  function draw() {
+    plot.setAttribute("viewBox", a + " 0 " + (b - a) + " " + H);
+    var w = plot.getBoundingClientRect().width, step = nice((b - a) / Math.max(2, w / 90));
+    axis.setAttribute("width", w);
+    while (axis.firstChild) axis.removeChild(axis.firstChild);
+    for (var t = Math.ceil(a / step) * step; t <= b; t += step) {
+      var x = (t - a) / (b - a) * w;
+      add("line", {x1: x, x2: x, y1: 0, y2: 5});
+      add("text", {x: x, y: 17}, String(+t.toPrecision(6)));
+    }
+  }
+  function show(lo, span) {
+    span = Math.max(T * 1e-5, Math.min(T, span));
+    a = Math.max(0, Math.min(lo, T - span));
+    b = a + span;
+    draw();
+  }
+  plot.addEventListener("wheel", function (e) {
+    e.preventDefault();
+    var r = plot.getBoundingClientRect(), f = (e.clientX - r.left) / r.width, t = a + f * (b - a);
+    var span = (b - a) * (e.deltaY < 0 ? 0.8 : 1.25);
+    show(t - f * span, span);
+  }, {passive: false});
+  plot.addEventListener("mousedown", function (e) { drag = {x: e.clientX, a: a}; e.preventDefault(); });
+  window.addEventListener("mouseup", function () { drag = null; });
+  window.addEventListener("mousemove", function (e) {
+    if (drag) show(drag.a - (e.clientX - drag.x) / plot.getBoundingClientRect().width * (b - a), b - a);
+  });
+  plot.addEventListener("dblclick", function () { show(0, T); });
+  plot.addEventListener("mousemove", function (e) {
+    var text = e.target.getAttribute("data-tip");
+    if (!text || drag) { tip.style.display = "none"; return; }
+    tip.textContent = text;
+    tip.style.display = "block";
+    tip.style.left = (e.clientX + 12) + "px";
+    tip.style.top = (e.clientY + 12) + "px";
+  });
+  plot.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+  window.addEventListener("resize", draw);
+  draw();
+})();
+</script>
+</body></html>
+""")

@@ -1,0 +1,278 @@
+"""Pictures: Gantt charts (figure, PNG/PDF/HTML), event timeline, exact metric curves, CLI commands."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from dynasched_gym import Event, EventType, Instance, Job, Machine, Schedule, data, load_instance, rollout
+from dynasched_gym.cli import main
+from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.instance import STREAM_EVENT_TYPES
+from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, load_schedule, schedule_from_dict
+from dynasched_gym.viz import (
+    curves_figure,
+    event_times,
+    gantt_figure,
+    gantt_html,
+    metric_curves,
+    save_figure,
+    save_gantt,
+    timeline_figure,
+)
+from dynasched_gym.viz.gantt import gantt_size
+
+pytest.importorskip("matplotlib")
+E = EventType
+
+
+def every_event_instance() -> Instance:
+    """Three machines, five jobs and one event of every stream type (SPT preempts, aborts and cancels)."""
+    jobs = [
+        Job("a", [{0: 4.0, 1: 5.0}, {2: 3.0}], release=0.0, due=10.0),
+        Job("b", [{1: 3.0}, {0: 2.0, 2: 2.0}], release=1.0, due=6.0, weight=2.0),
+        Job("c", [{0: 2.0}, {1: 4.0}], release=2.0, due=20.0),
+        Job("d", [{2: 6.0}], release=0.0),
+        Job("e", [{0: 3.0, 2: 3.0}, {1: 2.0}], release=5.0, due=9.0),
+    ]
+    events = [
+        Event(1.0, E.BREAKDOWN, machine=0, duration=3.0),
+        Event(2.0, E.REPAIR, machine=0),
+        Event(3.0, E.CANCELLATION, job=3),
+        Event(3.5, E.PTIME_CHANGE, job=2, op=1, factor=1.5),
+        Event(4.0, E.PRIORITY_CHANGE, job=4, weight=5.0),
+        Event(4.5, E.DUE_DATE_CHANGE, job=2, due=8.0),
+        Event(5.0, E.ROUTE_CHANGE, job=4, op=1, ops=({2: 1.0},)),
+        Event(6.0, E.MAINTENANCE, machine=1, duration=2.0),
+        Event(8.0, E.REWORK, job=0, op=0),
+    ]
+    return Instance.build("every-event", [Machine("M0"), Machine("M1"), Machine("M2")], jobs, events)
+
+
+@pytest.fixture(scope="module")
+def small() -> Schedule:
+    schedule = rollout(every_event_instance(), "SPT")
+    assert set(schedule.segment_status) == {0, 1, 2} and set(schedule.downtime_kind) == {0, 1}
+    assert np.isnan(schedule.job_cancelled_at).sum() == 4
+    return schedule
+
+
+@pytest.fixture(scope="module")
+def medium() -> Schedule:
+    return rollout(load_instance(data.path("dsbx-medium")), "SPT")
+
+
+def hand_schedule() -> Schedule:
+    """Two machines, three jobs, built by hand (see test_curves_are_exact_on_a_hand_made_schedule)."""
+    inst = Instance.build(
+        "hand",
+        [Machine("M0"), Machine("M1")],
+        [Job("a", [{0: 4.0}]), Job("b", [{1: 3.0}], release=1.0, due=5.0), Job("c", [{0: 2.0}], release=2.0)],
+        [Event(2.0, E.BREAKDOWN, machine=1, duration=2.0), Event(3.0, E.CANCELLATION, job=2),
+         Event(6.0, E.MAINTENANCE, machine=0, duration=1.0)],
+    )
+    return Schedule(
+        instance=inst,
+        segment_job=np.array([0, 1, 1]), segment_op=np.array([0, 0, 0]), segment_machine=np.array([0, 1, 1]),
+        segment_start=np.array([0.0, 1.0, 4.0]), segment_end=np.array([4.0, 2.0, 6.0]),
+        segment_work=np.array([1.0, 1 / 3, 2 / 3]), segment_status=np.array([0, 1, 0]),
+        downtime_machine=np.array([1, 0]), downtime_start=np.array([2.0, 6.0]), downtime_end=np.array([4.0, 7.0]),
+        downtime_kind=np.array([0, 1]),
+        job_due=np.array([np.nan, 5.0, np.nan]), job_weight=np.ones(3),
+        job_completion=np.array([4.0, 6.0, np.nan]), job_cancelled_at=np.array([np.nan, np.nan, 3.0]),
+    )
+
+
+# ------------------------------------------------------------------------------------ curves
+def test_curves_are_exact_on_a_hand_made_schedule():
+    curves = {k: (t.tolist(), v.tolist()) for k, (t, v) in metric_curves(hand_schedule()).items()}
+    assert curves == {
+        "wip": ([0, 1, 2, 3, 4, 6], [1, 2, 3, 2, 1, 0]),  # releases 0, 1, 2; cancel 3; completions 4, 6
+        "wip_waiting": ([0, 2, 3, 4], [0, 2, 1, 0]),  # b waits while M1 is down, c until cancelled
+        "jobs_arrived": ([0, 1, 2], [1, 2, 3]),
+        "jobs_completed": ([0, 4, 6], [0, 1, 2]),
+        "jobs_cancelled": ([0, 3], [0, 1]),
+        "busy_machines": ([0, 1, 2, 6], [1, 2, 1, 0]),  # at 4, a ends on M0 as b restarts on M1
+        "machines_down": ([0, 2, 4, 6, 7], [0, 1, 0, 1, 0]),
+        "utilization": ([0, 1, 4, 6], [0.5, 1.0, 0.5, 0.0]),  # 1/1 while M1 is down
+    }
+
+
+def integral(curve: tuple[np.ndarray, np.ndarray], end: float) -> float:
+    t, v = curve
+    return float(np.sum(v * np.diff(np.minimum(np.append(t, end), end))))
+
+
+@pytest.mark.parametrize("name", ["small", "medium", "hand"])
+def test_curves_agree_with_the_schedule_metrics(name, request):
+    schedule = hand_schedule() if name == "hand" else request.getfixturevalue(name)
+    curves = metric_curves(schedule)
+    m = schedule.metrics
+    for t, v in curves.values():
+        assert t[0] == 0 and np.all(np.diff(t) > 0) and np.all(v[1:] != v[:-1])
+    busy = integral(curves["busy_machines"], m["makespan"])
+    available = schedule.instance.num_machines * m["makespan"] - integral(curves["machines_down"], m["makespan"])
+    assert busy / available == pytest.approx(m["utilization"])
+    assert curves["wip"][1][-1] == 0 and curves["wip_waiting"][1].min() >= 0
+    assert curves["jobs_completed"][1][-1] == np.count_nonzero(~np.isnan(schedule.job_completion))
+    assert curves["jobs_cancelled"][1][-1] == m["num_cancelled_jobs"]
+    assert curves["utilization"][1].max() <= 1.0
+
+
+# -------------------------------------------------------------------------------- figures
+@pytest.mark.parametrize("by", ["machine", "job"])
+def test_gantt_figure_draws_every_kind_of_record(small, by):
+    fig = gantt_figure(small, by=by)
+    ax = fig.axes[0]
+    bars = sum(len(c.get_paths()) for c in ax.collections)
+    assert bars == len(small.segment_job) + (len(small.downtime_machine) if by == "machine" else 0)
+    assert {c.get_hatch() for c in ax.collections} >= {None, "////", "xxxx"}
+    labels = {t.get_text() for t in fig.legends[0].get_texts()}
+    assert {"preempted", "aborted", "cancellation"} <= labels
+    assert ({"breakdown", "maintenance", "arrival"} if by == "machine" else {"release", "due", "due (late)"}) <= labels
+    assert "every-event" in fig._suptitle.get_text()
+    with pytest.raises(ValueError, match="by must be"):
+        gantt_figure(small, by="operation")
+
+
+def test_timeline_and_curves_figures(small):
+    counts = {k: len(v) for k, v in event_times(small).items()}
+    completed = np.count_nonzero(small.segment_status == 0)
+    assert counts == {"COMPLETION": completed, "ARRIVAL": 5, **{t.name: 1 for t in STREAM_EVENT_TYPES}}
+    assert set(event_times(small.instance)) == set(counts) - {"COMPLETION"}
+    fig = timeline_figure(small, bins=10)
+    assert [tick.get_text() for tick in fig.axes[1].get_yticklabels()] == list(counts)
+    assert sum(len(c) for c in fig.axes[0].containers) == 10 * len(counts)
+    assert len(curves_figure(small).axes) == 4
+    with pytest.raises(ValueError, match="bins"):
+        timeline_figure(small, bins=0)
+
+
+def test_saved_files_are_complete(small, tmp_path):
+    from matplotlib.image import imread
+
+    for by in ("machine", "job"):
+        png = save_gantt(small, tmp_path / f"{by}.png", by=by)
+        width, height = gantt_size(small.instance, by)
+        assert imread(png).shape == (round(100 * height), round(100 * width), 4)
+    pdf = save_gantt(small, tmp_path / "g.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and len(pdf) > 5000
+    page = save_gantt(small, tmp_path / "g.html", by="job").read_text()
+    assert page == gantt_html(small, by="job")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.html", "g.pdf", "job.png", "machine.png"]  # no temp files
+
+
+def test_html_has_one_element_per_record_and_no_network(medium):
+    page = gantt_html(medium)
+    assert page.count('<rect class="seg ') == len(medium.segment_job)
+    for i, status in enumerate(SEGMENT_STATUSES):
+        assert page.count(f'<rect class="seg {status}"') == np.count_nonzero(medium.segment_status == i)
+    for i, kind in enumerate(DOWNTIME_KINDS):
+        assert page.count(f'<rect class="down {kind}"') == np.count_nonzero(medium.downtime_kind == i)
+    assert page.count('<line class="arrival"') == medium.instance.num_jobs
+    assert re.findall(r"https?://[^\"]*", page) == ["http://www.w3.org/2000/svg"]  # the SVG namespace only
+    assert "<script src" not in page and "<link" not in page
+    job_page = gantt_html(medium, by="job")
+    assert job_page.count('<line class="due') == np.count_nonzero(~np.isnan(medium.job_due))
+
+
+def test_html_and_curves_do_not_import_matplotlib(tmp_path):
+    code = ("import sys; from dynasched_gym import data, load_instance, rollout; from dynasched_gym import viz; "
+            "s = rollout(load_instance(data.path('mk01'))); viz.metric_curves(s); "
+            f"viz.save_gantt(s, {str(tmp_path / 'g.html')!r}); assert 'matplotlib' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_large_schedules_render_quickly(tmp_path):
+    rng = np.random.default_rng(0)
+    jobs = [Job(f"j{j}", [{int(m): float(rng.integers(1, 10)) for m in rng.choice(8, 2, replace=False)}
+                          for _ in range(3)], release=float(j)) for j in range(1200)]
+    events = [Event(float(t), E.BREAKDOWN, machine=int(t) % 8, duration=5.0) for t in range(50, 1200, 37)]
+    schedule = rollout(Instance.build("large", [Machine(f"M{m}") for m in range(8)], jobs, events), "SPT")
+    assert len(schedule.segment_job) >= 3600
+    began = time.perf_counter()
+    for by in ("machine", "job"):
+        save_gantt(schedule, tmp_path / f"{by}.png", by=by)
+        save_gantt(schedule, tmp_path / f"{by}.html", by=by)
+    save_figure(curves_figure(schedule), tmp_path / "curves.png")
+    save_figure(timeline_figure(schedule), tmp_path / "timeline.png")
+    assert time.perf_counter() - began < 20.0  # about 2 s here; a per-segment artist would take minutes
+
+
+def test_failed_save_leaves_nothing_behind(small, tmp_path):
+    fig = gantt_figure(small)
+    fig.savefig = lambda *a, **k: (_ for _ in ()).throw(OSError("disk full"))
+    with pytest.raises(OSError, match="disk full"):
+        save_figure(fig, tmp_path / "g.png")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InstanceFormatError, match=r"g\.gif.*unsupported output type"):
+        save_gantt(small, tmp_path / "g.gif")
+
+
+# ---------------------------------------------------------------------------- schedule files
+def test_schedule_files_load_back_exactly(small, tmp_path):
+    small.instance.to_json(tmp_path / "inst.json")
+    (tmp_path / "s.json").write_text(json.dumps(small.to_dict(instance_path="inst.json")))
+    small.to_json(tmp_path / "inline.json")
+    for name in ("s.json", "inline.json"):
+        back = load_schedule(tmp_path / name)
+        assert back.instance == small.instance and back.metrics == small.metrics
+        for field in Schedule.__dataclass_fields__:
+            if field not in ("instance", "decisions"):
+                np.testing.assert_array_equal(getattr(back, field), getattr(small, field), err_msg=field)
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda d: d["segments"][2].update(status="paused"), "segments[2].status"),
+    (lambda d: d["segments"][0].update(machine=7), "segments[0].machine"),
+    (lambda d: d["downtime"][1].pop("end"), "downtime[1].end"),
+    (lambda d: d["jobs"][3].update(completion="soon"), "jobs[3].completion"),
+    (lambda d: d.update(segments={}), "segments"),
+])
+def test_bad_schedule_records_name_the_field(small, edit, field):
+    d = small.to_dict()
+    edit(d)
+    with pytest.raises(InstanceFormatError) as err:
+        schedule_from_dict(d, source="bad.json")
+    assert err.value.source == "bad.json" and err.value.field == field
+
+
+# ------------------------------------------------------------------------------------- CLI
+def test_cli_round_trip(tmp_path, capsys):
+    sched = tmp_path / "mk01.json"
+    assert main(["rollout", "mk01", "--out", str(sched)]) == 0
+    outputs = []
+    for args in (["gantt", str(sched), "--out", "g.png"], ["gantt", str(sched), "--out", "g.html", "--by", "job"],
+                 ["gantt", str(sched), "--out", "g.pdf"], ["timeline", str(sched), "--out", "t.png"],
+                 ["timeline", "mk01", "--out", "ti.svg", "--bins", "5"], ["curves", str(sched), "--out", "c.png"]):
+        out = tmp_path / args[args.index("--out") + 1]
+        args[args.index("--out") + 1] = str(out)
+        assert main(args) == 0
+        assert out.stat().st_size > 1000
+        outputs.append(out)
+    assert "ti.svg: written" in capsys.readouterr().out
+    assert outputs[4].read_text().startswith("<?xml") and outputs[1].read_text().startswith("<!DOCTYPE html>")
+
+
+def test_cli_errors_name_the_file(tmp_path, capsys):
+    sched = tmp_path / "mk01.json"
+    main(["rollout", "mk01", "--out", str(sched)])
+    bad = tmp_path / "bad.json"
+    bad.write_text(sched.read_text().replace('"completed"', '"done"', 1))
+    cases = [
+        (["gantt", str(tmp_path / "missing.json"), "--out", str(tmp_path / "g.png")], "missing.json"),
+        (["gantt", str(bad), "--out", str(tmp_path / "g.png")], "bad.json, field 'segments[0].status'"),
+        (["curves", str(sched), "--out", str(tmp_path / "c.gif")], "c.gif: unsupported output type"),
+        (["timeline", str(tmp_path / "nothing"), "--out", str(tmp_path / "t.png")], "nothing"),
+    ]
+    for args, message in cases:
+        capsys.readouterr()
+        assert main(args) == 2
+        assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "mk01.json"]
