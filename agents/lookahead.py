@@ -11,8 +11,9 @@ import numpy as np
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
 from dynasched_gym.core.compiled import allocate_state
-from dynasched_gym.core.lookahead import OBJECTIVES, lookahead_select
+from dynasched_gym.core.lookahead import lookahead_select
 from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.metrics import OBJECTIVES
 
 #: Default (base rule, rollout job rules) per objective: measured choices (docs/agents.md).
 DEFAULTS = {

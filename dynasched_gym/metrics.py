@@ -18,6 +18,16 @@ METRIC_KEYS = (
     "utilization",
 )
 
+#: Objectives (environments, agents, the oracle, evaluation) -> the metric key each one minimises.
+#: The order is the objective code used by the numba kernels.
+OBJECTIVE_METRICS = {
+    "makespan": "makespan",
+    "tardiness": "total_tardiness",
+    "weighted_tardiness": "total_weighted_tardiness",
+    "flow_time": "mean_flow_time",
+}
+OBJECTIVES = tuple(OBJECTIVE_METRICS)
+
 
 def compute_metrics(
     release: np.ndarray,

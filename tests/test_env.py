@@ -20,7 +20,7 @@ from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instanc
 from dynasched_gym.data import path as embedded_path
 from dynasched_gym.envs import ENV_SPECS
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
-from dynasched_gym.envs.dfjsp.types import OBJECTIVE_METRICS, OBJECTIVES
+from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LEVELS = ("concise", "full", "oracle")

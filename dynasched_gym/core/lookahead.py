@@ -28,9 +28,6 @@ from dynasched_gym.core.compiled import (
 from dynasched_gym.core.kernels import DONE, advance, copy_into, fill_candidates, start
 from dynasched_gym.core.rules import job_priority, run_rule
 
-#: Objectives a rollout can score (index = kernel code).
-OBJECTIVES = ("makespan", "tardiness", "weighted_tardiness", "flow_time")
-
 
 @njit(cache=True, _nrt=False)
 def forget_future(S, T):
@@ -47,7 +44,7 @@ def forget_future(S, T):
 
 @njit(cache=True, _nrt=False)
 def objective_value(S, T, objective):
-    """The objective over completed jobs of state ``T`` (code: index in :data:`OBJECTIVES`)."""
+    """The objective over completed jobs of state ``T`` (code: index in :data:`dynasched_gym.metrics.OBJECTIVES`)."""
     status = T.job_status
     completion = T.job_completion
     due = T.job_due

@@ -12,7 +12,7 @@ same kernels thus serve a single env (a batch of one) and a vector env.
 Rewards telescope. With the potential ``phi`` of the objective (:func:`potential`), ``phi = 0``
 before the first step and each step's reward ``-reward_scale * (phi_now - phi_before)``, so an
 episode's rewards sum to ``-reward_scale * phi_end``, and ``phi_end`` is the objective's metric
-of the finished schedule (:data:`.types.OBJECTIVE_METRICS`).
+of the finished schedule (:data:`dynasched_gym.metrics.OBJECTIVE_METRICS`).
 
 The inner kernels are compiled without the numba runtime, like the simulator's: they never
 allocate, and 2-D arrays are indexed element by element.

@@ -25,15 +25,9 @@ import numpy as np
 from dynasched_gym.core.compiled import State, Static
 from dynasched_gym.core.rules import COMPOSITE_RULES
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
+from dynasched_gym.metrics import OBJECTIVES
 
-#: Objectives, and the :attr:`dynasched_gym.Schedule.metrics` key each one's episode return matches.
-OBJECTIVE_METRICS = {
-    "makespan": "makespan",
-    "tardiness": "total_tardiness",
-    "weighted_tardiness": "total_weighted_tardiness",
-    "flow_time": "mean_flow_time",
-}
-OBJECTIVES = tuple(OBJECTIVE_METRICS)
+#: Objective codes of the kernels (``dynasched_gym.metrics.OBJECTIVE_METRICS`` order).
 OBJ_MAKESPAN, OBJ_TARDINESS, OBJ_WEIGHTED_TARDINESS, OBJ_FLOW_TIME = range(len(OBJECTIVES))
 INVALID_ACTION_POLICIES = ("replace", "raise")
 

@@ -1,0 +1,147 @@
+"""The clairvoyant CP-SAT oracle: valid schedules, proven optima, never worse than rules or lookahead."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import instances
+
+from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance, rollout, validate_schedule
+from dynasched_gym.agents import make, run_episode
+from dynasched_gym.core.rules import COMPOSITE_RULES
+from dynasched_gym.generation import tier_pool
+from dynasched_gym.metrics import OBJECTIVE_METRICS
+
+pytest.importorskip("ortools")
+from dynasched_gym.oracle import OracleResult, solve_clairvoyant
+
+
+def check(result: OracleResult, objective: str) -> None:
+    """The result's schedule is valid, its objective is the schedule's metric and bounds it from above."""
+    report = validate_schedule(result.schedule)
+    assert report.ok, report
+    assert result.objective == result.schedule.metrics[OBJECTIVE_METRICS[objective]]
+    assert 0.0 <= result.bound <= result.objective
+    assert result.status in ("optimal", "feasible")
+
+
+def not_worse_than_rules(result: OracleResult, objective: str) -> None:
+    key = OBJECTIVE_METRICS[objective]
+    for rule in COMPOSITE_RULES:
+        assert result.objective <= rollout(result.schedule.instance, rule).metrics[key], rule
+
+
+def one_machine(jobs: Sequence[Job], events: Sequence[Event] = (), policy: str = "resume") -> Instance:
+    return Instance.build("hand", [Machine("M0")], jobs, events, policy)
+
+
+def test_proves_mk01_makespan_40(shared: Path):
+    result = solve_clairvoyant(load_instance(shared / "benchmarks/fjsp/brandimarte/mk01.fjs"), "makespan",
+                               time_limit=30.0)
+    check(result, "makespan")
+    assert (result.status, result.objective, result.bound) == ("optimal", 40.0, 40.0)
+
+
+@pytest.fixture(scope="module")
+def pools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    cache = tmp_path_factory.mktemp("pools")
+    return {tier: tier_pool(tier, "small", cache_dir=cache) for tier in ("easy", "medium", "hard")}
+
+
+@pytest.mark.parametrize("objective", list(OBJECTIVE_METRICS))
+@pytest.mark.parametrize(("tier", "seed"), [("easy", 0), ("medium", 1), ("hard", 2)])
+def test_tier_instances_beat_every_rule_and_the_lookahead(pools, tier, seed, objective):
+    inst = pools[tier].instance(seed)
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=objective, max_candidates=512)
+    lookahead = run_episode(make("lookahead"), env)
+    result = solve_clairvoyant(inst, objective, time_limit=2.0, hint=lookahead)
+    check(result, objective)
+    not_worse_than_rules(result, objective)
+    assert result.objective <= lookahead.metrics[OBJECTIVE_METRICS[objective]]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(inst=instances(), objective=st.sampled_from(list(OBJECTIVE_METRICS)))
+def test_random_instances_with_every_event_kind(inst, objective):
+    result = solve_clairvoyant(inst, objective, time_limit=2.0)
+    check(result, objective)
+    not_worse_than_rules(result, objective)
+
+
+def test_starts_before_a_processing_time_increase():
+    ptime = Event(5.0, EventType.PTIME_CHANGE, job=0, op=0, factor=2.0)
+    early = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}])], [ptime]), "makespan")
+    late = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}], release=6.0)], [ptime]), "makespan")
+    assert (early.objective, late.objective) == (10.0, 26.0)
+
+
+@pytest.mark.parametrize(("policy", "makespan", "statuses"), [("resume", 11.0, ["preempted", "completed"]),
+                                                              ("restart", 16.0, ["completed"])])
+def test_runs_across_a_breakdown_under_resume_only(policy, makespan, statuses):
+    inst = one_machine([Job("J0", [{0: 10.0}])], [Event(5.0, EventType.BREAKDOWN, machine=0, duration=1.0)], policy)
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert result.objective == makespan
+    assert [("completed", "preempted", "aborted")[s] for s in result.schedule.segment_status] == statuses
+    assert result.schedule.downtime_start.tolist() == [5.0]
+
+
+def test_maintenance_waits_for_the_running_operation():
+    inst = one_machine([Job("J0", [{0: 4.0}])], [Event(2.0, EventType.MAINTENANCE, machine=0, duration=1.0)])
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert result.objective == 4.0
+    assert (result.schedule.downtime_start.tolist(), result.schedule.downtime_end.tolist()) == ([4.0], [5.0])
+
+
+def test_avoids_a_rework_by_completing_after_it():
+    """Completing op 0 by 2.5 would add a copy of it; finishing it at 2.6 instead wins."""
+    inst = one_machine([Job("J0", [{0: 2.0}, {0: 1.0}])], [Event(2.5, EventType.REWORK, job=0, op=0)])
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert result.objective == pytest.approx(3.6)
+    assert len(result.schedule.segment_job) == 2
+    assert rollout(inst, "SPT").metrics["makespan"] == 5.0  # the non-delay rule triggers the rework
+
+
+def test_waits_for_a_route_change_that_drops_work():
+    """Starting op 0 before 3 keeps it in the route (5 + 20); waiting leaves only the new op (3 + 20)."""
+    route = Event(3.0, EventType.ROUTE_CHANGE, job=0, op=0, ops=({0: 20.0},))
+    inst = one_machine([Job("J0", [{0: 5.0}, {0: 5.0}])], [route])
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.status) == (23.0, "optimal")
+    assert result.schedule.segment_start.tolist() == [3.0]
+
+
+@pytest.mark.parametrize(("objective", "value", "cancelled"), [("flow_time", 6.0, 0), ("makespan", 10.0, 1)])
+def test_completes_a_job_before_its_cancellation_only_when_it_helps(objective, value, cancelled):
+    """Job 1 (1 unit, cancelled at 5) done first lowers the mean flow time (1 and 11 against 10);
+    for the makespan it is dropped."""
+    jobs = [Job("J0", [{0: 10.0}]), Job("J1", [{0: 1.0}])]
+    result = solve_clairvoyant(one_machine(jobs, [Event(5.0, EventType.CANCELLATION, job=1)]), objective)
+    check(result, objective)
+    assert (result.objective, result.status) == (value, "optimal")
+    assert int(np.sum(~np.isnan(result.schedule.job_cancelled_at))) == cancelled
+
+
+def test_due_date_and_weight_in_force_at_completion():
+    events = [Event(1.0, EventType.PRIORITY_CHANGE, job=0, weight=3.0), Event(8.0, EventType.DUE_DATE_CHANGE, job=0,
+                                                                                 due=1.0)]
+    result = solve_clairvoyant(one_machine([Job("J0", [{0: 4.0}], due=2.0)], events), "weighted_tardiness")
+    check(result, "weighted_tardiness")
+    assert (result.objective, result.schedule.job_weight[0], result.schedule.job_due[0]) == (6.0, 3.0, 2.0)
+
+
+def test_rejects_bad_arguments():
+    inst = one_machine([Job("J0", [{0: 1.0}])])
+    with pytest.raises(ValueError, match="objective"):
+        solve_clairvoyant(inst, "lateness")
+    with pytest.raises(ValueError, match="hint"):
+        solve_clairvoyant(inst, hint=rollout(one_machine([Job("J0", [{0: 2.0}])])))
