@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The main job available so far: every dispatching rule on the embedded instances, validated.
+# The main job: the embedded default leaderboard (rules, lookahead, random, shipped PPO, clairvoyant references on
+# easy..extreme, small size); evaluates the episodes missing from outputs/results.jsonl, writes outputs/leaderboard/.
 run: install
-	$(PY) -m dynasched_gym compare
+	$(PY) -m scripts.leaderboard
 
 lint: install
 	$(PY) -m ruff check .

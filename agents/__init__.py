@@ -32,6 +32,12 @@ def _random(name: str, **kwargs: Any) -> Agent:
     return RandomAgent(**kwargs)
 
 
+def _ppo(name: str, **kwargs: Any) -> Agent:
+    from dynasched_gym.agents.ppo import PPOAgent
+
+    return PPOAgent(**kwargs)
+
+
 #: Name (or ``prefix:``) -> factory(name, **kwargs).
 REGISTRY: dict[str, Callable[..., Agent]] = {
     "rule:": _rule,
@@ -39,12 +45,13 @@ REGISTRY: dict[str, Callable[..., Agent]] = {
     "lookahead": _lookahead,
     "lookahead-oracle": _lookahead,
     "random": _random,
+    "ppo": _ppo,
 }
 
 
 def make(name: str, **kwargs: Any) -> Agent:
     """Build an agent by name: ``"rule:MWKR:EET"`` (or ``"pdr:MWKR:EET"``), ``"lookahead"``,
-    ``"lookahead-oracle"``, ``"random"``; keyword arguments go to its class."""
+    ``"lookahead-oracle"``, ``"random"``, ``"ppo"`` (``checkpoint=...``); keyword arguments go to its class."""
     for key, factory in REGISTRY.items():
         if name == key or (key.endswith(":") and name.startswith(key)):
             return factory(name, **kwargs)

@@ -22,17 +22,11 @@ from dynasched_gym import rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.rules import rule_names
 from dynasched_gym.generation import tier_pool
+from dynasched_gym.metrics import OBJECTIVE_METRICS
+from dynasched_gym.results import bootstrap_ci
 
-METRIC = {"makespan": "makespan", "tardiness": "total_tardiness", "weighted_tardiness": "total_weighted_tardiness",
-          "flow_time": "mean_flow_time"}
+METRIC = OBJECTIVE_METRICS
 HELD_OUT = 10_000
-
-
-def bootstrap_ci(diff: np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    """95 % percentile bootstrap interval of the mean of ``diff``."""
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), (resamples, len(diff)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def main() -> None:

@@ -1,0 +1,134 @@
+"""Permutation-invariant actor-critic policy for ``DynaSched/DFJSP-v0`` (sb3-contrib ``MaskablePPO``).
+
+The observation is a ``Dict`` (docs/environments.md): ``candidates`` (K, F_c), ``machines``
+(M, F_m), ``global`` (F_g,), ``action_mask`` (K,). Every input goes through ``symlog(x) =
+sign(x) log(1 + |x|)`` first (columns range from 0/1 flags to clipped 1e6 times).
+
+- **Context** ``c``: each machine row is embedded by a shared MLP, pooled (mean and max over the
+  machines) and mixed with the global features by an MLP.
+- **Slots**: each candidate row, with ``c`` appended, is embedded by a shared MLP into ``e_k``;
+  one DeepSets interaction round adds ``MLP([e_k, mean e, max e])`` (pools over the valid slots).
+- **Actor**: a shared head scores each slot, ``logit_k = head(e_k)``; padding slots are removed
+  by the action mask (``MaskablePPO``).
+- **Critic**: an MLP of the pooled slot embeddings (mean and max over valid slots) and ``c``.
+
+Every slot is treated by the same weights and the pools are symmetric, so permuting the candidate
+rows (with the mask) permutes the logits and leaves the value unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.type_aliases import Schedule
+from torch import nn
+
+
+def mlp(sizes: list[int], last_activation: bool = True) -> nn.Sequential:
+    """Linear layers of ``sizes`` with ReLUs between them (and after the last one if asked)."""
+    layers: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
+        layers.append(nn.Linear(fan_in, fan_out))
+        if last_activation or i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def symlog(x: th.Tensor) -> th.Tensor:
+    """``sign(x) log(1 + |x|)``: keeps 0/1 flags near themselves and tames large times."""
+    return th.sign(x) * th.log1p(th.abs(x))
+
+
+def masked_pool(x: th.Tensor, mask: th.Tensor) -> th.Tensor:
+    """Mean and max of ``x`` (B, N, H) over the rows where ``mask`` (B, N) is true -> (B, 2H); 0 if none."""
+    weight = mask.unsqueeze(-1).to(x.dtype)
+    count = weight.sum(dim=1).clamp(min=1.0)
+    mean = (x * weight).sum(dim=1) / count
+    highest = x.masked_fill(weight == 0, float("-inf")).amax(dim=1)
+    return th.cat([mean, th.where(th.isinf(highest), th.zeros_like(highest), highest)], dim=-1)
+
+
+class SlotEncoder(BaseFeaturesExtractor):
+    """Embeds every candidate slot with shared weights (module docstring).
+
+    Output (B, K*H + 3H): the slot embeddings row by row, then their pools (mean, max over valid
+    slots) and the context ``c``. :class:`SlotHeads` splits it again.
+    """
+
+    def __init__(self, observation_space: spaces.Dict, hidden: int = 64) -> None:
+        num_slots, cand_dim = observation_space["candidates"].shape
+        machine_dim = observation_space["machines"].shape[1]
+        global_dim = observation_space["global"].shape[0]
+        super().__init__(observation_space, features_dim=num_slots * hidden + 3 * hidden)
+        self.num_slots, self.hidden = num_slots, hidden
+        self.machine_net = mlp([machine_dim, hidden, hidden])
+        self.context_net = mlp([2 * hidden + global_dim, hidden])
+        self.slot_net = mlp([cand_dim + hidden, hidden, hidden])
+        self.interact_net = mlp([3 * hidden, hidden, hidden])
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        candidates = symlog(observations["candidates"])
+        machines = self.machine_net(symlog(observations["machines"]))
+        valid = observations["action_mask"] > 0.5
+        context = self.context_net(th.cat([machines.mean(dim=1), machines.amax(dim=1),
+                                           symlog(observations["global"])], dim=-1))
+        slots = self.slot_net(th.cat([candidates, context.unsqueeze(1).expand(-1, self.num_slots, -1)], dim=-1))
+        pooled = masked_pool(slots, valid).unsqueeze(1).expand(-1, self.num_slots, -1)
+        slots = slots + self.interact_net(th.cat([slots, pooled], dim=-1))
+        return th.cat([slots.flatten(1), masked_pool(slots, valid), context], dim=-1)
+
+
+class SlotHeads(nn.Module):
+    """The ``mlp_extractor`` of :class:`SlotPolicy`: per-slot logits (actor) and a pooled latent (critic)."""
+
+    def __init__(self, num_slots: int, hidden: int) -> None:
+        super().__init__()
+        self.num_slots, self.hidden = num_slots, hidden
+        self.latent_dim_pi, self.latent_dim_vf = num_slots, hidden
+        self.score_net = mlp([hidden, hidden, 1], last_activation=False)
+        self.value_net = mlp([3 * hidden, hidden, hidden])
+
+    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+    def forward_actor(self, features: th.Tensor) -> th.Tensor:
+        slots = features[:, : self.num_slots * self.hidden].reshape(-1, self.num_slots, self.hidden)
+        return self.score_net(slots).squeeze(-1)
+
+    def forward_critic(self, features: th.Tensor) -> th.Tensor:
+        return self.value_net(features[:, self.num_slots * self.hidden:])
+
+
+class SlotPolicy(MaskableActorCriticPolicy):
+    """``MaskableActorCriticPolicy`` whose logits are the per-slot scores of :class:`SlotHeads`.
+
+    ``hidden`` sets the width of every layer. Use with ``MaskablePPO(SlotPolicy, venv,
+    policy_kwargs={"hidden": 64})`` on the ``Dict`` observations (``make_sb3_vec_env(flatten=False)``).
+    """
+
+    def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule,
+                 hidden: int = 64, **kwargs: Any) -> None:
+        self.hidden = hidden
+        super().__init__(observation_space, action_space, lr_schedule, features_extractor_class=SlotEncoder,
+                         features_extractor_kwargs={"hidden": hidden}, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = SlotHeads(self.observation_space["candidates"].shape[0], self.hidden)
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        super()._build(lr_schedule)
+        self.action_net = nn.Identity()  # the slot scores are the logits
+        if self.ortho_init:  # near-uniform first policy, like SB3's 0.01 gain on action_net
+            self.mlp_extractor.score_net[-1].apply(lambda m: self.init_weights(m, gain=0.01))
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        for key in ("features_extractor_class", "features_extractor_kwargs"):
+            data.pop(key)
+        return {**data, "hidden": self.hidden}

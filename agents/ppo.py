@@ -1,0 +1,72 @@
+"""The PPO agent: a trained sb3-contrib ``MaskablePPO`` (:class:`~dynasched_gym.agents.policy.SlotPolicy`).
+
+Checkpoints come from ``python -m scripts.train`` (docs/agents.md, "PPO"); small ones per tier ship
+in :data:`CHECKPOINTS` (``ppo-<tier>-small.zip``, with ``ppo-<tier>-small.yaml``: the config, seed
+and measured results that produced it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from sb3_contrib import MaskablePPO
+
+from dynasched_gym.agents.base import Agent
+
+#: Directory of the shipped checkpoints.
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+
+
+def shipped_checkpoint(tier: str, size: str = "small") -> Path:
+    """Path of the shipped checkpoint for ``tier`` (trained on ``DFJSP-v0`` with its ``.yaml``'s env config)."""
+    path = CHECKPOINTS / f"ppo-{tier}-{size}.zip"
+    if not path.is_file():
+        shipped = sorted(p.stem for p in CHECKPOINTS.glob("ppo-*.zip"))
+        raise FileNotFoundError(f"no shipped PPO checkpoint {path.name}; shipped: {shipped}")
+    return path
+
+
+class PPOAgent(Agent):
+    """Plays a ``MaskablePPO`` policy on ``DynaSched/DFJSP-v0`` (masks from ``env.action_masks()``).
+
+    The env must give the observations the policy was trained on (same ``observability``,
+    ``max_candidates`` and number of machines); :meth:`reset` checks the spaces.
+
+    Args:
+        checkpoint: a ``.zip`` saved by ``MaskablePPO.save`` (or a model in memory, e.g. while training).
+        deterministic: play the most probable action (else sample, with torch's global RNG).
+    """
+
+    name = "ppo"
+
+    def __init__(self, checkpoint: str | os.PathLike[str] | MaskablePPO, deterministic: bool = True) -> None:
+        if isinstance(checkpoint, MaskablePPO):
+            self.model, self.checkpoint, self.sha256 = checkpoint, None, None
+        else:
+            path = Path(checkpoint)
+            # the training schedules are not needed to act (and may not unpickle across cloudpickle versions)
+            self.model = MaskablePPO.load(path, device="cpu", custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
+            self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()
+        self.deterministic = deterministic
+
+    def reset(self, env: gym.Env) -> None:
+        super().reset(env)
+        if env.observation_space != self.model.observation_space:
+            shapes = [{key: space.shape for key, space in s.spaces.items()}
+                      for s in (env.observation_space, self.model.observation_space)]
+            raise ValueError(f"the env's observation space {shapes[0]} is not the policy's {shapes[1]}: use the "
+                             "observability, max_candidates and number of machines it was trained with")
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        action, _ = self.model.predict(observation, deterministic=self.deterministic,
+                                       action_masks=self.env.action_masks())
+        return int(action)
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "checkpoint": self.checkpoint, "sha256": self.sha256,
+                "deterministic": self.deterministic}

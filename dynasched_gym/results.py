@@ -1,0 +1,285 @@
+"""Evaluation results: the append-only JSONL store, row keys, bootstrap intervals and the leaderboard tables.
+
+**Rows.** One JSON object per finished episode (``scripts/evaluate.py`` writes them; docs/leaderboard.md
+lists every field). A row is identified by its key :data:`KEY_FIELDS` = (agent config hash, tier, size,
+seed, objective): the store holds each key at most once.
+
+**Store.** A JSONL file, one row per line, only ever appended to. Every append happens under an
+exclusive ``fcntl.flock`` on the sidecar ``<store>.lock`` (so processes on one machine, or on a
+shared file system with working POSIX locks, may append concurrently: joblib and Ray workers do),
+re-reads the rows other processes appended since, skips a row whose key is already there, and
+writes the line with ``flush`` + ``fsync`` before the lock is released. A writer killed mid-line
+leaves a partial last line: readers ignore it with a :class:`StoreWarning`, and the next append
+cuts it off (with a warning) before writing. So a row is either entirely in the store or not at
+all, and never twice; an interrupted evaluation resumes by skipping the keys already present.
+Readers take a shared lock, so they never see a line being written. Lines that do not parse
+(anywhere but the end) are ignored with a warning; duplicate keys (e.g. two stores concatenated by
+hand) keep the first row.
+
+**Aggregation.** :func:`aggregate` turns rows into leaderboard entries per (objective, size, tier,
+agent): mean objective with a bootstrap 95 % interval (:func:`bootstrap_ci`), rank among fair agents,
+the objective relative to the best rule and to the clairvoyant reference, regret against that
+reference with a paired interval, and the mean normalised weighted tardiness (the cross-tier scale).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import math
+import os
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROW_FORMAT = "dynasched-result/1"
+#: The fields that identify a row; the store holds each key once.
+KEY_FIELDS = ("agent_hash", "tier", "size", "seed", "objective")
+#: Row statuses: ``ok`` (valid schedule, metrics filled), ``invalid`` (the validator rejected the
+#: schedule; metrics are null), ``error`` (the episode raised; metrics are null).
+STATUSES = ("ok", "invalid", "error")
+
+Key = tuple[Any, ...]
+
+
+class StoreWarning(UserWarning):
+    """A results store line was truncated, unreadable or duplicated, and was ignored."""
+
+
+def canonical_json(obj: Any) -> str:
+    """Compact JSON with sorted keys (the hashed form of configs)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """First 16 hex digits of the SHA-256 of the canonical JSON of ``config``."""
+    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:16]
+
+
+def row_key(row: Mapping[str, Any]) -> Key:
+    """The key of a row (:data:`KEY_FIELDS`)."""
+    return tuple(row[name] for name in KEY_FIELDS)
+
+
+class ResultStore:
+    """The append-only JSONL results file at ``path`` (module docstring)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self._offset = 0  # bytes of the file already parsed into _keys (by this process)
+        self._keys: set[Key] = set()
+
+    def __repr__(self) -> str:
+        return f"ResultStore('{self.path}')"
+
+    @contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every complete row, first occurrence of each key, in file order."""
+        if not self.path.exists():
+            return []
+        with self._locked(exclusive=False):
+            data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            warnings.warn(f"{self.path}: ignoring a truncated last line ({len(data) - end} bytes; a writer was "
+                          "killed mid-row, the row will be recomputed)", StoreWarning, stacklevel=2)
+        rows, seen = [], set()
+        for row in _parse(data[:end], self.path):
+            key = row_key(row)
+            if key in seen:
+                warnings.warn(f"{self.path}: duplicate row for key {key} ignored (first kept)", StoreWarning,
+                              stacklevel=2)
+                continue
+            seen.add(key)
+            rows.append(row)
+        return rows
+
+    def keys(self) -> set[Key]:
+        """The keys of every row in the store."""
+        return {row_key(row) for row in self.rows()}
+
+    def append(self, row: Mapping[str, Any]) -> bool:
+        """Append ``row`` durably unless its key is already stored; True when it was written."""
+        key = row_key(row)
+        line = (json.dumps(row, allow_nan=False, default=str) + "\n").encode("utf-8")
+        with self._locked(exclusive=True):
+            with open(self.path, "ab+") as fh:
+                self._catch_up(fh)
+                if key in self._keys:
+                    return False
+                fh.seek(0, os.SEEK_END)
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+                self._offset += len(line)
+                self._keys.add(key)
+        return True
+
+    def _catch_up(self, fh: Any) -> None:
+        """Parse what other processes appended since our last look; cut off a dead writer's partial line."""
+        size = fh.seek(0, os.SEEK_END)
+        if size < self._offset:  # the file was replaced or truncated by hand: start over
+            self._offset, self._keys = 0, set()
+        fh.seek(self._offset)
+        data = fh.read()
+        end = data.rfind(b"\n") + 1
+        self._keys.update(row_key(row) for row in _parse(data[:end], self.path))
+        if end < len(data):
+            warnings.warn(f"{self.path}: cutting off a truncated last line ({len(data) - end} bytes) left by a "
+                          "killed writer", StoreWarning, stacklevel=3)
+            fh.truncate(self._offset + end)
+        self._offset += end
+
+
+def _parse(data: bytes, path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of complete lines; unreadable lines are skipped with a warning."""
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            row_key(row)
+        except (ValueError, KeyError, TypeError) as exc:
+            warnings.warn(f"{path}: ignoring unreadable line {number} ({exc})", StoreWarning, stacklevel=3)
+            continue
+        yield row
+
+
+# --------------------------------------------------------------------------------------------- statistics
+def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """95 % percentile bootstrap interval of the mean of ``values`` (NaNs for an empty sample)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), (resamples, len(values)))].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 and not math.isnan(num) else math.nan
+
+
+def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: int = 0) -> list[dict[str, Any]]:
+    """Leaderboard entries, one per (objective, size, tier, agent), sorted by those then rank.
+
+    Per group of rows with status ``ok`` (``episodes``; other statuses count as ``failed``):
+
+    - ``mean``, ``ci_low``, ``ci_high``: mean objective value and its bootstrap 95 % interval;
+    - ``rank``: 1 = lowest mean among fair agents (ties share a rank); ``None`` for clairvoyant agents;
+    - ``vs_best_rule``: mean / mean of the best rule (the ``rule:`` agent with the lowest mean),
+      both over the seeds the two share;
+    - ``vs_clairvoyant``, ``regret``, ``regret_ci_low``, ``regret_ci_high``: against the clairvoyant
+      reference, i.e. per seed the best value any clairvoyant agent reached: mean / reference mean,
+      and the mean difference with a paired bootstrap interval (seeds both have);
+    - ``nwt``, ``nwt_ci_low``, ``nwt_ci_high``: mean normalised weighted tardiness (comparable across tiers);
+    - ``ssi``: mean SSI score of the instances; ``decisions``, ``wall_time``: means per episode;
+      ``tokens``: total token usage (agents that report it).
+    """
+    rows = list(rows)
+    hashes: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for row in rows:
+        hashes[(row["objective"], row["size"], row["tier"], row["agent"])].add(row["agent_hash"])
+    groups: dict[tuple[Any, ...], dict[str, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:  # one agent name with several configurations: name@hash
+        group = (row["objective"], row["size"], row["tier"])
+        label = row["agent"] if len(hashes[(*group, row["agent"])]) == 1 else f"{row['agent']}@{row['agent_hash'][:6]}"
+        groups[group][label].append(row)
+    board = []
+    for (objective, size, tier), by_agent in sorted(groups.items(), key=lambda item: _group_order(item[0])):
+        values = {agent: {r["seed"]: r["objective_value"] for r in rs if r["status"] == "ok"}
+                  for agent, rs in by_agent.items()}
+        clairvoyant = {agent for agent, rs in by_agent.items() if rs[0].get("clairvoyant")}
+        reference: dict[int, float] = {}
+        for agent in clairvoyant:
+            for s, v in values[agent].items():
+                reference[s] = min(v, reference.get(s, math.inf))
+        rules = [a for a in values if a.startswith("rule:") and a not in clairvoyant and values[a]]
+        best_rule = min(sorted(rules), key=lambda a: np.mean(list(values[a].values())), default=None)
+        entries = []
+        for agent, rs in by_agent.items():
+            ok = [r for r in rs if r["status"] == "ok"]
+            v = np.array([r["objective_value"] for r in ok], dtype=np.float64)
+            nwt = np.array([r["normalised_weighted_tardiness"] for r in ok], dtype=np.float64)
+            entry: dict[str, Any] = {
+                "objective": objective, "size": size, "tier": tier, "rank": None, "agent": agent,
+                "clairvoyant": agent in clairvoyant, "episodes": len(ok), "failed": len(rs) - len(ok),
+                "mean": float(v.mean()) if v.size else math.nan, **_ci("ci", v, resamples, seed),
+                "vs_best_rule": math.nan, "vs_clairvoyant": math.nan, "regret": math.nan,
+                "regret_ci_low": math.nan, "regret_ci_high": math.nan,
+                "nwt": float(nwt.mean()) if nwt.size else math.nan, **_ci("nwt_ci", nwt, resamples, seed),
+                "ssi": _mean(r.get("ssi") for r in ok), "decisions": _mean(r.get("decisions") for r in ok),
+                "wall_time": _mean(r.get("wall_time") for r in ok),
+                "tokens": sum(int(r["tokens"].get("total", 0)) for r in ok if r.get("tokens")) or None,
+            }
+            if best_rule is not None:
+                shared = sorted(values[agent].keys() & values[best_rule].keys())
+                entry["vs_best_rule"] = _ratio(np.mean([values[agent][s] for s in shared]) if shared else math.nan,
+                                               np.mean([values[best_rule][s] for s in shared]) if shared else 0.0)
+            shared = sorted(values[agent].keys() & reference.keys())
+            if shared:
+                mine = np.array([values[agent][s] for s in shared])
+                ref = np.array([reference[s] for s in shared])
+                entry["vs_clairvoyant"] = _ratio(float(mine.mean()), float(ref.mean()))
+                entry["regret"] = float((mine - ref).mean())
+                entry["regret_ci_low"], entry["regret_ci_high"] = bootstrap_ci(mine - ref, resamples, seed)
+            entries.append(entry)
+        fair = sorted((e for e in entries if not e["clairvoyant"] and e["episodes"]), key=lambda e: e["mean"])
+        for i, e in enumerate(fair):
+            e["rank"] = fair[i - 1]["rank"] if i and e["mean"] == fair[i - 1]["mean"] else i + 1
+        entries.sort(key=lambda e: (e["rank"] is None, e["rank"] or 0, e["mean"] if e["episodes"] else math.inf,
+                                    e["agent"]))
+        for e in entries:
+            e["best_rule"] = e["agent"] == best_rule
+        board.extend(entries)
+    return board
+
+
+def _group_order(group: tuple[Any, ...]) -> tuple[Any, ...]:
+    from dynasched_gym.generation.stress_index import TIERS
+
+    objective, size, tier = group
+    return objective, size, TIERS.index(tier) if tier in TIERS else len(TIERS), tier
+
+
+def _ci(prefix: str, values: np.ndarray, resamples: int, seed: int) -> dict[str, float]:
+    low, high = bootstrap_ci(values, resamples, seed)
+    return {f"{prefix}_low": low, f"{prefix}_high": high}
+
+
+def _mean(values: Iterable[Any]) -> float:
+    numbers = [float(v) for v in values if v is not None]
+    return float(np.mean(numbers)) if numbers else math.nan
+
+
+def difficulty_trend(board: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Per (objective, size): the best rule's mean normalised weighted tardiness in tier order, and
+    whether it strictly increases; ``agents`` lists every agent whose own ``nwt`` does not."""
+    trend: dict[tuple[Any, ...], dict[str, Any]] = {}
+    per_agent: dict[tuple[Any, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for e in board:  # board order is tier order within (objective, size)
+        group = trend.setdefault((e["objective"], e["size"]), {"tiers": [], "best_rule_nwt": []})
+        if e["best_rule"]:
+            group["tiers"].append(e["tier"])
+            group["best_rule_nwt"].append(e["nwt"])
+        per_agent[(e["objective"], e["size"])][e["agent"]].append(e["nwt"])
+    for group, info in trend.items():
+        info["increasing"] = len(info["tiers"]) > 1 and bool(np.all(np.diff(info["best_rule_nwt"]) > 0))
+        info["agents"] = sorted(a for a, v in per_agent[group].items() if not np.all(np.diff(v) > 0))
+    return trend

@@ -1,0 +1,399 @@
+"""Evaluate agents on held-out tier-pool instances: one row per episode in the results store.
+
+``python -m scripts.evaluate [agent=[rules,lookahead]] [tiers=[easy,hard]] [sizes=[small]]
+[seeds.count=200] [objective=weighted_tardiness] [ppo=shipped|null|path.zip] [store=PATH] [workers=2]``
+(Hydra, ``conf/evaluate.yaml``; agents in ``conf/agent/``). Sweeps: ``-m tiers=easy,medium
+launcher=joblib`` (or ``launcher=ray``, ``launcher=slurm``; docs/leaderboard.md).
+
+For every agent x tier x size x seed (pool seeds ``seeds.start ..``, held out from training, which
+draws seeds below 10_000), the agent plays the instance ``tier_pool(tier, size).instance(seed)``
+through ``DynaSched/DFJSP-v0`` (:func:`dynasched_gym.agents.run_episode`); the clairvoyant CP-SAT
+reference (``cpsat-oracle``, when :mod:`dynasched_gym.oracle` imports) solves it instead. Every
+schedule is validated: an invalid one, or an episode that raises, becomes a failed row (status
+``invalid`` / ``error``, no metric values) and is reported on stderr, never a silent number.
+
+Rows (fields: docs/leaderboard.md) go to :class:`~dynasched_gym.results.ResultStore`, keyed by
+(agent config hash, tier, size, seed, objective): rows already in the store are reused, so an
+interrupted run resumes where it stopped, and concurrent runs (launcher workers) never store a key twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+import dynasched_gym
+from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
+from dynasched_gym.results import KEY_FIELDS, ROW_FORMAT, Key, ResultStore, canonical_json, config_hash, row_key
+from dynasched_gym.schedule import Schedule
+
+#: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size.
+SHIPPED = "shipped"
+#: ``env.max_candidates`` value meaning: offer every startable pair (jobs x machines slots).
+ALL = "all"
+#: Modules whose absence skips an agent with a note (an optional extra, or the oracle module) instead of failing.
+OPTIONAL = ("dynasched_gym.oracle", "ortools", "torch", "stable_baselines3", "sb3_contrib", "openai")
+
+
+# ------------------------------------------------------------------------------------------- players
+class AgentPlayer:
+    """Plays a :class:`~dynasched_gym.agents.Agent` through ``DynaSched/DFJSP-v0`` with ``env`` settings."""
+
+    def __init__(self, name: str, kwargs: Mapping[str, Any], env: Mapping[str, Any]) -> None:
+        from dynasched_gym.agents import make
+
+        self.agent = make(name, **kwargs)
+        self.name, self.clairvoyant = self.agent.name, self.agent.clairvoyant
+        self.env = dict(env) or _policy_env(self.agent)
+        self._warm = False
+
+    def config(self) -> dict[str, Any]:
+        config = dict(self.agent.config())
+        if config.get("sha256"):  # a checkpoint is identified by its content, not its path
+            config.pop("checkpoint", None)
+        return {"agent": config, "env": self.env}
+
+    def play(self, instance: dynasched_gym.Instance, objective: str, seed: int) -> tuple[Schedule, dict[str, Any]]:
+        import gymnasium as gym
+
+        from dynasched_gym.agents import run_episode
+
+        env_kwargs = dict(self.env)
+        if env_kwargs.get("max_candidates") == ALL:
+            env_kwargs["max_candidates"] = instance.num_jobs * instance.num_machines
+        if not self._warm and _usage(self.agent) is None:  # compile the kernels outside the timed episode
+            run_episode(self.agent, gym.make("DynaSched/DFJSP-v0", instance=instance, objective=objective,
+                                             **env_kwargs), seed=seed)
+            self._warm = True
+        before, began = _usage(self.agent), time.perf_counter()
+        env = gym.make("DynaSched/DFJSP-v0", instance=instance, objective=objective, **env_kwargs)
+        schedule = run_episode(self.agent, env, seed=seed)
+        wall, after = time.perf_counter() - began, _usage(self.agent)
+        tokens = None if after is None else {k: v - (before or {}).get(k, 0) for k, v in after.items()}
+        return schedule, {"wall_time": wall, "tokens": tokens}
+
+
+class OraclePlayer:
+    """The clairvoyant CP-SAT reference: ``dynasched_gym.oracle.solve_clairvoyant`` (sees every future event)."""
+
+    name = "cpsat-oracle"
+    clairvoyant = True
+
+    def __init__(self, name: str, kwargs: Mapping[str, Any], env: Mapping[str, Any]) -> None:
+        self.solve = importlib.import_module("dynasched_gym.oracle").solve_clairvoyant
+        self.kwargs = dict(kwargs)
+
+    def config(self) -> dict[str, Any]:
+        return {"agent": {"name": self.name, **self.kwargs}}
+
+    def play(self, instance: dynasched_gym.Instance, objective: str, seed: int) -> tuple[Schedule, dict[str, Any]]:
+        began = time.perf_counter()
+        result = self.solve(instance, objective=objective, **self.kwargs)
+        return result.schedule, {"wall_time": time.perf_counter() - began, "decisions": None, "oracle": {
+            "status": str(result.status), "objective": result.objective, "bound": result.bound,
+            "seconds": result.seconds}}
+
+
+def _usage(agent: Any) -> dict[str, int] | None:
+    """Cumulative token counts of an agent that reports them (``token_usage()``: e.g. prompt, completion, total)."""
+    usage = getattr(agent, "token_usage", None)
+    usage = usage() if callable(usage) else usage
+    return None if usage is None else {k: int(v) for k, v in dict(usage).items()}
+
+
+def _policy_env(agent: Any) -> dict[str, Any]:
+    """Env settings a trained policy needs (its observation space), ``{}`` for agents without one."""
+    space = getattr(getattr(agent, "model", None), "observation_space", None)
+    if space is None:
+        return {}
+    from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
+
+    slots, columns = space["candidates"].shape
+    level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
+    return {"max_candidates": int(slots), "observability": OBSERVABILITY[level]}
+
+
+Player = AgentPlayer | OraclePlayer
+
+
+@lru_cache(maxsize=64)
+def _player(spec_json: str) -> Player:
+    """The player of a resolved spec (cached per process: PPO models load once)."""
+    import json
+
+    spec = json.loads(spec_json)
+    cls = OraclePlayer if spec["name"] == OraclePlayer.name else AgentPlayer
+    return cls(spec["name"], spec["kwargs"], spec["env"])
+
+
+@lru_cache(maxsize=8)
+def _instance(tier: str, size: str, seed: int) -> tuple[dynasched_gym.Instance, float, str]:
+    """A pool instance with its SSI score and the SHA-256 of its native JSON."""
+    import hashlib
+
+    from dynasched_gym.generation import ssi, tier_pool
+
+    inst = tier_pool(tier, size).instance(seed)
+    return inst, float(ssi(inst).score), hashlib.sha256(inst.to_json().encode("utf-8")).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------- plan
+@dataclass(frozen=True)
+class Entrant:
+    """One agent as configured for one (tier, size): its resolved spec, label and identity."""
+
+    spec: str  # canonical JSON of {"name", "kwargs", "env"} (checkpoint paths resolved)
+    agent: str
+    agent_hash: str
+    clairvoyant: bool
+    config: dict[str, Any] = field(compare=False, hash=False)
+
+
+@dataclass
+class Plan:
+    """Every episode a configuration asks for, and the entrants it could not build (with why)."""
+
+    episodes: list[tuple[Entrant, str, str, int]]  # (entrant, tier, size, seed)
+    skipped: list[str]
+    objective: str
+
+    def key(self, entrant: Entrant, tier: str, size: str, seed: int) -> Key:
+        return row_key({"agent_hash": entrant.agent_hash, "tier": tier, "size": size, "seed": seed,
+                        "objective": self.objective})
+
+    def keys(self) -> set[Key]:
+        return {self.key(*episode) for episode in self.episodes}
+
+
+def _optional_missing(exc: ImportError) -> bool:
+    """True when ``exc`` says an optional package (:data:`OPTIONAL`) is not installed."""
+    name = getattr(exc, "name", None) or ""
+    return isinstance(exc, ModuleNotFoundError) and any(name == m or name.startswith(m + ".") for m in OPTIONAL)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, (str, int)):
+        return [value]
+    return list(value)
+
+
+def agent_specs(cfg: DictConfig) -> list[dict[str, Any]]:
+    """The configured agents as ``{"name", "kwargs", "env", "label"}`` dicts (``cfg.agent`` entries + ``cfg.ppo``)."""
+    specs = []
+    groups = OmegaConf.to_container(cfg.agent, resolve=True) if cfg.get("agent") else {}
+    for group in groups.values():
+        for name in _as_list(group["names"]):
+            specs.append({"name": name, "kwargs": dict(group.get("kwargs") or {}), "env": dict(group.get("env") or {}),
+                          "label": group.get("label")})
+    if cfg.get("ppo") and not any(s["name"] == "ppo" for s in specs):
+        specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None})
+    return specs
+
+
+def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
+    """``spec`` for one (tier, size): a ``shipped`` PPO checkpoint becomes the tier's file (or FileNotFoundError)."""
+    kwargs = dict(spec["kwargs"])
+    if kwargs.get("checkpoint") == SHIPPED:
+        from dynasched_gym.agents.ppo import shipped_checkpoint
+
+        kwargs["checkpoint"] = str(shipped_checkpoint(tier, size))
+    elif kwargs.get("checkpoint"):
+        kwargs["checkpoint"] = hydra.utils.to_absolute_path(kwargs["checkpoint"])
+    return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"])}
+
+
+def plan(cfg: DictConfig) -> Plan:
+    """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
+    checkpoint is missing is skipped, with the reason."""
+    seeds = range(int(cfg.seeds.start), int(cfg.seeds.start) + int(cfg.seeds.count))
+    episodes, skipped = [], []
+    for tier in _as_list(cfg.tiers):
+        for size in _as_list(cfg.sizes):
+            seen = set()
+            for spec in agent_specs(cfg):
+                try:
+                    resolved = canonical_json(_resolve(spec, tier, size))
+                    player = _player(resolved)
+                except (ImportError, FileNotFoundError) as exc:
+                    if isinstance(exc, ImportError) and not _optional_missing(exc):
+                        raise  # a broken module of this package is an error, not a missing extra
+                    skipped.append(f"{spec['name']} on {tier}/{size}: {exc}")
+                    continue
+                config = player.config()
+                entrant = Entrant(resolved, spec.get("label") or player.name, config_hash(config), player.clairvoyant,
+                                  config)
+                if entrant.agent_hash not in seen:
+                    seen.add(entrant.agent_hash)
+                    episodes.extend((entrant, tier, size, seed) for seed in seeds)
+    return Plan(episodes, list(dict.fromkeys(skipped)), str(cfg.objective))
+
+
+# ------------------------------------------------------------------------------------------- episodes
+def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: str, validate: bool = True
+                 ) -> dict[str, Any]:
+    """Play one episode and return its row (status ``ok``, ``invalid`` or ``error``)."""
+    from dynasched_gym.generation.difficulty import normalised_weighted_tardiness
+
+    row: dict[str, Any] = {
+        "format": ROW_FORMAT, "agent": entrant.agent, "agent_hash": entrant.agent_hash,
+        "clairvoyant": entrant.clairvoyant, "agent_config": entrant.config, "tier": tier, "size": size,
+        "seed": seed, "objective": objective, "objective_metric": OBJECTIVE_METRICS[objective],
+        "instance": None, "instance_sha256": None, "ssi": None, "status": "error", "error": None, "violations": [],
+        "objective_value": None, **dict.fromkeys(METRIC_KEYS), "normalised_weighted_tardiness": None,
+        "decisions": None, "wall_time": None, "decisions_per_second": None, "tokens": None, "oracle": None,
+    }
+    try:
+        inst, score, digest = _instance(tier, size, seed)
+        row.update(instance=inst.name, instance_sha256=digest, ssi=score)
+        player = _player(entrant.spec)
+        schedule, extra = player.play(inst, objective, seed)
+        decisions, wall = extra.pop("decisions", schedule.decisions), extra["wall_time"]
+        row.update(extra, decisions=decisions,
+                   decisions_per_second=decisions / wall if decisions is not None and wall > 0 else None)
+        report = dynasched_gym.validate_schedule(schedule) if validate else None
+        if report is not None and not report.ok:
+            row.update(status="invalid", error=f"{len(report.violations)} violation(s)",
+                       violations=[f"{v.kind}: {v.message}" for v in report.violations[:10]])
+        else:
+            metrics = schedule.metrics
+            row.update(metrics, status="ok", objective_value=metrics[OBJECTIVE_METRICS[objective]],
+                       normalised_weighted_tardiness=normalised_weighted_tardiness(schedule))
+    except Exception as exc:  # a failed row, reported by the caller; never a silent number
+        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+    row.update(versions={"dynasched_gym": dynasched_gym.__version__}, host=platform.node(), pid=os.getpid(),
+               finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    return row
+
+
+def _play_instance(jobs: Sequence[tuple[Entrant, str, str, int]], objective: str, validate: bool
+                   ) -> list[dict[str, Any]]:
+    """Worker task: every pending episode of one instance."""
+    return [play_episode(*job, objective, validate) for job in jobs]
+
+
+def _one_thread() -> None:
+    """Run torch on one thread: the small policies are fastest so, and with ortools loaded in the same process
+    two OpenMP threads made every layer ~500x slower (measured: 5.7 ms instead of 10 us per call)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str, validate: bool, workers: int
+               ) -> Iterator[dict[str, Any]]:
+    """Rows of the tasks as they finish (in this process when ``workers <= 1``)."""
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield from _play_instance(task, objective, validate)
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_one_thread) as pool:
+        futures = [pool.submit(_play_instance, task, objective, validate) for task in tasks]
+        try:
+            for future in futures:  # submission order: the store fills seed by seed
+                yield from future.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+@dataclass
+class Summary:
+    """What an evaluation did: rows of its selection already stored, run now, failed (of all), its rows."""
+
+    total: int
+    reused: int
+    ran: int
+    failed: list[dict[str, Any]]
+    skipped: list[str]
+    seconds: float
+    rows: list[dict[str, Any]]
+
+    def __str__(self) -> str:
+        return (f"{self.total} episodes: {self.reused} reused from the store, {self.ran} run now, "
+                f"{len(self.failed)} failed, {len(self.skipped)} agent(s) skipped; {self.seconds:.1f} s")
+
+
+def _report_failure(row: Mapping[str, Any]) -> str:
+    detail = "; ".join(row.get("violations") or []) or row.get("error") or ""
+    return (f"FAILED [{row['status']}] {row['agent']} on {row['tier']}/{row['size']} seed {row['seed']} "
+            f"({row['objective']}): {detail}")
+
+
+def run(cfg: DictConfig) -> Summary:
+    """Evaluate what ``cfg`` asks for, appending the missing rows to ``cfg.store``; the selection's summary."""
+    began = time.perf_counter()
+    store = ResultStore(hydra.utils.to_absolute_path(str(cfg.store)))
+    _one_thread()
+    the_plan = plan(cfg)
+    _one_thread()  # plan() may have imported torch (PPO)
+    for note in the_plan.skipped:
+        print(f"skipped: {note}", file=sys.stderr)
+    done = store.keys()
+    pending = [ep for ep in the_plan.episodes if the_plan.key(*ep) not in done]
+    by_instance: dict[tuple[str, str, int], list[tuple[Entrant, str, str, int]]] = {}
+    for episode in pending:
+        by_instance.setdefault(episode[1:], []).append(episode)
+    seeds: dict[tuple[str, str], list[int]] = {}
+    for tier, size, seed in by_instance:
+        seeds.setdefault((tier, size), []).append(seed)
+    from dynasched_gym.generation import tier_pool
+
+    for (tier, size), wanted in seeds.items():
+        tier_pool(tier, size, workers=int(cfg.workers)).prepare(wanted, progress=bool(cfg.progress))
+    ran = 0
+    with tqdm(total=len(pending), desc="episodes", unit="ep", disable=not cfg.progress) as bar:
+        for row in _run_tasks(list(by_instance.values()), the_plan.objective, bool(cfg.validate), int(cfg.workers)):
+            if store.append(row):
+                ran += 1
+            if row["status"] != "ok":
+                tqdm.write(_report_failure(row), file=sys.stderr)
+            bar.update()
+    wanted_keys = the_plan.keys()
+    rows = [r for r in store.rows() if row_key(r) in wanted_keys]
+    failed = [r for r in rows if r["status"] != "ok"]
+    return Summary(len(wanted_keys), len(wanted_keys & done), ran, failed, the_plan.skipped,
+                   time.perf_counter() - began, rows)
+
+
+def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
+    """List failed rows loudly on stderr."""
+    if failed:
+        print(f"\n*** {len(failed)} FAILED EPISODE(S): invalid schedules or errors, excluded from every "
+              "statistic ***", file=sys.stderr)
+        for row in failed:
+            print("  " + _report_failure(row), file=sys.stderr)
+
+
+@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="evaluate", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point; exits with status 1 when a selected row failed."""
+    summary = run(cfg)
+    print(f"store: {hydra.utils.to_absolute_path(str(cfg.store))}")
+    print(summary)
+    report_failures(summary.failed)
+    if summary.failed:
+        sys.exit(1)
+
+
+__all__ = ["KEY_FIELDS", "Plan", "Summary", "agent_specs", "main", "plan", "play_episode", "report_failures", "run"]
+
+if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name
+    from scripts.evaluate import main as entry
+
+    entry()

@@ -1,0 +1,237 @@
+"""The leaderboard: agents ranked per tier from the results store, with bootstrap confidence intervals.
+
+``python -m scripts.leaderboard [any scripts.evaluate option] [out=DIR] [run_missing=true] [all_rows=false]``
+(Hydra, ``conf/leaderboard.yaml``, which includes ``conf/evaluate.yaml``). First evaluates the episodes
+of the configuration that the store lacks (``run_missing``; a second run reuses every row), then
+aggregates the selected rows (:func:`dynasched_gym.results.aggregate`) and writes, atomically, into ``out``:
+
+- ``leaderboard.md``: per (objective, size, tier) the ranked table (mean, 95 % CI, objective relative
+  to the best rule and to the clairvoyant reference, regret vs that reference, normalised weighted
+  tardiness), a cross-tier table of normalised weighted tardiness and the tier-difficulty check;
+- ``leaderboard.csv``: every entry with every statistic;
+- ``bars-<objective>-<size>.png``: per tier, each agent's mean with its 95 % CI;
+- ``ssi-<objective>-<size>.png``: SSI of each instance vs normalised weighted tardiness reached.
+
+and prints the Markdown. Clairvoyant agents (``lookahead-oracle``, ``cpsat-oracle``) are labelled
+"clairvoyant reference" and never ranked. Exits with status 1 when a selected row failed (invalid
+schedule or error): those rows are listed, and excluded from every statistic.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+from omegaconf import DictConfig
+
+from dynasched_gym.instance import write_text_atomic
+from dynasched_gym.results import ResultStore, aggregate, difficulty_trend, row_key
+from scripts import evaluate
+
+CLAIRVOYANT = "clairvoyant reference"
+CSV_FIELDS = ("objective", "size", "tier", "rank", "agent", "clairvoyant", "best_rule", "episodes", "failed", "mean",
+              "ci_low", "ci_high", "vs_best_rule", "vs_clairvoyant", "regret", "regret_ci_low", "regret_ci_high",
+              "nwt", "nwt_ci_low", "nwt_ci_high", "ssi", "decisions", "wall_time", "tokens")
+
+Entry = Mapping[str, Any]
+
+
+def _num(x: float | None, digits: int = 4) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def _label(e: Entry) -> str:
+    return f"{e['agent']} *({CLAIRVOYANT})*" if e["clairvoyant"] else e["agent"] + (" (best rule)" if e["best_rule"]
+                                                                                        else "")
+
+
+def _groups(board: Sequence[Entry]) -> dict[tuple[str, str], dict[str, list[Entry]]]:
+    """Entries by (objective, size), then tier, in board order."""
+    out: dict[tuple[str, str], dict[str, list[Entry]]] = defaultdict(lambda: defaultdict(list))
+    for e in board:
+        out[(e["objective"], e["size"])][e["tier"]].append(e)
+    return out
+
+
+def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence[Mapping[str, Any]],
+             skipped: Sequence[str]) -> str:
+    """The leaderboard as Markdown (see the module docstring)."""
+    lines = ["# Leaderboard", ""]
+    trend = difficulty_trend(board)
+    for (objective, size), tiers in _groups(board).items():
+        info = trend[(objective, size)]
+        lines += [f"## Objective `{objective}` (`{metric.get(objective, objective)}`, lower is better), size `{size}`",
+                  "", "Tier difficulty (best rule's mean normalised weighted tardiness, easy to extreme): "
+                  + " < ".join(f"{t} {_num(v)}" for t, v in zip(info["tiers"], info["best_rule_nwt"]))
+                  + (": **strictly increasing**" if info["increasing"] else ": **NOT strictly increasing**"),
+                  "", "Agents whose own normalised weighted tardiness does not increase with the tier: "
+                  + (", ".join(info["agents"]) or "none") + ".", ""]
+        for tier, entries in tiers.items():
+            ssi = np.nanmean([e["ssi"] for e in entries])
+            lines += [f"### {tier} ({entries[0]['episodes']} instances, mean SSI {ssi:.1f})", "",
+                      "| rank | agent | mean | 95 % CI | vs best rule | vs clairvoyant | regret vs clairvoyant "
+                      "[95 % CI] | norm. w. tardiness | episodes | failed | ms / episode |",
+                      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for e in entries:
+                regret = "—" if math.isnan(e["regret"]) else \
+                    f"{_num(e['regret'])} [{_num(e['regret_ci_low'])}, {_num(e['regret_ci_high'])}]"
+                lines.append(
+                    f"| {e['rank'] if e['rank'] is not None else 'ref'} | {_label(e)} | {_num(e['mean'])} | "
+                    f"[{_num(e['ci_low'])}, {_num(e['ci_high'])}] | {_num(e['vs_best_rule'], 3)} | "
+                    f"{_num(e['vs_clairvoyant'], 3)} | {regret} | {_num(e['nwt'], 3)} | {e['episodes']} | "
+                    f"{e['failed']} | {_num(1000 * e['wall_time'], 3)} |")
+            lines.append("")
+        agents = list(dict.fromkeys(e["agent"] for entries in tiers.values() for e in entries))
+        nwt = {(e["tier"], e["agent"]): e["nwt"] for entries in tiers.values() for e in entries}
+        lines += ["### Normalised weighted tardiness across tiers (mean)", "",
+                  "| agent | " + " | ".join(tiers) + " |", "|---|" + "---:|" * len(tiers)]
+        lines += [f"| {a} | " + " | ".join(_num(nwt.get((t, a), math.nan), 3) for t in tiers) + " |" for a in agents]
+        lines.append("")
+    lines += ["Columns: *mean* objective over the instances with its percentile bootstrap 95 % CI (10,000 "
+              "resamples); *vs best rule*: mean / the best rule's mean (< 1 beats it); *vs clairvoyant*: mean / "
+              f"the {CLAIRVOYANT}'s mean, the reference being per instance the best value any clairvoyant agent "
+              "reached; *regret*: mean difference to that reference (paired bootstrap CI); *norm. w. tardiness*: "
+              "total weighted tardiness / total weighted expected work (comparable across tiers); clairvoyant "
+              "agents see future events and are not ranked. Details: docs/leaderboard.md.", ""]
+    if skipped:
+        lines += ["Skipped agents: " + "; ".join(skipped) + ".", ""]
+    if failed:
+        lines += [f"**{len(failed)} FAILED EPISODE(S)** (excluded from every statistic):", ""]
+        lines += [f"- {evaluate._report_failure(row)}" for row in failed] + [""]
+    return "\n".join(lines)
+
+
+def csv_text(board: Sequence[Entry]) -> str:
+    """Every entry as CSV (:data:`CSV_FIELDS`; NaN as empty)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for e in board:
+        writer.writerow({k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in e.items()})
+    return out.getvalue()
+
+
+def plot_bars(board: Sequence[Entry], objective: str, size: str, path: Path) -> Path:
+    """One panel per tier: each agent's mean objective with its 95 % CI (clairvoyant references hatched)."""
+    from dynasched_gym.viz._mpl import blank_figure, palette, save_figure
+
+    tiers = _groups(board)[(objective, size)]
+    agents = sorted({e["agent"] for entries in tiers.values() for e in entries})
+    colours = dict(zip(agents, palette(len(agents))))
+    fig = blank_figure(None, 3.6 * len(tiers), 0.35 * len(agents) + 1.6, 110)
+    axes = np.atleast_1d(fig.subplots(1, len(tiers), sharey=False))
+    for ax, (tier, entries) in zip(axes, tiers.items()):
+        entries = [e for e in entries if e["episodes"]][::-1]
+        y = np.arange(len(entries))
+        means = np.array([e["mean"] for e in entries])
+        err = np.array([[e["mean"] - e["ci_low"], e["ci_high"] - e["mean"]] for e in entries]).T.reshape(2, -1)
+        ax.barh(y, means, xerr=err, color=[colours[e["agent"]] for e in entries], capsize=2,
+                hatch=[("//" if e["clairvoyant"] else None) for e in entries], edgecolor="black", linewidth=0.4)
+        ax.set_yticks(y, [e["agent"] + (" (clairvoyant)" if e["clairvoyant"] else "") for e in entries], fontsize=7)
+        ax.set_title(f"{tier}", fontsize=9)
+        ax.set_xlabel(f"mean {objective} (95 % CI)", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(f"Leaderboard, size {size}: lower is better", fontsize=10)
+    return save_figure(fig, path)
+
+
+def plot_ssi(rows: Sequence[Mapping[str, Any]], board: Sequence[Entry], objective: str, size: str,
+             path: Path) -> Path:
+    """SSI of each instance vs the normalised weighted tardiness reached: every non-rule agent, the best
+    rule of each tier and the clairvoyant references (symlog y: many easy instances reach 0)."""
+    from matplotlib import colormaps
+
+    from dynasched_gym.viz._mpl import blank_figure, save_figure
+
+    best = {e["tier"] for e in board if e["objective"] == objective and e["size"] == size}
+    best_rule = {e["tier"]: e["agent"] for e in board if e["objective"] == objective and e["size"] == size
+                 and e["best_rule"]}
+    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        if r["objective"] != objective or r["size"] != size or r["status"] != "ok" or r["tier"] not in best:
+            continue
+        if r["agent"].startswith("rule:"):
+            if best_rule.get(r["tier"]) != r["agent"]:
+                continue
+            name = "best rule of the tier"
+        else:
+            name = r["agent"] + (" (clairvoyant)" if r.get("clairvoyant") else "")
+        series[name].append((r["ssi"], r["normalised_weighted_tardiness"]))
+    fig = blank_figure(None, 8.0, 5.0, 110)
+    ax = fig.subplots()
+    for i, (name, points) in enumerate(sorted(series.items())):
+        x, y = np.array(points).T
+        cross = "clairvoyant" in name
+        ax.scatter(x, y, s=10, alpha=0.6, color=colormaps["tab10"](i % 10), marker="x" if cross else "o",
+                   label=f"{name} ({len(points)})", linewidths=0.8 if cross else 0)
+    for edge in (25, 50, 75):
+        ax.axvline(edge, color="grey", linewidth=0.6, linestyle="--")
+    ax.set_yscale("symlog", linthresh=0.01)
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("SSI score of the instance (tier bands at 25, 50, 75)")
+    ax.set_ylabel("normalised weighted tardiness (symlog)")
+    ax.set_title(f"SSI vs difficulty reached, size {size}, objective {objective}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3)
+    return save_figure(fig, path)
+
+
+def write(board: Sequence[Entry], rows: Sequence[Mapping[str, Any]], failed: Sequence[Mapping[str, Any]],
+          skipped: Sequence[str], out: Path) -> str:
+    """Write the Markdown, CSV and plots into ``out`` (each file atomically); the Markdown."""
+    metric = {r["objective"]: r.get("objective_metric", r["objective"]) for r in rows}
+    text = markdown(board, metric, failed, skipped)
+    write_text_atomic(out / "leaderboard.md", text)
+    write_text_atomic(out / "leaderboard.csv", csv_text(board))
+    for objective, size in _groups(board):
+        plot_bars(board, objective, size, out / f"bars-{objective}-{size}.png")
+        plot_ssi(rows, board, objective, size, out / f"ssi-{objective}-{size}.png")
+    return text
+
+
+def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """Evaluate what is missing (``cfg.run_missing``), aggregate, write; (board, failed rows, markdown)."""
+    if cfg.run_missing:
+        summary = evaluate.run(cfg)
+        print(summary)
+        rows, skipped = summary.rows, summary.skipped
+    else:
+        plan = evaluate.plan(cfg)
+        keys = plan.keys()
+        rows = [r for r in ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows() if row_key(r) in keys]
+        skipped = plan.skipped
+    if cfg.all_rows:
+        rows = ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows()
+    if not rows:
+        raise SystemExit("no rows to aggregate: run with run_missing=true, or check the store and the selection")
+    board = aggregate(rows, resamples=int(cfg.resamples))
+    failed = [r for r in rows if r["status"] != "ok"]
+    text = write(board, rows, failed, skipped, Path(hydra.utils.to_absolute_path(str(cfg.out))))
+    return board, failed, text
+
+
+@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="leaderboard", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point; exits with status 1 when a selected row failed."""
+    _, failed, text = run(cfg)
+    print(text)
+    print(f"wrote {hydra.utils.to_absolute_path(str(cfg.out))}/leaderboard.md, .csv and plots")
+    if failed:
+        evaluate.report_failures(failed)
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name
+    from scripts.leaderboard import main as entry
+
+    entry()

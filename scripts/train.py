@@ -1,0 +1,300 @@
+"""Train PPO on ``DynaSched/DFJSP-v0`` (Hydra entry point, ``conf/train/ppo.yaml`` + ``conf/env/dfjsp.yaml``).
+
+``python -m scripts.train [env.tier=medium] [train.total_timesteps=...] [train.resume=ckpt.zip]``;
+``python -m scripts.train -m env.tier=easy,medium,hard,extreme`` trains one model per tier.
+
+sb3-contrib ``MaskablePPO`` with :class:`~dynasched_gym.agents.policy.SlotPolicy` on the SB3 vector env
+(``dynasched_gym.envs.sb3``), episodes drawn from pool seeds ``0 .. env.pool_size - 1``, after a warm
+start that imitates a rule (``train.imitation``: behaviour cloning plus value regression on its returns).
+Writes into Hydra's run dir (``out``):
+
+- ``tb/``: TensorBoard logs (SB3's training curves; ``eval/mean_<metric>`` on the held-out seeds);
+- ``checkpoints/ppo_<timesteps>_steps.zip``: every ``train.checkpoint_every`` timesteps;
+- ``model.zip``: the final model; ``model.yaml``: the resolved config, seed, reward scale, timesteps,
+  wall time, throughput and the final evaluation;
+- ``report.md``: the final evaluation on the held-out pool seeds ``train.eval_seeds``: PPO
+  (deterministic) against every deterministic rule of the library (in-kernel rollouts), with the
+  paired bootstrap 95 % CI of PPO minus the best rule.
+
+``train.resume=path.zip`` loads that checkpoint (its hyperparameters and timestep count) and trains on
+up to ``train.total_timesteps`` timesteps in all.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import hydra
+import numpy as np
+import sb3_contrib
+import torch as th
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.utils import LinearSchedule
+from tqdm import tqdm
+
+from dynasched_gym import Instance, rollout, validate_schedule
+from dynasched_gym.agents import Agent, run_episode
+from dynasched_gym.agents.policy import SlotPolicy
+from dynasched_gym.agents.ppo import PPOAgent
+from dynasched_gym.agents.rules import RuleAgent, rule_names
+from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
+from dynasched_gym.generation import tier_pool
+from dynasched_gym.metrics import OBJECTIVE_METRICS
+from dynasched_gym.results import bootstrap_ci
+
+ENV_ID = "DynaSched/DFJSP-v0"
+#: Rule whose mean objective on the first pool instances sets the automatic reward scale.
+SCALE_RULE, SCALE_SEEDS = "FIFO:EET", 32
+
+
+# ------------------------------------------------------------------------------------------- envs
+def play_kwargs(env_cfg: DictConfig) -> dict[str, Any]:
+    """The ``gym.make`` arguments that shape observations and rewards (training and evaluation envs alike)."""
+    return {"objective": env_cfg.objective, "observability": env_cfg.observability,
+            "max_candidates": env_cfg.max_candidates}
+
+
+def auto_reward_scale(env_cfg: DictConfig) -> float:
+    """``env.reward_scale``, or when null 1 / the mean objective of ``SCALE_RULE`` on the first pool instances."""
+    if env_cfg.reward_scale is not None:
+        return float(env_cfg.reward_scale)
+    pool = tier_pool(env_cfg.tier, env_cfg.size)
+    key = OBJECTIVE_METRICS[env_cfg.objective]
+    mean = np.mean([rollout(pool.instance(s), rule=SCALE_RULE).metrics[key]
+                    for s in range(min(SCALE_SEEDS, env_cfg.pool_size))])
+    return float(1.0 / mean) if mean > 0 else 1.0
+
+
+def make_train_env(env_cfg: DictConfig, reward_scale: float) -> SB3VecEnv:
+    """The SB3 vector env of ``env.num_envs`` sub-environments on the tier pool."""
+    return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
+                            pool_size=env_cfg.pool_size, reward_scale=reward_scale, **play_kwargs(env_cfg))
+
+
+def held_out(env_cfg: DictConfig, seeds: DictConfig) -> list[Instance]:
+    """The pool instances of the evaluation seeds (disjoint from the training seeds)."""
+    if seeds.start < env_cfg.pool_size:
+        raise ValueError(f"train.eval_seeds.start={seeds.start} overlaps the training pool seeds "
+                         f"0..{env_cfg.pool_size - 1}")
+    pool = tier_pool(env_cfg.tier, env_cfg.size)
+    span = range(seeds.start, seeds.start + seeds.count)
+    pool.prepare(span)
+    return [pool.instance(s) for s in span]
+
+
+# ------------------------------------------------------------------------------------- evaluation
+def evaluate(agent: Agent, env_cfg: DictConfig, instances: list[Instance], progress: bool = False) -> np.ndarray:
+    """The objective of ``agent``'s (validated) schedule on each instance."""
+    key = OBJECTIVE_METRICS[env_cfg.objective]
+    values = []
+    for inst in tqdm(instances, desc="evaluate ppo", unit="inst", disable=not progress):
+        schedule = run_episode(agent, gym.make(ENV_ID, instance=inst, **play_kwargs(env_cfg)), seed=0)
+        report = validate_schedule(schedule)
+        if not report.ok:
+            raise RuntimeError(f"{agent.name} produced an invalid schedule on {inst.name}: {report}")
+        values.append(schedule.metrics[key])
+    return np.array(values)
+
+
+def rule_values(env_cfg: DictConfig, instances: list[Instance], progress: bool = False) -> dict[str, np.ndarray]:
+    """The objective of every deterministic rule of the library on each instance (in-kernel rollouts)."""
+    key = OBJECTIVE_METRICS[env_cfg.objective]
+    return {r: np.array([rollout(inst, rule=r).metrics[key] for inst in instances])
+            for r in tqdm(rule_names(), desc="evaluate rules", unit="rule", disable=not progress)}
+
+
+def compare_with_rules(ppo: np.ndarray, env_cfg: DictConfig, instances: list[Instance],
+                       progress: bool = False) -> dict[str, Any]:
+    """PPO against every deterministic rule on ``instances``: means and PPO - best rule, 95 % CI."""
+    key = OBJECTIVE_METRICS[env_cfg.objective]
+    rules = rule_values(env_cfg, instances, progress)
+    means = {r: float(v.mean()) for r, v in rules.items()}
+    best = min(means, key=means.get)
+    diff = ppo - rules[best]
+    low, high = bootstrap_ci(diff)
+    return {"metric": key, "instances": [inst.name for inst in instances], "ppo_values": ppo.tolist(),
+            "ppo_mean": float(ppo.mean()),
+            "best_rule": best, "best_rule_mean": means[best], "margin": float(diff.mean()), "margin_ci95": [low, high],
+            "relative_margin": float(diff.mean() / means[best]) if means[best] else None,
+            "ppo_wins": int((diff < 0).sum()), "ties": int((diff == 0).sum()),
+            "rule_means": dict(sorted(means.items(), key=lambda kv: kv[1]))}
+
+
+def report_markdown(result: dict[str, Any], env_cfg: DictConfig, meta: dict[str, Any]) -> str:
+    """The final evaluation as markdown: PPO and the five best rules, then the margin with its CI."""
+    low, high = result["margin_ci95"]
+    rows = [f"| **ppo** | {result['ppo_mean']:.3f} |"]
+    rows += [f"| {r} | {m:.3f} |" for r, m in list(result["rule_means"].items())[:5]]
+    return "\n".join([
+        f"# PPO evaluation: {env_cfg.tier} tier, size {env_cfg.size}",
+        "",
+        f"{len(result['instances'])} held-out pool instances ({result['instances'][0]} ..), mean "
+        f"`{result['metric']}`; {meta['timesteps']} timesteps, trained in {meta['wall_s']:.0f} s "
+        f"(PPO {meta['ppo_steps_per_s']:.0f} steps/s).",
+        "",
+        "| agent | mean |",
+        "|---|---|",
+        *rows,
+        "",
+        f"PPO - best rule ({result['best_rule']}): **{result['margin']:.3f}**, paired bootstrap 95 % CI "
+        f"[{low:.3f}, {high:.3f}]; PPO better on {result['ppo_wins']}, tied on {result['ties']} instances.",
+        "",
+    ])
+
+
+class HeldOutEval(BaseCallback):
+    """Every ``every`` timesteps, log the deterministic policy's mean objective on held-out instances."""
+
+    def __init__(self, env_cfg: DictConfig, instances: list[Instance], every: int) -> None:
+        super().__init__()
+        self.env_cfg, self.instances, self.every = env_cfg, instances, every
+        self.next_at = 0
+
+    def _on_training_start(self) -> None:
+        self.next_at = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_at:
+            self.next_at += self.every
+            values = evaluate(PPOAgent(self.model), self.env_cfg, self.instances)
+            self.logger.record(f"eval/mean_{OBJECTIVE_METRICS[self.env_cfg.objective]}", float(values.mean()))
+        return True
+
+
+# ------------------------------------------------------------------------------ imitation warm start
+def best_rule(env_cfg: DictConfig, episodes: int) -> str:
+    """The rule with the lowest mean objective on the training pool seeds 0 .. episodes - 1."""
+    pool = tier_pool(env_cfg.tier, env_cfg.size)
+    values = rule_values(env_cfg, [pool.instance(s) for s in range(min(episodes, env_cfg.pool_size))])
+    return min(values, key=lambda rule: float(values[rule].mean()))
+
+
+def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, scale: float,
+                   progress: bool = False) -> tuple[dict[str, th.Tensor], th.Tensor, th.Tensor]:
+    """Observations, actions and discounted returns-to-go of ``rule`` on the training pool seeds 0 .. episodes - 1."""
+    pool = tier_pool(env_cfg.tier, env_cfg.size)
+    observations: list[dict[str, np.ndarray]] = []
+    actions: list[int] = []
+    returns: list[float] = []
+    agent = RuleAgent(rule)
+    for seed in tqdm(range(min(episodes, env_cfg.pool_size)), desc=f"demonstrations {rule}", unit="episode",
+                     disable=not progress):
+        env = gym.make(ENV_ID, instance=pool.instance(seed), reward_scale=scale, **play_kwargs(env_cfg))
+        observation, info = env.reset(seed=seed)
+        agent.reset(env)
+        rewards, done = [], False
+        while not done:
+            action = agent.act(observation, info)
+            observations.append({key: value.copy() for key, value in observation.items()})
+            actions.append(action)
+            observation, reward, done, _, info = env.step(action)
+            rewards.append(float(reward))
+        to_go, backwards = 0.0, []
+        for reward in reversed(rewards):
+            to_go = reward + gamma * to_go
+            backwards.append(to_go)
+        returns.extend(reversed(backwards))
+    stacked = {key: th.as_tensor(np.stack([o[key] for o in observations]), dtype=th.float32) for key in observations[0]}
+    return stacked, th.as_tensor(actions), th.as_tensor(returns, dtype=th.float32)
+
+
+def pretrain(model: MaskablePPO, data: tuple[dict[str, th.Tensor], th.Tensor, th.Tensor],
+             pc: DictConfig, progress: bool = False) -> dict[str, float]:
+    """Behaviour cloning (cross-entropy of the masked logits) plus value regression on the returns-to-go."""
+    observations, actions, returns = data
+    policy = model.policy
+    optimizer = th.optim.Adam(policy.parameters(), lr=pc.learning_rate)
+    stats: dict[str, float] = {}
+    for _ in tqdm(range(pc.epochs), desc="imitation", unit="epoch", disable=not progress):
+        totals = np.zeros(2)
+        for batch in th.randperm(len(actions)).split(pc.batch_size):
+            obs = {key: value[batch] for key, value in observations.items()}
+            values, log_prob, _ = policy.evaluate_actions(obs, actions[batch], action_masks=obs["action_mask"] > 0.5)
+            value_loss = th.nn.functional.mse_loss(values.flatten(), returns[batch])
+            loss = -log_prob.mean() + model.vf_coef * value_loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            totals += len(batch) * np.array([-log_prob.mean().item(), value_loss.item()])
+        stats = dict(zip(("cross_entropy", "value_mse"), (totals / len(actions)).tolist()))
+    return stats
+
+
+# ------------------------------------------------------------------------------------------ train
+def train(cfg: DictConfig) -> Path:
+    """Train (or resume), save, evaluate; returns the path of the final model."""
+    began = time.perf_counter()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    th.set_num_threads(cfg.train.torch_threads)
+    tc, ec = cfg.train, cfg.env
+
+    # 1. envs: the training pool (built ahead, in parallel) and the held-out instances
+    tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
+    scale = auto_reward_scale(ec)
+    venv = make_train_env(ec, scale)
+    instances = held_out(ec, tc.eval_seeds)
+
+    # 2. the model: resumed from a checkpoint (its hyperparameters and timestep count), or new and
+    #    warm-started by imitating a rule
+    imitation = None
+    if tc.resume:
+        model = MaskablePPO.load(tc.resume, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
+        model.set_random_seed(cfg.seed + model.num_timesteps)
+    else:
+        lr = LinearSchedule(tc.learning_rate, 0.0, 1.0) if tc.anneal_lr else tc.learning_rate
+        model = MaskablePPO(SlotPolicy, venv, learning_rate=lr,
+                            n_steps=tc.n_steps, batch_size=tc.batch_size, n_epochs=tc.n_epochs, gamma=tc.gamma,
+                            gae_lambda=tc.gae_lambda, clip_range=tc.clip_range, ent_coef=tc.ent_coef,
+                            vf_coef=tc.vf_coef, max_grad_norm=tc.max_grad_norm, policy_kwargs={"hidden": tc.hidden},
+                            tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
+        if tc.imitation.rule:
+            ic = tc.imitation
+            rule = best_rule(ec, ic.episodes) if ic.rule == "auto" else ic.rule
+            data = demonstrations(ec, rule, ic.episodes, tc.gamma, scale, tc.progress_bar)
+            imitation = {"rule": rule, "samples": len(data[1]), **pretrain(model, data, ic, tc.progress_bar)}
+    start_steps = model.num_timesteps
+
+    # 3. learn: checkpoints, held-out evaluations, TensorBoard, progress bar
+    callbacks: list[BaseCallback] = [CheckpointCallback(max(tc.checkpoint_every // ec.num_envs, 1),
+                                                        str(out / "checkpoints"), name_prefix="ppo")]
+    if tc.eval_every:
+        callbacks.append(HeldOutEval(ec, instances, tc.eval_every))
+    learn_began = time.perf_counter()
+    model.learn(max(tc.total_timesteps - start_steps, 0), callback=callbacks, tb_log_name="ppo",
+                reset_num_timesteps=False, progress_bar=tc.progress_bar)
+    learn_wall = time.perf_counter() - learn_began
+    model.save(out / "model.zip")
+    wall = time.perf_counter() - began
+    venv.close()
+
+    # 4. final evaluation against every rule; save the config, seed and measurements with the model
+    ppo = evaluate(PPOAgent(model), ec, instances, progress=tc.progress_bar)
+    result = compare_with_rules(ppo, ec, instances, progress=tc.progress_bar)
+    meta = {"seed": int(cfg.seed), "reward_scale": scale, "timesteps": int(model.num_timesteps),
+            "resumed_from": tc.resume, "imitation": imitation, "wall_s": round(wall, 1),
+            "ppo_steps_per_s": round((model.num_timesteps - start_steps) / learn_wall, 1),
+            "torch_threads": int(tc.torch_threads),
+            "versions": {"torch": str(th.__version__), "sb3_contrib": sb3_contrib.__version__}}
+    (out / "report.md").write_text(report_markdown(result, ec, meta), encoding="utf-8")
+    record = {"config": OmegaConf.to_container(cfg, resolve=True), **meta, "evaluation": result}
+    (out / "model.yaml").write_text(yaml.safe_dump(record, sort_keys=False), encoding="utf-8")
+    return out / "model.zip"
+
+
+@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="train/ppo", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point."""
+    path = train(cfg)
+    print((path.parent / "report.md").read_text(encoding="utf-8"))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

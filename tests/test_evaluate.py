@@ -1,0 +1,311 @@
+"""scripts/evaluate.py and the results store: rows, validation, exactly-once appends, kill and resume, joblib sweeps."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_module
+
+import dynasched_gym
+from dynasched_gym.metrics import METRIC_KEYS
+from dynasched_gym.results import (
+    KEY_FIELDS,
+    ResultStore,
+    StoreWarning,
+    aggregate,
+    bootstrap_ci,
+    difficulty_trend,
+    row_key,
+)
+from scripts import evaluate
+
+REPO = Path(__file__).resolve().parents[1]
+RULES = 9  # conf/agent/rules.yaml
+
+
+def config(name: str, *overrides: str):
+    """The composed Hydra config ``name`` with ``overrides``."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        return compose(config_name=name, overrides=list(overrides))
+
+
+@pytest.fixture(scope="module")
+def pools(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pool cache for this module's runs (subprocesses get it through $DYNASCHED_CACHE)."""
+    return tmp_path_factory.mktemp("pools")
+
+
+@pytest.fixture
+def cache(pools: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DYNASCHED_CACHE", str(pools))
+    return pools
+
+
+def _row(i: int, **fields) -> dict:
+    return {"agent_hash": "h", "tier": "easy", "size": "small", "seed": i, "objective": "makespan", **fields}
+
+
+# ------------------------------------------------------------------------------------------- the store
+def test_store_appends_each_key_once(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "sub" / "store.jsonl")
+    assert store.rows() == [] and store.keys() == set()
+    assert store.append(_row(1, v=1)) and store.append(_row(2, v=2))
+    assert not store.append(_row(1, v=99))  # same key: kept once, the first
+    other = ResultStore(store.path)  # another writer sees the rows on disk
+    assert not other.append(_row(2, v=98))
+    assert other.append(_row(3, v=3))
+    assert [r["v"] for r in store.rows()] == [1, 2, 3]
+    assert store.keys() == {("h", "easy", "small", s, "makespan") for s in (1, 2, 3)}
+    assert KEY_FIELDS == ("agent_hash", "tier", "size", "seed", "objective")
+
+
+def test_truncated_last_line_is_ignored_then_cut_off(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "store.jsonl")
+    store.append(_row(1))
+    with open(store.path, "ab") as fh:  # a writer killed mid-row
+        fh.write(json.dumps(_row(2))[:25].encode())
+    with pytest.warns(StoreWarning, match="truncated last line"):
+        assert [r["seed"] for r in ResultStore(store.path).rows()] == [1]
+    with pytest.warns(StoreWarning, match="cutting off"):
+        assert ResultStore(store.path).append(_row(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [r["seed"] for r in store.rows()] == [1, 2]
+    assert store.path.read_text().count("\n") == 2
+
+
+def test_unreadable_and_duplicate_lines_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "store.jsonl"
+    path.write_text("\n".join([json.dumps(_row(1, v=1)), "not json", json.dumps({"no": "key"}),
+                               json.dumps(_row(1, v=2)), json.dumps(_row(2))]) + "\n")
+    with pytest.warns(StoreWarning) as caught:
+        rows = ResultStore(path).rows()
+    assert [(r["seed"], r.get("v")) for r in rows] == [(1, 1), (2, None)]
+    assert len(caught) == 3
+
+
+def _append_many(path: str, seeds: list[int]) -> int:
+    store = ResultStore(path)
+    return sum(store.append(_row(s, pid=os.getpid())) for s in seeds)
+
+
+def test_concurrent_appends_store_every_key_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "store.jsonl")
+    shared = list(range(60))
+    jobs = [shared[::-1], shared, shared[30:] + shared[:30], [*shared[::2], 100, 101]]
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        written = pool.starmap(_append_many, [(path, seeds) for seeds in jobs])
+    rows = ResultStore(path).rows()
+    assert sum(written) == len(rows) == 62
+    assert Counter(row_key(r) for r in rows).most_common(1)[0][1] == 1
+    assert Path(path).read_text().count("\n") == 62
+
+
+# ------------------------------------------------------------------------------------------- statistics
+def test_bootstrap_ci() -> None:
+    values = np.random.default_rng(1).normal(5.0, 2.0, 200)
+    low, high = bootstrap_ci(values)
+    assert low < values.mean() < high and high - low < 1.0
+    assert bootstrap_ci(values) == (low, high)  # seeded
+    assert bootstrap_ci([3.0, 3.0]) == (3.0, 3.0)
+    assert all(math.isnan(x) for x in bootstrap_ci([]))
+    from scripts.compare_agents import bootstrap_ci as used_there
+
+    assert used_there is bootstrap_ci  # one implementation
+
+
+def _board_rows() -> list[dict]:
+    rows = []
+    values = {"rule:A": [4, 6, 5], "rule:B": [8, 8, 8], "lookahead": [3, 5, 4], "oracle": [1, 2, 3]}
+    for t, tier in enumerate(("easy", "hard")):
+        for agent, vals in values.items():
+            for seed, v in enumerate(vals):
+                rows.append({"agent": agent, "agent_hash": agent, "clairvoyant": agent == "oracle", "tier": tier,
+                             "size": "small", "seed": seed, "objective": "makespan", "status": "ok",
+                             "objective_value": float(v * (t + 1)), "normalised_weighted_tardiness": v * (t + 1) / 10,
+                             "ssi": 10.0 + 50 * t, "decisions": 10, "wall_time": 0.01, "tokens": None})
+    rows.append({**rows[0], "seed": 9, "status": "invalid", "objective_value": None,
+                 "normalised_weighted_tardiness": None})
+    return rows
+
+
+def test_aggregate_ranks_normalises_and_labels_references() -> None:
+    board = aggregate(_board_rows(), resamples=2000)
+    easy = {e["agent"]: e for e in board if e["tier"] == "easy"}
+    assert [e["agent"] for e in board if e["tier"] == "easy"] == ["lookahead", "rule:A", "rule:B", "oracle"]
+    assert [easy[a]["rank"] for a in ("lookahead", "rule:A", "rule:B", "oracle")] == [1, 2, 3, None]
+    assert easy["rule:A"]["best_rule"] and not easy["rule:B"]["best_rule"]
+    assert easy["rule:A"]["failed"] == 1 and easy["rule:A"]["episodes"] == 3
+    assert easy["lookahead"]["vs_best_rule"] == pytest.approx(12 / 15)
+    assert easy["rule:B"]["vs_clairvoyant"] == pytest.approx(24 / 6)
+    assert easy["rule:A"]["regret"] == pytest.approx(3.0)  # (3 + 4 + 2) / 3
+    assert easy["rule:A"]["regret_ci_low"] <= 3.0 <= easy["rule:A"]["regret_ci_high"]
+    assert easy["oracle"]["clairvoyant"] and easy["oracle"]["regret"] == 0.0
+    assert easy["rule:B"]["ci_low"] == easy["rule:B"]["ci_high"] == 8.0
+    trend = difficulty_trend(board)[("makespan", "small")]
+    assert trend["tiers"] == ["easy", "hard"] and trend["increasing"] and trend["agents"] == []
+
+
+def test_same_name_with_two_configurations_is_split() -> None:
+    rows = [r for r in _board_rows() if r["status"] == "ok" and r["tier"] == "easy"]
+    rows += [{**r, "agent_hash": "other", "objective_value": 1.0} for r in rows if r["agent"] == "lookahead"]
+    agents = {e["agent"] for e in aggregate(rows, resamples=100)}
+    assert {"lookahead@lookah", "lookahead@other"} <= agents and "lookahead" not in agents
+
+
+# ------------------------------------------------------------------------------------------- evaluation
+def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path) -> None:
+    from dynasched_gym.generation import tier_pool
+
+    cfg = config("evaluate", "tiers=easy", "seeds.count=2", "agent=[rules,random]", "ppo=null", "workers=1",
+                 f"store={tmp_path / 'store.jsonl'}", "progress=false")
+    summary = evaluate.run(cfg)
+    assert (summary.total, summary.reused, summary.ran, summary.failed) == (2 * (RULES + 1), 0, 2 * (RULES + 1), [])
+    rows = summary.rows
+    for row in rows:
+        assert row["status"] == "ok" and row["format"] == "dynasched-result/1"
+        assert all(isinstance(row[k], (int, float)) for k in METRIC_KEYS)
+        assert row["objective_value"] == row["total_weighted_tardiness"]
+        assert row["decisions"] > 0 and row["wall_time"] > 0 and 0 <= row["ssi"] < 25
+        assert row["instance"] == f"easy-small-seed{row['seed']}" and len(row["instance_sha256"]) == 64
+        assert row["normalised_weighted_tardiness"] >= 0 and not row["clairvoyant"]
+    for row in rows:  # the env path plays exactly the in-kernel rule
+        if row["agent"].startswith("rule:"):
+            inst = tier_pool("easy", "small").instance(row["seed"])
+            assert dynasched_gym.rollout(inst, rule=row["agent"][5:]).metrics == {k: row[k] for k in METRIC_KEYS}
+    again = evaluate.run(cfg)
+    assert (again.reused, again.ran) == (2 * (RULES + 1), 0)
+    assert len(ResultStore(cfg.store).rows()) == 2 * (RULES + 1)
+
+
+def test_invalid_schedules_and_errors_are_failed_rows(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    play = evaluate.AgentPlayer.play
+
+    def broken(self, instance, objective, seed):
+        if self.name == "random":
+            raise RuntimeError("agent crashed")
+        schedule, extra = play(self, instance, objective, seed)
+        return dataclasses.replace(schedule, segment_end=schedule.segment_end + 1.0), extra
+
+    monkeypatch.setattr(evaluate.AgentPlayer, "play", broken)
+    cfg = config("evaluate", "tiers=easy", "seeds.count=1", "agent=[lookahead,random]", "ppo=null", "workers=1",
+                 f"store={tmp_path / 'store.jsonl'}", "progress=false")
+    summary = evaluate.run(cfg)
+    status = {r["agent"]: r for r in summary.rows}
+    assert status["lookahead"]["status"] == "invalid" and status["lookahead"]["violations"]
+    assert status["random"]["status"] == "error" and "agent crashed" in status["random"]["error"]
+    for row in summary.rows:
+        assert row["objective_value"] is None and all(row[k] is None for k in METRIC_KEYS)
+    assert len(summary.failed) == 2
+    assert capsys.readouterr().err.count("FAILED") == 2
+
+
+def _run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scripts.evaluate", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+def _comparable(rows: list[dict]) -> dict:
+    fields = ("agent", "instance_sha256", "ssi", "status", "objective_value", "normalised_weighted_tardiness",
+              "decisions", *METRIC_KEYS)
+    return {row_key(r): tuple(r[f] for f in fields) for r in rows}
+
+
+@pytest.mark.slow
+def test_killed_evaluation_resumes_without_loss_or_duplicates(cache: Path, tmp_path: Path) -> None:
+    from dynasched_gym.generation import tier_pool
+
+    tier_pool("hard", "small").prepare(range(10_000, 10_008), progress=False)
+    env = {**os.environ, "DYNASCHED_CACHE": str(cache)}
+    args = ["tiers=hard", "seeds.count=8", "agent=[rules,lookahead,lookahead_oracle]", "ppo=null", "progress=false",
+            "hydra.run.dir=" + str(tmp_path / "hydra")]
+    total = 8 * (RULES + 2)
+    store = tmp_path / "killed.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "scripts.evaluate", *args, "workers=1", f"store={store}"],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if store.exists() and store.read_bytes().count(b"\n") >= 5:
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.005)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL, "the evaluation finished before it could be killed"
+    kept = store.read_bytes().count(b"\n")
+    assert 5 <= kept < total
+    resumed = _run_cli([*args, "workers=1", f"store={store}"], env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{total} episodes: {kept} reused from the store, {total - kept} run now, 0 failed" in resumed.stdout
+    clean = _run_cli([*args, "workers=2", f"store={tmp_path / 'clean.jsonl'}"], env)
+    assert clean.returncode == 0, clean.stderr[-3000:]
+    lines = [json.loads(line) for line in store.read_text().splitlines() if line.strip()]
+    assert len(lines) == total and len({row_key(r) for r in lines}) == total  # every key exactly once
+    assert _comparable(lines) == _comparable(ResultStore(tmp_path / "clean.jsonl").rows())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
+                    reason="hydra-joblib-launcher is not installed (pip install 'dynasched-gym[dist]')")
+def test_joblib_sweep_stores_overlapping_jobs_once(cache: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.jsonl"
+    # jobs 0/1 and 2/3 overlap on seeds 10000..10001: each key must land once
+    result = _run_cli(["-m", "launcher=joblib", "tiers=easy,medium", "seeds.count=2,3", "agent=rules", "ppo=null",
+                       "progress=false", f"store={store}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                      {**os.environ, "DYNASCHED_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in store.read_text().splitlines()]
+    assert len(rows) == len({row_key(r) for r in rows}) == 2 * 3 * RULES
+    assert {r["tier"] for r in rows} == {"easy", "medium"}
+
+
+def test_shipped_ppo_plays_its_tier_with_its_training_env(cache: Path, tmp_path: Path) -> None:
+    checkpoint = REPO / "agents" / "checkpoints" / "ppo-easy-small.zip"
+    if importlib.util.find_spec("sb3_contrib") is None or not checkpoint.is_file():
+        pytest.skip("no shipped PPO checkpoint for easy/small (or sb3-contrib missing)")
+    cfg = config("evaluate", "tiers=[easy,medium]", "seeds.count=1", "agent=[random]", "ppo=shipped", "workers=1",
+                 f"store={tmp_path / 'store.jsonl'}", "progress=false")
+    summary = evaluate.run(cfg)
+    ppo = [r for r in summary.rows if r["agent"] == "ppo"]
+    assert ppo and all(r["status"] == "ok" for r in ppo) and "easy" in {r["tier"] for r in ppo}
+    config_ = ppo[0]["agent_config"]
+    assert "checkpoint" not in config_["agent"] and len(config_["agent"]["sha256"]) == 64
+    assert set(config_["env"]) == {"max_candidates", "observability"}
+    missing = {"medium"} - {r["tier"] for r in ppo}
+    assert all(any(f"ppo on {t}/small" in note for note in summary.skipped) for t in missing)
+
+
+def test_missing_extras_skip_agents_but_broken_modules_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    evaluate._player.cache_clear()
+    monkeypatch.setitem(sys.modules, "dynasched_gym.oracle", None)  # as if the oracle (or ortools) were missing
+    plan = evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random,cpsat_oracle]", "ppo=null"))
+    assert [e[0].agent for e in plan.episodes] == ["random"]
+    assert plan.skipped and plan.skipped[0].startswith("cpsat-oracle on easy/small")
+
+    def broken(*args, **kwargs):
+        raise ImportError("cannot import name 'X' from 'dynasched_gym.core.lookahead'")
+
+    monkeypatch.setattr(evaluate.AgentPlayer, "__init__", broken)
+    evaluate._player.cache_clear()
+    with pytest.raises(ImportError, match="cannot import name"):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[lookahead]", "ppo=null"))
+    evaluate._player.cache_clear()

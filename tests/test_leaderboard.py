@@ -1,0 +1,77 @@
+"""scripts/leaderboard.py: evaluation of missing rows, tables, CSV, plots, labels of clairvoyant references."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_evaluate import RULES, _board_rows, config
+
+from dynasched_gym.results import aggregate
+from scripts import leaderboard
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def pools(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pools")
+
+
+def test_leaderboard_evaluates_missing_rows_writes_files_and_reuses_rows(
+        pools: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DYNASCHED_CACHE", str(pools))
+    oracle = importlib.util.find_spec("ortools") is not None  # the CP-SAT reference too, when it can run
+    cfg = config("leaderboard", "tiers=[easy,hard]", "seeds.count=3", "ppo=null", "workers=1", "progress=false",
+                 f"store={tmp_path / 'store.jsonl'}", f"out={tmp_path / 'board'}",
+                 *(["agent=[rules,lookahead,lookahead_oracle,cpsat_oracle]", "agent.cpsat_oracle.kwargs.time_limit=0.2"]
+                   if oracle else ["agent=[rules,lookahead,lookahead_oracle]"]))
+    board, failed, text = leaderboard.run(cfg)
+    references = 2 if oracle else 1
+    assert failed == [] and len(board) == 2 * (RULES + 1 + references)
+    assert f"{2 * 3 * (RULES + 1 + references)} run now" in capsys.readouterr().out
+    out = tmp_path / "board"
+    assert sorted(p.name for p in out.iterdir()) == ["bars-weighted_tardiness-small.png", "leaderboard.csv",
+                                                      "leaderboard.md", "ssi-weighted_tardiness-small.png"]
+    for png in out.glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "leaderboard.md").read_text() == text
+    assert "### easy (3 instances" in text and "### hard (3 instances" in text
+    assert "| ref | lookahead-oracle *(clairvoyant reference)* |" in text
+    assert "(best rule)" in text and "| 1 |" in text
+    with open(out / "leaderboard.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(board) and {r["tier"] for r in rows} == {"easy", "hard"}
+    assert {r["agent"] for r in rows if r["clairvoyant"] == "True"} >= {"lookahead-oracle"}
+    assert all(r["rank"] == "" for r in rows if r["clairvoyant"] == "True")
+    again, _, _ = leaderboard.run(cfg)
+    assert "0 run now" in capsys.readouterr().out
+    assert [e["mean"] for e in again] == [e["mean"] for e in board]
+
+
+def test_markdown_lists_failures_skips_and_the_difficulty_check() -> None:
+    rows = _board_rows()
+    board = aggregate(rows, resamples=200)
+    text = leaderboard.markdown(board, {"makespan": "makespan"}, [r for r in rows if r["status"] != "ok"],
+                                ["ppo on easy/small: no checkpoint"])
+    assert "easy 0.5 < hard 1: **strictly increasing**" in text
+    assert "**1 FAILED EPISODE(S)**" in text and "FAILED [invalid] rule:A on easy/small seed 9" in text
+    assert "Skipped agents: ppo on easy/small: no checkpoint." in text
+    assert "| ref | oracle *(clairvoyant reference)* |" in text
+
+
+@pytest.mark.slow
+def test_cli_prints_the_board(pools: Path, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "scripts.leaderboard", "tiers=[medium]", "seeds.count=2", "agent=[rules,random]",
+         "ppo=null", "workers=1", "progress=false", f"store={tmp_path / 'store.jsonl'}", f"out={tmp_path / 'out'}",
+         f"hydra.run.dir={tmp_path / 'hydra'}"],
+        cwd=REPO, env={**os.environ, "DYNASCHED_CACHE": str(pools)}, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "# Leaderboard" in result.stdout and "### medium (2 instances" in result.stdout
+    assert (tmp_path / "out" / "leaderboard.md").is_file()

@@ -1,0 +1,122 @@
+"""PPO: the slot policy is permutation-invariant; a short training run saves, reloads, evaluates and resumes;
+the shipped checkpoints load and play."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+import yaml
+from hydra import compose, initialize_config_module
+
+import dynasched_gym  # noqa: F401  (registers the ids)
+from dynasched_gym import validate_schedule
+from dynasched_gym.agents import make, run_episode
+from dynasched_gym.agents.policy import SlotPolicy
+from dynasched_gym.agents.ppo import CHECKPOINTS, shipped_checkpoint
+from dynasched_gym.generation import tier_pool
+
+REPO = Path(__file__).resolve().parents[1]
+TIERS = ("easy", "medium", "hard", "extreme")
+TRAIN_SEEDS, EVAL_SEEDS = range(2), range(1000, 1002)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh pool cache holding the medium/small instances the short runs use (made in-process)."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    pool = tier_pool("medium", "small")
+    for seed in [*TRAIN_SEEDS, *EVAL_SEEDS]:
+        pool.instance(seed)
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def train_script(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(REPO))
+    return importlib.import_module("scripts.train")
+
+
+def _config(out: Path, *overrides: str):
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        return compose("train/ppo", overrides=[
+            f"out={out}", "env.num_envs=2", f"env.pool_size={len(TRAIN_SEEDS)}", "train.total_timesteps=2048",
+            "train.n_steps=128", "train.batch_size=128", "train.n_epochs=1", "train.hidden=8",
+            "train.checkpoint_every=1024", "train.eval_every=1024", f"train.eval_seeds.start={EVAL_SEEDS.start}",
+            f"train.eval_seeds.count={len(EVAL_SEEDS)}", "train.progress_bar=false", *overrides])
+
+
+def test_policy_logits_follow_a_permutation_of_the_candidates():
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8)
+    policy = SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, hidden=16)
+    rng = np.random.default_rng(0)
+    obs = {key: rng.normal(size=(3, *space.shape)).astype(np.float32)
+           for key, space in env.observation_space.spaces.items()}
+    obs["action_mask"] = (rng.random((3, 8)) < 0.6).astype(np.float32)
+    obs["action_mask"][:, 0] = 1
+    perm = rng.permutation(8)
+    permuted = {**obs, "candidates": obs["candidates"][:, perm], "action_mask": obs["action_mask"][:, perm]}
+
+    def logits_and_value(o: dict[str, np.ndarray]) -> tuple[th.Tensor, th.Tensor]:
+        tensors = {k: th.as_tensor(v) for k, v in o.items()}
+        with th.no_grad():
+            logits = policy.get_distribution(tensors, o["action_mask"].astype(bool)).distribution.logits
+            return logits, policy.predict_values(tensors)
+
+    logits, value = logits_and_value(obs)
+    logits_p, value_p = logits_and_value(permuted)
+    th.testing.assert_close(logits_p, logits[:, perm], rtol=1e-5, atol=1e-5)
+    th.testing.assert_close(value_p, value, rtol=1e-5, atol=1e-5)
+
+
+def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_path: Path):
+    first = train_script.train(_config(tmp_path / "run"))
+    record = yaml.safe_load(first.with_suffix(".yaml").read_text(encoding="utf-8"))
+    assert record["timesteps"] == 2048 and record["seed"] == 0 and record["reward_scale"] > 0
+    assert record["config"]["env"]["tier"] == "medium"
+    assert len(record["evaluation"]["instances"]) == len(EVAL_SEEDS)
+    assert record["evaluation"]["best_rule"] in record["evaluation"]["rule_means"]
+    assert (tmp_path / "run" / "checkpoints" / "ppo_1024_steps.zip").is_file()
+    assert list((tmp_path / "run" / "tb").rglob("events.out.tfevents.*"))
+    assert "PPO - best rule" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+
+    agent = make("ppo", checkpoint=first)
+    assert agent.config()["checkpoint"] == str(first) and len(agent.config()["sha256"]) == 64
+    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(EVAL_SEEDS.start),
+                   objective="weighted_tardiness")
+    schedule = run_episode(agent, env, seed=0)
+    assert schedule.finished and validate_schedule(schedule).ok
+    assert schedule.metrics["total_weighted_tardiness"] == pytest.approx(record["evaluation"]["ppo_values"][0])
+    with pytest.raises(ValueError, match="observation space"):
+        agent.reset(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance, max_candidates=16))
+
+    resumed = train_script.train(_config(tmp_path / "resumed", "train.total_timesteps=3072",
+                                         f"train.resume={tmp_path / 'run' / 'checkpoints' / 'ppo_1024_steps.zip'}"))
+    record = yaml.safe_load(resumed.with_suffix(".yaml").read_text(encoding="utf-8"))
+    assert record["timesteps"] == 3072 and record["resumed_from"].endswith("ppo_1024_steps.zip")
+    assert make("ppo", checkpoint=resumed).model.num_timesteps == 3072
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_shipped_checkpoint_loads_and_plays(tier, tmp_path, monkeypatch):
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    path = shipped_checkpoint(tier)
+    assert path.stat().st_size <= 3 * 2**20
+    record = yaml.safe_load(path.with_suffix(".yaml").read_text(encoding="utf-8"))
+    env_cfg = record["config"]["env"]
+    assert env_cfg["tier"] == tier and env_cfg["size"] == "small"
+    inst = tier_pool(tier, "small").instance(record["config"]["train"]["eval_seeds"]["start"])
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=env_cfg["objective"],
+                   observability=env_cfg["observability"], max_candidates=env_cfg["max_candidates"])
+    schedule = run_episode(make("ppo", checkpoint=path), env, seed=0)
+    assert schedule.finished and validate_schedule(schedule).ok
+
+
+def test_unknown_shipped_checkpoint_names_the_shipped_ones():
+    with pytest.raises(FileNotFoundError, match="shipped"):
+        shipped_checkpoint("trivial")
+    assert CHECKPOINTS.is_dir()
