@@ -1,1 +1,1 @@
-"""Entry points: benchmarks now; train, evaluate and leaderboard as they land."""
+"""Entry points (run from the repository root): evaluate, leaderboard, train, calibrate and the benchmarks."""
