@@ -25,7 +25,6 @@ from dynasched_gym.generation import tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import bootstrap_ci
 
-METRIC = OBJECTIVE_METRICS
 HELD_OUT = 10_000
 
 
@@ -34,12 +33,12 @@ def main() -> None:
     parser.add_argument("--tier", default="hard")
     parser.add_argument("--size", default="small")
     parser.add_argument("--seeds", type=int, default=100)
-    parser.add_argument("--objective", default="weighted_tardiness", choices=sorted(METRIC))
+    parser.add_argument("--objective", default="weighted_tardiness", choices=sorted(OBJECTIVE_METRICS))
     parser.add_argument("--top-k", type=int, default=16)
     parser.add_argument("--rule", default=None, help="lookahead base rule (default: the agent's for the objective)")
     parser.add_argument("--rollout-rules", default=None, help="comma-separated job rules of the rollouts")
     args = parser.parse_args()
-    key = METRIC[args.objective]
+    key = OBJECTIVE_METRICS[args.objective]
     pool = tier_pool(args.tier, args.size)
     seeds = range(HELD_OUT, HELD_OUT + args.seeds)
     pool.prepare(seeds)
