@@ -1,39 +1,140 @@
-"""Simulator throughput on ta01, mk10 and the reference package's 243-job sample.
+"""Performance: our simulator and environments side by side with the peers, cold start, memory.
 
-For each instance it measures, in one run:
+One run measures, on the same instances (``ta01``; ``mk10``; ``dsbx-medium``, the reference
+package's 243-job sample; the seed-``--tier-seed`` members of the ``--tier`` pools of the medium and
+the large size preset, ``tier-medium`` and ``tier-large``), these sections (``--only``):
 
-- in-kernel rollouts: whole episodes under a jitted rule (reset included), decisions/s;
-- the Python-level step loop: ``Simulator.candidates()`` + ``Simulator.step()`` with a uniformly
-  random valid pair, decisions/s.
+- ``kernel``: whole episodes under a jitted dispatching rule inside numba (reset included), decisions/s;
+- ``env``: the single env (``DFJSP-v0``, the env class as the peers' are driven, and through
+  ``gym.make``), ``step`` with uniformly random valid actions, steps/s;
+- ``vector``: the vector env (``gym.make_vec(..., vectorization_mode="vector_entry_point")``,
+  next-step autoreset), random valid actions in every sub-environment, transitions/s at ``--num-envs``;
+- ``sesc``: SESC calibration of one instance of the medium and of the large size preset, seconds;
+- ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
+  with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
+- ``memory``: peak RSS of a fresh process that plays one episode in one env, and one in each of the
+  ``--memory-envs`` sub-environments of a vector env; absolute and minus the peak after the imports;
+- ``peers`` (needs ``--peer-python``, a virtual environment with the peers installed, see
+  ``make peers``): JSSEnv, job-shop-lib and dsbx 0.4.0 on the same instances, each in a subprocess of
+  that interpreter timing itself (``scripts/peers/``), with their import, first reset/step and memory.
+  Instances are converted with our readers and writers; one a peer cannot express, and any failure,
+  is reported with its reason instead of a number.
 
-Each figure is the median over ``--repeats`` timed repeats after one warm-up (numba compile time
-is excluded and reported separately). A decision schedules one operation (or one resumed part of
-one), so decisions/s equals operations scheduled per second here. Results print as a table and
-go to ``--out`` as JSON.
+A step schedules one operation in our envs (a decision), but not always in the peers' (JSSEnv's no-op
+waits), so operations scheduled per second are reported beside steps per second. Rates are medians
+of ``--repeats`` timed repeats of at least ``--seconds`` each, after a warm-up (numba compile or cache
+load excluded; the cold section measures it). Ratios (ours / peer) and the issue's targets use only
+figures of this run. Tables print as Markdown; everything goes to ``--out`` as JSON (written
+atomically at the end, or on Ctrl-C with ``"partial": true``).
 
-Usage: ``python -m scripts.bench [--repeats 5] [--seconds 0.5] [--out .bench/core.json]``
+Usage: ``python -m scripts.bench [--quick] [--only kernel,env,...] [--instances ta01,...]
+[--peer-python .peers/venv/bin/python] [--out .bench/bench.json]``
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime
 import json
+import os
 import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
+import numba
 import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym import data, load_instance
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
-from dynasched_gym.instance import write_text_atomic
+from dynasched_gym.generation import Scenario, calibrate
+from dynasched_gym.generation.tiers import tier_pool
+from dynasched_gym.instance import Instance, write_text_atomic
+from dynasched_gym.io import dsbx_dir
+from scripts.peers._common import chunk_of, medians
+from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 
-INSTANCES = ("ta01", "mk10", "dsbx-medium")
+FORMAT = "dynasched-bench/1"
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("kernel", "env", "vector", "sesc", "cold", "memory", "peers")
+EMBEDDED = ("ta01", "mk10", "dsbx-medium")
+TIER_SIZES = {"tier-medium": "medium", "tier-large": "large"}
+INSTANCES = (*EMBEDDED, *TIER_SIZES)
+SESC_SIZES = ("medium", "large")
+COLD_INSTANCE = "ta01"
 
 
+@dataclasses.dataclass(frozen=True)
+class Peer:
+    """A peer package: its runner module and the instance format it reads."""
+
+    name: str
+    runner: str  # module under scripts/peers, run by the peer interpreter
+    writer: Callable[[str, Instance, Path], Path]  # (our instance key, instance, directory) -> its input path
+    full_episode: bool = False  # too slow for timed repeats: the rate is that of one whole episode
+
+
+def write_orlib(key: str, instance: Instance, directory: Path) -> Path:
+    """``instance`` as OR-library (Taillard "standard") JSSP text; raises ValueError when it is no plain JSSP."""
+    problems = []
+    if instance.events:
+        problems.append(f"{len(instance.events)} dynamic events")
+    if np.any(instance.job_release != 0) or np.any(instance.job_due == instance.job_due):
+        problems.append("release or due dates")
+    machines = list(range(instance.num_machines))
+    if np.any(np.diff(instance.op_elig_ptr) != 1):
+        problems.append("operations eligible on several machines (flexible)")
+    elif any(sorted(instance.elig_machine[instance.job_op_ptr[j]:instance.job_op_ptr[j + 1]]) != machines
+             for j in range(instance.num_jobs)):  # one eligible machine per operation: pair index = operation
+        problems.append("jobs that do not visit every machine once")
+    if np.any(instance.elig_time != np.round(instance.elig_time)):
+        problems.append("non-integer processing times")
+    if problems:
+        raise ValueError(f"not a plain JSSP ({'; '.join(problems)})")
+    lines = [f"{instance.num_jobs} {instance.num_machines}"]
+    for j in range(instance.num_jobs):
+        ops_j = range(instance.job_op_ptr[j], instance.job_op_ptr[j + 1])
+        lines.append(" ".join(f"{instance.elig_machine[o]} {int(instance.elig_time[o])}" for o in ops_j))
+    path = directory / f"{key}.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_dsbx(key: str, instance: Instance, directory: Path) -> Path:
+    """``instance`` as a dsbx instance directory (the embedded sample is its own original directory).
+
+    dsbx routes jobs through machine groups; when every operation has one eligible machine (a JSSP)
+    and the groups do not fit, each machine becomes its own group: the same instance under other
+    group labels. Anything else dsbx cannot express raises ValueError (``InstanceFormatError``).
+    """
+    if key == "dsbx-medium":
+        return data.path("dsbx-medium")
+    target = directory / f"{key}-dsbx"
+    try:
+        return dsbx_dir.save(instance, target)
+    except ValueError:
+        if np.any(np.diff(instance.op_elig_ptr) != 1):
+            raise
+        return dsbx_dir.save(dataclasses.replace(instance, machine_groups=instance.machine_names), target)
+
+
+PEERS = (
+    Peer("JSSEnv", "run_jssenv", write_orlib),
+    Peer("job-shop-lib", "run_job_shop_lib", write_orlib),
+    Peer("dsbx", "run_dsbx", write_dsbx, full_episode=True),
+)
+
+
+# --------------------------------------------------------------------------- measurements
 def kernel_rate(sim: Simulator, rule: str, seconds: float) -> float:
     """Decisions per second of whole in-kernel episodes under ``rule``."""
     job_rule, machine_rule = parse_rule(rule)
@@ -47,66 +148,469 @@ def kernel_rate(sim: Simulator, rule: str, seconds: float) -> float:
         episodes *= 2 if elapsed < seconds / 4 else 1 + int(seconds / max(elapsed, 1e-9))
 
 
-def step_loop_rate(sim: Simulator, seconds: float, rng: np.random.Generator) -> float:
-    """Decisions per second of the Python-level candidates() + step() loop."""
-    decisions = 0
+def bench_kernel(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
+    """In-kernel rule rollouts on ``instance``: median decisions/s."""
+    sim = Simulator(instance)
+    sim.reset()
+    kernel_rate(sim, args.rule, 0.01)  # warm-up
+    rates = [kernel_rate(sim, args.rule, args.seconds) for _ in range(args.repeats)]
+    return {"rule": args.rule, "decisions_per_s": statistics.median(rates), "repeats": rates}
+
+
+def bench_env(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
+    """The single env on ``instance``, as a class and through ``gym.make``: median steps/s and ops/s."""
+    made = gym.make(ENV_ID, instance=instance)
+    out = {}
+    for key, env in (("class", made.unwrapped), ("gym_make", made)):
+        driver = EnvDriver(env, args.seed)
+        driver.reset()
+        chunk = chunk_of(driver, 64)
+        chunk()  # warm-up
+        out[key] = medians(chunk, args.seconds, args.repeats)
+    return out
+
+
+def bench_vector(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
+    """The vector env on ``instance`` at each ``--num-envs``: median transitions/s and ops/s."""
+    out = {}
+    for n in args.num_envs:
+        driver = VectorDriver(gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="vector_entry_point",
+                                           instance=instance), args.seed)
+        driver.reset()
+        chunk = chunk_of(driver, max(1, 512 // n))
+        chunk()  # warm-up
+        out[str(n)] = medians(chunk, args.seconds, args.repeats)
+    return out
+
+
+def bench_sesc(size: str, args: argparse.Namespace) -> dict[str, Any]:
+    """SESC calibration of one instance of the ``size`` preset, ``--repeats`` seeds: median seconds."""
+    scenario = Scenario.preset(size)
+    calibrate(scenario, method="sesc", seed=0)  # warm-up (numba, caches)
+    runs = [calibrate(scenario, method="sesc", seed=seed) for seed in range(args.repeats)]
+    return {"seconds": statistics.median(r.seconds for r in runs), "repeats": [r.seconds for r in runs],
+            "converged": sum(r.converged for r in runs), "runs": len(runs),
+            "jobs": statistics.median(r.instance.num_jobs for r in runs)}
+
+
+def run_runner(python: str, runner: str, instance: Path, options: Sequence[str], timeout: float,
+               env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``scripts/peers/<runner>`` under ``python`` from the repository root; its JSON, or ``{"error": reason}``.
+
+    ``wall_s`` is the process's wall time as seen from here (interpreter start-up included).
+    """
+    command = [python, "-m", f"scripts.peers.{runner}", "--instance", str(instance), *options]
     began = time.perf_counter()
-    while time.perf_counter() - began < seconds:
-        sim.reset()
-        while not sim.done:
-            jobs, machines, _ = sim.candidates()
-            k = rng.integers(len(jobs))
-            sim.step(jobs[k], machines[k])
-            decisions += 1
-    return decisions / (time.perf_counter() - began)
+    try:
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    except OSError as exc:
+        return {"error": f"cannot run {python!r}: {exc}"}
+    wall = time.perf_counter() - began
+    lines = proc.stdout.strip().splitlines()
+    try:
+        result = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        result = None
+    if not isinstance(result, dict):
+        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
+        return {"error": f"exit status {proc.returncode}: {tail[0][:300]}"}
+    result["wall_s"] = wall
+    return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=0.5, help="minimum duration of one timed repeat")
-    parser.add_argument("--rule", default="SPT")
-    parser.add_argument("--out", default=".bench/core.json")
-    args = parser.parse_args()
+def our_runner(instance: Path, options: Sequence[str], timeout: float, cache: str | None = None) -> dict[str, Any]:
+    """Our runner in a fresh process of this interpreter, with numba's cache in ``cache`` (default: the user's)."""
+    env = dict(os.environ)
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = cache
+    return run_runner(sys.executable, "run_dynasched", instance, options, timeout, env)
 
-    rng = np.random.default_rng(0)
-    results = []
-    began = time.perf_counter()
-    Simulator(load_instance(data.path("ta01"))).reset()  # compile or load the cached kernels
-    warmup = time.perf_counter() - began
-    for name in tqdm(INSTANCES, desc="bench", unit="inst"):
-        inst = load_instance(data.path(name))
+
+def bench_cold(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Fresh processes: the first with an empty numba cache, then warm ones (``--quick``: the user's cache
+    throughout, so nothing compiles from scratch and there is no empty-cache figure)."""
+    options = ["--repeats", "0", "--episode-limit", "0"]
+    with tempfile.TemporaryDirectory(prefix="numba-cache-") as tmp:
+        cache = None if args.quick else tmp
+        first = our_runner(path, options, args.timeout, cache)
+        warm = [our_runner(path, options, args.timeout, cache) for _ in range(args.repeats)]
+    empty = {"skipped": "--quick"} if args.quick else first
+    failed = [r for r in (first, *warm) if "error" in r]
+    if failed:
+        return {"error": failed[0]["error"]}
+    return {"empty": cold_figures(empty) if "skipped" not in empty else empty,
+            "warm": {key: statistics.median(cold_figures(r)[key] for r in warm) for key in cold_figures(warm[0])},
+            "warm_repeats": [cold_figures(r) for r in warm]}
+
+
+def cold_figures(result: dict[str, Any]) -> dict[str, float]:
+    """A runner's cold start: import, make + reset, first step, their sum, and the process's wall time."""
+    parts = {key: result[key] for key in ("import_s", "reset_s", "first_step_s")}
+    return {**parts, "total_s": sum(parts.values()), "process_s": result["wall_s"]}
+
+
+def bench_memory(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Fresh processes playing one env, then a vector env of ``--memory-envs``, for one episode each."""
+    out: dict[str, Any] = {}
+    n = args.memory_envs
+    for size in (1, n):
+        r = our_runner(path, ["--repeats", "0", "--num-envs", str(size), "--episode-limit", str(args.episode_limit)],
+                       args.timeout)
+        out[str(size)] = memory_figures(r, size)
+    if n > 1 and "error" not in out["1"] and "error" not in out[str(n)]:
+        out["per_extra_env_mb"] = (out[str(n)]["delta_mb"] - out["1"]["delta_mb"]) / (n - 1)
+    return out
+
+
+def memory_figures(result: dict[str, Any], num_envs: int = 1) -> dict[str, Any]:
+    """Peak RSS (MiB): absolute, after the imports, their difference, and that per env."""
+    if "error" in result:
+        return {"error": result["error"]}
+    delta = result["rss_peak_mb"] - result["rss_import_mb"]
+    return {"peak_mb": result["rss_peak_mb"], "import_mb": result["rss_import_mb"], "delta_mb": delta,
+            "per_env_mb": delta / num_envs, "episode_complete": result["episode"]["complete"]}
+
+
+def bench_peer(peer: Peer, key: str, instance: Instance, directory: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One peer on one instance: its runner's result, or ``{"error": reason}``."""
+    try:
+        path = peer.writer(key, instance, directory)
+    except ValueError as exc:
+        return {"error": f"cannot express the instance: {exc}"}
+    repeats = 0 if peer.full_episode else args.repeats
+    options = ["--repeats", str(repeats), "--seconds", str(args.seconds), "--episode-limit", str(args.episode_limit),
+               "--seed", str(args.seed)]
+    result = run_runner(args.peer_python, peer.runner, path, options, args.timeout)
+    if "error" in result:
+        return result
+    if result["steps_per_s"] is None:  # one whole episode is the measurement
+        episode = result["episode"]
+        result["steps_per_s"] = episode["steps"] / episode["seconds"]
+        result["ops_per_s"] = episode["ops"] / episode["seconds"]
+        result["rate_from"] = "first episode" + ("" if episode["complete"] else " (cut at --episode-limit)")
+    result["memory"] = memory_figures(result)
+    result["cold"] = cold_figures(result)
+    return result
+
+
+# ----------------------------------------------------------------------------- ratios
+def ratios(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ours / peer for every figure both sides have, from ``results`` alone (this run)."""
+    rows = []
+    ours = results["ours"]
+    for peer, per_instance in results.get("peers", {}).items():
+        for key, theirs in per_instance.items():
+            if "error" in theirs:
+                continue
+            pairs = []
+            if key in ours.get("env", {}):
+                env = ours["env"][key]["class"]
+                pairs += [("env steps/s", env["steps_per_s"], theirs["steps_per_s"]),
+                          ("env ops/s", env["ops_per_s"], theirs["ops_per_s"])]
+            for n, vec in ours.get("vector", {}).get(key, {}).items():
+                pairs.append((f"vector N={n} transitions/s vs peer steps/s", vec["steps_per_s"],
+                              theirs["steps_per_s"]))
+            if key in ours.get("kernel", {}):
+                pairs.append(("in-kernel decisions/s vs peer steps/s", ours["kernel"][key]["decisions_per_s"],
+                              theirs["steps_per_s"]))
+            rows += [{"peer": peer, "instance": key, "figure": figure, "ours": a, "peer_value": b, "ratio": a / b}
+                     for figure, a, b in pairs if a and b]
+    return rows
+
+
+#: The issue's ratio targets: (name, figure of :func:`ratios`, instance, peer, lower bound).
+TARGETS = (
+    ("single env >= 5x JSSEnv", "env steps/s", "ta01", "JSSEnv", 5.0),
+    ("vector env N=256 >= 60x JSSEnv's single env", "vector N=256 transitions/s vs peer steps/s", "ta01", "JSSEnv",
+     60.0),
+    ("in-kernel rollouts >= 300x JSSEnv", "in-kernel decisions/s vs peer steps/s", "ta01", "JSSEnv", 300.0),
+    ("in-kernel rollouts >= 10,000x dsbx", "in-kernel decisions/s vs peer steps/s", "dsbx-medium", "dsbx", 1e4),
+)
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target of the issue with the value of this run (``None`` when not measured) and whether it is met."""
+    rows = []
+    by_figure = {(r["figure"], r["instance"], r["peer"]): r["ratio"] for r in results.get("ratios", [])}
+    for name, figure, key, peer, bound in TARGETS:
+        rows.append({"target": name, "value": by_figure.get((figure, key, peer)), "bound": bound, "kind": "ratio"})
+    ours = results["ours"]
+    large = ours.get("sesc", {}).get("large", {}).get("seconds")
+    rows.append({"target": "SESC on the large preset <= 0.2 s", "value": large, "bound": 0.2, "kind": "seconds"})
+    warm = ours.get("cold", {}).get("warm", {}).get("process_s")
+    rows.append({"target": "cold start, warm cache <= 3 s (process)", "value": warm, "bound": 3.0, "kind": "seconds"})
+    single = [m["1"]["delta_mb"] for m in ours.get("memory", {}).values() if "delta_mb" in m.get("1", {})]
+    rows.append({"target": "memory <= 50 MB per single env (worst instance)", "value": max(single) if single else None,
+                 "bound": 50.0, "kind": "MiB"})
+    for row in rows:
+        value = row["value"]
+        row["met"] = None if value is None else (value >= row["bound"] if row["kind"] == "ratio"
+                                                 else value <= row["bound"])
+    return rows
+
+
+# ----------------------------------------------------------------------------- report
+def _si(x: float | None) -> str:
+    if x is None:
+        return "–"
+    for div, suffix in ((1e6, " M"), (1e3, " k")):
+        if abs(x) >= div:
+            return f"{x / div:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report(results: dict[str, Any]) -> str:
+    """The Markdown tables of ``results`` (each section that has figures)."""
+    parts = [table(results) for table in (_instances_table, _ours_table, _peers_table, _ratios_table, _sesc_table,
+                                          _cold_table, _memory_table, _targets_table)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _instances_table(results: dict[str, Any]) -> str:
+    return _table(["instance", "name", "jobs", "machines", "ops", "events", "decisions (SPT)"],
+                  [[k, m["name"], m["jobs"], m["machines"], m["ops"], m["events"], m["decisions"]]
+                   for k, m in results["instances"].items()]) if results["instances"] else ""
+
+
+def _ours_table(results: dict[str, Any]) -> str:
+    ours, sizes = results["ours"], [str(n) for n in results["settings"]["num_envs"]]
+    rows = []
+    for key in results["instances"]:
+        env, vec = ours.get("env", {}).get(key), ours.get("vector", {}).get(key, {})
+        rows.append([key, _si(ours.get("kernel", {}).get(key, {}).get("decisions_per_s")),
+                     *([_si(env["class"]["steps_per_s"]), _si(env["gym_make"]["steps_per_s"])] if env else ["–", "–"]),
+                     *[f"{_si(vec[n]['steps_per_s'])} / {_si(vec[n]['ops_per_s'])}" if n in vec else "–"
+                       for n in sizes]])
+    if not any(c != "–" for r in rows for c in r[1:]):
+        return ""
+    return ("Ours. Single env: one operation per step (ops/s = steps/s); vector env: transitions/s / operations/s "
+            "(autoreset transitions schedule nothing):\n\n" + _table(
+                ["instance", "in-kernel decisions/s", "env steps/s (class)", "env steps/s (gym.make)",
+                 *[f"vector N={n}" for n in sizes]], rows))
+
+
+def _peers_table(results: dict[str, Any]) -> str:
+    rows = []
+    for peer, per_instance in results.get("peers", {}).items():
+        for key, r in per_instance.items():
+            if "error" in r:
+                rows.append([peer, key, "n/a", "n/a", "–", "–", "–", "–", r["error"]])
+            else:
+                rows.append([peer, key, _si(r["steps_per_s"]), _si(r["ops_per_s"]), f"{r['cold']['total_s']:.2f}",
+                             f"{r['memory']['import_mb']:.0f}", f"{r['memory']['peak_mb']:.0f}", r.get("version", "?"),
+                             r.get("rate_from", f"median of {len(r['repeats'])}")])
+    return "Peers (each in its own process, timing itself; cold start = import + construct + reset + first step; " \
+           "RSS in MiB):\n\n" + _table(["peer", "instance", "steps/s", "ops/s", "cold start s", "RSS after import",
+                                        "peak RSS", "version", "note"], rows) if rows else ""
+
+
+def _ratios_table(results: dict[str, Any]) -> str:
+    """The headline ratios (the JSON has every vector size)."""
+    largest = f"vector N={max(results['settings']['num_envs'])} "
+    shown = [r for r in results.get("ratios", []) if not r["figure"].startswith("vector")
+             or r["figure"].startswith(largest)]
+    rows = [[r["peer"], r["instance"], r["figure"], _si(r["ours"]), _si(r["peer_value"]), f"{r['ratio']:,.1f}x"]
+            for r in shown]
+    return "Ratios, ours / peer (this run):\n\n" + _table(["peer", "instance", "figure", "ours", "peer", "ratio"],
+                                                          rows) if rows else ""
+
+
+def _sesc_table(results: dict[str, Any]) -> str:
+    sesc = results["ours"].get("sesc")
+    return "SESC calibration of one instance of the size preset (draft, calibration, build):\n\n" + _table(
+        ["preset", "median s", "converged", "jobs"],
+        [[size, f"{r['seconds']:.3f}", f"{r['converged']}/{r['runs']}", f"{r['jobs']:.0f}"]
+         for size, r in sesc.items()]) if sesc else ""
+
+
+def _cold_table(results: dict[str, Any]) -> str:
+    cold = results["ours"].get("cold")
+    if not cold:
+        return ""
+    if "error" in cold:
+        return f"Cold start: failed: {cold['error']}"
+    keys = ("import_s", "reset_s", "first_step_s", "total_s", "process_s")
+    runs = (("empty", cold["empty"]), ("warm", cold["warm"]))
+    return f"Cold start on {COLD_INSTANCE}, seconds (import: gymnasium and the env module):\n\n" + _table(
+        ["numba cache", "import", "gym.make + reset", "first step", "sum", "process wall"],
+        [[label, *(f"{c[k]:.2f}" for k in keys)] for label, c in runs if "skipped" not in c])
+
+
+def _memory_table(results: dict[str, Any]) -> str:
+    memory = results["ours"].get("memory")
+    if not memory:
+        return ""
+    n = str(results["settings"]["memory_envs"])
+    rows = []
+    for key, m in memory.items():
+        one, many = m["1"], m[n]
+        if "error" in one or "error" in many:
+            rows.append([key, *["n/a"] * 6, one.get("error") or many.get("error")])
+            continue
+        rows.append([key, f"{one['import_mb']:.0f}", f"{one['peak_mb']:.0f}", f"{one['delta_mb']:.0f}",
+                     f"{many['peak_mb']:.0f}", f"{many['delta_mb']:.0f}", f"{m['per_extra_env_mb']:.2f}", ""])
+    return ("Memory, MiB (peak RSS of a fresh process playing one episode; delta = peak - peak after the imports; "
+            f"marginal = ({n}-env delta - 1-env delta) / {int(n) - 1}):\n\n" + _table(
+                ["instance", "after imports", "1 env peak", "1 env delta", f"{n} envs peak", f"{n} envs delta",
+                 "marginal per env", "error"], rows))
+
+
+def _targets_table(results: dict[str, Any]) -> str:
+    def value(t: dict[str, Any]) -> str:
+        if t["value"] is None:
+            return "–"
+        return f"{t['value']:,.1f}x" if t["kind"] == "ratio" else f"{t['value']:.3g} {t['kind']}"
+
+    return "Targets:\n\n" + _table(
+        ["target", "this run", "met"],
+        [[t["target"], value(t), {True: "yes", False: "**no**", None: "not measured"}[t["met"]]]
+         for t in results["targets"]]) if results.get("targets") else ""
+
+
+# ------------------------------------------------------------------------------- main
+def machine() -> dict[str, Any]:
+    """Where the run happened."""
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "numba": numba.__version__, "numpy": np.__version__,
+            "gymnasium": gym.__version__, "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}
+
+
+def load_instances(keys: Sequence[str], args: argparse.Namespace) -> dict[str, Instance]:
+    """The instances by key: embedded ones, or the tier pools' members (generated and cached on first use)."""
+    out = {}
+    for key in keys:
+        if key in TIER_SIZES:
+            out[key] = tier_pool(args.tier, TIER_SIZES[key]).instance(args.tier_seed)
+        else:
+            out[key] = load_instance(data.path(key))
+    return out
+
+
+def _list(choices: Sequence[str]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        items = [t for t in text.split(",") if t]
+        bad = [t for t in items if t not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(choices)}")
+        return items
+    return parse
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options, with the ``--quick`` defaults filled in and ``sections`` (what ``--only`` selects)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="1 repeat of 0.05 s, vector N=1,16, no empty-cache cold start (a smoke run)")
+    p.add_argument("--only", type=_list(SECTIONS), default=None, help=f"comma list of {', '.join(SECTIONS)}")
+    p.add_argument("--instances", type=_list(INSTANCES), default=list(INSTANCES), help="comma list")
+    p.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5; --quick 1)")
+    p.add_argument("--seconds", type=float, default=None, help="minimum length of a repeat (default 0.5; --quick 0.05)")
+    p.add_argument("--num-envs", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                   help="vector sizes (default 1,16,64,256; --quick 1,16)")
+    p.add_argument("--memory-envs", type=int, default=256)
+    p.add_argument("--rule", default="SPT", help="rule of the in-kernel rollouts")
+    p.add_argument("--tier", default="hard", help="tier of the tier-medium / tier-large instances")
+    p.add_argument("--tier-seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random actions")
+    p.add_argument("--peer-python", default=None, help="python of a virtual environment with the peers (make peers)")
+    p.add_argument("--episode-limit", type=float, default=120.0,
+                   help="cut a subprocess's first episode after this long (s)")
+    p.add_argument("--timeout", type=float, default=900.0, help="kill a subprocess after this long (s)")
+    p.add_argument("--out", default=".bench/bench.json")
+    args = p.parse_args(argv)
+    quick = args.quick
+    args.repeats = args.repeats if args.repeats is not None else (1 if quick else 5)
+    args.seconds = args.seconds if args.seconds is not None else (0.05 if quick else 0.5)
+    args.num_envs = args.num_envs or ([1, 16] if quick else [1, 16, 64, 256])
+    sections = args.only or [s for s in SECTIONS if s != "peers" or args.peer_python]
+    if "peers" in sections and not args.peer_python:
+        p.error("--only peers needs --peer-python")
+    args.sections = sections
+    if args.repeats < 1 or args.seconds <= 0:
+        p.error(f"--repeats must be >= 1 and --seconds > 0, got {args.repeats} and {args.seconds}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the bench, print the tables, write the JSON; returns the results (exit 130 when interrupted)."""
+    args = parse_args(argv)
+    results: dict[str, Any] = {
+        "format": FORMAT, "partial": True, "created": datetime.datetime.now().astimezone().isoformat(),
+        "command": "python -m scripts.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": machine(), "settings": {k: v for k, v in vars(args).items() if k != "sections"}
+        | {"sections": args.sections}, "instances": {}, "ours": {}, "peers": {}}
+    out = Path(args.out)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-inputs-") as tmp:
+            run(args, results, Path(tmp))
+        results["partial"] = False
+    except KeyboardInterrupt:
+        print("\ninterrupted: writing the partial results", file=sys.stderr)
+    results["ratios"] = ratios(results)
+    results["targets"] = targets(results)
+    print("\n" + report(results))
+    write_text_atomic(out, json.dumps(results, indent=1, default=float))
+    print(f"\nwritten to {out}{' (partial)' if results['partial'] else ''}")
+    if results["partial"]:
+        sys.exit(130)
+    return results
+
+
+def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:
+    """Fill ``results`` section by section (a progress bar over every task)."""
+    sections, ours = args.sections, results["ours"]
+    instances = load_instances(args.instances, args)
+    for key, inst in instances.items():
         sim = Simulator(inst)
         sim.reset()
-        kernel_rate(sim, args.rule, 0.01)  # warm-up
-        kernel = [kernel_rate(sim, args.rule, args.seconds) for _ in range(args.repeats)]
-        loop = [step_loop_rate(sim, args.seconds, rng) for _ in range(args.repeats)]
-        sim.reset()
         sim.run(args.rule)
-        results.append({
-            "instance": name, "jobs": inst.num_jobs, "machines": inst.num_machines, "ops": inst.num_ops,
-            "events": len(inst.events), "decisions_per_episode": sim.decisions,
-            "kernel_decisions_per_s": statistics.median(kernel),
-            "step_loop_decisions_per_s": statistics.median(loop),
-        })
-
-    print(f"\nfirst import + reset (numba cache load or compile): {warmup:.2f} s; rule {args.rule}; "
-          f"medians of {args.repeats} repeats")
-    print(f"{'instance':>12} {'jobs':>5} {'ops':>5} {'dec/ep':>7} {'in-kernel dec/s':>16} {'step loop dec/s':>16} "
-          f"{'kernel/loop':>11}")
-    for r in results:
-        print(f"{r['instance']:>12} {r['jobs']:>5} {r['ops']:>5} {r['decisions_per_episode']:>7} "
-              f"{r['kernel_decisions_per_s']:>16,.0f} {r['step_loop_decisions_per_s']:>16,.0f} "
-              f"{r['kernel_decisions_per_s'] / r['step_loop_decisions_per_s']:>10.0f}x")
-    reference = 15.0  # dsbx 0.4.0 on the 243-job sample, decisions/s (shared/reference/dsbx-notes.md section 14)
-    sample = next(r for r in results if r["instance"] == "dsbx-medium")
-    print(f"\n243-job sample vs the reference package's ~{reference:g} decisions/s (measured there, not in this run): "
-          f"in-kernel {sample['kernel_decisions_per_s'] / reference:,.0f}x, "
-          f"step loop {sample['step_loop_decisions_per_s'] / reference:,.0f}x")
-    payload = {"machine": platform.platform(), "python": platform.python_version(), "rule": args.rule,
-               "repeats": args.repeats, "warmup_seconds": warmup, "results": results}
-    write_text_atomic(Path(args.out), json.dumps(payload, indent=1))
-    print(f"written to {args.out}")
+        results["instances"][key] = {"name": inst.name, "jobs": inst.num_jobs, "machines": inst.num_machines,
+                                     "ops": inst.num_ops, "events": len(inst.events), "decisions": sim.decisions}
+    paths = {}  # what our runner loads: the embedded files, the tier instances written as native JSON
+    for key, inst in instances.items():
+        paths[key] = data.path(key) if key in EMBEDDED else tmp / f"{key}.json"
+        if key not in EMBEDDED:
+            inst.to_json(paths[key])
+    tasks: list[tuple[str, str, Callable[[], Any]]] = []
+    for section, measure in (("kernel", bench_kernel), ("env", bench_env), ("vector", bench_vector)):
+        if section in sections:
+            tasks += [(section, key, lambda m=measure, i=inst: m(i, args)) for key, inst in instances.items()]
+    if "sesc" in sections:
+        tasks += [("sesc", size, lambda s=size: bench_sesc(s, args)) for size in SESC_SIZES]
+    if "cold" in sections:
+        tasks.append(("cold", "", lambda: bench_cold(data.path(COLD_INSTANCE), args)))
+    if "memory" in sections:
+        tasks += [("memory", key, lambda p=paths[key]: bench_memory(p, args)) for key in instances]
+    if "peers" in sections:
+        tasks += [("peers", f"{peer.name}/{key}", lambda p=peer, k=key, i=inst: bench_peer(p, k, i, tmp, args))
+                  for peer in PEERS for key, inst in instances.items()]
+    with tqdm(tasks, desc="bench", unit="task") as bar:
+        for section, label, measure in bar:
+            bar.set_postfix_str(f"{section} {label}".strip())
+            value = measure()
+            if section == "cold":
+                ours["cold"] = value
+            elif section == "peers":
+                peer, key = label.split("/", 1)
+                results["peers"].setdefault(peer, {})[key] = value
+            else:
+                ours.setdefault(section, {})[label] = value
 
 
 if __name__ == "__main__":

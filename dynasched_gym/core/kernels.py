@@ -268,7 +268,7 @@ def _apply_event(S, T, e, t):
         _apply_job_event(S, T, e, t)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")  # inlined: each call would pass ~450 record values
 def _process_time(S, T, t):
     """Apply everything that happens at time ``t``, in the documented order."""
     counters = T.counters
@@ -370,7 +370,7 @@ def has_candidate(S, T):
     return nth_candidate(S, T, 0)[0] >= 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")  # inlined: each call would pass ~450 record values
 def advance(S, T):
     """Move time forward until a decision is due or the episode ends; returns DECISION or DONE."""
     while True:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import typed
 
 from dynasched_gym.core import kernels
-from dynasched_gym.core.batch import candidates_one, reset_one, run_rule_one, step_one
+from dynasched_gym.core.batch import candidates_one, make_handle, reset_one, run_rule_one, step_one
 from dynasched_gym.core.compiled import (
     C_DECISIONS,
     C_DOWNTIMES,
@@ -42,7 +41,7 @@ class Simulator:
         self.instance = instance
         self.static = compile_instance(instance)
         self.state = allocate_state(self.static)
-        self._handle = typed.List([(self.static, self.state)])
+        self._handle = make_handle(self.static, self.state)
         self._code = kernels.DONE
         self._buffers = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
 

@@ -18,6 +18,7 @@ from dynasched_gym.core.compiled import State
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec, plan_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, GLOBAL_FEATURES, MACHINE_FEATURES, num_columns
+from dynasched_gym.envs.dfjsp.kernels import make_handle
 from dynasched_gym.envs.dfjsp.types import (
     ACTION_RULE,
     FIXED,
@@ -230,7 +231,7 @@ class EnvBatch:
             self._build_handle()
 
     def _build_handle(self) -> None:
-        self.handle = typed.List([(self.statics, self.states, self.works, self.dims, self.static_rows)])
+        self.handle = make_handle(self.statics, self.states, self.works, self.dims, self.static_rows)
 
     # --------------------------------------------------------------------------- results
     def state(self, i: int) -> State:

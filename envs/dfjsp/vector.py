@@ -15,6 +15,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dynasched_gym.core.kernels import DONE, ERR_STALLED
+from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
 from dynasched_gym.envs.dfjsp.env import (
     DFJSPEnv,
@@ -136,10 +137,12 @@ class DFJSPVectorEnv(VectorEnv):
                                "reset(options={'reset_mask': mask}) (autoreset_mode=DISABLED)")
         if self.config.invalid_action == "raise":
             self._check_actions(actions, stepping)
-        step_batch(self._batch.handle, actions, stepping.view(np.uint8))
-        codes = self._batch.works.counters[:, K_CODE]
-        self._check_codes(codes, stepping)
-        terminated = (codes == DONE) & stepping
+        if step_batch(self._batch.handle, actions, stepping.view(np.uint8)):  # some left the decision state
+            codes = self._batch.works.counters[:, K_CODE]
+            self._check_codes(codes, stepping)
+            terminated = (codes == DONE) & stepping
+        else:
+            terminated = np.zeros(self.num_envs, dtype=bool)
         rewards = self._batch.works.scalars[:, S_REWARD].copy()
         if mode == AutoresetMode.SAME_STEP and terminated.any():
             final_obs = self._observation(copy=True)
@@ -151,7 +154,7 @@ class DFJSPVectorEnv(VectorEnv):
         else:
             for i in np.flatnonzero(terminated):
                 infos = self._add_info(infos, self._final_info(i), i)
-            self._ended = terminated
+            self._ended = terminated.copy()  # the caller owns the returned array
         infos = self._add_array_info(infos, "invalid_actions", self._batch.works.counters[:, K_INVALID],
                                      np.ones(self.num_envs, dtype=bool))
         return self._observation(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
@@ -180,14 +183,18 @@ class DFJSPVectorEnv(VectorEnv):
         """The current instance of sub-environment ``index``."""
         return self._batch.simulators[index].instance
 
+    def simulator(self, index: int) -> Simulator:
+        """Sub-environment ``index``'s simulator, to read its state (never to step it directly)."""
+        return self._batch.simulator(index)
+
     # ------------------------------------------------------------------------- helpers
     def _begin(self, mask: np.ndarray, override: Any = None) -> dict[str, Any]:
         """Reset the sub-environments in ``mask`` (one kernel call); returns their reset infos."""
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(mask):
             infos = self._add_info(infos, self._batch.begin(i, self._rngs[i], override), i)
-        reset_batch(self._batch.handle, mask.view(np.uint8))
-        self._check_codes(self._batch.works.counters[:, K_CODE], mask)
+        if reset_batch(self._batch.handle, mask.view(np.uint8)):
+            self._check_codes(self._batch.works.counters[:, K_CODE], mask)
         self._ended[mask] = False
         return infos
 

@@ -1,0 +1,57 @@
+"""The reference package ``dsbx`` 0.4.0: ``DynaSchedEnv`` on a generated instance directory, random legal actions.
+
+Run by the peer interpreter (protocol: ``_common.py``). The directory (``events.jsonl``,
+``static_jobs.json``, ``input_model.json`` or ``static_machines.json``) is loaded as ``dsbx-agent
+run`` loads it (``dsbx.Sim.Loader.load_instance_from_events``), and the loop is that command's:
+take a random legal action (``{job_id, machine_group, machine_candidates}``) when there is one,
+else ``advance_if_idle()``. A step is one ``env.step`` (one dispatched operation); the advances
+count in the time, not as steps. The trajectory is not recorded and loguru's sinks are removed, so
+the figure is an upper bound of the package's loop (``dsbx-agent run`` records and logs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import time
+from pathlib import Path
+from typing import Any
+
+from scripts.peers._common import UniformPicker, main, play
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    began = time.perf_counter()
+    from dsbx.Env.SingleAgent import DynaSchedEnv
+    from dsbx.Sim.Loader import load_instance_from_events
+    from loguru import logger
+
+    import_s = time.perf_counter() - began
+    logger.remove()
+
+    class Driver:
+        def __init__(self) -> None:
+            model, events = load_instance_from_events(Path(args.instance) / "events.jsonl")
+            self.env = DynaSchedEnv(model, events=events, auto_generate_events=False, track_trajectory=False)
+            self.pick = UniformPicker(args.seed)
+
+        def reset(self) -> None:
+            self.env.reset()
+
+        def step(self) -> tuple[bool, int, int]:
+            while True:
+                legal = self.env.legal_actions()
+                if legal:
+                    done = self.env.step(legal[self.pick(len(legal))])[2]
+                    return bool(done), 1, 1
+                self.env.advance_if_idle()
+                if self.env.done():
+                    return True, 0, 0
+
+    return {"package": "dsbx", "version": importlib.metadata.version("dsbx"),
+            "api": "dsbx.Env.SingleAgent.DynaSchedEnv step / advance_if_idle", "import_s": import_s,
+            **play(Driver, args, chunk_steps=1)}
+
+
+if __name__ == "__main__":
+    main(measure, __doc__.split("\n\n")[0])

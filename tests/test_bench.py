@@ -1,0 +1,147 @@
+"""scripts/bench.py: the JSON it writes, the ratios and targets, the peer-failure path, the runner protocol."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dynasched_gym import data, load_instance
+from scripts import bench
+from scripts.peers._common import UniformPicker, chunk_of, play
+
+
+def test_quick_run_writes_the_schema(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    bench.main(["--quick", "--only", "kernel,env,vector", "--instances", "ta01", "--num-envs", "1,3",
+                "--out", str(out)])
+    results = json.loads(out.read_text())
+    assert results["format"] == bench.FORMAT and results["partial"] is False
+    assert results["settings"]["sections"] == ["kernel", "env", "vector"]
+    assert results["machine"]["cores"] >= 1 and results["machine"]["numba"]
+    assert results["instances"]["ta01"] == {"name": "ta01", "jobs": 15, "machines": 15, "ops": 225, "events": 0,
+                                            "decisions": 225}
+    ours = results["ours"]
+    assert ours["kernel"]["ta01"]["decisions_per_s"] > 0
+    for key in ("class", "gym_make"):
+        env = ours["env"]["ta01"][key]
+        assert env["steps_per_s"] > 0 and env["ops_per_s"] == env["steps_per_s"]  # one operation per step
+    assert set(ours["vector"]["ta01"]) == {"1", "3"}
+    for vec in ours["vector"]["ta01"].values():
+        assert 0 < vec["ops_per_s"] <= vec["steps_per_s"]  # autoreset transitions schedule nothing
+    assert results["peers"] == {} and results["ratios"] == []
+    assert all(t["met"] is None for t in results["targets"] if t["kind"] == "ratio")
+
+
+def _results(env: float, vector: float, kernel: float, peer: float) -> dict:
+    return {"ours": {"env": {"ta01": {"class": {"steps_per_s": env, "ops_per_s": env}}},
+                     "vector": {"ta01": {"256": {"steps_per_s": vector, "ops_per_s": vector}}},
+                     "kernel": {"ta01": {"decisions_per_s": kernel}},
+                     "sesc": {"large": {"seconds": 0.5}}, "cold": {"warm": {"process_s": 1.0}},
+                     "memory": {"ta01": {"1": {"delta_mb": 20.0}}, "mk10": {"1": {"error": "boom"}}}},
+            "peers": {"JSSEnv": {"ta01": {"steps_per_s": peer, "ops_per_s": peer / 2},
+                                 "mk10": {"error": "cannot express the instance: flexible"}}}}
+
+
+def test_ratios_and_targets_use_this_runs_figures() -> None:
+    results = _results(env=100_000.0, vector=500_000.0, kernel=4e6, peer=10_000.0)
+    rows = {r["figure"]: r for r in bench.ratios(results)}
+    assert rows["env steps/s"]["ratio"] == pytest.approx(10.0)
+    assert rows["env ops/s"]["ratio"] == pytest.approx(20.0)  # the peer schedules fewer operations than steps
+    assert rows["vector N=256 transitions/s vs peer steps/s"]["ratio"] == pytest.approx(50.0)
+    assert rows["in-kernel decisions/s vs peer steps/s"]["ratio"] == pytest.approx(400.0)
+    assert all(r["instance"] == "ta01" for r in rows.values())  # the failed peer run gives no ratio
+    results["ratios"] = bench.ratios(results)
+    met = {t["target"]: t["met"] for t in bench.targets(results)}
+    assert met == {
+        "single env >= 5x JSSEnv": True,
+        "vector env N=256 >= 60x JSSEnv's single env": False,
+        "in-kernel rollouts >= 300x JSSEnv": True,
+        "in-kernel rollouts >= 10,000x dsbx": None,  # not measured
+        "SESC on the large preset <= 0.2 s": False,
+        "cold start, warm cache <= 3 s (process)": True,
+        "memory <= 50 MB per single env (worst instance)": True,
+    }
+    failed = {"JSSEnv": {"mk10": results["peers"]["JSSEnv"]["mk10"]}}
+    text = bench.report({"ours": {}, "instances": {}, "settings": {"num_envs": [256]}, "peers": failed})
+    assert "| JSSEnv | mk10 | n/a | n/a |" in text and "flexible" in text
+
+
+def _fake_python(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "python"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    ("echo 'ModuleNotFoundError: No module named JSSEnv' >&2; exit 1", "exit status 1: ModuleNotFoundError"),
+    ("echo 'not json'", "exit status 0: not json"),
+])
+def test_a_failing_peer_is_reported_with_its_reason(tmp_path: Path, body: str, reason: str) -> None:
+    out = tmp_path / "bench.json"
+    bench.main(["--quick", "--only", "peers", "--instances", "ta01,mk10", "--peer-python",
+                _fake_python(tmp_path, body), "--out", str(out)])
+    peers = json.loads(out.read_text())["peers"]
+    assert set(peers) == {"JSSEnv", "job-shop-lib", "dsbx"}
+    for peer in peers.values():
+        assert peer["ta01"]["error"].startswith(reason)
+        assert peer["mk10"]["error"].startswith("cannot express the instance")  # flexible: no subprocess
+    assert json.loads(out.read_text())["ratios"] == []
+
+
+def test_a_missing_peer_python_is_reported(tmp_path: Path) -> None:
+    args = bench.parse_args(["--quick", "--peer-python", str(tmp_path / "nope"), "--only", "peers"])
+    result = bench.bench_peer(bench.PEERS[0], "ta01", load_instance(data.path("ta01")), tmp_path, args)
+    assert result["error"].startswith("cannot run")
+
+
+def test_peer_inputs_round_trip_or_explain(tmp_path: Path) -> None:
+    ta01 = load_instance(data.path("ta01"))
+    again = load_instance(bench.write_orlib("ta01", ta01, tmp_path))
+    for field in ("job_op_ptr", "elig_machine", "elig_time"):
+        np.testing.assert_array_equal(getattr(again, field), getattr(ta01, field))
+    written = load_instance(bench.write_dsbx("ta01", ta01, tmp_path))  # one group per machine
+    np.testing.assert_array_equal(written.elig_time, ta01.elig_time)
+    mk10 = load_instance(data.path("mk10"))
+    with pytest.raises(ValueError, match="flexible"):
+        bench.write_orlib("mk10", mk10, tmp_path)
+    with pytest.raises(ValueError, match="mk10"):
+        bench.write_dsbx("mk10", mk10, tmp_path)
+
+
+class _Countdown:
+    """A driver whose episodes last ``length`` steps, each scheduling an operation every other step."""
+
+    def __init__(self, length: int) -> None:
+        self.length, self.left, self.resets = length, 0, 0
+
+    def reset(self) -> None:
+        self.left, self.resets = self.length, self.resets + 1
+
+    def step(self) -> tuple[bool, int, int]:
+        self.left -= 1
+        return self.left == 0, 1, self.left % 2
+
+
+def test_runner_protocol_plays_an_episode_then_times_repeats() -> None:
+    driver = _Countdown(5)
+    args = argparse.Namespace(seconds=0.001, repeats=2, episode_limit=10.0)
+    out = play(lambda: driver, args, chunk_steps=7)
+    assert out["episode"] == {"steps": 5, "ops": 2, "seconds": out["episode"]["seconds"], "complete": True}
+    assert len(out["repeats"]) == 2 and out["steps_per_s"] > out["ops_per_s"] > 0
+    chunk = chunk_of(_Countdown(3), 7, done=True)
+    assert chunk() == (7, 2)  # resets before the first step and after every third
+
+
+def test_uniform_picker_stays_in_the_mask() -> None:
+    pick = UniformPicker(0, block=8)
+    mask = np.array([0, 1, 0, 1, 1], dtype=np.int8)
+    assert {pick.valid(mask) for _ in range(100)} == {1, 3, 4}
+    rows = pick.valid_rows(np.array([[1, 1, 0], [0, 0, 1], [1, 0, 1]]))
+    assert rows[1] == 2 and rows[0] in (0, 1) and rows[2] in (0, 2)
+
