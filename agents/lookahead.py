@@ -12,7 +12,7 @@ from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
 from dynasched_gym.core.compiled import allocate_state
 from dynasched_gym.core.lookahead import lookahead_select
-from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
 from dynasched_gym.metrics import OBJECTIVES
 
 #: Default (base rule, rollout job rules) per objective: measured choices (docs/agents.md).
@@ -35,7 +35,8 @@ class LookaheadAgent(Agent):
 
     Args:
         rule: base rule that ranks the candidate pairs; ``None``: :data:`DEFAULTS` for the objective.
-        rollout_rules: job rules of the rollouts (with the base rule's machine rule); ``None``: :data:`DEFAULTS`.
+        rollout_rules: rules of the rollouts: ``JOB:MACHINE``, or a job rule alone to use the base rule's
+            machine rule; ``None``: :data:`DEFAULTS`.
         top_k: number of candidate pairs tried.
         objective: the objective the rollouts minimise; ``None``: the env's objective.
         clairvoyant: see the future in rollouts.
@@ -47,7 +48,7 @@ class LookaheadAgent(Agent):
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         if objective is not None and objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
-        for name in [rule] if rule else []:
+        for name in [*([rule] if rule else []), *(rollout_rules or [])]:
             parse_rule(name)  # fail now on a bad name, not in the first episode
         self.rule, self.rollout_names, self.top_k = rule, None if rollout_rules is None else tuple(rollout_rules), top_k
         self.objective = objective
@@ -61,7 +62,8 @@ class LookaheadAgent(Agent):
         self._objective = OBJECTIVES.index(objective)
         rule, rollouts = DEFAULTS[objective]
         self.job_rule, self.machine_rule = parse_rule(self.rule or rule)
-        self.rollout_rules = np.array([parse_rule(r)[0] for r in self.rollout_names or rollouts], dtype=np.int64)
+        self.rollout_rules = np.array([parse_rule(r if ":" in r else f"{r}:{MACHINE_RULES[self.machine_rule]}")
+                                       for r in self.rollout_names or rollouts], dtype=np.int64).reshape(-1, 2)
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         sim = self.env.simulator
@@ -70,7 +72,7 @@ class LookaheadAgent(Agent):
             buffers = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size), np.empty(size))
             self._scratch = (sim.static, allocate_state(sim.static), buffers)
         job, machine = lookahead_select(sim.static, sim.state, self._scratch[1], self.job_rule, self.rollout_rules,
-                                        self.machine_rule, self.top_k, self._objective, self.clairvoyant,
+                                        self.top_k, self._objective, self.clairvoyant,
                                         *self._scratch[2])
         return slot_of(self.env, job, machine, self.job_rule)
 

@@ -22,9 +22,13 @@ from dynasched_gym.agents.base import Agent
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 
 
-def shipped_checkpoint(tier: str, size: str = "small") -> Path:
-    """Path of the shipped checkpoint for ``tier`` (trained on ``DFJSP-v0`` with its ``.yaml``'s env config)."""
-    path = CHECKPOINTS / f"ppo-{tier}-{size}.zip"
+def shipped_checkpoint(tier: str, size: str = "small", observability: str = "concise") -> Path:
+    """Path of the shipped checkpoint for ``tier`` (trained on ``DFJSP-v0`` with its ``.yaml``'s env config).
+
+    ``ppo-<tier>-<size>.zip`` sees ``concise`` observations; ``ppo-<tier>-<size>-full.zip``, where
+    shipped, the same training on ``full`` ones (the RL side of the observability ablation).
+    """
+    path = CHECKPOINTS / f"ppo-{tier}-{size}{'' if observability == 'concise' else '-' + observability}.zip"
     if not path.is_file():
         shipped = sorted(p.stem for p in CHECKPOINTS.glob("ppo-*.zip"))
         raise FileNotFoundError(f"no shipped PPO checkpoint {path.name}; shipped: {shipped}")

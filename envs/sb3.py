@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices,
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv
-from dynasched_gym.envs.wrappers import flat_space, flatten
+from dynasched_gym.envs.wrappers import ForecastRewardVector, flat_space, flatten
 
 
 class SB3VecEnv(VecEnv):
@@ -44,7 +44,8 @@ class SB3VecEnv(VecEnv):
         keep_mask: with ``flatten``, append the action mask to the vector.
     """
 
-    def __init__(self, venv: DFJSPVectorEnv, flatten: bool = False, keep_mask: bool = True) -> None:
+    def __init__(self, venv: DFJSPVectorEnv | ForecastRewardVector, flatten: bool = False,
+                 keep_mask: bool = True) -> None:
         if venv.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
             raise ValueError("SB3VecEnv needs a vector env with autoreset_mode=AutoresetMode.SAME_STEP "
                              "(SB3 resets finished environments within the step)")
@@ -119,8 +120,15 @@ class SB3VecEnv(VecEnv):
 
 
 def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
-                     keep_mask: bool = True, **kwargs: Any) -> SB3VecEnv:
-    """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``."""
+                     keep_mask: bool = True, forecast_rule: str | None = None, hindsight: bool = False,
+                     **kwargs: Any) -> SB3VecEnv:
+    """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``.
+
+    With ``forecast_rule``, rewards come from that rule's forecast of the final objective, seeing
+    the future if ``hindsight`` (:class:`~dynasched_gym.envs.wrappers.ForecastRewardVector`).
+    """
     venv = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                         autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+    if forecast_rule:
+        venv = ForecastRewardVector(venv, forecast_rule, hindsight)
     return SB3VecEnv(venv, flatten=flatten, keep_mask=keep_mask)

@@ -1,4 +1,5 @@
-"""Wrappers of the DFJSP environments: a flat observation for MLP policies, and observability ablations.
+"""Wrappers of the DFJSP environments: flat observations for MLP policies, observability ablations,
+and rewards from a dispatching rule's forecast of the final objective.
 
 Episode statistics need no wrapper of ours: Gymnasium's
 :class:`~gymnasium.wrappers.RecordEpisodeStatistics` (single env) and
@@ -8,11 +9,19 @@ lengths; the final step's ``info["metrics"]`` carries the schedule's metrics.
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
+from dynasched_gym.core.compiled import allocate_state
+from dynasched_gym.core.lookahead import forecast
+from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.features import BLOCKS, OBSERVABILITY, num_columns
+from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 
 FEATURE_KEYS = ("candidates", "machines", "global")
 
@@ -100,3 +109,126 @@ class ObservabilityWrapper(_MaskedWrapper):
         for key, shown in self._shown.items():
             observation[key][..., shown:] = 0.0
         return observation
+
+
+class _Forecaster:
+    """A rule's forecast of the final objective from a simulator's state (one scratch state per env)."""
+
+    def __init__(self, rule: str, objective: str, hindsight: bool, num_envs: int) -> None:
+        self.job_rule, self.machine_rule = parse_rule(rule)
+        self.objective = OBJECTIVES.index(objective)
+        self.hindsight = hindsight
+        self._scratch: list[tuple[Any, Any] | None] = [None] * num_envs
+
+    def __call__(self, i: int, sim: Simulator) -> float:
+        scratch = self._scratch[i]
+        if scratch is None or scratch[0] is not sim.static:
+            scratch = self._scratch[i] = (sim.static, allocate_state(sim.static))
+        return float(forecast(sim.static, sim.state, scratch[1], self.job_rule, self.machine_rule, self.objective,
+                              self.hindsight))
+
+
+class ForecastReward(gym.Wrapper):
+    """Rewards from ``rule``'s forecast of the final objective instead of the objective accrued so far.
+
+    The potential after each step is the objective ``rule`` would reach if it finished the schedule
+    from there (an in-kernel rollout, :func:`dynasched_gym.core.lookahead.forecast`); the reward is
+    ``-reward_scale * (phi_after - phi_before)``. At the end ``phi`` is the final objective, so an
+    episode's rewards sum to ``-reward_scale * (objective - phi_start)``: the env's return up to a
+    constant of the instance, so the optimal policies are unchanged, but each step is credited with
+    how much it changed the forecast, which cuts the variance of policy-gradient estimates.
+
+    By default the rollout knows only the present (no future event or unreleased job), as the
+    lookahead's do. With ``hindsight=True`` it plays the instance's real future: the reward of a
+    step is then how much better (or worse) the episode ends than had the rule taken over before
+    it, an unbiased and far less noisy training signal. It is privileged information for the
+    *reward* only, like a Monte-Carlo return; the observations never show the future.
+
+    Args:
+        env: a ``DynaSched/DFJSP-v0`` (or ``FJSP-v0``) env, possibly wrapped.
+        rule: the forecasting rule ``JOB:MACHINE``.
+        hindsight: let the forecast see the future (training rewards only).
+    """
+
+    def __init__(self, env: gym.Env, rule: str = "EDD:EET", hindsight: bool = False) -> None:
+        super().__init__(env)
+        config = env.unwrapped.config
+        self.rule, self.hindsight = rule, hindsight
+        self._forecaster = _Forecaster(rule, config.objective, hindsight, 1)
+        self._scale = config.reward_scale
+        self._phi = 0.0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset the env and forecast from its first decision."""
+        observation, info = self.env.reset(**kwargs)
+        self._phi = self._forecaster(0, self.env.unwrapped.simulator)
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Step the env; the reward is the change of the forecast."""
+        observation, _, terminated, truncated, info = self.env.step(action)
+        phi = self._forecaster(0, self.env.unwrapped.simulator)
+        reward = -self._scale * (phi - self._phi)
+        self._phi = phi
+        return observation, reward, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions now (bool), from the wrapped env."""
+        return self.env.get_wrapper_attr("action_masks")()
+
+
+class ForecastRewardVector(VectorWrapper):
+    """:class:`ForecastReward` for the DFJSP vector envs (``SAME_STEP`` or ``NEXT_STEP`` autoreset).
+
+    Args:
+        env: a DFJSP vector env (``gym.make_vec(..., vectorization_mode="vector_entry_point")``).
+        rule: the forecasting rule ``JOB:MACHINE``.
+        hindsight: let the forecast see the future (training rewards only).
+    """
+
+    def __init__(self, env: VectorEnv, rule: str = "EDD:EET", hindsight: bool = False) -> None:
+        super().__init__(env)
+        self._mode = AutoresetMode(env.metadata["autoreset_mode"])
+        if self._mode == AutoresetMode.DISABLED:
+            raise ValueError("ForecastRewardVector needs autoreset_mode SAME_STEP or NEXT_STEP, not DISABLED")
+        config = env.unwrapped.config
+        self.rule, self.hindsight = rule, hindsight
+        self._forecaster = _Forecaster(rule, config.objective, hindsight, env.num_envs)
+        self._metric = OBJECTIVE_METRICS[config.objective]
+        self._scale = config.reward_scale
+        self._phi = np.zeros(env.num_envs)
+        self._ended = np.zeros(env.num_envs, dtype=bool)
+
+    def _forecast(self, i: int) -> float:
+        return self._forecaster(i, self.env.unwrapped.simulator(i))
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset every env and forecast from its first decision."""
+        observation, infos = self.env.reset(**kwargs)
+        self._phi = np.array([self._forecast(i) for i in range(self.num_envs)])
+        self._ended[:] = False
+        return observation, infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every env; rewards are the changes of the forecasts (0 on a ``NEXT_STEP`` reset step)."""
+        observation, rewards, terminated, truncated, infos = self.env.step(actions)
+        done = terminated | truncated
+        shaped = np.zeros(self.num_envs, dtype=np.asarray(rewards).dtype)
+        for i in range(self.num_envs):
+            if self._ended[i]:  # NEXT_STEP: this step reset env i
+                self._phi[i] = self._forecast(i)
+                continue
+            if done[i] and self._mode == AutoresetMode.SAME_STEP:
+                end = float(infos["final_info"]["metrics"][self._metric][i])
+                shaped[i] = -self._scale * (end - self._phi[i])
+                self._phi[i] = self._forecast(i)
+                continue
+            phi = self._forecast(i)
+            shaped[i] = -self._scale * (phi - self._phi[i])
+            self._phi[i] = phi
+        self._ended = done if self._mode == AutoresetMode.NEXT_STEP else self._ended
+        return observation, shaped, terminated, truncated, infos
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions now (bool), from the wrapped vector env."""
+        return self.env.unwrapped.action_masks()

@@ -44,6 +44,7 @@ from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent
 from dynasched_gym.agents.rules import RuleAgent, rule_names
 from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
+from dynasched_gym.envs.wrappers import ForecastReward
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import bootstrap_ci
@@ -71,21 +72,30 @@ def auto_reward_scale(env_cfg: DictConfig) -> float:
     return float(1.0 / mean) if mean > 0 else 1.0
 
 
-def make_train_env(env_cfg: DictConfig, reward_scale: float) -> SB3VecEnv:
-    """The SB3 vector env of ``env.num_envs`` sub-environments on the tier pool."""
+def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str | None) -> SB3VecEnv:
+    """The SB3 vector env of ``env.num_envs`` envs on the tier pool (forecast rewards when a rule is given)."""
     return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
-                            pool_size=env_cfg.pool_size, reward_scale=reward_scale, **play_kwargs(env_cfg))
+                            pool_size=env_cfg.pool_size, reward_scale=reward_scale, forecast_rule=forecast_rule,
+                            hindsight=env_cfg.forecast_hindsight,
+                            **play_kwargs(env_cfg))
 
 
-def held_out(env_cfg: DictConfig, seeds: DictConfig) -> list[Instance]:
-    """The pool instances of the evaluation seeds (disjoint from the training seeds)."""
+def held_out(env_cfg: DictConfig, seeds: DictConfig, name: str) -> list[Instance]:
+    """The pool instances of ``seeds`` (``train.<name>``), which must lie above the training seeds."""
     if seeds.start < env_cfg.pool_size:
-        raise ValueError(f"train.eval_seeds.start={seeds.start} overlaps the training pool seeds "
+        raise ValueError(f"train.{name}.start={seeds.start} overlaps the training pool seeds "
                          f"0..{env_cfg.pool_size - 1}")
     pool = tier_pool(env_cfg.tier, env_cfg.size)
     span = range(seeds.start, seeds.start + seeds.count)
     pool.prepare(span)
     return [pool.instance(s) for s in span]
+
+
+def check_disjoint(validation: DictConfig, test: DictConfig) -> None:
+    """Model selection must not see the test instances."""
+    if validation.start < test.start + test.count and test.start < validation.start + validation.count:
+        raise ValueError(f"train.validation_seeds {validation.start}..{validation.start + validation.count - 1} "
+                         f"overlap train.eval_seeds {test.start}..{test.start + test.count - 1}")
 
 
 # ------------------------------------------------------------------------------------- evaluation
@@ -137,6 +147,7 @@ def report_markdown(result: dict[str, Any], env_cfg: DictConfig, meta: dict[str,
         f"{len(result['instances'])} held-out pool instances ({result['instances'][0]} ..), mean "
         f"`{result['metric']}`; {meta['timesteps']} timesteps, trained in {meta['wall_s']:.0f} s "
         f"(PPO {meta['ppo_steps_per_s']:.0f} steps/s).",
+        selection_line(meta),
         "",
         "| agent | mean |",
         "|---|---|",
@@ -148,13 +159,26 @@ def report_markdown(result: dict[str, Any], env_cfg: DictConfig, meta: dict[str,
     ])
 
 
-class HeldOutEval(BaseCallback):
-    """Every ``every`` timesteps, log the deterministic policy's mean objective on held-out instances."""
+def selection_line(meta: dict[str, Any]) -> str:
+    """Which policy was tested: the best one on the validation seeds, or the last one."""
+    if meta["selected"] is None:
+        return "The policy tested is the last one trained (no validation)."
+    return (f"The policy tested is the one with the best validation mean ({meta['selected']['validation_mean']:.3f}"
+            f" at {meta['selected']['timesteps']} timesteps; the last one is `last.zip`).")
 
-    def __init__(self, env_cfg: DictConfig, instances: list[Instance], every: int) -> None:
+
+class ValidationEval(BaseCallback):
+    """Every ``every`` timesteps, evaluate the deterministic policy on the validation instances.
+
+    Logs ``eval/mean_<metric>`` and, with ``keep_best``, saves the best policy so far to ``path``
+    (the first evaluation, right after the warm start, included).
+    """
+
+    def __init__(self, env_cfg: DictConfig, instances: list[Instance], every: int, path: Path | None) -> None:
         super().__init__()
-        self.env_cfg, self.instances, self.every = env_cfg, instances, every
+        self.env_cfg, self.instances, self.every, self.path = env_cfg, instances, every, path
         self.next_at = 0
+        self.best: tuple[float, int] | None = None  # (validation mean, timesteps)
 
     def _on_training_start(self) -> None:
         self.next_at = self.num_timesteps
@@ -162,8 +186,11 @@ class HeldOutEval(BaseCallback):
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next_at:
             self.next_at += self.every
-            values = evaluate(PPOAgent(self.model), self.env_cfg, self.instances)
-            self.logger.record(f"eval/mean_{OBJECTIVE_METRICS[self.env_cfg.objective]}", float(values.mean()))
+            mean = float(evaluate(PPOAgent(self.model), self.env_cfg, self.instances).mean())
+            self.logger.record(f"eval/mean_{OBJECTIVE_METRICS[self.env_cfg.objective]}", mean)
+            if self.path is not None and (self.best is None or mean < self.best[0]):
+                self.best = (mean, self.num_timesteps)
+                self.model.save(self.path)
         return True
 
 
@@ -175,8 +202,11 @@ def best_rule(env_cfg: DictConfig, episodes: int) -> str:
     return min(values, key=lambda rule: float(values[rule].mean()))
 
 
+Demonstrations = tuple[dict[str, th.Tensor], th.Tensor, th.Tensor]
+
+
 def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, scale: float,
-                   progress: bool = False) -> tuple[dict[str, th.Tensor], th.Tensor, th.Tensor]:
+                   forecast_rule: str | None, progress: bool = False) -> Demonstrations:
     """Observations, actions and discounted returns-to-go of ``rule`` on the training pool seeds 0 .. episodes - 1."""
     pool = tier_pool(env_cfg.tier, env_cfg.size)
     observations: list[dict[str, np.ndarray]] = []
@@ -186,6 +216,8 @@ def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, 
     for seed in tqdm(range(min(episodes, env_cfg.pool_size)), desc=f"demonstrations {rule}", unit="episode",
                      disable=not progress):
         env = gym.make(ENV_ID, instance=pool.instance(seed), reward_scale=scale, **play_kwargs(env_cfg))
+        if forecast_rule:
+            env = ForecastReward(env, forecast_rule, env_cfg.forecast_hindsight)
         observation, info = env.reset(seed=seed)
         agent.reset(env)
         rewards, done = [], False
@@ -204,7 +236,7 @@ def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, 
     return stacked, th.as_tensor(actions), th.as_tensor(returns, dtype=th.float32)
 
 
-def pretrain(model: MaskablePPO, data: tuple[dict[str, th.Tensor], th.Tensor, th.Tensor],
+def pretrain(model: MaskablePPO, data: Demonstrations,
              pc: DictConfig, progress: bool = False) -> dict[str, float]:
     """Behaviour cloning (cross-entropy of the masked logits) plus value regression on the returns-to-go."""
     observations, actions, returns = data
@@ -235,11 +267,15 @@ def train(cfg: DictConfig) -> Path:
     th.set_num_threads(cfg.train.torch_threads)
     tc, ec = cfg.train, cfg.env
 
-    # 1. envs: the training pool (built ahead, in parallel) and the held-out instances
+    # 1. envs: the training pool (built ahead, in parallel), the validation and the test instances
     tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
+    check_disjoint(tc.validation_seeds, tc.eval_seeds)
     scale = auto_reward_scale(ec)
-    venv = make_train_env(ec, scale)
-    instances = held_out(ec, tc.eval_seeds)
+    auto_rule = best_rule(ec, tc.imitation.episodes) if "auto" in (ec.forecast_rule, tc.imitation.rule) else None
+    forecast_rule = auto_rule if ec.forecast_rule == "auto" else ec.forecast_rule
+    venv = make_train_env(ec, scale, forecast_rule)
+    validation = held_out(ec, tc.validation_seeds, "validation_seeds") if tc.eval_every else []
+    instances = held_out(ec, tc.eval_seeds, "eval_seeds")
 
     # 2. the model: resumed from a checkpoint (its hyperparameters and timestep count), or new and
     #    warm-started by imitating a rule
@@ -256,30 +292,37 @@ def train(cfg: DictConfig) -> Path:
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation
-            rule = best_rule(ec, ic.episodes) if ic.rule == "auto" else ic.rule
-            data = demonstrations(ec, rule, ic.episodes, tc.gamma, scale, tc.progress_bar)
+            rule = auto_rule if ic.rule == "auto" else ic.rule
+            data = demonstrations(ec, rule, ic.episodes, tc.gamma, scale, forecast_rule, tc.progress_bar)
             imitation = {"rule": rule, "samples": len(data[1]), **pretrain(model, data, ic, tc.progress_bar)}
     start_steps = model.num_timesteps
 
-    # 3. learn: checkpoints, held-out evaluations, TensorBoard, progress bar
+    # 3. learn: checkpoints, validation (and the best policy so far), TensorBoard, progress bar
     callbacks: list[BaseCallback] = [CheckpointCallback(max(tc.checkpoint_every // ec.num_envs, 1),
                                                         str(out / "checkpoints"), name_prefix="ppo")]
+    validator = ValidationEval(ec, validation, tc.eval_every, out / "best.zip" if tc.keep_best else None)
     if tc.eval_every:
-        callbacks.append(HeldOutEval(ec, instances, tc.eval_every))
+        callbacks.append(validator)
     learn_began = time.perf_counter()
     model.learn(max(tc.total_timesteps - start_steps, 0), callback=callbacks, tb_log_name="ppo",
                 reset_num_timesteps=False, progress_bar=tc.progress_bar)
     learn_wall = time.perf_counter() - learn_began
+    trained_steps = model.num_timesteps - start_steps
+    model.save(out / "last.zip")
+    if validator.best is not None:  # model.zip: the policy with the best validation mean
+        model = MaskablePPO.load(out / "best.zip", env=venv, device="cpu")
     model.save(out / "model.zip")
     wall = time.perf_counter() - began
     venv.close()
 
-    # 4. final evaluation against every rule; save the config, seed and measurements with the model
+    # 4. test on the held-out eval seeds against every rule; save config, seed and measurements with the model
     ppo = evaluate(PPOAgent(model), ec, instances, progress=tc.progress_bar)
     result = compare_with_rules(ppo, ec, instances, progress=tc.progress_bar)
-    meta = {"seed": int(cfg.seed), "reward_scale": scale, "timesteps": int(model.num_timesteps),
+    selected = {"validation_mean": validator.best[0], "timesteps": validator.best[1]} if validator.best else None
+    meta = {"seed": int(cfg.seed), "reward_scale": scale, "forecast_rule": forecast_rule,
+            "timesteps": int(start_steps + trained_steps), "selected": selected,
             "resumed_from": tc.resume, "imitation": imitation, "wall_s": round(wall, 1),
-            "ppo_steps_per_s": round((model.num_timesteps - start_steps) / learn_wall, 1),
+            "ppo_steps_per_s": round(trained_steps / learn_wall, 1),
             "torch_threads": int(tc.torch_threads),
             "versions": {"torch": str(th.__version__), "sb3_contrib": sb3_contrib.__version__}}
     (out / "report.md").write_text(report_markdown(result, ec, meta), encoding="utf-8")

@@ -22,7 +22,7 @@ from dynasched_gym.generation import tier_pool
 
 REPO = Path(__file__).resolve().parents[1]
 TIERS = ("easy", "medium", "hard", "extreme")
-TRAIN_SEEDS, EVAL_SEEDS = range(2), range(1000, 1002)
+TRAIN_SEEDS, VALIDATION_SEEDS, EVAL_SEEDS = range(2), range(500, 502), range(1000, 1002)
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh pool cache holding the medium/small instances the short runs use (made in-process)."""
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
     pool = tier_pool("medium", "small")
-    for seed in [*TRAIN_SEEDS, *EVAL_SEEDS]:
+    for seed in [*TRAIN_SEEDS, *VALIDATION_SEEDS, *EVAL_SEEDS]:
         pool.instance(seed)
     return tmp_path / "cache"
 
@@ -47,6 +47,8 @@ def _config(out: Path, *overrides: str):
             f"out={out}", "env.num_envs=2", f"env.pool_size={len(TRAIN_SEEDS)}", "train.total_timesteps=2048",
             "train.n_steps=128", "train.batch_size=128", "train.n_epochs=1", "train.hidden=8",
             "train.checkpoint_every=1024", "train.eval_every=1024", f"train.eval_seeds.start={EVAL_SEEDS.start}",
+            f"train.validation_seeds.start={VALIDATION_SEEDS.start}",
+            f"train.validation_seeds.count={len(VALIDATION_SEEDS)}",
             f"train.eval_seeds.count={len(EVAL_SEEDS)}", "train.progress_bar=false", *overrides])
 
 
@@ -74,9 +76,12 @@ def test_policy_logits_follow_a_permutation_of_the_candidates():
 
 
 def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_path: Path):
-    first = train_script.train(_config(tmp_path / "run"))
+    first = train_script.train(_config(tmp_path / "run", "train.imitation.rule=auto"))
     record = yaml.safe_load(first.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 2048 and record["seed"] == 0 and record["reward_scale"] > 0
+    assert record["forecast_rule"] == record["imitation"]["rule"]  # both "auto": the best rule on the training seeds
+    assert record["selected"]["timesteps"] in (2, 1024, 2048)  # validated after the warm start, at 1024 and 2048
+    assert (tmp_path / "run" / "best.zip").is_file() and (tmp_path / "run" / "last.zip").is_file()
     assert record["config"]["env"]["tier"] == "medium"
     assert len(record["evaluation"]["instances"]) == len(EVAL_SEEDS)
     assert record["evaluation"]["best_rule"] in record["evaluation"]["rule_means"]
@@ -98,7 +103,14 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
                                          f"train.resume={tmp_path / 'run' / 'checkpoints' / 'ppo_1024_steps.zip'}"))
     record = yaml.safe_load(resumed.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 3072 and record["resumed_from"].endswith("ppo_1024_steps.zip")
-    assert make("ppo", checkpoint=resumed).model.num_timesteps == 3072
+    assert make("ppo", checkpoint=resumed.with_name("last.zip")).model.num_timesteps == 3072
+    assert make("ppo", checkpoint=resumed).model.num_timesteps == record["selected"]["timesteps"]
+
+
+def test_validation_seeds_must_not_overlap_the_test_seeds(cache, train_script, tmp_path: Path):
+    config = _config(tmp_path / "run", f"train.validation_seeds.start={EVAL_SEEDS.start + 1}")
+    with pytest.raises(ValueError, match=r"overlap train\.eval_seeds"):
+        train_script.train(config)
 
 
 @pytest.mark.parametrize("tier", TIERS)

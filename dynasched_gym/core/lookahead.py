@@ -68,6 +68,23 @@ def objective_value(S, T, objective):
 
 
 @njit(cache=True, _nrt=False)
+def forecast(S, T, scratch, job_rule, machine_rule, objective, clairvoyant):
+    """The objective if ``job_rule``:``machine_rule`` finished the schedule from state ``T``.
+
+    The rollout knows only the present, or with ``clairvoyant`` every future event and arrival (the
+    hindsight the training rewards of :class:`dynasched_gym.envs.wrappers.ForecastReward` may use).
+    ``scratch`` (a state of the same instance) receives the rollout; ``T`` is left unchanged. At the
+    end of an episode this is the objective of the finished schedule.
+    """
+    copy_into(T, scratch)
+    if not clairvoyant:
+        forget_future(S, scratch)
+    if scratch.counters[C_OPEN_JOBS] > 0:
+        run_rule(S, scratch, job_rule, machine_rule, -1)
+    return objective_value(S, scratch, objective)
+
+
+@njit(cache=True, _nrt=False)
 def ranked_candidates(S, T, job_rule, out_job, out_machine, out_key, out_time):
     """Fill the startable pairs sorted by the base rule; returns how many (at most the buffer length)."""
     n = min(fill_candidates(S, T, out_job, out_machine, out_time), out_job.shape[0])
@@ -96,42 +113,39 @@ def _mean_completion(T):
 
 
 @njit(cache=True, _nrt=False)
-def lookahead_select(S, T, scratch, job_rule, rollout_rules, machine_rule, top_k, objective, clairvoyant, buf_job,
-                     buf_machine, buf_key, buf_time):
+def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant):
+    """(best objective, its mean completion time) over rollouts that start pair (j, m) now.
+
+    One rollout per row of ``rollout_rules`` (job rule, machine rule), each in ``scratch`` (a state
+    of the same instance) after forgetting the future unless ``clairvoyant``; ``T`` is unchanged.
+    """
+    value, tie = np.inf, np.inf
+    for r in range(rollout_rules.shape[0]):
+        copy_into(T, scratch)
+        if not clairvoyant:
+            forget_future(S, scratch)
+        start(S, scratch, j, m)
+        if advance(S, scratch) != DONE:
+            run_rule(S, scratch, rollout_rules[r, 0], rollout_rules[r, 1], -1)
+        v = objective_value(S, scratch, objective)
+        t = _mean_completion(scratch)
+        if v < value or (v == value and t < tie):
+            value, tie = v, t
+    return value, tie
+
+
+@njit(cache=True, _nrt=False)
+def lookahead_select(S, T, scratch, job_rule, rollout_rules, top_k, objective, clairvoyant, buf_job, buf_machine,
+                     buf_key, buf_time):
     """The pair the lookahead picks now; ``scratch`` is a state of the same instance used for rollouts.
 
-    Each of the ``top_k`` pairs ranked by ``job_rule`` is scored by the best objective over rollouts
-    under each job rule in ``rollout_rules``; ties go to the lower mean completion time, then to the
-    ranking order.
+    Each of the ``top_k`` pairs ranked by ``job_rule`` is scored by :func:`pair_value`; ties go to
+    the lower mean completion time, then to the ranking order.
     """
     n = ranked_candidates(S, T, job_rule, buf_job, buf_machine, buf_key, buf_time)
     best_j, best_m, best_value, best_tie = -1, -1, np.inf, np.inf
     for i in range(min(n, top_k)):
-        value, tie = np.inf, np.inf
-        for r in range(rollout_rules.shape[0]):
-            copy_into(T, scratch)
-            if not clairvoyant:
-                forget_future(S, scratch)
-            start(S, scratch, buf_job[i], buf_machine[i])
-            if advance(S, scratch) != DONE:
-                run_rule(S, scratch, rollout_rules[r], machine_rule, -1)
-            v = objective_value(S, scratch, objective)
-            t = _mean_completion(scratch)
-            if v < value or (v == value and t < tie):
-                value, tie = v, t
+        value, tie = pair_value(S, T, scratch, buf_job[i], buf_machine[i], rollout_rules, objective, clairvoyant)
         if value < best_value or (value == best_value and tie < best_tie):
             best_j, best_m, best_value, best_tie = buf_job[i], buf_machine[i], value, tie
     return best_j, best_m
-
-
-@njit(cache=True, _nrt=False)
-def run_lookahead(S, T, scratch, job_rule, rollout_rules, machine_rule, top_k, objective, clairvoyant, buf_job,
-                  buf_machine, buf_key, buf_time):
-    """Play the whole episode with the lookahead policy; returns the final code."""
-    code = advance(S, T)
-    while code != DONE and code >= 0:
-        j, m = lookahead_select(S, T, scratch, job_rule, rollout_rules, machine_rule, top_k, objective, clairvoyant,
-                                buf_job, buf_machine, buf_key, buf_time)
-        start(S, T, j, m)
-        code = advance(S, T)
-    return code
