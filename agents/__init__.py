@@ -38,6 +38,12 @@ def _ppo(name: str, **kwargs: Any) -> Agent:
     return PPOAgent(**kwargs)
 
 
+def _llm(name: str, **kwargs: Any) -> Agent:
+    from dynasched_gym.agents.llm import LLMAgent
+
+    return LLMAgent(**kwargs)
+
+
 #: Name (or ``prefix:``) -> factory(name, **kwargs).
 REGISTRY: dict[str, Callable[..., Agent]] = {
     "rule:": _rule,
@@ -46,12 +52,14 @@ REGISTRY: dict[str, Callable[..., Agent]] = {
     "lookahead-oracle": _lookahead,
     "random": _random,
     "ppo": _ppo,
+    "llm": _llm,
 }
 
 
 def make(name: str, **kwargs: Any) -> Agent:
     """Build an agent by name: ``"rule:MWKR:EET"`` (or ``"pdr:MWKR:EET"``), ``"lookahead"``,
-    ``"lookahead-oracle"``, ``"random"``, ``"ppo"`` (``checkpoint=...``); keyword arguments go to its class."""
+    ``"lookahead-oracle"``, ``"random"``, ``"ppo"`` (``checkpoint=...``), ``"llm"`` (``model=..., base_url=...,
+    level="L2", mode="direct", refinement="greedy"``, docs/llm.md); keyword arguments go to its class."""
     for key, factory in REGISTRY.items():
         if name == key or (key.endswith(":") and name.startswith(key)):
             return factory(name, **kwargs)

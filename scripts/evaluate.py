@@ -41,7 +41,8 @@ from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import KEY_FIELDS, ROW_FORMAT, Key, ResultStore, canonical_json, config_hash, row_key
 from dynasched_gym.schedule import Schedule
 
-#: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size.
+#: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
+#: (``shipped:full``: the one trained on full observations, where shipped).
 SHIPPED = "shipped"
 #: ``env.max_candidates`` value meaning: offer every startable pair (jobs x machines slots).
 ALL = "all"
@@ -80,11 +81,13 @@ class AgentPlayer:
                                              **env_kwargs), seed=seed)
             self._warm = True
         before, began = _usage(self.agent), time.perf_counter()
+        counted = getattr(self.agent, "usage", None)  # LLM agents' counters (docs/llm.md): a snapshot
         env = gym.make("DynaSched/DFJSP-v0", instance=instance, objective=objective, **env_kwargs)
         schedule = run_episode(self.agent, env, seed=seed)
         wall, after = time.perf_counter() - began, _usage(self.agent)
         tokens = None if after is None else {k: v - (before or {}).get(k, 0) for k, v in after.items()}
-        return schedule, {"wall_time": wall, "tokens": tokens}
+        usage = None if counted is None else {k: v - counted.get(k, 0) for k, v in self.agent.usage.items()}
+        return schedule, {"wall_time": wall, "tokens": tokens, "usage": usage}
 
 
 class OraclePlayer:
@@ -207,10 +210,11 @@ def agent_specs(cfg: DictConfig) -> list[dict[str, Any]]:
 def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
     """``spec`` for one (tier, size): a ``shipped`` PPO checkpoint becomes the tier's file (or FileNotFoundError)."""
     kwargs = dict(spec["kwargs"])
-    if kwargs.get("checkpoint") == SHIPPED:
+    shipped, _, observability = str(kwargs.get("checkpoint")).partition(":")
+    if shipped == SHIPPED:
         from dynasched_gym.agents.ppo import shipped_checkpoint
 
-        kwargs["checkpoint"] = str(shipped_checkpoint(tier, size))
+        kwargs["checkpoint"] = str(shipped_checkpoint(tier, size, observability or "concise"))
     elif kwargs.get("checkpoint"):
         kwargs["checkpoint"] = hydra.utils.to_absolute_path(kwargs["checkpoint"])
     return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"])}
@@ -254,7 +258,8 @@ def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: s
         "seed": seed, "objective": objective, "objective_metric": OBJECTIVE_METRICS[objective],
         "instance": None, "instance_sha256": None, "ssi": None, "status": "error", "error": None, "violations": [],
         "objective_value": None, **dict.fromkeys(METRIC_KEYS), "normalised_weighted_tardiness": None,
-        "decisions": None, "wall_time": None, "decisions_per_second": None, "tokens": None, "oracle": None,
+        "decisions": None, "wall_time": None, "decisions_per_second": None, "tokens": None, "usage": None,
+        "oracle": None,
     }
     try:
         inst, score, digest = _instance(tier, size, seed)

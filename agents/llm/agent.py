@@ -1,0 +1,386 @@
+"""The LLM dispatching agent: prompt at an observability level, reason in a mode, refine, parse, fall back.
+
+One decision (:meth:`LLMAgent.act`):
+
+1. :func:`~dynasched_gym.agents.llm.prompts.observe` reads the env's simulator (pruning the
+   candidate table to ``max_rows``) and :func:`~dynasched_gym.agents.llm.prompts.messages` writes
+   the system and user messages for ``level`` and ``variant``.
+2. The mode: ``direct`` (answer JSON at once), ``cot`` (a ``reasoning`` string, then the id) or
+   ``tools`` (the model may call ``simulate_action`` / ``inspect_action``, :mod:`.tools`, for up to
+   ``max_tool_rounds`` rounds; the last round forbids tools).
+3. The refinement: ``greedy`` (one answer at ``temperature``), ``reflection``
+   (``reflection_rounds`` more turns showing the model its answer, or why it was rejected, at
+   ``reflection_temperature``; the last valid answer wins) or ``best-of-n`` (``samples``
+   conversations in parallel at ``sample_temperature`` / ``sample_top_p`` with seeds
+   ``seed + i``; majority vote over the valid answers, ties broken by the ``simulate_action``
+   estimate, then the lower id).
+4. An answer is parsed by :func:`~dynasched_gym.agents.llm.parsing.parse_answer`. When no valid
+   answer comes (empty, invalid JSON, an illegal id, or the request failed after its retries) the
+   ``fallback`` rule plays and the reason is counted.
+
+Accounting: :attr:`LLMAgent.usage` (cumulative since construction), :attr:`LLMAgent.episode_usage`
+(since the last :meth:`~LLMAgent.reset`) and :attr:`LLMAgent.log` (one :class:`DecisionRecord`
+per decision of the episode): HTTP requests, retries, errors, cache hits, prompt and completion
+tokens (the server's ``usage``), prompt characters, tool calls, invalid answers, fallbacks by reason
+and latency.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from dynasched_gym.agents.base import Agent
+from dynasched_gym.agents.llm.client import ChatClient, Completion, LLMError
+from dynasched_gym.agents.llm.parsing import REASONS, Answer, answer_schema, parse_answer
+from dynasched_gym.agents.llm.prompts import (
+    LEVELS,
+    MODES,
+    VARIANT_LEVEL,
+    VARIANTS,
+    MachineStats,
+    View,
+    check_choice,
+    design_priors,
+    messages,
+    observe,
+)
+from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
+from dynasched_gym.agents.lookahead import DEFAULTS
+from dynasched_gym.agents.rules import RuleAgent
+from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.metrics import OBJECTIVES
+
+REFINEMENTS = ("greedy", "reflection", "best-of-n")
+RESPONSE_FORMATS = ("json_schema", "json_object", "text")
+#: Counters of :attr:`LLMAgent.usage` (all numbers; ``latency_s`` in seconds).
+USAGE_FIELDS = ("decisions", "single_candidate", "requests", "retries", "errors", "cache_hits", "prompt_tokens",
+                "completion_tokens", "total_tokens", "prompt_chars", "tool_calls", "invalid_answers", "fallbacks",
+                *(f"fallback_{r}" for r in REASONS), "latency_s")
+
+
+@dataclass
+class DecisionRecord:
+    """The cost and outcome of one decision."""
+
+    time: float
+    action: int = -1
+    source: str = "llm"  # "llm", "fallback" or "single" (one candidate, played without asking)
+    reason: str | None = None  # why it fell back (parsing.REASONS)
+    detail: str = ""
+    reasoning: str | None = None
+    votes: dict[int, int] = field(default_factory=dict)
+    requests: int = 0
+    retries: int = 0
+    errors: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_chars: int = 0  # characters of the messages sent (a tokenizer-free prompt length)
+    tool_calls: int = 0
+    invalid_answers: int = 0
+    latency_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict."""
+        return asdict(self)
+
+
+def _at_least(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+class LLMAgent(Agent):
+    """Dispatch by asking a chat model (any OpenAI-compatible endpoint); see the module docstring and docs/llm.md.
+
+    Args:
+        model: the model name the server knows (``Qwen/Qwen2.5-7B-Instruct``, ``llama3.1:8b``, ``gpt-4o-mini``).
+        base_url: the endpoint root (``http://localhost:8000/v1`` vLLM, ``http://localhost:11434/v1`` Ollama);
+            ``None``: the openai client's default.
+        api_key_env: NAME of the environment variable holding the key (never logged or stored).
+        level: observability level ``L1 | L2 | L3 | oracle`` (:mod:`.prompts`); ``oracle`` makes the agent
+            clairvoyant (a reference, never ranked).
+        variant: prompt ablation ``none | padded | priors | priors_tagged`` (padded and priors need L2,
+            priors_tagged L3).
+        mode: ``direct | cot | tools``.
+        refinement: ``greedy | reflection | best-of-n``.
+        fallback: the ``JOB:MACHINE`` rule played when no valid answer comes; ``None``: the lookahead's
+            base rule for the objective (``ATC:LWL`` for (weighted) tardiness, ``MWKR:EET`` makespan,
+            ``SPT:EET`` flow time).
+        objective: the objective stated in the prompt; ``None``: the env's.
+        max_rows: most candidate rows in a prompt (pruning: :mod:`.prompts`).
+        prune_rules: job rules whose rankings choose the rows kept; ``None``: the fallback's job rule,
+            SPT, EDD, MWKR, FIFO.
+        rollout_rules: rules of the ``simulate_action`` rollouts (``JOB:MACHINE``, or a job rule with the
+            fallback's machine rule); ``None``: the lookahead's for the objective.
+        future_events: events listed at the ``oracle`` level.
+        priors: design priors shown at L3 instead of those of the episode's tier.
+        temperature, top_p, max_tokens, seed: sampling of greedy and reflection requests (None: not sent).
+        response_format: ``json_schema`` (the answer schema with the legal ids), ``json_object`` or ``text``.
+        samples, sample_temperature, sample_top_p: best-of-n.
+        reflection_rounds, reflection_temperature: reflection.
+        max_tool_rounds: rounds of tool calls before the answer is required (tools mode).
+        ask_single: ask the model also when only one pair can start (else it is played without a request
+            and counted in ``single_candidate``).
+        timeout, max_retries, backoff, max_concurrency, cache, cache_dir: the client (:class:`.client.ChatClient`).
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                 level: str = "L2", variant: str = "none", mode: str = "direct", refinement: str = "greedy",
+                 fallback: str | None = None, objective: str | None = None, max_rows: int = 20,
+                 prune_rules: Sequence[str] | None = None, rollout_rules: Sequence[str] | None = None,
+                 future_events: int = 25, priors: Mapping[str, Any] | None = None, temperature: float | None = 0.0,
+                 top_p: float | None = None, max_tokens: int | None = 1024, seed: int | None = 0,
+                 response_format: str = "json_schema", samples: int = 5, sample_temperature: float = 0.7,
+                 sample_top_p: float = 0.95, reflection_rounds: int = 1, reflection_temperature: float = 0.3,
+                 max_tool_rounds: int = 3, ask_single: bool = False, timeout: float = 60.0, max_retries: int = 4,
+                 backoff: float = 1.0, max_concurrency: int = 4, cache: bool = True, cache_dir: str | None = None
+                 ) -> None:
+        check_choice("level", level, LEVELS)
+        check_choice("variant", variant, VARIANTS)
+        check_choice("mode", mode, MODES)
+        check_choice("refinement", refinement, REFINEMENTS)
+        check_choice("response_format", response_format, RESPONSE_FORMATS)
+        if variant != "none" and level != VARIANT_LEVEL[variant]:
+            raise ValueError(f"variant {variant!r} is defined at level {VARIANT_LEVEL[variant]!r}, got level {level!r}")
+        if objective is not None:
+            check_choice("objective", objective, OBJECTIVES)
+        for name, value, minimum in (("max_rows", max_rows, 1), ("future_events", future_events, 0),
+                                     ("samples", samples, 1), ("reflection_rounds", reflection_rounds, 1),
+                                     ("max_tool_rounds", max_tool_rounds, 1)):
+            _at_least(name, value, minimum)
+        for rule in [fallback] if fallback else []:
+            parse_rule(rule)  # fail now on a bad name
+        self.client = ChatClient(model, base_url, api_key_env, timeout, max_retries, backoff,
+                                 max_concurrency=max_concurrency, cache_dir=cache_dir, cache=cache)
+        self.model, self.base_url, self.level, self.variant = model, base_url, level, variant
+        self.mode, self.refinement, self.fallback, self.objective = mode, refinement, fallback, objective
+        self.max_rows, self.future_events, self.priors = max_rows, future_events, priors
+        self.prune_rules = None if prune_rules is None else tuple(prune_rules)
+        self.rollout_rules = None if rollout_rules is None else tuple(rollout_rules)
+        for rule in (*(self.prune_rules or ()), *(self.rollout_rules or ())):
+            parse_rule(rule)
+        self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
+        self.response_format = response_format
+        self.samples, self.sample_temperature, self.sample_top_p = samples, sample_temperature, sample_top_p
+        self.reflection_rounds, self.reflection_temperature = reflection_rounds, reflection_temperature
+        self.max_tool_rounds, self.ask_single = max_tool_rounds, ask_single
+        self.name = f"llm:{level}" + (f"+{variant}" if variant != "none" else "")
+        self.clairvoyant = level == "oracle"
+        self._usage: dict[str, float] = dict.fromkeys(USAGE_FIELDS, 0)
+        self._lock = threading.Lock()
+        self._at_reset = self.usage
+        self.log: list[DecisionRecord] = []
+
+    # ------------------------------------------------------------------------------ the interface
+    def reset(self, env: gym.Env) -> None:
+        super().reset(env)
+        if hasattr(self.env, "rules"):
+            raise ValueError("the LLM agent picks (operation, machine) pairs: play it on DynaSched/DFJSP-v0 or "
+                             "FJSP-v0, not on the rule-selection env DFJSP-Rules-v0")
+        objective = self.objective or self.env.config.objective
+        base, rollouts = DEFAULTS[objective]
+        fallback = self.fallback or base
+        self._objective = objective
+        self._fallback = RuleAgent(fallback)
+        self._fallback.reset(env)
+        job_rule = fallback.partition(":")[0]
+        self._prune = list(dict.fromkeys(self.prune_rules or (job_rule, "SPT", "EDD", "MWKR", "FIFO")))
+        machine = fallback.partition(":")[2] or "EET"  # a job rule alone rolls out with the fallback's machine rule
+        rules = [parse_rule(r if ":" in r else f"{r}:{machine}") for r in self.rollout_rules or rollouts]
+        self._toolbox = Toolbox(rules, self.level)
+        instance = self.env.instance
+        self._stats = MachineStats(instance.num_jobs, instance.num_machines)
+        self._episode_priors: dict[str, Any] | None = None
+        self._at_reset = self.usage
+        self.log = []
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        if self._episode_priors is None:
+            self._episode_priors = self._priors_of(info)
+        view = observe(self.env, self._stats, self._objective, self.max_rows, self._prune,
+                       oracle=self.level == "oracle", future_limit=self.future_events)
+        record = DecisionRecord(time=view.now)
+        if view.offered == 1 and not self.ask_single:  # nothing to choose: no request, no tokens
+            answer = Answer(view.rows[0].action_id)
+            record.source = "single"
+        else:
+            chat = messages(view, self.level, self.variant, self.mode, self._episode_priors)
+            try:
+                answer = self._decide(view, chat, record)
+            except LLMError as exc:
+                answer = Answer(None, "error", str(exc))
+        if answer.ok:
+            action = int(answer.action_id)
+        else:
+            action = self._fallback.act(observation, info)
+            record.source, record.reason, record.detail = "fallback", answer.reason, answer.detail
+        record.action, record.reasoning = action, answer.reasoning
+        with self._lock:
+            self._usage["decisions"] += 1
+            self._usage["single_candidate"] += record.source == "single"
+            if not answer.ok:
+                self._usage["fallbacks"] += 1
+                self._usage[f"fallback_{answer.reason}"] += 1
+        self.log.append(record)
+        return action
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "model": self.model, "base_url": self.base_url, "level": self.level,
+                "variant": self.variant, "mode": self.mode, "refinement": self.refinement, "fallback": self.fallback,
+                "objective": self.objective, "max_rows": self.max_rows,
+                "prune_rules": None if self.prune_rules is None else list(self.prune_rules),
+                "rollout_rules": None if self.rollout_rules is None else list(self.rollout_rules),
+                "future_events": self.future_events, "priors": None if self.priors is None else dict(self.priors),
+                **self.sampling, "response_format": self.response_format, "samples": self.samples,
+                "sample_temperature": self.sample_temperature, "sample_top_p": self.sample_top_p,
+                "reflection_rounds": self.reflection_rounds, "reflection_temperature": self.reflection_temperature,
+                "max_tool_rounds": self.max_tool_rounds, "ask_single": self.ask_single}
+
+    # ------------------------------------------------------------------------------ accounting
+    @property
+    def usage(self) -> dict[str, float]:
+        """Cumulative counters since construction (:data:`USAGE_FIELDS`)."""
+        with self._lock:
+            out = dict(self._usage)
+        out["total_tokens"] = out["prompt_tokens"] + out["completion_tokens"]
+        return out
+
+    @property
+    def episode_usage(self) -> dict[str, float]:
+        """The counters of the current (or last) episode."""
+        now = self.usage
+        return {k: now[k] - self._at_reset.get(k, 0) for k in now}
+
+    def token_usage(self) -> dict[str, int]:
+        """Cumulative token counts in the evaluation rows' ``tokens`` form (``prompt``, ``completion``, ``total``)."""
+        u = self.usage
+        return {"prompt": int(u["prompt_tokens"]), "completion": int(u["completion_tokens"]),
+                "total": int(u["total_tokens"])}
+
+    def _count(self, record: DecisionRecord, **deltas: float) -> None:
+        with self._lock:
+            for name, value in deltas.items():
+                setattr(record, name, getattr(record, name) + value)
+                self._usage[name] += value
+
+    # ------------------------------------------------------------------------------ deciding
+    def _priors_of(self, info: Mapping[str, Any]) -> dict[str, Any]:
+        if self.priors is not None:
+            return dict(self.priors)
+        source = getattr(self.env, "source", None)
+        tier = info["tier"] if "tier" in info else (source.tier if source is not None and source.fixed is None
+                                                    else None)
+        return design_priors(tier, getattr(source, "size", None), info.get("ssi"))
+
+    def _response_format(self, view: View) -> dict[str, Any] | None:
+        if self.response_format == "json_schema":
+            return {"type": "json_schema", "json_schema": {
+                "name": "dispatch_decision", "strict": True, "schema": answer_schema(view.ids, self.mode == "cot")}}
+        if self.response_format == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    def _request(self, chat: Sequence[Mapping[str, Any]], params: Mapping[str, Any], record: DecisionRecord
+                 ) -> Completion:
+        """One completion, its cost counted in ``record`` and :attr:`usage`."""
+        self._count(record, prompt_chars=sum(len(str(m.get("content") or "")) for m in chat))
+        try:
+            completion = self.client.complete(chat, **params)
+        except LLMError as exc:
+            self._count(record, requests=exc.attempts, retries=exc.attempts - 1, errors=1)
+            raise
+        self._count(record, requests=completion.attempts, retries=max(completion.attempts - 1, 0),
+                    cache_hits=int(completion.cached), prompt_tokens=completion.prompt_tokens,
+                    completion_tokens=completion.completion_tokens, latency_s=completion.latency_s)
+        return completion
+
+    def _converse(self, view: View, chat: list[dict[str, Any]], params: Mapping[str, Any], record: DecisionRecord
+                  ) -> tuple[Answer, list[dict[str, Any]]]:
+        """Ask until an answer comes (tool rounds in ``tools`` mode); the parsed answer and the conversation."""
+        chat = list(chat)
+        rounds = self.max_tool_rounds + 1 if self.mode == "tools" else 1
+        for k in range(rounds):
+            request = dict(params)
+            final = k == rounds - 1
+            if self.mode == "tools":  # JSON-constrained decoding would keep the model from calling tools
+                request.update(tools=TOOLS, tool_choice="none" if final else None)
+            if final:
+                request["response_format"] = self._response_format(view)
+            completion = self._request(chat, request, record)
+            chat.append(completion.message())
+            if completion.tool_calls and not final:
+                for call in completion.tool_calls:
+                    chat.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": self._toolbox.call(call.name, call.arguments, self.env.simulator, view)})
+                self._count(record, tool_calls=len(completion.tool_calls))
+                continue
+            answer = parse_answer(completion.content, view.ids)
+            if not answer.ok:
+                self._count(record, invalid_answers=1)
+            return answer, chat
+        raise AssertionError("unreachable")
+
+    def _decide(self, view: View, chat: list[dict[str, Any]], record: DecisionRecord) -> Answer:
+        if self.refinement == "best-of-n":
+            return self._vote(view, chat, record)
+        answer, chat = self._converse(view, chat, self.sampling, record)
+        if self.refinement == "greedy":
+            return answer
+        best = answer
+        for _ in range(self.reflection_rounds):
+            chat.append({"role": "user", "content": self._reflection(view, answer)})
+            try:
+                answer, chat = self._converse(view, chat, {**self.sampling, "temperature": self.reflection_temperature},
+                                              record)
+            except LLMError as exc:  # the endpoint gave up: keep what the earlier rounds gave
+                answer = Answer(None, "error", str(exc))
+            if answer.ok or not best.ok:  # the last valid answer; with none, the last reason
+                best = answer
+            if answer.reason == "error":
+                break
+        return best
+
+    def _reflection(self, view: View, answer: Answer) -> str:
+        if not answer.ok:
+            return f"Your answer was rejected ({answer.reason}: {answer.detail}). Choose one id from the table and " \
+                   "answer in the required JSON format."
+        row = view.row(int(answer.action_id))
+        inst = view.instance
+        return (f"Review your choice, action {row.action_id} (job {inst.job_names[row.job]} on "
+                f"{inst.machine_names[row.machine]}), against the table and the goal. If another candidate is better, "
+                "answer with it; otherwise answer with the same id. Use the required JSON format.")
+
+    def _vote(self, view: View, chat: list[dict[str, Any]], record: DecisionRecord) -> Answer:
+        seed = self.sampling["seed"]
+        params = [{**self.sampling, "temperature": self.sample_temperature, "top_p": self.sample_top_p,
+                   "seed": None if seed is None else seed + i} for i in range(self.samples)]
+
+        def sample(p: Mapping[str, Any]) -> Answer:
+            try:
+                return self._converse(view, chat, p, record)[0]
+            except LLMError as exc:
+                return Answer(None, "error", str(exc))
+
+        with ThreadPoolExecutor(min(self.samples, self.client.max_concurrency)) as pool:
+            answers = list(pool.map(sample, params))
+        votes = Counter(int(a.action_id) for a in answers if a.ok)
+        record.votes = dict(votes)
+        if not votes:
+            reason = Counter(a.reason for a in answers).most_common(1)[0][0]
+            return next(a for a in answers if a.reason == reason)
+        top = max(votes.values())
+        tied = sorted(a for a, n in votes.items() if n == top)
+        if len(tied) > 1:
+            sim = self.env.simulator
+            tied.sort(key=lambda a: (self._toolbox.simulate(sim, view.row(a).job, view.row(a).machine,
+                                                            view.objective), a))
+        return next(a for a in answers if a.ok and a.action_id == tied[0])

@@ -1,0 +1,241 @@
+"""Chat Completions through the official ``openai`` client: retries, a concurrency limit and a disk cache.
+
+:class:`ChatClient` talks to any OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint
+(OpenAI, vLLM, Ollama, llama.cpp, SGLang, ...). What it adds to the plain client:
+
+- **Retries.** 408, 409, 429, 5xx, timeouts and connection errors are retried ``max_retries`` times with
+  exponential backoff (``backoff * 2**k`` seconds, at most ``max_backoff``; a ``Retry-After``
+  header of a 429 is honoured up to the same cap). The openai client's own retries are off, so
+  every attempt is counted. Other errors (401, 403, 404, 400: a wrong key, model or parameter)
+  raise :class:`LLMConfigError` at once: retrying cannot fix them.
+- **Concurrency.** At most ``max_concurrency`` requests are in flight per client (a semaphore
+  shared by every thread, e.g. the parallel samples of best-of-n).
+- **Cache.** A completion is stored on disk under the SHA-256 of the canonical JSON of (model,
+  messages, sampling parameters, tools, response format): a rerun of the same decisions makes no
+  request. The base URL is not part of the key, so the same model served elsewhere reuses it.
+  Files are ``<cache_dir>/<2 hex>/<64 hex>.json`` written atomically; the default directory is
+  ``$DYNASCHED_LLM_CACHE``, else ``~/.cache/dynasched_gym/llm``.
+- **Accounting.** Each :class:`Completion` carries the server's ``usage`` token counts (also for
+  cached ones: the tokens the decision cost when it was made), the attempts it took and its latency.
+
+The API key is read from the environment variable named ``api_key_env`` and is never stored in
+configs, logs or results; local servers need none (a placeholder is sent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from dynasched_gym.instance import write_text_atomic
+from dynasched_gym.results import canonical_json
+
+#: Sent as the key when ``api_key_env`` is unset: local servers (vLLM, Ollama) accept any key.
+NO_KEY = "not-needed"
+#: HTTP statuses below 500 that are retried (timeout, conflict, rate limit); other 4xx raise at once.
+RETRY_STATUSES = (408, 409, 429)
+
+
+class LLMError(RuntimeError):
+    """A request failed after every retry (the agent falls back to its rule and counts it)."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class LLMConfigError(RuntimeError):
+    """The endpoint refused the request for a reason retries cannot fix (key, model, parameters)."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A function call the model asked for; ``arguments`` is the raw JSON text it wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One chat completion (the first choice) with its cost."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 0  # HTTP requests sent for it (0: served from the cache)
+    cached: bool = False
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to a conversation that continues after it."""
+        out: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": c.arguments}} for c in self.tool_calls]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The cached form (content, tool calls, token usage)."""
+        return {"content": self.content, "tool_calls": [[c.id, c.name, c.arguments] for c in self.tool_calls],
+                "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Completion:
+        """A completion served from the cache."""
+        return cls(data["content"], tuple(ToolCall(*c) for c in data["tool_calls"]),
+                   int(data["usage"]["prompt_tokens"]), int(data["usage"]["completion_tokens"]), cached=True)
+
+
+def default_cache_dir() -> Path:
+    """``$DYNASCHED_LLM_CACHE`` when set, else ``~/.cache/dynasched_gym/llm``."""
+    env = os.environ.get("DYNASCHED_LLM_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "dynasched_gym" / "llm"
+
+
+class ResponseCache:
+    """Completions on disk, keyed by the hash of the request (module docstring)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    @staticmethod
+    def key(model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> str:
+        """SHA-256 hex of the canonical JSON of the request."""
+        text = canonical_json({"model": model, "messages": list(messages), "params": dict(params)})
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Completion | None:
+        """The stored completion, or None (a missing or unreadable file is a miss)."""
+        try:
+            return Completion.from_dict(json.loads(self._path(key).read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, completion: Completion) -> None:
+        """Store ``completion`` atomically (a concurrent writer of the same key writes the same bytes)."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(completion.to_dict()))
+
+
+@dataclass
+class ChatClient:
+    """An OpenAI-compatible Chat Completions client with retries, a concurrency limit and a cache.
+
+    Args:
+        model: model name as the server knows it.
+        base_url: endpoint root, e.g. ``http://localhost:8000/v1`` (vLLM) or ``http://localhost:11434/v1``
+            (Ollama); ``None``: the openai client's default (``$OPENAI_BASE_URL`` or api.openai.com).
+        api_key_env: NAME of the environment variable holding the API key (unset: a placeholder key).
+        timeout: seconds per request.
+        max_retries: retries of a request after a 429, 5xx, timeout or connection error.
+        backoff: first retry delay in seconds (doubles each retry).
+        max_backoff: cap of a retry delay (also of an honoured ``Retry-After``).
+        max_concurrency: requests in flight at once.
+        cache_dir: directory of the response cache; ``None``: :func:`default_cache_dir`.
+        cache: use the response cache.
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    max_retries: int = 4
+    backoff: float = 1.0
+    max_backoff: float = 30.0
+    max_concurrency: int = 4
+    cache_dir: str | os.PathLike[str] | None = None
+    cache: bool = True
+    _client: Any = field(init=False, repr=False)
+    _slots: threading.BoundedSemaphore = field(init=False, repr=False)
+    _store: ResponseCache | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.model or not isinstance(self.model, str):
+            raise ValueError(f"model must be a non-empty string, got {self.model!r}")
+        for name in ("timeout", "max_backoff"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.backoff < 0:
+            raise ValueError(f"backoff must be >= 0, got {self.backoff!r}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries!r}")
+        if self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency!r}")
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or NO_KEY,
+                                     timeout=self.timeout, max_retries=0)
+        self._slots = threading.BoundedSemaphore(self.max_concurrency)
+        self._store = ResponseCache(self.cache_dir or default_cache_dir()) if self.cache else None
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion:
+        """The completion of ``messages`` (from the cache when stored); ``params`` go to the request as they are.
+
+        Raises :class:`LLMError` when every attempt failed transiently and :class:`LLMConfigError` when the
+        endpoint refused the request.
+        """
+        params = {k: v for k, v in params.items() if v is not None}
+        key = ResponseCache.key(self.model, messages, params) if self._store is not None else ""
+        if self._store is not None:
+            hit = self._store.get(key)
+            if hit is not None:
+                return hit
+        began = time.perf_counter()
+        for attempt in range(self.max_retries + 1):
+            try:
+                with self._slots:
+                    response = self._client.chat.completions.create(model=self.model, messages=list(messages), **params)
+            except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError) as exc:
+                status = getattr(exc, "status_code", None)
+                if status is not None and status not in RETRY_STATUSES and status < 500:
+                    raise LLMConfigError(
+                        f"{self.base_url or 'the default OpenAI endpoint'} refused the request for model "
+                        f"{self.model!r} (HTTP {status}: {exc.message}); check the model name, the key in "
+                        f"${self.api_key_env} and response_format (json_schema is not supported everywhere: try "
+                        "json_object or text)") from exc
+                if attempt == self.max_retries:
+                    raise LLMError(f"{type(exc).__name__} after {attempt + 1} attempt(s): {exc}", attempt + 1) from exc
+                time.sleep(self._delay(attempt, exc))
+                continue
+            completion = _completion(response, time.perf_counter() - began, attempt + 1)
+            if self._store is not None:
+                self._store.put(key, completion)
+            return completion
+        raise AssertionError("unreachable")
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        delay = self.backoff * 2**attempt
+        response = getattr(exc, "response", None)
+        retry_after = response.headers.get("retry-after") if response is not None else None
+        if retry_after:
+            try:
+                delay = max(delay, float(retry_after))
+            except ValueError:
+                pass  # an HTTP date: keep the exponential delay
+        return min(delay, self.max_backoff)
+
+
+def _completion(response: Any, latency: float, attempts: int) -> Completion:
+    """The first choice of an openai ``ChatCompletion`` as a :class:`Completion`."""
+    choices = response.choices or []
+    message = choices[0].message if choices else None
+    calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments or "") for c in
+                  (getattr(message, "tool_calls", None) or []) if getattr(c, "function", None) is not None)
+    usage = response.usage
+    return Completion(getattr(message, "content", None), calls,
+                      int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
+                      latency, attempts)

@@ -1,0 +1,100 @@
+"""Reading the model's answer: the JSON schema, tolerant extraction, and why an answer was rejected.
+
+The answer is a JSON object ``{"action_id": <int>}`` (``{"reasoning": "...", "action_id": <int>}``
+in chain-of-thought mode) whose ``action_id`` is one of the ids of the candidate table.
+:func:`answer_schema` gives the JSON schema (sent as ``response_format`` where the server supports
+it); :func:`parse_answer` reads the answer out of whatever the model wrote:
+
+1. ``<think>...</think>`` blocks (reasoning models) are dropped;
+2. the whole text is tried as JSON, then every ``{`` is tried as the start of a JSON object
+   (prose or a Markdown fence around the object is fine); the last object with an ``action_id`` wins;
+3. ``action_id`` must be an integer (``3``, ``3.0`` and ``"3"`` are accepted, ``true`` is not);
+4. it must be one of the legal ids.
+
+Each failure has a reason (:data:`REASONS`): ``empty`` (no text), ``invalid_json`` (no object with
+an integer ``action_id``), ``illegal_action`` (an id not in the table). ``error`` is the fourth reason
+a decision falls back: the request itself failed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+#: Why an answer (or a decision) was rejected, in the order they are checked.
+REASONS = ("empty", "invalid_json", "illegal_action", "error")
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A parsed answer: ``action_id`` when valid, else ``reason`` (one of :data:`REASONS`) and ``detail``."""
+
+    action_id: int | None
+    reason: str | None = None
+    detail: str = ""
+    reasoning: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True for a legal action id."""
+        return self.action_id is not None
+
+
+def answer_schema(legal: Collection[int], reasoning: bool) -> dict[str, Any]:
+    """The JSON schema of an answer choosing one of ``legal`` (with a leading ``reasoning`` string if asked)."""
+    properties: dict[str, Any] = {}
+    if reasoning:
+        properties["reasoning"] = {"type": "string"}
+    properties["action_id"] = {"type": "integer", "enum": sorted(int(i) for i in legal)}
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _objects(text: str) -> list[Any]:
+    """Every JSON object found in ``text``: the whole text first, then each one starting at a ``{``."""
+    try:
+        return [json.loads(text)]
+    except ValueError:
+        pass
+    decoder, found = json.JSONDecoder(), []
+    for match in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        found.append(obj)
+    return found
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    return None
+
+
+def parse_answer(content: str | None, legal: Collection[int]) -> Answer:
+    """The answer in ``content`` (module docstring); never raises."""
+    text = _THINK.sub("", content or "").strip()
+    if not text:
+        return Answer(None, "empty", "the model returned no text")
+    candidates = [o for o in _objects(text) if isinstance(o, dict) and "action_id" in o]
+    if not candidates:
+        return Answer(None, "invalid_json", f"no JSON object with an action_id in {text[:200]!r}")
+    obj = candidates[-1]
+    reasoning = obj.get("reasoning") if isinstance(obj.get("reasoning"), str) else None
+    action = _integer(obj["action_id"])
+    if action is None:
+        return Answer(None, "invalid_json", f"action_id must be an integer, got {obj['action_id']!r}", reasoning)
+    if action not in legal:
+        return Answer(None, "illegal_action", f"action_id {action} is not in the table {sorted(legal)}", reasoning)
+    return Answer(action, reasoning=reasoning)

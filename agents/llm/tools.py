@@ -1,0 +1,121 @@
+"""The tools of the ``tools`` mode: simulate an action with snapshot rollouts, and inspect a candidate.
+
+- ``simulate_action(action_id)``: the final objective if that pair starts now and the schedule is
+  finished by each of the rollout rules (the best is reported), as the lookahead agent
+  scores a pair: the simulator's state is copied, the copy forgets the future (no event that has not
+  happened, no unreleased job; :func:`dynasched_gym.core.lookahead.forget_future`) unless the agent
+  is at the ``oracle`` level, the pair is started and the jitted rule runs to the end
+  (:mod:`dynasched_gym.core.lookahead` kernels). The value covers the jobs known now.
+- ``inspect_action(action_id)``: the candidate in detail, at the agent's level: L1 its operation's
+  eligible machines and times; L2 also the job's due date, weight, release, later operations and the
+  machine's queue; L3 also the machine's group, speed, bottleneck score and utilisation; ``oracle``
+  also the future events of that job and machine.
+
+Answers are JSON text; a bad call (unknown tool, unreadable arguments, an id not in the table)
+gets ``{"error": ...}`` and the conversation goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, describe_event, fmt, op_times
+from dynasched_gym.core.compiled import C_EVENT, State, allocate_state
+from dynasched_gym.core.lookahead import pair_value
+from dynasched_gym.core.simulator import Simulator
+from dynasched_gym.metrics import OBJECTIVES
+
+
+def _function(name: str, description: str) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": {"action_id": {"type": "integer"}}, "required": ["action_id"],
+                       "additionalProperties": False}}}
+
+
+#: The tool definitions sent with every request of the ``tools`` mode.
+TOOLS = [
+    _function("simulate_action", "Estimate the final objective (lower is better) if the candidate with this action_id "
+              "starts now and a dispatching rule schedules everything after it. Future events are not known to it."),
+    _function("inspect_action", "Details of the candidate with this action_id: its job's operations, eligible machines "
+              "and times, and its machine's state."),
+]
+
+
+def rollout_value(sim: Simulator, scratch: State, job: int, machine: int, rules: Sequence[tuple[int, int]],
+                  objective: str, clairvoyant: bool) -> float:
+    """The best final objective over rollouts under ``rules`` ((job rule, machine rule) codes) after starting
+    (job, machine) now (the lookahead's :func:`~dynasched_gym.core.lookahead.pair_value`)."""
+    codes = np.asarray(rules, dtype=np.int64).reshape(-1, 2)
+    value, _ = pair_value(sim.static, sim.state, scratch, job, machine, codes, OBJECTIVES.index(objective), clairvoyant)
+    return float(value)
+
+
+class Toolbox:
+    """Runs the tool calls of one decision against the env's simulator (never stepping it)."""
+
+    def __init__(self, rules: Sequence[tuple[int, int]], level: str) -> None:
+        self.rules, self.level = list(rules), level
+        self._scratch: tuple[Any, State] | None = None
+        self._lock = threading.Lock()  # best-of-n samples call tools from several threads; one scratch state
+
+    def simulate(self, sim: Simulator, job: int, machine: int, objective: str) -> float:
+        """:func:`rollout_value` of (job, machine) on a scratch state of the simulator's instance."""
+        with self._lock:
+            if self._scratch is None or self._scratch[0] is not sim.static:
+                self._scratch = (sim.static, allocate_state(sim.static))
+            return rollout_value(sim, self._scratch[1], job, machine, self.rules, objective, self.level == "oracle")
+
+    def inspect(self, sim: Simulator, view: View, action_id: int) -> dict[str, Any]:
+        """The details of a table row at the toolbox's level (module docstring)."""
+        row = view.row(action_id)
+        inst, state = sim.instance, sim.state
+        names = inst.machine_names
+        slot = current_slot(sim, row.job)
+        work = float(state.slot_work[slot])
+        level = min(LEVELS.index(self.level), 3)
+        out: dict[str, Any] = {
+            "action_id": action_id, "job": inst.job_names[row.job], "operation": f"{row.op + 1} of {row.num_ops}",
+            "machine": names[row.machine], "time_here": fmt(row.time),
+            "eligible_times": {names[m]: fmt(work * t) for m, t in op_times(sim, slot).items()},
+        }
+        if level >= 1:
+            later = range(slot + 1, int(sim.static.job_slot_ptr[row.job] + row.num_ops))
+            out.update(release=fmt(float(inst.job_release[row.job])), due=fmt(row.due), weight=fmt(row.weight),
+                       waiting_since=fmt(view.now - row.waiting), remaining_work=fmt(row.remaining_work),
+                       later_operations=[{names[m]: fmt(t) for m, t in op_times(sim, s).items()} for s in later],
+                       machine_queue=fmt(float(view.queue[row.machine])))
+        if level >= 2:
+            out.update(machine_group=inst.machine_groups[row.machine], machine_speed=fmt(float(inst.machine_speed[
+                row.machine])), machine_bottleneck=fmt(float(view.bottleneck[row.machine])),
+                machine_utilization=fmt(float(view.utilization[row.machine])), next_load=fmt(row.next_load))
+        if level >= 3:
+            events = sorted(inst.events, key=lambda e: (e.time, int(e.type)))[int(state.counters[C_EVENT]):]
+            out["future_events"] = [describe_event(e, inst) for e in events
+                                    if e.job == row.job or e.machine == row.machine]
+        return out
+
+    def call(self, name: str, arguments: str, sim: Simulator, view: View) -> str:
+        """The JSON answer to one tool call."""
+        try:
+            args = json.loads(arguments or "{}")
+            action_id = args["action_id"]
+            if isinstance(action_id, bool) or not isinstance(action_id, (int, np.integer)):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            return json.dumps({"error": f"arguments must be a JSON object with an integer action_id: {arguments!r}"})
+        if action_id not in view.ids:
+            return json.dumps({"error": f"action_id {action_id} is not in the table; ids: {view.ids}"})
+        if name == "simulate_action":
+            row = view.row(action_id)
+            value = self.simulate(sim, row.job, row.machine, view.objective)
+            return json.dumps({"action_id": action_id, "estimated_final_objective": fmt(value),
+                               "objective": view.objective})
+        if name == "inspect_action":
+            return json.dumps(self.inspect(sim, view, action_id))
+        return json.dumps({"error": f"unknown tool {name!r}; tools: simulate_action, inspect_action"})

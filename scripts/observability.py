@@ -1,0 +1,312 @@
+"""The observability-paradox experiment: one LLM at each observability level, and PPO on concise vs full observations.
+
+``python -m scripts.observability agent.model=MODEL agent.base_url=URL [levels=[L1,L2,L3,oracle]]
+[variants=[padded,priors]] [tiers=[easy,hard]] [seeds.count=5] [ppo.full=PATH.zip] [out=DIR]``
+(Hydra, ``conf/observability.yaml``; the LLM settings are ``conf/agent/llm.yaml``, docs/llm.md).
+
+For each tier it runs :func:`scripts.evaluate.run` on these entrants: the LLM agent at every level
+of ``levels`` (label ``llm:<level>``) and every prompt variant of ``variants``
+(``llm:<level>+<variant>``), the ``baselines`` rules, and PPO with the ``ppo.concise`` and
+``ppo.full`` checkpoints (labels ``ppo:concise`` / ``ppo:full``; each checkpoint's observation space
+must be the level it is labelled with). So rows land in the results store ``store`` as in
+``scripts.evaluate`` (same keys and validation): an interrupted run resumes at the episodes
+missing, and the LLM's response cache replays the decisions already paid for. Then it writes into ``out``:
+
+- ``observability.md``: the mean objective with its bootstrap 95 % interval per agent and tier, the
+  LLM's cost per level (requests, prompt and completion tokens per decision and per episode,
+  fallbacks, cache hits, latency) and notes (a missing PPO checkpoint is said, never filled in);
+- ``observability.csv``: the same numbers, one line per (agent, tier);
+- ``observability-<objective>-<size>.png``: per tier the objective against the level (95 % CI bars;
+  the rules and PPO as horizontal lines) and the prompt tokens per decision against the level.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, check_choice
+from dynasched_gym.instance import write_text_atomic
+from dynasched_gym.results import aggregate
+from scripts import evaluate
+
+#: PPO entrants: label -> the observability its checkpoint must have been trained on.
+PPO_LEVELS = {"ppo:concise": "concise", "ppo:full": "full"}
+TRAIN_FULL = ("python -m scripts.train env.tier=<tier> env.observability=full, then ppo.full=<run dir>/model.zip "
+              "(or ppo.full={<tier>: <path>, ...})")
+COST_FIELDS = ("episodes", "decisions", "requests_per_decision", "prompt_tokens_per_decision",
+               "completion_tokens_per_decision", "prompt_chars_per_decision", "tokens_per_episode", "fallback_rate",
+               "cache_hits", "latency_s")
+
+
+@dataclass
+class Report:
+    """What a run produced: its rows, the aggregated entries, LLM cost per agent, notes and the files written."""
+
+    rows: list[dict[str, Any]]
+    entries: list[dict[str, Any]]
+    cost: dict[str, dict[str, float]]
+    notes: list[str]
+    markdown: str
+    files: list[Path]
+
+
+def _llm_label(level: str, variant: str = "none") -> str:
+    return f"llm:{level}" + (f"+{variant}" if variant != "none" else "")
+
+
+def _checkpoint(value: Any, tier: str) -> str | None:
+    """A PPO checkpoint setting for ``tier``: ``shipped``, a path, or a {tier: path} mapping (None: none)."""
+    if isinstance(value, Mapping):
+        value = value.get(tier)
+    return None if value in (None, "") else str(value)
+
+
+def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The ``scripts.evaluate`` agent groups of one tier (label -> group) and notes on what is left out."""
+    if (cfg.levels or cfg.variants) and OmegaConf.is_missing(cfg.agent, "model"):
+        raise ValueError("agent.model is required: e.g. agent.model=Qwen/Qwen2.5-7B-Instruct "
+                         "agent.base_url=http://localhost:8000/v1 (or levels=[] variants=[] for PPO alone)")
+    llm = OmegaConf.to_container(cfg.agent, resolve=True)
+    env = OmegaConf.to_container(cfg.env, resolve=True)
+    groups: dict[str, dict[str, Any]] = {}
+    for level in cfg.levels:
+        check_choice("levels[]", level, LEVELS)
+        groups[_llm_label(level)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": "none"},
+                                     "env": env}
+    for variant in cfg.variants:
+        check_choice("variants[]", variant, tuple(VARIANT_LEVEL))
+        level = VARIANT_LEVEL[variant]
+        groups[_llm_label(level, variant)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": variant},
+                                              "env": env}
+    for rule in cfg.baselines:
+        groups[rule] = {"names": [rule], "kwargs": {}, "env": env}
+    notes = []
+    for label, level in PPO_LEVELS.items():
+        checkpoint = _checkpoint(cfg.ppo.get(level), tier)
+        if checkpoint is None:
+            notes.append(f"{label} on {tier}: not run, no checkpoint given (ppo.{level}=null); no numbers are "
+                         f"reported for it." + (f" Train one with {TRAIN_FULL}." if level == "full" else ""))
+            continue
+        groups[label] = {"names": ["ppo"], "kwargs": {"checkpoint": checkpoint}, "env": {}}
+    for label, group in groups.items():
+        group["label"] = label
+    return groups, notes
+
+
+def evaluation_config(cfg: DictConfig, tier: str, groups: Mapping[str, Any]) -> DictConfig:
+    """The ``scripts.evaluate`` configuration of one tier."""
+    return OmegaConf.create({
+        "agent": {f"g{i}": group for i, group in enumerate(groups.values())}, "ppo": None, "tiers": [tier],
+        "sizes": list(cfg.sizes), "seeds": OmegaConf.to_container(cfg.seeds), "objective": cfg.objective,
+        "store": cfg.store, "workers": cfg.workers, "validate": cfg.validate, "progress": cfg.progress})
+
+
+def _check_ppo(cfg: DictConfig, tier: str, groups: Mapping[str, Any]) -> None:
+    """Each PPO checkpoint must have the observation space its label says (a mislabelled one is an error).
+
+    Each is planned alone: ``scripts.evaluate`` keeps one entrant per configuration, so the same
+    checkpoint given as both ``concise`` and ``full`` would otherwise pass as ``concise`` only.
+    """
+    for label, want in PPO_LEVELS.items():
+        if label not in groups:
+            continue
+        for entrant, _, size, _ in evaluate.plan(evaluation_config(cfg, tier, {label: groups[label]})).episodes:
+            got = entrant.config.get("env", {}).get("observability")
+            if got != want:
+                raise ValueError(f"ppo.{want} for {tier}/{size} ({groups[label]['kwargs']['checkpoint']}) was trained "
+                                 f"on {got!r} observations, not {want!r}")
+
+
+def llm_cost(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per agent with usage counters (LLM agents), over its ``ok`` rows: the cost figures of :data:`COST_FIELDS`."""
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for row in rows:
+        usage = row.get("usage")
+        if row["status"] != "ok" or not usage:
+            continue
+        t = totals[row["agent"]]
+        t["episodes"] += 1
+        for key in ("decisions", "requests", "prompt_tokens", "completion_tokens", "total_tokens", "prompt_chars",
+                    "fallbacks", "cache_hits", "latency_s"):
+            t[key] += usage.get(key, 0)
+    cost = {}
+    for agent, t in totals.items():
+        d = max(t["decisions"], 1)
+        cost[agent] = {"episodes": t["episodes"], "decisions": t["decisions"],
+                       "requests_per_decision": t["requests"] / d,
+                       "prompt_tokens_per_decision": t["prompt_tokens"] / d,
+                       "completion_tokens_per_decision": t["completion_tokens"] / d,
+                       "prompt_chars_per_decision": t["prompt_chars"] / d,
+                       "tokens_per_episode": t["total_tokens"] / t["episodes"], "fallback_rate": t["fallbacks"] / d,
+                       "cache_hits": t["cache_hits"], "latency_s": t["latency_s"] / d}
+    return cost
+
+
+def _num(x: float | None, digits: int = 4) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def _order(labels: Sequence[str], cfg: DictConfig) -> list[str]:
+    """Agents in table order: the LLM by level, its variants, the rules, PPO; anything else after."""
+    first = [_llm_label(lv) for lv in cfg.levels] + [_llm_label(VARIANT_LEVEL[v], v) for v in cfg.variants]
+    first += list(cfg.baselines) + list(PPO_LEVELS)
+    return [a for a in first if a in labels] + sorted(set(labels) - set(first))
+
+
+def markdown(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[str, Mapping[str, float]],
+             notes: Sequence[str], skipped: Sequence[str]) -> str:
+    """The report: objective per agent and tier, the LLM's cost per level, notes."""
+    seeds = f"{cfg.seeds.start}..{cfg.seeds.start + cfg.seeds.count - 1}"
+    model = "no LLM" if OmegaConf.is_missing(cfg.agent, "model") else cfg.agent.model
+    lines = [f"# Observability experiment: {model}", "",
+             f"Objective `{cfg.objective}` (lower is better), pool seeds {seeds}, mode `{cfg.agent.mode}`, refinement "
+             f"`{cfg.agent.refinement}`. Mean over episodes [bootstrap 95 % CI]; `llm:oracle` sees the future (a "
+             "clairvoyant ablation, not a fair agent).", ""]
+    for size in cfg.sizes:
+        mine = [e for e in entries if e["size"] == size]
+        tiers = [t for t in cfg.tiers if any(e["tier"] == t for e in mine)]
+        lines += [f"## Size {size}", "", "| agent | " + " | ".join(tiers) + " |", "|---" * (len(tiers) + 1) + "|"]
+        by = {(e["agent"], e["tier"]): e for e in mine}
+        for agent in _order([*{e["agent"] for e in mine}, *PPO_LEVELS], cfg):  # a PPO not run says so
+            cells = []
+            for tier in tiers:
+                e = by.get((agent, tier))
+                cells.append("not run" if e is None or not e["episodes"] else
+                             f"{_num(e['mean'])} [{_num(e['ci_low'])}, {_num(e['ci_high'])}]"
+                             + (f" ({e['failed']} failed)" if e["failed"] else ""))
+            lines.append(f"| {agent} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if cost:
+        lines += ["## LLM cost per decision (all tiers)", "",
+                  "| agent | episodes | decisions | requests | prompt tokens | completion tokens | prompt chars | "
+                  "tokens / episode | fallbacks | cache hits | latency s |", "|---" * 11 + "|"]
+        for agent in _order(list(cost), cfg):
+            c = cost[agent]
+            lines.append(f"| {agent} | {c['episodes']:.0f} | {c['decisions']:.0f} | {c['requests_per_decision']:.2f} | "
+                         f"{c['prompt_tokens_per_decision']:.0f} | {c['completion_tokens_per_decision']:.1f} | "
+                         f"{c['prompt_chars_per_decision']:.0f} | {c['tokens_per_episode']:.0f} | "
+                         f"{100 * c['fallback_rate']:.1f} % | {c['cache_hits']:.0f} | {c['latency_s']:.3f} |")
+        lines.append("")
+    if notes or skipped:
+        lines += ["## Notes", ""] + [f"- {n}" for n in [*notes, *(f"skipped: {s}" for s in skipped)]] + [""]
+    return "\n".join(lines)
+
+
+def csv_text(entries: Sequence[Mapping[str, Any]], cost: Mapping[str, Mapping[str, float]]) -> str:
+    """One line per (size, tier, agent): the objective statistics and, for LLM agents, the cost figures."""
+    out = io.StringIO()
+    fields = ("size", "tier", "agent", "episodes", "failed", "mean", "ci_low", "ci_high")
+    writer = csv.writer(out)
+    writer.writerow([*fields, *(f"llm_{f}" for f in COST_FIELDS)])
+    for e in entries:
+        c = cost.get(e["agent"], {})
+        writer.writerow([e[f] for f in fields] + [c.get(f, "") for f in COST_FIELDS])
+    return out.getvalue()
+
+
+def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[str, Mapping[str, float]], size: str,
+         path: Path) -> Path:
+    """Per tier: objective vs level (95 % CI), rules and PPO as lines; last panel: prompt tokens per decision."""
+    from dynasched_gym.viz._mpl import blank_figure, palette, save_figure
+
+    levels = list(cfg.levels)
+    tiers = [t for t in cfg.tiers if any(e["tier"] == t and e["size"] == size for e in entries)]
+    by = {(e["agent"], e["tier"]): e for e in entries if e["size"] == size and e["episodes"]}
+    references = [a for a in [*cfg.baselines, *PPO_LEVELS] if any((a, t) in by for t in tiers)]
+    colours = dict(zip(references, palette(2 * len(references) + 2)[2::2]))  # every other colour: distinct hues
+    fig = blank_figure(None, 3.2 * (len(tiers) + 1), 3.4, 110)
+    axes = np.atleast_1d(fig.subplots(1, len(tiers) + 1))
+    x = np.arange(len(levels))
+    for ax, tier in zip(axes, tiers):
+        points = [(i, by[(_llm_label(lv), tier)]) for i, lv in enumerate(levels) if (_llm_label(lv), tier) in by]
+        if points:
+            xs = [i for i, _ in points]
+            means = np.array([e["mean"] for _, e in points])
+            err = np.array([[e["mean"] - e["ci_low"], e["ci_high"] - e["mean"]] for _, e in points]).T
+            ax.errorbar(xs, means, yerr=err, marker="o", capsize=3, color=palette(1)[0], label="LLM")
+        for k, variant in enumerate(cfg.variants):  # beside its level, offset to stay visible
+            e = by.get((_llm_label(VARIANT_LEVEL[variant], variant), tier))
+            if e is not None and VARIANT_LEVEL[variant] in levels:
+                ax.errorbar(levels.index(VARIANT_LEVEL[variant]) + 0.12 * (k + 1), e["mean"], marker="D", capsize=2,
+                            yerr=[[e["mean"] - e["ci_low"]], [e["ci_high"] - e["mean"]]], linestyle="none",
+                            color=palette(2 * k + 9)[-1], label=f"+{variant}")
+        for agent in references:
+            if (agent, tier) in by:
+                ax.axhline(by[(agent, tier)]["mean"], linestyle="--", linewidth=1, color=colours[agent], label=agent)
+        ax.set_xticks(x, levels, fontsize=8)
+        ax.set_title(tier, fontsize=9)
+        ax.set_ylabel(f"mean {cfg.objective}", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(alpha=0.3)
+    if tiers:
+        axes[0].legend(fontsize=6)
+    labels = [*levels, *(_llm_label(VARIANT_LEVEL[v], v).removeprefix("llm:") for v in cfg.variants)]
+    tokens = [cost.get(f"llm:{label}", {}).get("prompt_tokens_per_decision", 0.0) for label in labels]
+    axes[-1].bar(np.arange(len(labels)), tokens, color=palette(1)[0])
+    axes[-1].set_xticks(np.arange(len(labels)), labels, fontsize=7, rotation=30)
+    axes[-1].set_title("prompt tokens / decision", fontsize=9)
+    axes[-1].tick_params(axis="y", labelsize=7)
+    model = "no LLM" if OmegaConf.is_missing(cfg.agent, "model") else cfg.agent.model
+    fig.suptitle(f"{model}: objective vs observability level (size {size}; lower is better)", fontsize=10)
+    return save_figure(fig, path)
+
+
+def run(cfg: DictConfig) -> Report:
+    """Run (or resume) the experiment of ``cfg`` and write its report into ``cfg.out``."""
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    skipped: list[str] = []
+    for tier in cfg.tiers:
+        groups, tier_notes = entrants(cfg, tier)
+        notes += tier_notes
+        ecfg = evaluation_config(cfg, tier, groups)
+        _check_ppo(cfg, tier, groups)
+        print(f"tier {tier}: {len(groups)} agents x {len(cfg.sizes)} size(s) x {cfg.seeds.count} seeds",
+              file=sys.stderr)
+        summary = evaluate.run(ecfg)
+        print(summary, file=sys.stderr)
+        rows += summary.rows
+        skipped += summary.skipped
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    entries = aggregate(rows, resamples=int(cfg.resamples)) if rows else []
+    cost = llm_cost(rows)
+    text = markdown(cfg, entries, cost, notes, skipped)
+    out = Path(hydra.utils.to_absolute_path(str(cfg.out)))
+    files = [out / "observability.md", out / "observability.csv"]
+    write_text_atomic(files[0], text)
+    write_text_atomic(files[1], csv_text(entries, cost))
+    for size in cfg.sizes:
+        if any(e["size"] == size for e in entries):
+            files.append(plot(cfg, entries, cost, size, out / f"observability-{cfg.objective}-{size}.png"))
+    return Report(rows, entries, cost, notes, text, files)
+
+
+@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="observability", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point; exits with status 1 when a row failed (listed on stderr)."""
+    report = run(cfg)
+    print(report.markdown)
+    print("wrote " + ", ".join(str(f) for f in report.files))
+    failed = [r for r in report.rows if r["status"] != "ok"]
+    evaluate.report_failures(failed)
+    if failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # run the importable module's main: worker processes unpickle its functions by name
+    from scripts.observability import main as entry
+
+    entry()

@@ -1,0 +1,286 @@
+"""The LLM agent against a scripted Chat Completions server: modes, refinements, fallbacks, accounting, episodes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from test_llm_client import ChatServer, table_ids
+from test_llm_prompts import dynamic_instance, env_of
+
+import dynasched_gym
+from dynasched_gym import Simulator, validate_schedule
+from dynasched_gym.agents import make, run_episode
+from dynasched_gym.agents.llm import LLMAgent
+from dynasched_gym.agents.llm.client import LLMConfigError
+from dynasched_gym.agents.lookahead import DEFAULTS
+from dynasched_gym.agents.rules import RuleAgent
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    s = ChatServer()
+    yield s
+    s.close()
+
+
+def agent_for(server: ChatServer, **kwargs: Any) -> LLMAgent:
+    options = {"model": "test-model", "base_url": server.url, "cache": False, "timeout": 0.5, "max_retries": 1,
+               "backoff": 0.01, "ask_single": True, **kwargs}
+    return make("llm", **options)
+
+
+def first_decision(agent: LLMAgent, instance: Any = None) -> tuple[gym.Env, dict, dict, list[int]]:
+    """Reset an env, bind the agent; the observation, info and offered slots of the first decision."""
+    env = env_of(instance)
+    obs, info = env.reset(seed=0)
+    agent.reset(env)
+    return env, obs, info, [int(s) for s in np.flatnonzero(env.unwrapped.offered_pairs()[0] >= 0)]
+
+
+def answer(action: int, **extra: Any) -> dict[str, Any]:
+    return {"content": json.dumps({**extra, "action_id": action})}
+
+
+def rollout_estimate(slot: int, env: gym.Env, objective: str = "weighted_tardiness") -> float:
+    """Independent check of simulate_action on a static instance: play the pair, then each rollout rule."""
+    jobs, machines = env.unwrapped.offered_pairs()
+    values = []
+    for rule in DEFAULTS[objective][1]:
+        sim = Simulator(env.unwrapped.instance)
+        sim.reset()
+        sim.step(int(jobs[slot]), int(machines[slot]))
+        sim.run(f"{rule}:{DEFAULTS[objective][0].split(':')[1]}")
+        values.append(sim.schedule().metrics["total_weighted_tardiness"])
+    return min(values)
+
+
+def static_instance() -> dynasched_gym.Instance:
+    """The dynamic instance without events or late releases, with tight due dates: rollouts forget nothing."""
+    inst = dynamic_instance()
+    return inst.replace(events=(), job_release=np.zeros(inst.num_jobs), job_due=np.full(inst.num_jobs, 6.0))
+
+
+# ------------------------------------------------------------------------------------------ modes
+def test_direct_greedy_plays_the_answer_with_the_schema_of_legal_ids(server: ChatServer) -> None:
+    agent = agent_for(server, level="L2")
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(slots[-1]))
+    assert agent.act(obs, info) == slots[-1]
+    body = server.bodies[0]
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["response_format"]["json_schema"]["schema"]["properties"]["action_id"]["enum"] == slots
+    assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 0, 1024) and "tools" not in body
+    assert agent.log[0].source == "llm" and agent.usage["requests"] == 1 and agent.usage["fallbacks"] == 0
+
+
+def test_cot_asks_for_reasoning_first_and_keeps_it(server: ChatServer) -> None:
+    agent = agent_for(server, mode="cot")
+    _env, obs, info, slots = first_decision(agent)
+    server.push({"content": f'Let me think.\n{{"reasoning": "J1 is heavy", "action_id": {slots[1]}}}'})
+    assert agent.act(obs, info) == slots[1]
+    schema = server.bodies[0]["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["reasoning", "action_id"]
+    assert "Reason briefly step by step" in server.bodies[0]["messages"][0]["content"]
+    assert agent.log[0].reasoning == "J1 is heavy"
+
+
+def test_tools_mode_runs_the_tools_then_takes_the_answer(server: ChatServer) -> None:
+    agent = agent_for(server, mode="tools", level="L2")
+    env, obs, info, slots = first_decision(agent, static_instance())
+    server.push({"tool_calls": [("simulate_action", {"action_id": slots[0]}), ("inspect_action", {"action_id": 99}),
+                                ("inspect_action", "not json"), ("dance", {"action_id": slots[0]})]},
+                {"tool_calls": [("inspect_action", {"action_id": slots[1]})]},
+                answer(slots[1]))
+    assert agent.act(obs, info) == slots[1]
+    assert server.requests == 3 and agent.usage["tool_calls"] == 5
+    first, second, last = server.bodies
+    assert [t["function"]["name"] for t in first["tools"]] == ["simulate_action", "inspect_action"]
+    for body in server.bodies:  # tools may be called in every round (the answer came before the last one)
+        assert "response_format" not in body and "tool_choice" not in body and body["tools"] == first["tools"]
+    results = [json.loads(m["content"]) for m in second["messages"] if m["role"] == "tool"]
+    assert float(results[0]["estimated_final_objective"]) == pytest.approx(rollout_estimate(slots[0], env), abs=0.01)
+    assert "not in the table" in results[1]["error"] and "integer action_id" in results[2]["error"]
+    assert "unknown tool" in results[3]["error"]
+    assert second["messages"][2]["tool_calls"][0]["function"]["name"] == "simulate_action"
+    inspected = json.loads(last["messages"][-1]["content"])
+    assert inspected["action_id"] == slots[1] and "later_operations" in inspected  # L2 details
+    assert "machine_bottleneck" not in inspected  # an L3 detail
+
+
+def test_tools_mode_requires_an_answer_after_max_rounds(server: ChatServer) -> None:
+    agent = agent_for(server, mode="tools", max_tool_rounds=1)
+    env, obs, info, slots = first_decision(agent)
+    server.push({"tool_calls": [("simulate_action", {"action_id": slots[0]})]}, {"content": None})
+    rule = RuleAgent(DEFAULTS["weighted_tardiness"][0])  # the default fallback: the lookahead's base rule
+    rule.reset(env)
+    assert agent.act(obs, info) == rule.act(obs, info)
+    assert server.requests == 2 and server.bodies[1]["tool_choice"] == "none"  # the last round: answer now
+    assert server.bodies[1]["response_format"]["type"] == "json_schema"
+    assert agent.log[0].reason == "empty" and agent.usage["fallback_empty"] == 1
+
+
+# ------------------------------------------------------------------------------------------ refinement
+def test_reflection_shows_the_answer_and_takes_the_revised_one(server: ChatServer) -> None:
+    agent = agent_for(server, refinement="reflection", reflection_rounds=2)
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(slots[0]), answer(slots[2]), {"content": "I am not sure"})
+    assert agent.act(obs, info) == slots[2]  # the last valid answer
+    second, third = server.bodies[1], server.bodies[2]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
+    assert f"Review your choice, action {slots[0]}" in second["messages"][-1]["content"]
+    assert second["temperature"] == 0.3 and len(third["messages"]) == 6
+    assert agent.usage["invalid_answers"] == 1 and agent.usage["fallbacks"] == 0
+
+
+def test_reflection_repairs_an_invalid_answer(server: ChatServer) -> None:
+    agent = agent_for(server, refinement="reflection")
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(999), answer(slots[1]))
+    assert agent.act(obs, info) == slots[1]
+    assert "rejected (illegal_action" in server.bodies[1]["messages"][-1]["content"]
+
+
+def test_best_of_n_majority_vote_with_distinct_seeds(server: ChatServer) -> None:
+    agent = agent_for(server, refinement="best-of-n", samples=3, seed=10)
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(slots[0]), answer(slots[1]), answer(slots[1]))
+    assert agent.act(obs, info) == slots[1]
+    assert sorted(b["seed"] for b in server.bodies) == [10, 11, 12]
+    assert {(b["temperature"], b["top_p"]) for b in server.bodies} == {(0.7, 0.95)}
+    assert agent.log[0].votes == {slots[0]: 1, slots[1]: 2}
+
+
+def test_best_of_n_tie_goes_to_the_better_rollout(server: ChatServer) -> None:
+    agent = agent_for(server, refinement="best-of-n", samples=3)
+    env, obs, info, slots = first_decision(agent, static_instance())
+    a, b = slots[0], slots[-1]
+    server.push(answer(a), answer(b), {"content": "{"})
+    expected = min((a, b), key=lambda s: (rollout_estimate(s, env), s))
+    assert rollout_estimate(a, env) != rollout_estimate(b, env)
+    assert agent.act(obs, info) == expected
+
+
+def test_best_of_n_respects_the_concurrency_limit(server: ChatServer) -> None:
+    for limit in (1, 4):
+        server.max_in_flight = 0
+        agent = agent_for(server, refinement="best-of-n", samples=4, max_concurrency=limit)
+        _env, obs, info, slots = first_decision(agent)
+        server.push(*[{"sleep": 0.15, **answer(slots[0])}] * 4)
+        assert agent.act(obs, info) == slots[0]
+        assert server.max_in_flight == 1 if limit == 1 else server.max_in_flight >= 2
+
+
+# ------------------------------------------------------------------------------------------ fallbacks
+@pytest.mark.parametrize(("reply", "reason"), [
+    ({"content": '{"action_id": '}, "invalid_json"), ({"content": "the second one"}, "invalid_json"),
+    ({"content": '{"action_id": 999}'}, "illegal_action"), ({"content": ""}, "empty"), ({"content": None}, "empty"),
+    ({"sleep": 1.0, "content": "late"}, "error"), ({"status": 500}, "error"),
+])
+def test_bad_answers_fall_back_to_the_rule_and_are_counted(server: ChatServer, reply: dict, reason: str) -> None:
+    agent = agent_for(server, fallback="EDD:EET", max_retries=0)
+    env, obs, info, _slots = first_decision(agent)
+    server.push(reply)
+    rule = RuleAgent("EDD:EET")
+    rule.reset(env)
+    assert agent.act(obs, info) == rule.act(obs, info)
+    usage = agent.usage
+    assert (usage["fallbacks"], usage[f"fallback_{reason}"], usage["decisions"]) == (1, 1, 1)
+    assert agent.log[0].source == "fallback" and agent.log[0].reason == reason
+    assert usage["errors"] == (reason == "error")
+
+
+def test_429_then_success_and_500s_are_retried(server: ChatServer) -> None:
+    agent = agent_for(server, max_retries=2)
+    _env, obs, info, slots = first_decision(agent)
+    server.push({"status": 429}, {"status": 500}, answer(slots[1]))
+    assert agent.act(obs, info) == slots[1]
+    assert server.requests == 3 and agent.usage["requests"] == 3 and agent.usage["retries"] == 2
+    assert agent.usage["fallbacks"] == 0
+
+
+def test_a_refused_request_stops_the_run(server: ChatServer) -> None:
+    agent = agent_for(server)
+    _env, obs, info, _slots = first_decision(agent)
+    server.push({"status": 404})
+    with pytest.raises(LLMConfigError, match="test-model"):
+        agent.act(obs, info)
+
+
+# ------------------------------------------------------------------------------------------ accounting
+def test_tokens_are_the_servers_usage_and_the_cache_makes_no_request(server: ChatServer, tmp_path: Path) -> None:
+    cache = tmp_path / "llm-cache"
+    agent = agent_for(server, cache=True, cache_dir=str(cache))
+    env, obs, info, slots = first_decision(agent)
+    server.push({**answer(slots[0]), "usage": (100, 7)}, {**answer(slots[0]), "usage": (120, 9)},
+                {**answer(slots[0]), "usage": (80, 5)})
+    for _ in range(3):
+        obs, _, _, _, info = env.step(agent.act(obs, info))
+    usage = agent.episode_usage
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (300, 21, 321)
+    assert agent.token_usage() == {"prompt": 300, "completion": 21, "total": 321}
+    assert [r.prompt_tokens for r in agent.log] == [100, 120, 80] and usage["requests"] == 3
+    # the same three decisions again, with a new agent on the same cache: no request, the same tokens
+    again = agent_for(server, cache=True, cache_dir=str(cache))
+    env, obs, info, _ = first_decision(again)
+    for _ in range(3):
+        obs, _, _, _, info = env.step(again.act(obs, info))
+    assert server.requests == 3
+    assert (again.usage["cache_hits"], again.usage["requests"], again.usage["prompt_tokens"]) == (3, 0, 300)
+
+
+def test_config_hides_the_key_and_bad_settings_name_the_field(server: ChatServer,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_LLM_KEY", "sk-do-not-leak")
+    agent = agent_for(server, api_key_env="SECRET_LLM_KEY")
+    _env, obs, info, _slots = first_decision(agent)
+    agent.act(obs, info)
+    assert server.auth[-1] == "Bearer sk-do-not-leak"
+    assert "sk-do-not-leak" not in json.dumps(agent.config()) + repr(agent.client)
+    assert agent.name == "llm:L2" and not agent.clairvoyant
+    assert make("llm", model="m", level="oracle", cache=False).clairvoyant
+    for field, value in (("level", "L4"), ("mode", "react"), ("refinement", "beam"), ("max_rows", 0),
+                         ("response_format", "xml"), ("samples", 0), ("fallback", "NOPE:EET")):
+        with pytest.raises(ValueError, match=field if field != "fallback" else "unknown rule"):
+            make("llm", model="m", cache=False, **{field: value})
+
+
+# ------------------------------------------------------------------------------------------ episodes
+@pytest.mark.parametrize(("mode", "refinement"), [("direct", "greedy"), ("cot", "best-of-n")])
+def test_an_llm_agent_plays_a_valid_episode(server: ChatServer, mode: str, refinement: str) -> None:
+    agent = agent_for(server, level="L3", mode=mode, refinement=refinement, samples=2, ask_single=False)
+    schedule = run_episode(agent, env_of(), seed=0)
+    assert schedule.finished and validate_schedule(schedule).ok
+    usage = agent.episode_usage
+    assert usage["decisions"] == schedule.decisions == len(agent.log) and usage["fallbacks"] == 0
+    single = [r for r in agent.log if r.source == "single"]  # one pair: played without a request
+    asked = [r for r in agent.log if r.source == "llm"]
+    assert single and usage["single_candidate"] == len(single) and len(asked) + len(single) == schedule.decisions
+    step = 2 if refinement == "best-of-n" else 1
+    assert usage["requests"] == len(asked) * step == server.requests
+    assert usage["prompt_tokens"] == 50 * server.requests and all(r.requests == 0 for r in single)
+    assert [r.action for r in asked] == [table_ids(b)[0] for b in server.bodies[::step]]
+    again = run_episode(agent, env_of(), seed=1)  # episode counters restart, cumulative ones go on
+    assert agent.episode_usage["decisions"] == again.decisions == len(agent.log)
+    assert agent.episode_usage["total_tokens"] == 55 * len(asked) * step
+    assert agent.usage["decisions"] == schedule.decisions + again.decisions
+
+
+def test_reflection_keeps_its_answer_when_the_endpoint_gives_up(server: ChatServer) -> None:
+    agent = agent_for(server, refinement="reflection", max_retries=0)
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(slots[1]), {"status": 503})
+    assert agent.act(obs, info) == slots[1]
+    assert agent.usage["errors"] == 1 and agent.usage["fallbacks"] == 0
+
+
+def test_the_rule_selection_env_is_refused(server: ChatServer) -> None:
+    env = gym.make("DynaSched/DFJSP-Rules-v0", instance=dynamic_instance())
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="DFJSP-Rules-v0"):
+        agent_for(server).reset(env)

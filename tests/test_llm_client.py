@@ -1,0 +1,252 @@
+"""The Chat Completions client and answer parsing, against a scripted HTTP server on 127.0.0.1.
+
+:class:`ChatServer` (also used by the other ``test_llm_*`` files) speaks the Chat Completions
+protocol: ``POST /v1/chat/completions`` answers with ``choices[].message`` (content or tool calls)
+and ``usage``; scripted entries can also sleep, or fail with an HTTP status.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dynasched_gym.agents.llm.client import ChatClient, LLMConfigError, LLMError
+from dynasched_gym.agents.llm.parsing import answer_schema, parse_answer
+
+Answer = dict[str, Any]
+
+
+def table_ids(body: dict[str, Any]) -> list[int]:
+    """The action ids of the candidate table in a request's first user message."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return [int(x) for x in re.findall(r"^\| (\d+) \|", user, re.MULTILINE)]
+
+
+def first_id(body: dict[str, Any]) -> Answer:
+    """Default answer: the first id of the table."""
+    return {"content": json.dumps({"action_id": table_ids(body)[0]})}
+
+
+class ChatServer:
+    """A Chat Completions endpoint on a free port of 127.0.0.1, answering scripted entries, then ``responder``.
+
+    An entry: ``content`` (str or None), ``tool_calls`` ([(name, arguments dict or text)]), ``usage``
+    ((prompt, completion) tokens, default (50, 5)), ``sleep`` (seconds before answering), ``status``
+    (an HTTP error status instead of a completion), ``headers`` (extra response headers).
+    """
+
+    def __init__(self, responder: Callable[[dict[str, Any]], Answer] = first_id) -> None:
+        self.script: deque[Answer] = deque()
+        self.responder = responder
+        self.bodies: list[dict[str, Any]] = []
+        self.auth: list[str | None] = []
+        self.in_flight = self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    @property
+    def requests(self) -> int:
+        """Requests received so far."""
+        return len(self.bodies)
+
+    def push(self, *answers: Answer) -> None:
+        self.script.extend(answers)
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _next(self, body: dict[str, Any]) -> Answer:
+        with self.lock:
+            self.bodies.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            scripted = self.script.popleft() if self.script else None
+        return scripted if scripted is not None else self.responder(body)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep the test output clean
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.auth.append(self.headers.get("Authorization"))
+                answer = server._next(body)
+                try:
+                    time.sleep(answer.get("sleep", 0.0))
+                    if self.path != "/v1/chat/completions":
+                        self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    elif answer.get("status", 200) != 200:
+                        self._send(answer["status"], {"error": {"message": "scripted failure", "type": "server"}},
+                                   answer.get("headers"))
+                    else:
+                        self._send(200, completion(body, answer))
+                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                    pass
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+        return Handler
+
+
+def completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
+    """A ``chat.completion`` object for ``answer``."""
+    message: dict[str, Any] = {"role": "assistant", "content": answer.get("content")}
+    calls = answer.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": {
+            "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+            for i, (name, args) in enumerate(calls)]
+    prompt, done = answer.get("usage", (50, 5))
+    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}}
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    s = ChatServer()
+    yield s
+    s.close()
+
+
+def _client(server: ChatServer, tmp_path: Path, **kwargs: Any) -> ChatClient:
+    options = {"timeout": 0.5, "max_retries": 2, "backoff": 0.01, "cache_dir": tmp_path / "cache", **kwargs}
+    return ChatClient("test-model", server.url, **options)
+
+
+MESSAGES = [{"role": "user", "content": "| 3 |\n| 5 |"}]
+
+
+# ------------------------------------------------------------------------------------------ the client
+def test_completion_carries_content_and_the_servers_token_counts(server: ChatServer, tmp_path: Path) -> None:
+    server.push({"content": '{"action_id": 5}', "usage": (123, 45)})
+    out = _client(server, tmp_path, cache=False).complete(MESSAGES, temperature=0.0, seed=7, top_p=None)
+    assert (out.content, out.prompt_tokens, out.completion_tokens, out.attempts, out.cached) == (
+        '{"action_id": 5}', 123, 45, 1, False)
+    body = server.bodies[0]
+    assert body["model"] == "test-model" and body["messages"] == MESSAGES
+    assert body["temperature"] == 0.0 and body["seed"] == 7 and "top_p" not in body  # None is not sent
+
+
+def test_cache_hit_makes_no_request_and_keeps_the_token_counts(server: ChatServer, tmp_path: Path) -> None:
+    server.push({"content": "A", "usage": (10, 2)})
+    first = _client(server, tmp_path).complete(MESSAGES, temperature=0.0)
+    again = _client(server, tmp_path).complete(MESSAGES, temperature=0.0)  # a new client, same cache directory
+    assert server.requests == 1
+    assert (again.content, again.prompt_tokens, again.completion_tokens, again.cached, again.attempts) == (
+        "A", 10, 2, True, 0)
+    assert not first.cached
+    _client(server, tmp_path).complete(MESSAGES, temperature=0.5)  # other sampling parameters: another key
+    assert server.requests == 2
+
+
+def test_429_then_success_is_retried_with_backoff(server: ChatServer, tmp_path: Path) -> None:
+    server.push({"status": 429, "headers": {"Retry-After": "0.05"}}, {"content": "ok"})
+    began = time.perf_counter()
+    out = _client(server, tmp_path, backoff=0.001).complete(MESSAGES)
+    assert out.content == "ok" and out.attempts == 2 and server.requests == 2
+    assert time.perf_counter() - began >= 0.05  # Retry-After honoured over the tiny backoff
+
+
+def test_5xx_are_retried_then_reported(server: ChatServer, tmp_path: Path) -> None:
+    server.push({"status": 500}, {"status": 503}, {"content": "ok"})
+    assert _client(server, tmp_path).complete(MESSAGES).attempts == 3
+    server.push({"status": 500}, {"status": 502}, {"status": 500})
+    with pytest.raises(LLMError, match="3 attempt") as info:
+        _client(server, tmp_path, max_retries=2).complete(MESSAGES, temperature=1.0)
+    assert info.value.attempts == 3 and server.requests == 6
+
+
+def test_timeout_is_an_error_after_its_retries(server: ChatServer, tmp_path: Path) -> None:
+    server.push({"sleep": 1.0, "content": "late"}, {"sleep": 1.0, "content": "late"})
+    began = time.perf_counter()
+    with pytest.raises(LLMError, match="APITimeoutError"):
+        _client(server, tmp_path, timeout=0.2, max_retries=1).complete(MESSAGES)
+    assert server.requests == 2 and time.perf_counter() - began < 0.9
+
+
+def test_refused_requests_raise_at_once_naming_the_key_variable(server: ChatServer, tmp_path: Path) -> None:
+    server.push({"status": 401})
+    with pytest.raises(LLMConfigError, match=r"HTTP 401.*\$MY_LLM_KEY"):
+        _client(server, tmp_path, api_key_env="MY_LLM_KEY").complete(MESSAGES)
+    assert server.requests == 1  # not retried
+
+
+def test_api_key_comes_from_the_named_variable(server: ChatServer, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_LLM_KEY", "sk-secret-123")
+    client = _client(server, tmp_path, api_key_env="MY_LLM_KEY", cache=False)
+    client.complete(MESSAGES)
+    assert server.auth[-1] == "Bearer sk-secret-123"
+    assert "sk-secret" not in repr(client)
+    monkeypatch.delenv("MY_LLM_KEY")
+    _client(server, tmp_path, api_key_env="MY_LLM_KEY", cache=False).complete(MESSAGES)
+    assert server.auth[-1] == "Bearer not-needed"
+
+
+@pytest.mark.parametrize(("field", "value"), [("timeout", 0), ("max_retries", -1), ("max_concurrency", 0),
+                                              ("backoff", -1.0)])
+def test_bad_client_settings_name_the_field(server: ChatServer, tmp_path: Path, field: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=field):
+        _client(server, tmp_path, **{field: value})
+
+
+# ------------------------------------------------------------------------------------------ parsing
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"action_id": 3}', 3),
+    ('```json\n{"action_id": 5}\n```', 5),
+    ('I choose this.\n{"reasoning": "short job", "action_id": "5"} done', 5),
+    ("<think>maybe {\"action_id\": 9}</think>\n{\"action_id\": 3.0}", 3),
+    ('{"note": {"x": 1}, "action_id": 3}', 3),
+])
+def test_parse_answer_reads_json_out_of_prose(text: str, expected: int) -> None:
+    assert parse_answer(text, [3, 5]).action_id == expected
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    (None, "empty"), ("   ", "empty"), ("<think>hmm</think>", "empty"),
+    ('{"action_id": ', "invalid_json"), ("action 3", "invalid_json"), ('{"action_id": true}', "invalid_json"),
+    ('{"action_id": "three"}', "invalid_json"), ('{"id": 3}', "invalid_json"),
+    ('{"action_id": 4}', "illegal_action"), ('{"action_id": -3}', "illegal_action"),
+])
+def test_parse_answer_rejects_with_a_reason(text: str | None, reason: str) -> None:
+    answer = parse_answer(text, [3, 5])
+    assert not answer.ok and answer.reason == reason and answer.detail
+
+
+def test_answer_schema_enumerates_the_legal_ids() -> None:
+    schema = answer_schema([5, 3], reasoning=True)
+    assert schema["properties"]["action_id"]["enum"] == [3, 5]
+    assert schema["required"] == ["reasoning", "action_id"] and schema["additionalProperties"] is False

@@ -1,0 +1,89 @@
+"""scripts/observability.py: levels x tiers x seeds against a scripted server, the report, resuming, PPO labels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+from test_llm_client import ChatServer
+
+from scripts import observability
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    s = ChatServer()
+    yield s
+    s.close()
+
+
+def config(tmp_path: Path, server: ChatServer, *overrides: str):
+    base = ["agent.model=test-model", f"agent.base_url={server.url}", f"agent.cache_dir={tmp_path / 'llm'}",
+            "agent.timeout=2.0", "tiers=[easy]", "seeds.count=1", "levels=[L1,L3]", "variants=[padded]",
+            f"store={tmp_path / 'store.jsonl'}", f"out={tmp_path / 'out'}", "progress=false", "resamples=200"]
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        return compose(config_name="observability", overrides=[*base, *overrides])
+
+
+def test_experiment_reports_every_level_with_its_cost_and_resumes(tmp_path: Path, server: ChatServer,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
+    report = observability.run(config(tmp_path, server))
+    agents = {r["agent"] for r in report.rows}
+    assert agents == {"llm:L1", "llm:L3", "llm:L2+padded", "rule:ATC:LWL", "rule:EDD:EET", "ppo:concise"}
+    assert all(r["status"] == "ok" for r in report.rows)
+    llm_rows = [r for r in report.rows if r["agent"].startswith("llm:")]
+    assert all(r["usage"]["decisions"] == r["decisions"] for r in llm_rows)
+    asked = [r["usage"]["decisions"] - r["usage"]["single_candidate"] for r in llm_rows]  # one pair: no request
+    assert sum(asked) == server.requests > 0
+    assert [r["tokens"]["prompt"] for r in llm_rows] == [50 * n for n in asked]  # the server's usage, per request
+    cost = report.cost["llm:L3"]
+    assert cost["prompt_tokens_per_decision"] == 50 * cost["requests_per_decision"] and cost["fallback_rate"] == 0
+    text = report.markdown
+    for agent in sorted(agents):
+        assert f"| {agent} | " in text
+    assert "no shipped PPO checkpoint ppo-easy-small-full.zip" in text  # ppo.full=shipped:full ships medium only
+    assert [f.name for f in report.files] == ["observability.md", "observability.csv",
+                                              "observability-weighted_tardiness-small.png"]
+    assert all(f.stat().st_size > 0 for f in report.files)
+    # a second run resumes from the store: no episode, no request
+    again = observability.run(config(tmp_path, server))
+    assert server.requests == sum(asked) and again.markdown == text
+
+
+def test_a_mislabelled_ppo_checkpoint_is_refused(tmp_path: Path, server: ChatServer,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
+    cfg = config(tmp_path, server, "levels=[]", "variants=[]", "baselines=[]", "ppo.full=shipped")
+    with pytest.raises(ValueError, match=r"ppo\.full for easy/small .* trained on 'concise' observations, not 'full'"):
+        observability.run(cfg)
+
+
+def test_the_model_is_required(tmp_path: Path, server: ChatServer) -> None:
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        cfg = compose(config_name="observability", overrides=["tiers=[easy]"])
+    with pytest.raises(ValueError, match=r"agent\.model is required"):
+        observability.run(cfg)
+
+
+def test_ppo_on_concise_and_full_observations(tmp_path: Path, server: ChatServer,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both PPO checkpoints play; a ``full`` one (here untrained: the plumbing, not its quality) sees full features."""
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    from dynasched_gym.agents.policy import SlotPolicy
+
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
+    env = gym.make("DynaSched/DFJSP-v0", tier="easy", size="small", observability="full", pool_size=1)
+    MaskablePPO(SlotPolicy, env, n_steps=8, batch_size=8, policy_kwargs={"hidden": 8}, device="cpu").save(
+        tmp_path / "full.zip")
+    report = observability.run(config(tmp_path, server, "levels=[]", "variants=[]", "baselines=[]",
+                                      f"ppo.full={{easy: {tmp_path / 'full.zip'}}}"))
+    rows = {r["agent"]: r for r in report.rows}
+    assert set(rows) == {"ppo:concise", "ppo:full"} and all(r["status"] == "ok" for r in rows.values())
+    assert rows["ppo:full"]["agent_config"]["env"]["observability"] == "full"
+    assert rows["ppo:concise"]["agent_config"]["env"]["observability"] == "concise"
+    assert "| ppo:full | " in report.markdown and "not run" not in report.markdown and server.requests == 0

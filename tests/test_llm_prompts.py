@@ -1,0 +1,190 @@
+"""LLM prompts: no level below oracle shows the future; real queue/load figures; pruning; levels and variants."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from test_llm_client import ChatServer, table_ids
+
+import dynasched_gym  # noqa: F401  (registers the ids)
+from dynasched_gym import Event, EventType, Instance, Job, Machine
+from dynasched_gym.agents import make
+from dynasched_gym.agents.llm.prompts import MachineStats, View, design_priors, messages, observe
+from dynasched_gym.agents.llm.tools import Toolbox
+from dynasched_gym.core.rules import parse_rule, select
+from dynasched_gym.envs.dfjsp.episodes import plan_scales
+from dynasched_gym.envs.dfjsp.features import M_BOTTLENECK, M_QUEUE_WORK, M_UTILIZATION
+
+#: Strings that only the future of :func:`dynamic_instance` contains (times, a duration, a hidden job).
+FUTURE = ("77.29", "13.37", "55.71", "41.37", "J-late")
+
+
+def dynamic_instance() -> Instance:
+    """3 machines, 6 jobs (J-late released at 41.37), events before and after the decisions tested."""
+    machines = [Machine("M0", "GA"), Machine("M1", "GA"), Machine("M2", "GB")]
+    jobs = [Job("J0", [{0: 4.0, 1: 6.0}, {2: 5.0}], due=20.0),
+            Job("J1", [{0: 3.0, 1: 3.0}, {2: 4.0}, {0: 2.0}], due=30.0, weight=2.0),
+            Job("J2", [{1: 7.0}, {2: 2.0}], due=25.0),
+            Job("J3", [{0: 5.0, 2: 6.0}], due=40.0),
+            Job("J4", [{0: 2.0, 1: 2.0}, {1: 3.0, 2: 3.0}], release=10.0, due=50.0),
+            Job("J-late", [{2: 4.0}], release=41.37, due=90.0, weight=3.0)]
+    events = [Event(6.0, EventType.PRIORITY_CHANGE, job=2, weight=10.0),
+              Event(8.0, EventType.BREAKDOWN, machine=1, duration=5.0),
+              Event(55.71, EventType.CANCELLATION, job=3),
+              Event(77.29, EventType.BREAKDOWN, machine=2, duration=13.37)]
+    return Instance.build("dynamic", machines, jobs, events)
+
+
+def env_of(instance: Any = None, **kwargs: Any) -> gym.Env:
+    return gym.make("DynaSched/DFJSP-v0", instance=instance or dynamic_instance(), objective="weighted_tardiness",
+                    **kwargs)
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    s = ChatServer()
+    yield s
+    s.close()
+
+
+def _request_text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content")) for m in body["messages"])
+
+
+def tool_user(body: dict[str, Any]) -> dict[str, Any]:
+    """A model that inspects and simulates the first candidate, then answers it."""
+    ids = table_ids(body)
+    if body["messages"][-1]["role"] == "user" and body.get("tool_choice") != "none":
+        return {"tool_calls": [("inspect_action", {"action_id": ids[0]}), ("simulate_action", {"action_id": ids[0]})]}
+    return {"content": json.dumps({"action_id": ids[0]})}
+
+
+@pytest.mark.parametrize("mode", ["direct", "tools"])
+def test_no_level_below_oracle_ever_shows_a_future_event(server: ChatServer, mode: str) -> None:
+    """Every request of every decision before J-late's release, at each level; the oracle shows the future."""
+    server.responder = tool_user if mode == "tools" else server.responder
+    texts = {}
+    for level in ("L1", "L2", "L3", "oracle"):
+        agent = make("llm", model="m", base_url=server.url, level=level, mode=mode, cache=False, timeout=2.0,
+                     ask_single=True)  # every decision is a prompt
+        env = env_of()
+        obs, info = env.reset(seed=0)
+        agent.reset(env)
+        first = server.requests
+        while env.unwrapped.now < 41.0:
+            obs, _, done, _, info = env.step(agent.act(obs, info))
+            assert not done
+        assert env.unwrapped.now > 8.0 and agent.episode_usage["fallbacks"] == 0
+        texts[level] = "\n".join(_request_text(b) for b in server.bodies[first:])
+        if mode == "tools":
+            assert agent.episode_usage["tool_calls"] == 2 * agent.episode_usage["decisions"]
+            assert '"estimated_final_objective"' in texts[level] and '"eligible_times"' in texts[level]
+    for level in ("L1", "L2", "L3"):
+        assert [s for s in FUTURE if s in texts[level]] == [], level
+    assert [s for s in FUTURE if s not in texts["oracle"]] == []
+    assert "breakdown 1" in texts["L2"] and "priority_change 1" in texts["L2"]  # the realised past is shown
+
+
+def _view(env: gym.Env, level: str = "L3", max_rows: int = 20, rules: tuple[str, ...] = ("SPT",)) -> View:
+    inst = env.unwrapped.instance
+    return observe(env.unwrapped, MachineStats(inst.num_jobs, inst.num_machines), "weighted_tardiness", max_rows,
+                   rules, oracle=level == "oracle")
+
+
+def _advance(env: gym.Env, until: float) -> tuple[Any, Any]:
+    obs, info = env.reset(seed=0)
+    while env.unwrapped.now < until:
+        obs, _, _, _, info = env.step(0)
+    return obs, info
+
+
+def test_inspect_tool_hides_the_future_below_oracle() -> None:
+    env = env_of()
+    _advance(env, 0.0)
+    view = _view(env)
+    j3 = next(r.action_id for r in view.rows if view.instance.job_names[r.job] == "J3")
+    sim = env.unwrapped.simulator
+    fair = Toolbox([parse_rule("SPT")], "L3").call("inspect_action", json.dumps({"action_id": j3}), sim, view)
+    oracle = Toolbox([parse_rule("SPT")], "oracle").call("inspect_action", json.dumps({"action_id": j3}), sim, view)
+    assert "55.71" not in fair and "future_events" not in fair and '"due": "40"' in fair
+    assert "t=55.71 CANCELLATION job J3" in oracle
+
+
+def test_queue_bottleneck_and_utilization_are_the_full_envs_features() -> None:
+    """Real figures (the reference's queues are always 0): the same values as a ``full`` env's machine block."""
+    env = env_of(observability="full")
+    obs, _ = _advance(env, 12.0)
+    view = _view(env)
+    tau = plan_scales(env.unwrapped.instance)[0]
+    machines = obs["machines"]
+    np.testing.assert_allclose(view.queue / tau, machines[:, M_QUEUE_WORK], rtol=1e-5)
+    np.testing.assert_allclose(view.bottleneck, machines[:, M_BOTTLENECK], rtol=1e-5)
+    np.testing.assert_allclose(view.utilization, machines[:, M_UTILIZATION], rtol=1e-5, atol=1e-7)
+    assert view.queue.max() > 0 and view.utilization.max() > 0
+    text = messages(view, "L3", "none", "direct", {})[1]["content"]
+    assert f"| M0 | GA | 1 | {view.machine_status[0]} |" in text
+
+
+def test_levels_add_columns_and_sections() -> None:
+    env = env_of()
+    _advance(env, 12.0)
+    view = _view(env, "oracle")
+    headers = {}
+    for level in ("L1", "L2", "L3", "oracle"):
+        system, user = (m["content"] for m in messages(view, level, "none", "direct", {"ssi": 12.3}))
+        headers[level] = next(line for line in user.splitlines() if line.startswith("| id |"))
+        assert ("Shop so far" in user) == (level != "L1")
+        assert ("Machines (system utilisation" in user) == (level in ("L3", "oracle"))
+        assert ("Design priors" in system) == (level in ("L3", "oracle"))
+        assert ("Future events" in user) == (level == "oracle")
+    assert headers["L1"] == "| id | job | op | machine | time | best |"
+    assert headers["L2"] == headers["L1"] + " weight | due | slack | work | prog | wait | queue |"
+    assert headers["L3"] == headers["L2"] + " bneck | util | next |" == headers["oracle"]
+
+
+def test_prompt_variants_separate_priors_from_length() -> None:
+    env = env_of()
+    _advance(env, 12.0)
+    view = _view(env)
+    priors = design_priors("hard", "small", 61.2)
+
+    def length(level: str, variant: str) -> int:
+        return sum(len(m["content"]) for m in messages(view, level, variant, "cot", priors))
+
+    assert length("L2", "none") < length("L3", "none") == length("L2", "padded")
+    padded = messages(view, "L2", "padded", "cot", priors)[0]["content"]
+    assert "Background. A job shop" in padded and "Design priors" not in padded
+    with_priors = messages(view, "L2", "priors", "cot", priors)
+    assert "target_ranges" in with_priors[0]["content"] and "| bneck |" not in with_priors[1]["content"]
+    assert "<global_priors>" in messages(view, "L3", "priors_tagged", "cot", priors)[0]["content"]
+    with pytest.raises(ValueError, match="variant 'padded' is defined at level 'L2', got level 'L3'"):
+        make("llm", model="m", level="L3", variant="padded", cache=False)
+
+
+def test_design_priors_of_a_tier_come_from_its_prior_and_size_preset() -> None:
+    priors = design_priors("hard", "small", 61.2)
+    assert priors["tier"] == "hard" and priors["ssi"] == 61.2
+    assert priors["target_ranges"]["utilization"][0] < priors["target_ranges"]["utilization"][1]
+    assert priors["event_rates"]["cancellation"] == 0.02 and priors["arrivals"]["pattern"] == "periodic"
+    assert design_priors(None, "small", 5.0) == {"ssi": 5.0}
+
+
+def test_pruning_keeps_each_rules_choice() -> None:
+    env = env_of("mk10", max_candidates=512)  # 20 jobs startable at once on 15 machines
+    env.reset(seed=0)
+    sim = env.unwrapped.simulator
+    offered = int((env.unwrapped.offered_pairs()[0] >= 0).sum())
+    rules = ("SPT", "MWKR", "LPT")
+    view = _view(env, "L2", max_rows=5, rules=rules)
+    assert offered > 5 and len(view.rows) == 5 and view.offered == offered
+    assert view.ids == sorted(view.ids)
+    pairs = {(r.job, r.machine) for r in view.rows}
+    for rule in rules:  # the pair each rule would dispatch is in the table
+        job, machine = select(sim.static, sim.state, *parse_rule(rule))
+        assert (job, machine) in pairs, rule
+    assert f"(5 of {offered} startable pairs)" in messages(view, "L2", "none", "direct", {})[1]["content"]
