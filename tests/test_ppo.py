@@ -113,14 +113,14 @@ def test_validation_seeds_must_not_overlap_the_test_seeds(cache, train_script, t
         train_script.train(config)
 
 
-@pytest.mark.parametrize("tier", TIERS)
-def test_shipped_checkpoint_loads_and_plays(tier, tmp_path, monkeypatch):
+@pytest.mark.parametrize(("tier", "observability"), [(tier, "concise") for tier in TIERS] + [("medium", "full")])
+def test_shipped_checkpoint_loads_and_plays(tier, observability, tmp_path, monkeypatch):
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
-    path = shipped_checkpoint(tier)
+    path = shipped_checkpoint(tier, observability=observability)
     assert path.stat().st_size <= 3 * 2**20
     record = yaml.safe_load(path.with_suffix(".yaml").read_text(encoding="utf-8"))
     env_cfg = record["config"]["env"]
-    assert env_cfg["tier"] == tier and env_cfg["size"] == "small"
+    assert env_cfg["tier"] == tier and env_cfg["size"] == "small" and env_cfg["observability"] == observability
     inst = tier_pool(tier, "small").instance(record["config"]["train"]["eval_seeds"]["start"])
     env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=env_cfg["objective"],
                    observability=env_cfg["observability"], max_candidates=env_cfg["max_candidates"])
