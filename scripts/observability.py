@@ -67,7 +67,8 @@ def _llm_label(level: str, variant: str = "none") -> str:
 
 
 def _checkpoint(value: Any, tier: str) -> str | None:
-    """A PPO checkpoint setting for ``tier``: ``shipped``, a path, or a {tier: path} mapping (None: none)."""
+    """A PPO checkpoint setting for ``tier``: ``shipped`` / ``shipped:full``, a path, or a {tier: path} mapping
+    (None: none)."""
     if isinstance(value, Mapping):
         value = value.get(tier)
     return None if value in (None, "") else str(value)
