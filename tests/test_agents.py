@@ -10,6 +10,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import Event, EventType, Instance, Job, Machine, data, load_instance, rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
+from dynasched_gym.core.rules import parse_rule
 
 
 @pytest.mark.parametrize("rule", ["SPT:EET", "MWKR:EET", "MOPNR:LWL", "FIFO:LIT", "EDD:SPT", "ATC:EET", "CR:LWL"])
@@ -76,3 +77,14 @@ def test_lookahead_ignores_jobs_that_have_not_arrived():
     fair, oracle = LookaheadAgent(rule="SPT", top_k=4), LookaheadAgent(rule="SPT", top_k=4, clairvoyant=True)
     assert _first_choice(fair, inst) == (0, 0)
     assert _first_choice(oracle, inst) == (0, 1)
+
+
+def test_lookahead_rollouts_take_job_machine_pairs():
+    """Rollout rules may name their machine rule; a bad name fails at construction, not in the episode."""
+    agent = LookaheadAgent(rule="EDD:EET", rollout_rules=["EDD:LWL", "ATC"], top_k=4)
+    env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness")
+    schedule = run_episode(agent, env, seed=0)
+    assert schedule.finished and validate_schedule(schedule).ok
+    assert agent.rollout_rules.tolist() == [list(parse_rule("EDD:LWL")), list(parse_rule("ATC:EET"))]
+    with pytest.raises(ValueError, match="unknown rule"):
+        LookaheadAgent(rollout_rules=["EDD:FASTEST"])
