@@ -8,7 +8,9 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``--
 - ``env``: the single env (``DFJSP-v0``, the env class as the peers' are driven, and through
   ``gym.make``), ``step`` with uniformly random valid actions, steps/s;
 - ``vector``: the vector env (``gym.make_vec(..., vectorization_mode="vector_entry_point")``,
-  next-step autoreset), random valid actions in every sub-environment, transitions/s at ``--num-envs``;
+  next-step autoreset), random valid actions in every sub-environment, transitions/s at ``--num-envs``,
+  and at the largest of them also with ``parallel=True`` (the sub-envs on numba's threads, key
+  ``"<N> parallel"``);
 - ``sesc``: SESC calibration of one instance of the medium and of the large size preset, seconds;
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
@@ -173,13 +175,14 @@ def bench_env(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
 def bench_vector(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
     """The vector env on ``instance`` at each ``--num-envs``: median transitions/s and ops/s."""
     out = {}
-    for n in args.num_envs:
+    largest = max(args.num_envs)
+    for n, parallel in [(n, False) for n in args.num_envs] + [(largest, True)]:
         driver = VectorDriver(gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="vector_entry_point",
-                                           instance=instance), args.seed)
+                                           instance=instance, parallel=parallel), args.seed)
         driver.reset()
         chunk = chunk_of(driver, max(1, 512 // n))
         chunk()  # warm-up
-        out[str(n)] = medians(chunk, args.seconds, args.repeats)
+        out[f"{n} parallel" if parallel else str(n)] = medians(chunk, args.seconds, args.repeats)
     return out
 
 
@@ -325,6 +328,8 @@ TARGETS = (
     ("single env >= 5x JSSEnv", "env steps/s", "ta01", "JSSEnv", 5.0),
     ("vector env N=256 >= 60x JSSEnv's single env", "vector N=256 transitions/s vs peer steps/s", "ta01", "JSSEnv",
      60.0),
+    ("vector env N=256 >= 60x JSSEnv's single env (parallel=True)",
+     "vector N=256 parallel transitions/s vs peer steps/s", "ta01", "JSSEnv", 60.0),
     ("in-kernel rollouts >= 300x JSSEnv", "in-kernel decisions/s vs peer steps/s", "ta01", "JSSEnv", 300.0),
     ("in-kernel rollouts >= 10,000x dsbx", "in-kernel decisions/s vs peer steps/s", "dsbx-medium", "dsbx", 1e4),
 )
@@ -382,6 +387,7 @@ def _instances_table(results: dict[str, Any]) -> str:
 
 def _ours_table(results: dict[str, Any]) -> str:
     ours, sizes = results["ours"], [str(n) for n in results["settings"]["num_envs"]]
+    sizes.append(f"{max(results['settings']['num_envs'])} parallel")
     rows = []
     for key in results["instances"]:
         env, vec = ours.get("env", {}).get(key), ours.get("vector", {}).get(key, {})

@@ -30,7 +30,7 @@ def test_quick_run_writes_the_schema(tmp_path: Path) -> None:
     for key in ("class", "gym_make"):
         env = ours["env"]["ta01"][key]
         assert env["steps_per_s"] > 0 and env["ops_per_s"] == env["steps_per_s"]  # one operation per step
-    assert set(ours["vector"]["ta01"]) == {"1", "3"}
+    assert set(ours["vector"]["ta01"]) == {"1", "3", "3 parallel"}
     for vec in ours["vector"]["ta01"].values():
         assert 0 < vec["ops_per_s"] <= vec["steps_per_s"]  # autoreset transitions schedule nothing
     assert results["peers"] == {} and results["ratios"] == []
@@ -39,7 +39,8 @@ def test_quick_run_writes_the_schema(tmp_path: Path) -> None:
 
 def _results(env: float, vector: float, kernel: float, peer: float) -> dict:
     return {"ours": {"env": {"ta01": {"class": {"steps_per_s": env, "ops_per_s": env}}},
-                     "vector": {"ta01": {"256": {"steps_per_s": vector, "ops_per_s": vector}}},
+                     "vector": {"ta01": {"256": {"steps_per_s": vector, "ops_per_s": vector},
+                                         "256 parallel": {"steps_per_s": 2 * vector, "ops_per_s": 2 * vector}}},
                      "kernel": {"ta01": {"decisions_per_s": kernel}},
                      "sesc": {"large": {"seconds": 0.5}}, "cold": {"warm": {"process_s": 1.0}},
                      "memory": {"ta01": {"1": {"delta_mb": 20.0}}, "mk10": {"1": {"error": "boom"}}}},
@@ -60,6 +61,7 @@ def test_ratios_and_targets_use_this_runs_figures() -> None:
     assert met == {
         "single env >= 5x JSSEnv": True,
         "vector env N=256 >= 60x JSSEnv's single env": False,
+        "vector env N=256 >= 60x JSSEnv's single env (parallel=True)": True,
         "in-kernel rollouts >= 300x JSSEnv": True,
         "in-kernel rollouts >= 10,000x dsbx": None,  # not measured
         "SESC on the large preset <= 0.2 s": False,

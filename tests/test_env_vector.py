@@ -68,6 +68,17 @@ def test_vector_env_equals_independent_envs(cls, single):
     assert finished >= 5
 
 
+def test_parallel_stepping_equals_independent_envs(tmp_path, monkeypatch):
+    """``parallel=True`` steps the sub-envs on numba's threads; every transition equals the single envs'."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    kwargs = {"tier": "medium", "size": "small", "pool_size": 3, "objective": "weighted_tardiness"}
+    venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=6, vectorization_mode="vector_entry_point", parallel=True,
+                        **kwargs)
+    finished = run_against_single_envs(venv.unwrapped, [DFJSPEnv(**kwargs) for _ in range(6)], steps=150, seed=7,
+                                       rng_seed=2)
+    assert finished >= 6
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inst=instances(max_jobs=5, max_machines=3, max_events=10), seed=st.integers(0, 1000))
 def test_vector_env_equals_independent_envs_on_random_instances(inst, seed):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from numba.typed import List
 
 from dynasched_gym.core.compiled import (
@@ -709,6 +709,23 @@ def step_batch(handle, actions, flags):
     are not at a decision afterwards (see :func:`step_rows`)."""
     statics, states, works, dims, rows = handle[0]
     return step_rows(statics, states, works, dims, rows, actions, flags)
+
+
+@njit(cache=True, parallel=True)
+def _step_rows_parallel(statics, states, works, dims, rows, actions, flags):
+    """:func:`step_rows` on numba's threads: each env touches only its own rows (statics are read-only)."""
+    left = np.zeros(flags.shape[0], dtype=np.int64)
+    for i in prange(flags.shape[0]):
+        if flags[i]:
+            left[i] = step_row(statics, states, works, dims, rows, i, actions[i]) != DECISION
+    return left.sum()
+
+
+@njit(cache=True)
+def step_batch_parallel(handle, actions, flags):
+    """:func:`step_batch` with the envs stepped in parallel (``DFJSPVectorEnv(parallel=True)``)."""
+    statics, states, works, dims, rows = handle[0]
+    return _step_rows_parallel(statics, states, works, dims, rows, actions, flags)
 
 
 @njit(cache=True)

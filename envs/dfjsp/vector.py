@@ -25,7 +25,7 @@ from dynasched_gym.envs.dfjsp.env import (
     check_code,
     instance_option,
 )
-from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch
+from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
 from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, Observation
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
@@ -56,6 +56,9 @@ class DFJSPVectorEnv(VectorEnv):
         autoreset_mode: an :class:`~gymnasium.vector.AutoresetMode` (or its value).
         copy: return copies of the observation buffers (``False`` returns the buffers themselves,
             which the next step overwrites).
+        parallel: step the sub-environments on numba's threads (``NUMBA_NUM_THREADS``, default all
+            cores); worth it for tens of sub-environments and free cores, not beside other busy
+            processes (docs/environments.md, "Performance"). Same results as serial stepping.
         **kwargs: the keyword arguments of the single env (``instance``, ``objective``, ...).
     """
 
@@ -70,6 +73,7 @@ class DFJSPVectorEnv(VectorEnv):
         num_envs: int = 1,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         copy: bool = True,
+        parallel: bool = False,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -87,6 +91,7 @@ class DFJSPVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._copy = copy
+        self._step_batch = step_batch_parallel if parallel else step_batch
         self._batch = EnvBatch(template.config, template.source, num_envs, template.instance)
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         self._ended = np.zeros(num_envs, dtype=bool)  # episode over, reset pending (NEXT_STEP / DISABLED)
@@ -137,7 +142,7 @@ class DFJSPVectorEnv(VectorEnv):
                                "reset(options={'reset_mask': mask}) (autoreset_mode=DISABLED)")
         if self.config.invalid_action == "raise":
             self._check_actions(actions, stepping)
-        if step_batch(self._batch.handle, actions, stepping.view(np.uint8)):  # some left the decision state
+        if self._step_batch(self._batch.handle, actions, stepping.view(np.uint8)):  # some left the decision state
             codes = self._batch.works.counters[:, K_CODE]
             self._check_codes(codes, stepping)
             terminated = (codes == DONE) & stepping
