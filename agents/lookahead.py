@@ -24,6 +24,13 @@ DEFAULTS = {
 }
 
 
+def rule_codes(names: Sequence[str], machine_rule: str) -> np.ndarray:
+    """(n, 2) int64 (job rule, machine rule) codes of ``names`` (``JOB:MACHINE``, or a job rule alone, which
+    takes ``machine_rule``): the rows :func:`~dynasched_gym.core.lookahead.pair_value` rolls out."""
+    return np.array([parse_rule(r if ":" in r else f"{r}:{machine_rule}") for r in names],
+                    dtype=np.int64).reshape(-1, 2)
+
+
 class LookaheadAgent(Agent):
     """At each decision, roll the ``top_k`` pairs of ``rule`` out to the end and play the best.
 
@@ -62,8 +69,7 @@ class LookaheadAgent(Agent):
         self._objective = OBJECTIVES.index(objective)
         rule, rollouts = DEFAULTS[objective]
         self.job_rule, self.machine_rule = parse_rule(self.rule or rule)
-        self.rollout_rules = np.array([parse_rule(r if ":" in r else f"{r}:{MACHINE_RULES[self.machine_rule]}")
-                                       for r in self.rollout_names or rollouts], dtype=np.int64).reshape(-1, 2)
+        self.rollout_rules = rule_codes(self.rollout_names or rollouts, MACHINE_RULES[self.machine_rule])
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         sim = self.env.simulator

@@ -22,15 +22,7 @@ from pathlib import Path
 
 from dynasched_gym import data
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import Instance
-from dynasched_gym.io import load_instance
-
-
-def resolve_instance(spec: str) -> Instance:
-    """Load an instance from a path, or by the name of an embedded instance (``mk01``, ``ta01``, ...)."""
-    if not Path(spec).exists() and spec in data.EMBEDDED:
-        return load_instance(data.path(spec))
-    return load_instance(spec)
+from dynasched_gym.io import resolve_instance
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -131,13 +123,15 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
-    from dynasched_gym.io.text import read_text
     from dynasched_gym.schedule import SCHEDULE_FORMAT, load_schedule
     from dynasched_gym.viz import save_timeline
 
     began = time.perf_counter()
     path = Path(args.source)
-    is_schedule = path.is_file() and path.suffix == ".json" and SCHEDULE_FORMAT in read_text(path)[:4096]
+    is_schedule = False
+    if path.is_file() and path.suffix == ".json":
+        with path.open(encoding="utf-8", errors="replace") as head:  # the format tag opens the file
+            is_schedule = SCHEDULE_FORMAT in head.read(4096)
     save_timeline(load_schedule(path) if is_schedule else resolve_instance(args.source), args.out, bins=args.bins)
     return _written(args.out, began)
 

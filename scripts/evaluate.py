@@ -81,12 +81,11 @@ class AgentPlayer:
                                              **env_kwargs), seed=seed)
             self._warm = True
         before, began = _usage(self.agent), time.perf_counter()
-        counted = getattr(self.agent, "usage", None)  # LLM agents' counters (docs/llm.md): a snapshot
         env = gym.make("DynaSched/DFJSP-v0", instance=instance, objective=objective, **env_kwargs)
         schedule = run_episode(self.agent, env, seed=seed)
         wall, after = time.perf_counter() - began, _usage(self.agent)
         tokens = None if after is None else {k: v - (before or {}).get(k, 0) for k, v in after.items()}
-        usage = None if counted is None else {k: v - counted.get(k, 0) for k, v in self.agent.usage.items()}
+        usage = getattr(self.agent, "episode_usage", None)  # LLM agents' counters of this episode (docs/llm.md)
         return schedule, {"wall_time": wall, "tokens": tokens, "usage": usage}
 
 

@@ -130,14 +130,15 @@ def _check_ppo(cfg: DictConfig, tier: str, groups: Mapping[str, Any]) -> None:
                                  f"on {got!r} observations, not {want!r}")
 
 
-def llm_cost(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per agent with usage counters (LLM agents), over its ``ok`` rows: the cost figures of :data:`COST_FIELDS`."""
-    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+def llm_cost(rows: Sequence[Mapping[str, Any]], by: Sequence[str] = ("agent",)) -> dict[Any, dict[str, float]]:
+    """Per group of rows with usage counters (LLM agents; ``by``: the row fields of the group key, one field: the
+    value itself), over the ``ok`` rows: the cost figures of :data:`COST_FIELDS`."""
+    totals: dict[Any, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for row in rows:
         usage = row.get("usage")
         if row["status"] != "ok" or not usage:
             continue
-        t = totals[row["agent"]]
+        t = totals[row[by[0]] if len(by) == 1 else tuple(row[f] for f in by)]
         t["episodes"] += 1
         for key in ("decisions", "requests", "prompt_tokens", "completion_tokens", "total_tokens", "prompt_chars",
                     "fallbacks", "cache_hits", "latency_s"):
@@ -205,14 +206,15 @@ def markdown(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mappin
     return "\n".join(lines)
 
 
-def csv_text(entries: Sequence[Mapping[str, Any]], cost: Mapping[str, Mapping[str, float]]) -> str:
-    """One line per (size, tier, agent): the objective statistics and, for LLM agents, the cost figures."""
+def csv_text(entries: Sequence[Mapping[str, Any]], cost: Mapping[tuple[str, str, str], Mapping[str, float]]) -> str:
+    """One line per (size, tier, agent): the objective statistics and, for LLM agents, the cost figures of that
+    (size, tier, agent) (``cost``: :func:`llm_cost` by ``("size", "tier", "agent")``)."""
     out = io.StringIO()
     fields = ("size", "tier", "agent", "episodes", "failed", "mean", "ci_low", "ci_high")
     writer = csv.writer(out)
     writer.writerow([*fields, *(f"llm_{f}" for f in COST_FIELDS)])
     for e in entries:
-        c = cost.get(e["agent"], {})
+        c = cost.get((e["size"], e["tier"], e["agent"]), {})
         writer.writerow([e[f] for f in fields] + [c.get(f, "") for f in COST_FIELDS])
     return out.getvalue()
 
@@ -288,7 +290,7 @@ def run(cfg: DictConfig) -> Report:
     out = Path(hydra.utils.to_absolute_path(str(cfg.out)))
     files = [out / "observability.md", out / "observability.csv"]
     write_text_atomic(files[0], text)
-    write_text_atomic(files[1], csv_text(entries, cost))
+    write_text_atomic(files[1], csv_text(entries, llm_cost(rows, by=("size", "tier", "agent"))))
     for size in cfg.sizes:
         if any(e["size"] == size for e in entries):
             files.append(plot(cfg, entries, cost, size, out / f"observability-{cfg.objective}-{size}.png"))

@@ -22,6 +22,7 @@ up to ``train.total_timesteps`` timesteps in all.
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,7 @@ def report_markdown(result: dict[str, Any], env_cfg: DictConfig, meta: dict[str,
 def selection_line(meta: dict[str, Any]) -> str:
     """Which policy was tested: the best one on the validation seeds, or the last one."""
     if meta["selected"] is None:
-        return "The policy tested is the last one trained (no validation)."
+        return "The policy tested is the last one trained (no model selection on the validation seeds)."
     return (f"The policy tested is the one with the best validation mean ({meta['selected']['validation_mean']:.3f}"
             f" at {meta['selected']['timesteps']} timesteps; the last one is `last.zip`).")
 
@@ -310,8 +311,10 @@ def train(cfg: DictConfig) -> Path:
     trained_steps = model.num_timesteps - start_steps
     model.save(out / "last.zip")
     if validator.best is not None:  # model.zip: the policy with the best validation mean
-        model = MaskablePPO.load(out / "best.zip", env=venv, device="cpu")
-    model.save(out / "model.zip")
+        shutil.copyfile(out / "best.zip", out / "model.zip")
+        model = MaskablePPO.load(out / "model.zip", device="cpu")
+    else:
+        shutil.copyfile(out / "last.zip", out / "model.zip")
     wall = time.perf_counter() - began
     venv.close()
 

@@ -289,3 +289,16 @@ def test_package_exposes_the_env_classes_lazily():
     with pytest.raises(AttributeError):
         envs.NoSuchEnv  # noqa: B018
     assert dynasched_gym.envs is envs
+
+
+def test_the_env_simulator_follows_the_episode():
+    """``env.simulator`` reads the env's own state: mid-episode it is not done and offers what the env offers."""
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=64)
+    env.reset(seed=0)
+    env.step(0)
+    sim = env.unwrapped.simulator
+    jobs, machines, _ = sim.candidates()
+    assert not sim.done and len(jobs) == int(env.unwrapped.action_masks().sum()) > 1
+    offered_jobs, offered_machines = env.unwrapped.offered_pairs()
+    offered = {(j, m) for j, m in zip(offered_jobs.tolist(), offered_machines.tolist()) if j >= 0}
+    assert set(zip(jobs.tolist(), machines.tolist())) == offered

@@ -112,7 +112,7 @@ def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, tmp_path, 
         env.reset(seed=0)
     rng = np.random.default_rng(0)
     restart = np.zeros(num_envs, dtype=bool)  # NextStep: the vector env resets on the step after the end
-    checked = 0
+    checked = ended = 0
     for _ in range(steps):
         masks = venv.action_masks()
         actions = np.array([_random_action(rng, row) for row in masks])
@@ -128,8 +128,9 @@ def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, tmp_path, 
             checked += 1
             if done and mode == "SameStep":
                 env.reset(seed=0)
+        ended += int(terminated.sum())
         restart = terminated if mode == "NextStep" else restart
-    assert checked > steps  # every env stepped, episodes ended and restarted on the way
+    assert checked > steps and ended >= num_envs  # every env stepped, episodes ended and restarted on the way
     assert venv.rule == "ATC:EET"
 
 

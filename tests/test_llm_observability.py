@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,3 +89,18 @@ def test_ppo_on_concise_and_full_observations(tmp_path: Path, server: ChatServer
     assert rows["ppo:full"]["agent_config"]["env"]["observability"] == "full"
     assert rows["ppo:concise"]["agent_config"]["env"]["observability"] == "concise"
     assert "| ppo:full | " in report.markdown and "not run" not in report.markdown and server.requests == 0
+
+
+def test_csv_cost_figures_are_those_of_their_tier() -> None:
+    def row(tier: str, decisions: int, requests: int) -> dict:
+        return {"status": "ok", "agent": "llm:L2", "size": "small", "tier": tier,
+                "usage": {"decisions": decisions, "requests": requests, "total_tokens": 10 * requests}}
+
+    rows = [row("easy", 10, 10), row("hard", 20, 10), row("hard", 20, 10)]
+    entries = [{"size": "small", "tier": t, "agent": "llm:L2", "episodes": n, "failed": 0, "mean": 1.0,
+                "ci_low": 1.0, "ci_high": 1.0} for t, n in (("easy", 1), ("hard", 2))]
+    lines = list(csv.DictReader(io.StringIO(observability.csv_text(
+        entries, observability.llm_cost(rows, by=("size", "tier", "agent"))))))
+    assert [(r["tier"], r["llm_episodes"], r["llm_requests_per_decision"]) for r in lines] == [
+        ("easy", "1.0", "1.0"), ("hard", "2.0", "0.5")]
+    assert observability.llm_cost(rows)["llm:L2"]["episodes"] == 3  # the markdown's figure: all tiers together

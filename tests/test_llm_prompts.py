@@ -16,6 +16,8 @@ from dynasched_gym import Event, EventType, Instance, Job, Machine
 from dynasched_gym.agents import make
 from dynasched_gym.agents.llm.prompts import MachineStats, View, design_priors, messages, observe
 from dynasched_gym.agents.llm.tools import Toolbox
+from dynasched_gym.agents.lookahead import rule_codes
+from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.core.rules import parse_rule, select
 from dynasched_gym.envs.dfjsp.episodes import plan_scales
 from dynasched_gym.envs.dfjsp.features import M_BOTTLENECK, M_QUEUE_WORK, M_UTILIZATION
@@ -93,7 +95,7 @@ def test_no_level_below_oracle_ever_shows_a_future_event(server: ChatServer, mod
 def _view(env: gym.Env, level: str = "L3", max_rows: int = 20, rules: tuple[str, ...] = ("SPT",)) -> View:
     inst = env.unwrapped.instance
     return observe(env.unwrapped, MachineStats(inst.num_jobs, inst.num_machines), "weighted_tardiness", max_rows,
-                   rules, oracle=level == "oracle")
+                   rule_codes(rules, "EET"), oracle=level == "oracle")
 
 
 def _advance(env: gym.Env, until: float) -> tuple[Any, Any]:
@@ -179,7 +181,7 @@ def test_pruning_keeps_each_rules_choice() -> None:
     env.reset(seed=0)
     sim = env.unwrapped.simulator
     offered = int((env.unwrapped.offered_pairs()[0] >= 0).sum())
-    rules = ("SPT", "MWKR", "LPT")
+    rules = ("SPT", "MWKR", "LPT", "ATC:LWL")  # ATC:LWL: a machine rule other than the fastest machine
     view = _view(env, "L2", max_rows=5, rules=rules)
     assert offered > 5 and len(view.rows) == 5 and view.offered == offered
     assert view.ids == sorted(view.ids)
@@ -188,3 +190,10 @@ def test_pruning_keeps_each_rules_choice() -> None:
         job, machine = select(sim.static, sim.state, *parse_rule(rule))
         assert (job, machine) in pairs, rule
     assert f"(5 of {offered} startable pairs)" in messages(view, "L2", "none", "direct", {})[1]["content"]
+    agent = RuleAgent("ATC:LWL")
+    obs, info = env.reset(seed=0)
+    agent.reset(env)
+    for _ in range(3):  # where ATC:LWL's machine is not the job's fastest one among the ranked rows
+        obs, *_, info = env.step(agent.act(obs, info))
+    pairs = {(r.job, r.machine) for r in _view(env, "L2", max_rows=5, rules=rules).rows}
+    assert select(sim.static, sim.state, *parse_rule("ATC:LWL")) in pairs

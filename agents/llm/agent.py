@@ -31,7 +31,7 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -53,7 +53,7 @@ from dynasched_gym.agents.llm.prompts import (
     observe,
 )
 from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
-from dynasched_gym.agents.lookahead import DEFAULTS
+from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.core.rules import parse_rule
 from dynasched_gym.metrics import OBJECTIVES
@@ -88,10 +88,6 @@ class DecisionRecord:
     invalid_answers: int = 0
     latency_s: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """The record as a JSON-ready dict."""
-        return asdict(self)
-
 
 def _at_least(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -117,8 +113,8 @@ class LLMAgent(Agent):
             ``SPT:EET`` flow time).
         objective: the objective stated in the prompt; ``None``: the env's.
         max_rows: most candidate rows in a prompt (pruning: :mod:`.prompts`).
-        prune_rules: job rules whose rankings choose the rows kept; ``None``: the fallback's job rule,
-            SPT, EDD, MWKR, FIFO.
+        prune_rules: rules whose choices and rankings choose the rows kept (``JOB:MACHINE``, or a job rule
+            with the fallback's machine rule); ``None``: the fallback, SPT, EDD, MWKR, FIFO.
         rollout_rules: rules of the ``simulate_action`` rollouts (``JOB:MACHINE``, or a job rule with the
             fallback's machine rule); ``None``: the lookahead's for the objective.
         future_events: events listed at the ``oracle`` level.
@@ -192,11 +188,10 @@ class LLMAgent(Agent):
         self._objective = objective
         self._fallback = RuleAgent(fallback)
         self._fallback.reset(env)
-        job_rule = fallback.partition(":")[0]
-        self._prune = list(dict.fromkeys(self.prune_rules or (job_rule, "SPT", "EDD", "MWKR", "FIFO")))
-        machine = fallback.partition(":")[2] or "EET"  # a job rule alone rolls out with the fallback's machine rule
-        rules = [parse_rule(r if ":" in r else f"{r}:{machine}") for r in self.rollout_rules or rollouts]
-        self._toolbox = Toolbox(rules, self.level)
+        machine = fallback.partition(":")[2] or "EET"  # a job rule alone takes the fallback's machine rule
+        self._prune = rule_codes(list(dict.fromkeys(self.prune_rules or (fallback, "SPT", "EDD", "MWKR", "FIFO"))),
+                                 machine)
+        self._toolbox = Toolbox(rule_codes(self.rollout_rules or rollouts, machine), self.level)
         instance = self.env.instance
         self._stats = MachineStats(instance.num_jobs, instance.num_machines)
         self._episode_priors: dict[str, Any] | None = None
@@ -206,13 +201,14 @@ class LLMAgent(Agent):
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         if self._episode_priors is None:
             self._episode_priors = self._priors_of(info)
-        view = observe(self.env, self._stats, self._objective, self.max_rows, self._prune,
-                       oracle=self.level == "oracle", future_limit=self.future_events)
-        record = DecisionRecord(time=view.now)
-        if view.offered == 1 and not self.ask_single:  # nothing to choose: no request, no tokens
-            answer = Answer(view.rows[0].action_id)
+        offered = np.flatnonzero(observation["action_mask"])
+        record = DecisionRecord(time=self.env.now)
+        if len(offered) == 1 and not self.ask_single:  # nothing to choose: no prompt, no request, no tokens
+            answer = Answer(int(offered[0]))
             record.source = "single"
         else:
+            view = observe(self.env, self._stats, self._objective, self.max_rows, self._prune,
+                           oracle=self.level == "oracle", future_limit=self.future_events)
             chat = messages(view, self.level, self.variant, self.mode, self._episode_priors)
             try:
                 answer = self._decide(view, chat, record)

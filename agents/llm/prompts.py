@@ -31,9 +31,10 @@ explicit instance the SSI score only (or the ``priors`` mapping given to the age
 
 **Candidate pruning.** The env offers up to its ``max_candidates`` startable pairs. When more
 than ``max_rows`` are offered, the table keeps ``max_rows`` of them: each rule of ``prune_rules``
-ranks the offered pairs (its job priority, then the processing time on the machine, then the
-slot), and the rankings take turns adding their best pair not yet kept. So every rule's top
-choices are shown (the fallback rule's first), whatever the table size. Rows are listed by id.
+ranks the offered pairs (the pair it would dispatch, by its job and machine rules; then its job
+priority, the processing time on the machine, the slot), and the rankings take turns adding their
+best pair not yet kept. So every rule's own choice is shown (the fallback rule's first), whatever
+the table size. Rows are listed by id.
 
 **Variants** (ablations that separate the priors from the prompt length; the reference's V3–V6):
 ``none``; ``padded`` (L2 padded with neutral domain text to the length of the L3 prompt for the same
@@ -62,7 +63,7 @@ from dynasched_gym.core.compiled import (
     JOB_HIDDEN,
 )
 from dynasched_gym.core.kernels import slot_time
-from dynasched_gym.core.rules import EMERGENCY_WEIGHT, JOB_RULES, job_priority, parse_rule
+from dynasched_gym.core.rules import EMERGENCY_WEIGHT, JOB_RULES, job_priority, select
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.features import FULL
 from dynasched_gym.envs.dfjsp.kernels import machine_stats, potential
@@ -205,13 +206,21 @@ def current_slot(sim: Simulator, job: int) -> int:
 
 
 def prune(sim: Simulator, slots: Sequence[int], jobs: np.ndarray, machines: np.ndarray,
-          times: Mapping[tuple[int, int], float], max_rows: int, rules: Sequence[int]) -> list[int]:
-    """The slots the table keeps: all of them, or ``max_rows`` taken in turns from each rule's ranking."""
+          times: Mapping[tuple[int, int], float], max_rows: int, rules: np.ndarray) -> list[int]:
+    """The slots the table keeps: all of them, or ``max_rows`` taken in turns from each rule's ranking.
+
+    ``rules``: (job rule, machine rule) codes. A rule's ranking starts with the pair it would dispatch
+    (:func:`~dynasched_gym.core.rules.select`), then its job priority, processing time and slot order.
+    """
     if len(slots) <= max_rows:
         return list(slots)
     static, state = sim.static, sim.state
-    rankings = [sorted(slots, key=lambda s, r=r: (job_priority(static, state, int(jobs[s]), r),
-                                                  times[(int(jobs[s]), int(machines[s]))], s)) for r in rules]
+    rankings = []
+    for job_rule, machine_rule in rules:
+        chosen = select(static, state, job_rule, machine_rule)
+        rankings.append(sorted(slots, key=lambda s, r=job_rule, c=chosen: (
+            (int(jobs[s]), int(machines[s])) != c, job_priority(static, state, int(jobs[s]), r),
+            times[(int(jobs[s]), int(machines[s]))], s)))
     kept: dict[int, None] = {}
     position = [0] * len(rankings)
     while len(kept) < max_rows:
@@ -265,9 +274,12 @@ def _future(sim: Simulator, limit: int) -> list[str]:
     return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]]
 
 
-def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_rules: Sequence[str],
+def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_rules: np.ndarray,
             oracle: bool = False, future_limit: int = 25) -> View:
-    """The :class:`View` of ``env`` (an unwrapped ``DFJSPEnv``) now; the future only when ``oracle``."""
+    """The :class:`View` of ``env`` (an unwrapped ``DFJSPEnv``) now; the future only when ``oracle``.
+
+    ``prune_rules``: (job rule, machine rule) codes (:func:`dynasched_gym.agents.lookahead.rule_codes`).
+    """
     sim = env.simulator
     static, state = sim.static, sim.state
     now = sim.now
@@ -279,10 +291,9 @@ def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_
         work = float(state.slot_work[slot])
         per_job[j] = {m: work * t for m, t in op_times(sim, slot).items()}
     times = {(j, m): t for j, row in per_job.items() for m, t in row.items()}
-    rules = [parse_rule(r)[0] for r in prune_rules]
     queue, bottleneck, utilization = stats(sim)
     rows = []
-    for s in prune(sim, slots, jobs, machines, times, max_rows, rules):
+    for s in prune(sim, slots, jobs, machines, times, max_rows, prune_rules):
         j, m = int(jobs[s]), int(machines[s])
         pos, num = int(state.job_pos[j]), int(state.job_num_slots[j])
         next_load = math.nan

@@ -47,29 +47,24 @@ TOOLS = [
 ]
 
 
-def rollout_value(sim: Simulator, scratch: State, job: int, machine: int, rules: Sequence[tuple[int, int]],
-                  objective: str, clairvoyant: bool) -> float:
-    """The best final objective over rollouts under ``rules`` ((job rule, machine rule) codes) after starting
-    (job, machine) now (the lookahead's :func:`~dynasched_gym.core.lookahead.pair_value`)."""
-    codes = np.asarray(rules, dtype=np.int64).reshape(-1, 2)
-    value, _ = pair_value(sim.static, sim.state, scratch, job, machine, codes, OBJECTIVES.index(objective), clairvoyant)
-    return float(value)
-
-
 class Toolbox:
     """Runs the tool calls of one decision against the env's simulator (never stepping it)."""
 
-    def __init__(self, rules: Sequence[tuple[int, int]], level: str) -> None:
-        self.rules, self.level = list(rules), level
+    def __init__(self, rules: Sequence[tuple[int, int]] | np.ndarray, level: str) -> None:
+        self.rules = np.asarray(rules, dtype=np.int64).reshape(-1, 2)  # (job rule, machine rule) codes
+        self.level = level
         self._scratch: tuple[Any, State] | None = None
         self._lock = threading.Lock()  # best-of-n samples call tools from several threads; one scratch state
 
     def simulate(self, sim: Simulator, job: int, machine: int, objective: str) -> float:
-        """:func:`rollout_value` of (job, machine) on a scratch state of the simulator's instance."""
+        """The best final objective over rollouts under ``rules`` after starting (job, machine) now (the lookahead's
+        :func:`~dynasched_gym.core.lookahead.pair_value`, on a scratch state of the simulator's instance)."""
         with self._lock:
             if self._scratch is None or self._scratch[0] is not sim.static:
                 self._scratch = (sim.static, allocate_state(sim.static))
-            return rollout_value(sim, self._scratch[1], job, machine, self.rules, objective, self.level == "oracle")
+            value, _ = pair_value(sim.static, sim.state, self._scratch[1], job, machine, self.rules,
+                                  OBJECTIVES.index(objective), self.level == "oracle")
+            return float(value)
 
     def inspect(self, sim: Simulator, view: View, action_id: int) -> dict[str, Any]:
         """The details of a table row at the toolbox's level (module docstring)."""
@@ -78,7 +73,7 @@ class Toolbox:
         names = inst.machine_names
         slot = current_slot(sim, row.job)
         work = float(state.slot_work[slot])
-        level = min(LEVELS.index(self.level), 3)
+        level = LEVELS.index(self.level)
         out: dict[str, Any] = {
             "action_id": action_id, "job": inst.job_names[row.job], "operation": f"{row.op + 1} of {row.num_ops}",
             "machine": names[row.machine], "time_here": fmt(row.time),

@@ -19,7 +19,8 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def _kernel_sources() -> list[Path]:
-    """Every Python file that holds numba kernels (core and the environments)."""
+    """Every Python file of core and the environments: the kernels, and the module constants numba freezes into
+    them (feature columns, rule codes), which may live in files without kernels; over-inclusive on purpose."""
     import importlib.util
 
     files = sorted((_PACKAGE / "core").glob("*.py"))

@@ -21,6 +21,13 @@ from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
 
+def check_code(code: int, instance: Instance, now: float) -> None:
+    """Raise on a simulator error code (a stall cannot happen on a valid instance)."""
+    if code == kernels.ERR_STALLED:
+        raise RuntimeError(f"simulation of {instance.name!r} stalled at t={now}: jobs remain but nothing can happen "
+                           "(please report this instance)")
+
+
 class Simulator:
     """An event-driven simulation of one instance.
 
@@ -42,18 +49,22 @@ class Simulator:
         self.static = compile_instance(instance)
         self.state = allocate_state(self.static)
         self._handle = make_handle(self.static, self.state)
-        self._code = kernels.DONE
         self._buffers = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
 
     # ------------------------------------------------------------------ stepping
     def reset(self) -> None:
         """Start a new episode and advance to the first decision."""
-        self._code = self._check(reset_one(self._handle))
+        check_code(reset_one(self._handle), self.instance, self.now)
+
+    def bind(self, state: State) -> None:
+        """Simulate on ``state`` (arrays of this instance, e.g. a row of an env batch) instead of its own."""
+        self.state = state
+        self._handle = make_handle(self.static, state)
 
     @property
     def done(self) -> bool:
-        """True once every job is completed or cancelled."""
-        return self._code == kernels.DONE
+        """True once every job is completed or cancelled (and before the first :meth:`reset`)."""
+        return int(self.state.counters[C_OPEN_JOBS]) == 0
 
     @property
     def now(self) -> float:
@@ -84,7 +95,7 @@ class Simulator:
             raise ValueError(
                 f"(job {job}, machine {machine}) cannot start at t={self.now}; pick one of candidates()"
             )
-        self._code = self._check(code)
+        check_code(code, self.instance, self.now)
 
     def run(self, rule: str = "SPT", seed: int | None = None, max_decisions: int = -1) -> None:
         """Dispatch with a jitted rule (see :mod:`dynasched_gym.core.rules`) without returning to Python."""
@@ -93,13 +104,7 @@ class Simulator:
         job_rule, machine_rule = parse_rule(rule)
         if seed is not None:
             seed_rng(seed)
-        self._code = self._check(run_rule_one(self._handle, job_rule, machine_rule, max_decisions))
-
-    def _check(self, code: int) -> int:
-        if code == kernels.ERR_STALLED:
-            raise RuntimeError(f"simulation of {self.instance.name!r} stalled at t={self.now}: jobs remain but "
-                               "nothing can happen (please report this instance)")
-        return code
+        check_code(run_rule_one(self._handle, job_rule, machine_rule, max_decisions), self.instance, self.now)
 
     # ------------------------------------------------------------ snapshots
     def snapshot(self) -> State:
@@ -110,7 +115,6 @@ class Simulator:
         """Return to a state taken by :meth:`snapshot` (the snapshot stays usable)."""
         for dst, src in zip(self.state, snapshot):
             np.copyto(dst, src)
-        self._code = kernels.DONE if self.state.counters[C_OPEN_JOBS] == 0 else kernels.DECISION
 
     # ------------------------------------------------------------- results
     def schedule(self) -> Schedule:

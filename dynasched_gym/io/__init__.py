@@ -48,4 +48,19 @@ def load_instance(path: str | os.PathLike[str], format: str | None = None) -> In
     return FORMATS[name].load(Path(path))
 
 
-__all__ = ["FORMATS", "detect_format", "load_instance"]
+def resolve_instance(spec: Instance | str | os.PathLike[str]) -> Instance:
+    """An :class:`Instance` as is, the instance of a file (any format above; an existing file wins), or an
+    embedded instance by name (``mk01``, ``ta01``, ..., :data:`dynasched_gym.data.EMBEDDED`)."""
+    from dynasched_gym import data
+
+    if isinstance(spec, Instance):
+        return spec
+    if isinstance(spec, str) and spec in data.EMBEDDED and not Path(spec).exists():
+        return load_instance(data.path(spec))
+    if isinstance(spec, (str, os.PathLike)):
+        return load_instance(spec)
+    raise TypeError(f"instance must be an Instance, a path or an embedded name ({', '.join(data.EMBEDDED)}), "
+                    f"got {type(spec).__name__}")
+
+
+__all__ = ["FORMATS", "detect_format", "load_instance", "resolve_instance"]

@@ -166,7 +166,7 @@ class EnvBatch:
         _put_row(self.states, STATE_LAYOUT, i, sim.state)
         _put_row(self.works, WORKSPACE_LAYOUT, i, work)
         self.dims[i] = sizes
-        sim.state = self.state(i)
+        sim.bind(self.state(i))
         self.simulators[i] = sim
 
     def _static_row(self, i: int, instance: Instance, static: Any) -> int:
@@ -226,7 +226,7 @@ class EnvBatch:
         self.capacity = grown
         for j, sim in enumerate(self.simulators):
             if sim is not None:
-                sim.state = self.state(j)
+                sim.bind(self.state(j))
         if self.handle is not None:
             self._build_handle()
 

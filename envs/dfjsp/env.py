@@ -19,9 +19,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dynasched_gym.core.kernels import DONE, ERR_INVALID_ACTION, ERR_STALLED
+from dynasched_gym.core.kernels import DONE, ERR_INVALID_ACTION
 from dynasched_gym.core.rules import COMPOSITE_RULES
-from dynasched_gym.core.simulator import Simulator
+from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
 from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec
 from dynasched_gym.envs.dfjsp.features import (
@@ -68,13 +68,6 @@ def make_spaces(config: EnvConfig, num_machines: int) -> tuple[spaces.Dict, spac
         "action_mask": spaces.MultiBinary(config.num_actions),
     })
     return observation, spaces.Discrete(config.num_actions)
-
-
-def check_code(code: int, instance: Instance, now: float) -> None:
-    """Raise on a simulator error code (a stall cannot happen on a valid instance)."""
-    if code == ERR_STALLED:
-        raise RuntimeError(f"simulation of {instance.name!r} stalled at t={now}: jobs remain but nothing can happen "
-                           "(please report this instance)")
 
 
 class DFJSPEnv(gym.Env[Observation, np.int64]):

@@ -12,25 +12,12 @@ from typing import Any, Union
 
 import numpy as np
 
-from dynasched_gym import data
 from dynasched_gym.instance import BREAKDOWN_POLICIES, Instance
-from dynasched_gym.io import load_instance
+from dynasched_gym.io import resolve_instance
 
 InstanceSpec = Union[Instance, str, "os.PathLike[str]"]
 """An instance, the path of an instance file (any format :func:`dynasched_gym.load_instance` reads),
 or the name of an embedded instance (:data:`dynasched_gym.data.EMBEDDED`)."""
-
-
-def resolve_instance(spec: InstanceSpec) -> Instance:
-    """The :class:`~dynasched_gym.Instance` that ``spec`` names."""
-    if isinstance(spec, Instance):
-        return spec
-    if isinstance(spec, str) and spec in data.EMBEDDED:
-        return load_instance(data.path(spec))
-    if isinstance(spec, (str, os.PathLike)):
-        return load_instance(spec)
-    raise TypeError(f"instance must be an Instance, a path or an embedded name ({', '.join(data.EMBEDDED)}), "
-                    f"got {type(spec).__name__}")
 
 
 def episode_info(instance: Instance, tier: str | None) -> dict[str, Any]:

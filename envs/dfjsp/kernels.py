@@ -20,8 +20,8 @@ allocate, and 2-D arrays are indexed element by element.
 Inlining. numba passes a record as all its arrays' fields, so a call with ``S``, ``T``, ``W`` moves
 some 550 scalars and makes every field of freshly cut records real. The per-step kernels (record
 cutting, :func:`env_step`, :func:`_settle`, :func:`observe`, :func:`potential`) are therefore inlined
-by numba into the row loops (``inline="always"``): only the simulator's own calls remain, and a
-vector step costs a fifth less (ta01, 256 envs: 1.85 -> 1.50 us per transition; docs/performance.md).
+by numba into the row loops (``inline="always"``): only the simulator's own calls remain
+(docs/performance.md, "What changed for performance").
 Each of them has one call site per entry kernel, which keeps the compile time in check.
 """
 

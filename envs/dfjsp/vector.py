@@ -15,14 +15,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dynasched_gym.core.kernels import DONE, ERR_STALLED
-from dynasched_gym.core.simulator import Simulator
+from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
 from dynasched_gym.envs.dfjsp.env import (
     DFJSPEnv,
     DFJSPRulesEnv,
     FJSPEnv,
     InvalidActionError,
-    check_code,
     instance_option,
 )
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
