@@ -1,8 +1,10 @@
 """Permutation-invariant actor-critic policy for ``DynaSched/DFJSP-v0`` (sb3-contrib ``MaskablePPO``).
 
 The observation is a ``Dict`` (docs/environments.md): ``candidates`` (K, F_c), ``machines``
-(M, F_m), ``global`` (F_g,), ``action_mask`` (K,). Every input goes through ``symlog(x) =
-sign(x) log(1 + |x|)`` first (columns range from 0/1 flags to clipped 1e6 times).
+(M, F_m), ``global`` (F_g,), ``action_mask`` (K,), and optionally ``forecasts`` (K, 2R), the
+rollout forecasts of :class:`~dynasched_gym.envs.wrappers.ForecastFeatures`, appended to each
+candidate row. Every input goes through ``symlog(x) = sign(x) log(1 + |x|)`` first (columns range
+from 0/1 flags to clipped 1e6 times).
 
 - **Context** ``c``: each machine row is embedded by a shared MLP, pooled (mean and max over the
   machines) and mixed with the global features by an MLP.
@@ -19,6 +21,7 @@ rows (with the mask) permutes the logits and leaves the value unchanged.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import torch as th
@@ -27,6 +30,8 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
+
+from dynasched_gym.envs.wrappers import FORECASTS_KEY
 
 
 def mlp(sizes: list[int], last_activation: bool = True) -> nn.Sequential:
@@ -62,6 +67,9 @@ class SlotEncoder(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: spaces.Dict, hidden: int = 64) -> None:
         num_slots, cand_dim = observation_space["candidates"].shape
+        self.with_forecasts = FORECASTS_KEY in observation_space.spaces
+        if self.with_forecasts:
+            cand_dim += observation_space[FORECASTS_KEY].shape[1]
         machine_dim = observation_space["machines"].shape[1]
         global_dim = observation_space["global"].shape[0]
         super().__init__(observation_space, features_dim=num_slots * hidden + 3 * hidden)
@@ -72,7 +80,10 @@ class SlotEncoder(BaseFeaturesExtractor):
         self.interact_net = mlp([3 * hidden, hidden, hidden])
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
-        candidates = symlog(observations["candidates"])
+        candidates = observations["candidates"]
+        if self.with_forecasts:
+            candidates = th.cat([candidates, observations[FORECASTS_KEY]], dim=-1)
+        candidates = symlog(candidates)
         machines = self.machine_net(symlog(observations["machines"]))
         valid = observations["action_mask"] > 0.5
         context = self.context_net(th.cat([machines.mean(dim=1), machines.amax(dim=1),
@@ -109,11 +120,18 @@ class SlotPolicy(MaskableActorCriticPolicy):
 
     ``hidden`` sets the width of every layer. Use with ``MaskablePPO(SlotPolicy, venv,
     policy_kwargs={"hidden": 64})`` on the ``Dict`` observations (``make_sb3_vec_env(flatten=False)``).
+    ``forecast_rules`` names the rollout rules of the ``forecasts`` block the policy was trained
+    with (saved with the model, so that :class:`~dynasched_gym.agents.ppo.PPOAgent` can rebuild it).
     """
 
     def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule,
-                 hidden: int = 64, **kwargs: Any) -> None:
+                 hidden: int = 64, forecast_rules: Sequence[str] = (), **kwargs: Any) -> None:
         self.hidden = hidden
+        self.forecast_rules = tuple(forecast_rules)
+        columns = observation_space[FORECASTS_KEY].shape[1] if FORECASTS_KEY in observation_space.spaces else 0
+        if columns != 2 * len(self.forecast_rules):
+            raise ValueError(f"the observations have {columns} forecast columns but forecast_rules="
+                             f"{list(self.forecast_rules)} gives {2 * len(self.forecast_rules)} (2 per rule)")
         super().__init__(observation_space, action_space, lr_schedule, features_extractor_class=SlotEncoder,
                          features_extractor_kwargs={"hidden": hidden}, **kwargs)
 
@@ -131,4 +149,4 @@ class SlotPolicy(MaskableActorCriticPolicy):
         data = super()._get_constructor_parameters()
         for key in ("features_extractor_class", "features_extractor_kwargs"):
             data.pop(key)
-        return {**data, "hidden": self.hidden}
+        return {**data, "hidden": self.hidden, "forecast_rules": self.forecast_rules}

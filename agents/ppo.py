@@ -14,9 +14,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 
 from dynasched_gym.agents.base import Agent
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, SlotForecaster
 
 #: Directory of the shipped checkpoints.
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
@@ -39,7 +41,9 @@ class PPOAgent(Agent):
     """Plays a ``MaskablePPO`` policy on ``DynaSched/DFJSP-v0`` (masks from ``env.action_masks()``).
 
     The env must give the observations the policy was trained on (same ``observability``,
-    ``max_candidates`` and number of machines); :meth:`reset` checks the spaces.
+    ``max_candidates`` and number of machines); :meth:`reset` checks the spaces. A policy trained
+    with rollout forecasts (``SlotPolicy(forecast_rules=...)``) gets them computed by the agent
+    from the env's state unless the env already adds them (:class:`~dynasched_gym.envs.wrappers.ForecastFeatures`).
 
     Args:
         checkpoint: a ``.zip`` saved by ``MaskablePPO.save`` (or a model in memory, e.g. while training).
@@ -57,16 +61,27 @@ class PPOAgent(Agent):
             self.model = MaskablePPO.load(path, device="cpu", custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
             self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()
         self.deterministic = deterministic
+        self._forecaster: SlotForecaster | None = None
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
-        if env.observation_space != self.model.observation_space:
-            shapes = [{key: space.shape for key, space in s.spaces.items()}
-                      for s in (env.observation_space, self.model.observation_space)]
+        rules = getattr(self.model.policy, "forecast_rules", ())
+        expected = self.model.observation_space
+        if rules and FORECASTS_KEY not in env.observation_space.spaces:  # the agent adds them itself
+            expected = spaces.Dict({k: v for k, v in expected.spaces.items() if k != FORECASTS_KEY})
+            config = env.unwrapped.config
+            self._forecaster = SlotForecaster(rules, config.objective, time_scale=config.time_scale)
+        else:
+            self._forecaster = None
+        if env.observation_space != expected:
+            shapes = [{key: space.shape for key, space in s.spaces.items()} for s in (env.observation_space, expected)]
             raise ValueError(f"the env's observation space {shapes[0]} is not the policy's {shapes[1]}: use the "
                              "observability, max_candidates and number of machines it was trained with")
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        if self._forecaster is not None:
+            env = self.env.unwrapped
+            observation = {**observation, FORECASTS_KEY: self._forecaster(0, env.simulator, *env.offered_pairs())}
         action, _ = self.model.predict(observation, deterministic=self.deterministic,
                                        action_masks=self.env.action_masks())
         return int(action)

@@ -16,12 +16,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AutoresetMode, VectorWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv
-from dynasched_gym.envs.wrappers import ForecastRewardVector, flat_space, flatten
+from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 
 
 class SB3VecEnv(VecEnv):
@@ -44,7 +44,7 @@ class SB3VecEnv(VecEnv):
         keep_mask: with ``flatten``, append the action mask to the vector.
     """
 
-    def __init__(self, venv: DFJSPVectorEnv | ForecastRewardVector, flatten: bool = False,
+    def __init__(self, venv: DFJSPVectorEnv | VectorWrapper, flatten: bool = False,
                  keep_mask: bool = True) -> None:
         if venv.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
             raise ValueError("SB3VecEnv needs a vector env with autoreset_mode=AutoresetMode.SAME_STEP "
@@ -121,14 +121,18 @@ class SB3VecEnv(VecEnv):
 
 def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
                      keep_mask: bool = True, forecast_rule: str | None = None, hindsight: bool = False,
-                     **kwargs: Any) -> SB3VecEnv:
+                     forecast_features: Sequence[str] = (), **kwargs: Any) -> SB3VecEnv:
     """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``.
 
     With ``forecast_rule``, rewards come from that rule's forecast of the final objective, seeing
-    the future if ``hindsight`` (:class:`~dynasched_gym.envs.wrappers.ForecastRewardVector`).
+    the future if ``hindsight`` (:class:`~dynasched_gym.envs.wrappers.ForecastRewardVector`). With
+    ``forecast_features`` (rollout rules), observations carry the fair rollout forecasts of every
+    offered pair (:class:`~dynasched_gym.envs.wrappers.ForecastFeaturesVector`).
     """
     venv = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                         autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+    if forecast_features:
+        venv = ForecastFeaturesVector(venv, forecast_features)
     if forecast_rule:
         venv = ForecastRewardVector(venv, forecast_rule, hindsight)
     return SB3VecEnv(venv, flatten=flatten, keep_mask=keep_mask)

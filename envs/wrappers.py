@@ -1,5 +1,6 @@
 """Wrappers of the DFJSP environments: flat observations for MLP policies, observability ablations,
-and rewards from a dispatching rule's forecast of the final objective.
+rewards from a dispatching rule's forecast of the final objective, and rollout forecasts of every
+offered pair as extra observation features.
 
 Episode statistics need no wrapper of ours: Gymnasium's
 :class:`~gymnasium.wrappers.RecordEpisodeStatistics` (single env) and
@@ -9,32 +10,38 @@ lengths; the final step's ``info["metrics"]`` carries the schedule's metrics.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector.utils import batch_space
 
 from dynasched_gym.core.compiled import allocate_state
-from dynasched_gym.core.lookahead import forecast
+from dynasched_gym.core.lookahead import forecast, slot_forecasts
 from dynasched_gym.core.rules import parse_rule
 from dynasched_gym.core.simulator import Simulator
-from dynasched_gym.envs.dfjsp.features import BLOCKS, OBSERVABILITY, num_columns
+from dynasched_gym.envs.dfjsp.episodes import feature_time_scale
+from dynasched_gym.envs.dfjsp.features import BIG, BLOCKS, OBSERVABILITY, num_columns
 from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 
 FEATURE_KEYS = ("candidates", "machines", "global")
+#: Observation key of the rollout forecasts added by :class:`ForecastFeatures`.
+FORECASTS_KEY = "forecasts"
 
 
-def flat_keys(keep_mask: bool) -> tuple[str, ...]:
-    """The observation keys a flat observation concatenates, in order."""
-    return (*FEATURE_KEYS, "action_mask") if keep_mask else FEATURE_KEYS
+def flat_keys(keep_mask: bool, present: Any = ()) -> tuple[str, ...]:
+    """The observation keys a flat observation concatenates, in order (``forecasts`` when in ``present``)."""
+    forecasts = (FORECASTS_KEY,) if FORECASTS_KEY in present else ()
+    return (*FEATURE_KEYS, *forecasts, *(("action_mask",) if keep_mask else ()))
 
 
 def flat_space(space: spaces.Dict, keep_mask: bool) -> spaces.Box:
     """The ``Box`` of flat observations of the ``Dict`` observation space ``space``."""
     lows, highs = [], []
-    for key in flat_keys(keep_mask):
+    for key in flat_keys(keep_mask, space.spaces):
         sub = space[key]
         if isinstance(sub, spaces.MultiBinary):
             lows.append(np.zeros(sub.n, dtype=np.float32))
@@ -47,10 +54,10 @@ def flat_space(space: spaces.Dict, keep_mask: bool) -> spaces.Box:
 
 def flatten(observation: dict[str, np.ndarray], keep_mask: bool, num_envs: int | None = None) -> np.ndarray:
     """Concatenate a ``Dict`` observation (or, with ``num_envs``, a batch of them) into float32 vectors."""
+    keys = flat_keys(keep_mask, observation)
     if num_envs is None:
-        return np.concatenate([observation[k].ravel() for k in flat_keys(keep_mask)], dtype=np.float32)
-    return np.concatenate([observation[k].reshape(num_envs, -1) for k in flat_keys(keep_mask)], axis=1,
-                          dtype=np.float32)
+        return np.concatenate([observation[k].ravel() for k in keys], dtype=np.float32)
+    return np.concatenate([observation[k].reshape(num_envs, -1) for k in keys], axis=1, dtype=np.float32)
 
 
 class _MaskedWrapper(gym.ObservationWrapper):
@@ -64,7 +71,8 @@ class _MaskedWrapper(gym.ObservationWrapper):
 class FlattenDictObservation(_MaskedWrapper):
     """One float32 vector per observation, for MLP policies.
 
-    The vector is ``candidates`` (row by row), ``machines`` (row by row), ``global`` and, with
+    The vector is ``candidates`` (row by row), ``machines`` (row by row), ``global``, ``forecasts``
+    (row by row, when a :class:`ForecastFeatures` wrapper below adds them) and, with
     ``keep_mask=True`` (default), ``action_mask`` as 0/1 floats; with ``keep_mask=False`` the mask
     is dropped from the vector (padding slots still show ``valid = 0`` in ``candidates``) and stays
     available through :meth:`action_masks` for masked algorithms.
@@ -111,21 +119,153 @@ class ObservabilityWrapper(_MaskedWrapper):
         return observation
 
 
-class _Forecaster:
-    """A rule's forecast of the final objective from a simulator's state (one scratch state per env)."""
+class _Scratch:
+    """One scratch state per env for in-kernel rollouts, rebuilt when the env's instance changes."""
+
+    def __init__(self, num_envs: int, time_scale: float | None = None) -> None:
+        self._scratch: list[tuple[Any, Any, float] | None] = [None] * num_envs
+        self.time_scale = time_scale
+
+    def get(self, i: int, sim: Simulator) -> tuple[Any, Any, float]:
+        """(static, scratch state, time scale tau) for env ``i`` now playing ``sim``'s instance."""
+        scratch = self._scratch[i]
+        if scratch is None or scratch[0] is not sim.static:
+            scratch = self._scratch[i] = (sim.static, allocate_state(sim.static),
+                                          feature_time_scale(sim.instance, self.time_scale))
+        return scratch
+
+
+class _Forecaster(_Scratch):
+    """A rule's forecast of the final objective from a simulator's state."""
 
     def __init__(self, rule: str, objective: str, hindsight: bool, num_envs: int) -> None:
+        super().__init__(num_envs)
         self.job_rule, self.machine_rule = parse_rule(rule)
         self.objective = OBJECTIVES.index(objective)
         self.hindsight = hindsight
-        self._scratch: list[tuple[Any, Any] | None] = [None] * num_envs
 
     def __call__(self, i: int, sim: Simulator) -> float:
-        scratch = self._scratch[i]
-        if scratch is None or scratch[0] is not sim.static:
-            scratch = self._scratch[i] = (sim.static, allocate_state(sim.static))
-        return float(forecast(sim.static, sim.state, scratch[1], self.job_rule, self.machine_rule, self.objective,
+        static, scratch, _ = self.get(i, sim)
+        return float(forecast(static, sim.state, scratch, self.job_rule, self.machine_rule, self.objective,
                               self.hindsight))
+
+
+def forecast_space(max_candidates: int, num_rules: int) -> spaces.Box:
+    """The ``Box`` of the ``forecasts`` block: (K, 2 x number of rollout rules)."""
+    return spaces.Box(-BIG, BIG, shape=(max_candidates, 2 * num_rules), dtype=np.float32)
+
+
+class SlotForecaster(_Scratch):
+    """Fair rollout forecasts of every offered pair (:func:`dynasched_gym.core.lookahead.slot_forecasts`).
+
+    For each offered pair and each rollout rule: the objective if the pair starts now and the rule
+    finishes the schedule, knowing only the present (the lookahead agent's rollouts), as two
+    columns: its gap to the best pair under that rule, and its increase over the objective of the
+    jobs completed so far, both divided by the features' time unit tau (docs/environments.md).
+
+    Args:
+        rules: the rollout rules, ``JOB:MACHINE`` each.
+        objective: the env's objective.
+        num_envs: how many envs (scratch states) it serves.
+        time_scale: the env's ``time_scale`` (``None``: each instance's tau, as the env's features).
+    """
+
+    def __init__(self, rules: Sequence[str], objective: str, num_envs: int = 1,
+                 time_scale: float | None = None) -> None:
+        super().__init__(num_envs, time_scale)
+        if not rules:
+            raise ValueError("SlotForecaster needs at least one rollout rule")
+        self.rules = tuple(rules)
+        self.codes = np.array([parse_rule(rule) for rule in self.rules], dtype=np.int64)
+        self.objective = OBJECTIVES.index(objective)
+
+    def __call__(self, i: int, sim: Simulator, slot_job: np.ndarray, slot_machine: np.ndarray,
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """The (K, 2R) float32 forecasts of env ``i``'s offered pairs (``-1``: padding, rows of 0)."""
+        if out is None:
+            out = np.zeros((slot_job.shape[0], 2 * len(self.rules)), dtype=np.float32)
+        static, scratch, tau = self.get(i, sim)
+        slot_forecasts(static, sim.state, scratch, slot_job, slot_machine, self.codes, self.objective, tau, out)
+        return out
+
+
+def with_forecast_space(space: spaces.Dict, rules: Sequence[str]) -> spaces.Dict:
+    """``space`` (a DFJSP ``Dict`` observation space) with the ``forecasts`` block of ``rules`` added."""
+    max_candidates = space["candidates"].shape[0]
+    return spaces.Dict({**space.spaces, FORECASTS_KEY: forecast_space(max_candidates, len(rules))})
+
+
+class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
+    """Add ``forecasts`` (K, 2R) to the observation: fair rollout forecasts of every offered pair.
+
+    Column ``2r`` is how much worse than the best offered pair the pair ends the schedule when
+    rollout rule ``r`` finishes it, column ``2r + 1`` what it adds to the objective so far (both /
+    tau; padding rows 0). The rollouts forget the future as the lookahead agent's do
+    (:class:`SlotForecaster`), so the features show only the present. A policy trained with them
+    is a learned lookahead; it costs ``R`` rollouts per offered pair per step.
+
+    Args:
+        env: a ``DynaSched/DFJSP-v0`` env (``Dict`` observation), possibly wrapped.
+        rules: the rollout rules, ``JOB:MACHINE`` each.
+    """
+
+    def __init__(self, env: gym.Env, rules: Sequence[str] = ("EDD:EET", "ATC:LWL")) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules))
+        _MaskedWrapper.__init__(self, env)
+        self.rules = tuple(rules)
+        config = env.unwrapped.config
+        self._forecaster = SlotForecaster(self.rules, config.objective, time_scale=config.time_scale)
+        self.observation_space = with_forecast_space(env.observation_space, self.rules)
+
+    def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``observation`` with its ``forecasts`` block."""
+        env = self.env.unwrapped
+        observation[FORECASTS_KEY] = self._forecaster(0, env.simulator, *env.offered_pairs())
+        return observation
+
+
+class ForecastFeaturesVector(VectorWrapper):
+    """:class:`ForecastFeatures` for the DFJSP vector envs (also on ``info["final_obs"]``).
+
+    Args:
+        env: a DFJSP vector env.
+        rules: the rollout rules, ``JOB:MACHINE`` each.
+    """
+
+    def __init__(self, env: VectorEnv, rules: Sequence[str] = ("EDD:EET", "ATC:LWL")) -> None:
+        super().__init__(env)
+        self.rules = tuple(rules)
+        config = env.unwrapped.config
+        self._forecaster = SlotForecaster(self.rules, config.objective, env.num_envs, config.time_scale)
+        self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules)
+        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
+
+    def _add(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        venv = self.env.unwrapped
+        out = np.zeros((self.num_envs, *self.single_observation_space[FORECASTS_KEY].shape), dtype=np.float32)
+        for i in range(self.num_envs):
+            self._forecaster(i, venv.simulator(i), *venv.offered_pairs(i), out=out[i])
+        observation[FORECASTS_KEY] = out
+        return observation
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset; the first observations with their forecasts."""
+        observation, infos = self.env.reset(**kwargs)
+        return self._add(observation), infos
+
+    def step(self, actions: Any) -> tuple[Any, Any, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step; the observations with their forecasts (final observations: rows of 0, nothing is offered)."""
+        observation, rewards, terminated, truncated, infos = self.env.step(actions)
+        if "final_obs" in infos:
+            shape = self.single_observation_space[FORECASTS_KEY].shape
+            for final in infos["final_obs"]:
+                if isinstance(final, dict):
+                    final[FORECASTS_KEY] = np.zeros(shape, dtype=np.float32)
+        return self._add(observation), rewards, terminated, truncated, infos
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions now (bool), from the wrapped vector env."""
+        return self.env.unwrapped.action_masks()
 
 
 class ForecastReward(gym.Wrapper):

@@ -45,7 +45,7 @@ from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent
 from dynasched_gym.agents.rules import RuleAgent, rule_names
 from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
-from dynasched_gym.envs.wrappers import ForecastReward
+from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import bootstrap_ci
@@ -77,7 +77,7 @@ def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str 
     """The SB3 vector env of ``env.num_envs`` envs on the tier pool (forecast rewards when a rule is given)."""
     return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
                             pool_size=env_cfg.pool_size, reward_scale=reward_scale, forecast_rule=forecast_rule,
-                            hindsight=env_cfg.forecast_hindsight,
+                            hindsight=env_cfg.forecast_hindsight, forecast_features=tuple(env_cfg.forecast_features),
                             **play_kwargs(env_cfg))
 
 
@@ -217,6 +217,8 @@ def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, 
     for seed in tqdm(range(min(episodes, env_cfg.pool_size)), desc=f"demonstrations {rule}", unit="episode",
                      disable=not progress):
         env = gym.make(ENV_ID, instance=pool.instance(seed), reward_scale=scale, **play_kwargs(env_cfg))
+        if env_cfg.forecast_features:
+            env = ForecastFeatures(env, tuple(env_cfg.forecast_features))
         if forecast_rule:
             env = ForecastReward(env, forecast_rule, env_cfg.forecast_hindsight)
         observation, info = env.reset(seed=seed)
@@ -289,7 +291,8 @@ def train(cfg: DictConfig) -> Path:
         model = MaskablePPO(SlotPolicy, venv, learning_rate=lr,
                             n_steps=tc.n_steps, batch_size=tc.batch_size, n_epochs=tc.n_epochs, gamma=tc.gamma,
                             gae_lambda=tc.gae_lambda, clip_range=tc.clip_range, ent_coef=tc.ent_coef,
-                            vf_coef=tc.vf_coef, max_grad_norm=tc.max_grad_norm, policy_kwargs={"hidden": tc.hidden},
+                            vf_coef=tc.vf_coef, max_grad_norm=tc.max_grad_norm,
+                            policy_kwargs={"hidden": tc.hidden, "forecast_rules": tuple(ec.forecast_features)},
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation

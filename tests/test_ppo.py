@@ -18,6 +18,7 @@ from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import CHECKPOINTS, shipped_checkpoint
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures
 from dynasched_gym.generation import tier_pool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,15 +54,16 @@ def _config(out: Path, *overrides: str):
 
 
 def test_policy_logits_follow_a_permutation_of_the_candidates():
-    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8)
-    policy = SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, hidden=16)
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8), ("EDD:EET",))
+    policy = SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, hidden=16, forecast_rules=("EDD:EET",))
     rng = np.random.default_rng(0)
     obs = {key: rng.normal(size=(3, *space.shape)).astype(np.float32)
            for key, space in env.observation_space.spaces.items()}
     obs["action_mask"] = (rng.random((3, 8)) < 0.6).astype(np.float32)
     obs["action_mask"][:, 0] = 1
     perm = rng.permutation(8)
-    permuted = {**obs, "candidates": obs["candidates"][:, perm], "action_mask": obs["action_mask"][:, perm]}
+    permuted = {**obs, "candidates": obs["candidates"][:, perm], "action_mask": obs["action_mask"][:, perm],
+                FORECASTS_KEY: obs[FORECASTS_KEY][:, perm]}
 
     def logits_and_value(o: dict[str, np.ndarray]) -> tuple[th.Tensor, th.Tensor]:
         tensors = {k: th.as_tensor(v) for k, v in o.items()}
@@ -73,6 +75,14 @@ def test_policy_logits_follow_a_permutation_of_the_candidates():
     logits_p, value_p = logits_and_value(permuted)
     th.testing.assert_close(logits_p, logits[:, perm], rtol=1e-5, atol=1e-5)
     th.testing.assert_close(value_p, value, rtol=1e-5, atol=1e-5)
+    other = {**obs, FORECASTS_KEY: obs[FORECASTS_KEY] + 1.0}
+    assert not th.allclose(logits_and_value(other)[0], logits)  # the forecasts reach the logits
+
+
+def test_policy_refuses_forecast_rules_that_do_not_fit_the_observations():
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8), ("EDD:EET", "SPT:EET"))
+    with pytest.raises(ValueError, match="4 forecast columns"):
+        SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, forecast_rules=("EDD:EET",))
 
 
 def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_path: Path):
@@ -98,6 +108,11 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert schedule.metrics["total_weighted_tardiness"] == pytest.approx(record["evaluation"]["ppo_values"][0])
     with pytest.raises(ValueError, match="observation space"):
         agent.reset(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance, max_candidates=16))
+    rules = tuple(record["config"]["env"]["forecast_features"])
+    assert rules and agent.model.policy.forecast_rules == rules  # the default config trains with forecasts
+    wrapped = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance,
+                                        objective="weighted_tardiness"), rules)
+    assert run_episode(agent, wrapped, seed=0).metrics == schedule.metrics  # env-made and agent-made forecasts agree
 
     resumed = train_script.train(_config(tmp_path / "resumed", "train.total_timesteps=3072",
                                          f"train.resume={tmp_path / 'run' / 'checkpoints' / 'ppo_1024_steps.zip'}"))

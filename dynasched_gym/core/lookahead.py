@@ -121,17 +121,52 @@ def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant):
     """
     value, tie = np.inf, np.inf
     for r in range(rollout_rules.shape[0]):
-        copy_into(T, scratch)
-        if not clairvoyant:
-            forget_future(S, scratch)
-        start(S, scratch, j, m)
-        if advance(S, scratch) != DONE:
-            run_rule(S, scratch, rollout_rules[r, 0], rollout_rules[r, 1], -1)
+        _pair_rollout(S, T, scratch, j, m, rollout_rules[r, 0], rollout_rules[r, 1], clairvoyant)
         v = objective_value(S, scratch, objective)
         t = _mean_completion(scratch)
         if v < value or (v == value and t < tie):
             value, tie = v, t
     return value, tie
+
+
+@njit(cache=True, _nrt=False)
+def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objective, time_scale, out):
+    """Fair rollout forecasts of every offered pair, as observation features (``out``: (K, 2R) float32).
+
+    For slot ``k`` (pair ``slot_job[k]``, ``slot_machine[k]``; ``-1`` marks padding) and rollout
+    rule ``r`` (row of ``rollout_rules``), ``v[k, r]`` is the objective when the pair starts now and
+    the rule finishes the schedule, the future forgotten (:func:`forget_future`). Column ``2r`` is
+    ``(v[k, r] - min over slots of v[:, r]) / time_scale`` (0 for the pair the rule's rollouts like
+    best), column ``2r + 1`` is ``(v[k, r] - objective of the jobs completed so far) / time_scale``.
+    Padding rows are 0. ``T`` is unchanged.
+    """
+    out[:] = 0.0
+    accrued = objective_value(S, T, objective)
+    for r in range(rollout_rules.shape[0]):
+        lowest = np.inf
+        for k in range(slot_job.shape[0]):
+            if slot_job[k] < 0:
+                continue
+            _pair_rollout(S, T, scratch, slot_job[k], slot_machine[k], rollout_rules[r, 0], rollout_rules[r, 1],
+                          False)
+            v = objective_value(S, scratch, objective)
+            out[k, 2 * r] = v
+            out[k, 2 * r + 1] = (v - accrued) / time_scale
+            lowest = min(lowest, v)
+        for k in range(slot_job.shape[0]):
+            if slot_job[k] >= 0:
+                out[k, 2 * r] = (out[k, 2 * r] - lowest) / time_scale
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _pair_rollout(S, T, scratch, j, m, job_rule, machine_rule, clairvoyant):
+    """Copy ``T`` into ``scratch``, start pair (j, m) there and finish the schedule under the rule."""
+    copy_into(T, scratch)
+    if not clairvoyant:
+        forget_future(S, scratch)
+    start(S, scratch, j, m)
+    if advance(S, scratch) != DONE:
+        run_rule(S, scratch, job_rule, machine_rule, -1)
 
 
 @njit(cache=True, _nrt=False)

@@ -179,6 +179,11 @@ class DFJSPVectorEnv(VectorEnv):
         """Valid actions of every sub-environment, ``(num_envs, num_actions)`` bool."""
         return self._batch.works.action_mask.astype(bool)
 
+    def offered_pairs(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """The (job, machine) pair behind each action slot of sub-environment ``index`` (``-1``: padding), as copies."""
+        works = self._batch.works
+        return works.slot_job[index].copy(), works.slot_machine[index].copy()
+
     def schedule(self, index: int) -> Schedule:
         """The schedule so far of sub-environment ``index``."""
         return self._batch.simulator(index).schedule()

@@ -1,0 +1,137 @@
+"""Rollout forecasts as observation features: ForecastFeatures, its vector version and the PPO agent."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import instances
+
+import dynasched_gym  # noqa: F401  (registers the ids)
+from dynasched_gym.core.compiled import allocate_state
+from dynasched_gym.core.lookahead import pair_value
+from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.envs.dfjsp.episodes import plan_scales
+from dynasched_gym.envs.wrappers import (
+    FORECASTS_KEY,
+    FlattenDictObservation,
+    ForecastFeatures,
+    ForecastFeaturesVector,
+)
+from dynasched_gym.generation import tier_pool
+from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
+from dynasched_gym.metrics import OBJECTIVES
+
+RULES = ("EDD:EET", "SPT:LWL")
+
+
+@settings(max_examples=30, deadline=None)
+@given(inst=instances(max_jobs=6, max_machines=3, max_events=10), objective=st.sampled_from(OBJECTIVES[1:3]),
+       seed=st.integers(0, 1000))
+def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
+    """Column 2r + 1 x tau + objective so far is the pair's rollout value under rule r; 2r its gap to the best."""
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=inst, objective=objective), RULES)
+    rng = np.random.default_rng(seed)
+    observation, _ = env.reset(seed=seed)
+    sim = env.unwrapped.simulator
+    tau = plan_scales(inst)[0]
+    scratch = allocate_state(sim.static)
+    codes = np.array([parse_rule(r) for r in RULES], dtype=np.int64)
+    done, checked = False, 0
+    while not done:
+        forecasts = observation[FORECASTS_KEY]
+        jobs, machines = env.unwrapped.offered_pairs()
+        valid = jobs >= 0
+        assert np.array_equal(valid, observation["action_mask"].astype(bool))
+        assert not forecasts[~valid].any()
+        if not valid.any():  # the instance ended at reset (e.g. every job cancelled at time 0)
+            break
+        for r in range(len(RULES)):
+            values = np.array([pair_value(sim.static, sim.state, scratch, j, m, codes[r:r + 1],
+                                          OBJECTIVES.index(objective), False)[0]
+                               for j, m in zip(jobs[valid], machines[valid])])
+            assert forecasts[valid, 2 * r] == pytest.approx((values - values.min()) / tau, rel=1e-5, abs=1e-5)
+            assert forecasts[valid, 2 * r].min() == 0.0
+            level = forecasts[valid, 2 * r + 1] * tau
+            assert np.ptp(values - level) == pytest.approx(0.0, abs=1e-3)  # one constant: the objective so far
+            checked += 1
+        observation, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(valid))))
+    assert checked >= len(RULES) or not env.unwrapped.action_masks().any()
+
+
+def test_forecasts_do_not_see_the_future():
+    """A breakdown and an arrival announced for later leave the first forecasts unchanged."""
+    def first_forecasts(with_future: bool) -> np.ndarray:
+        events = [Event(1.0, EventType.BREAKDOWN, machine=0, duration=50.0)] if with_future else []
+        jobs = [Job("J0", [{0: 2.0, 1: 9.0}], due=3.0), Job("J1", [{0: 4.0, 1: 3.0}], due=4.0)]
+        if with_future:
+            jobs.append(Job("J2", [{0: 2.0}], release=2.0, due=3.0, weight=10.0))
+        inst = Instance.build("future", [Machine("M0"), Machine("M1")], jobs, events)
+        env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness",
+                                        time_scale=1.0), RULES)
+        observation, _ = env.reset(seed=0)
+        return observation[FORECASTS_KEY]
+
+    without, with_future = first_forecasts(False), first_forecasts(True)
+    assert without.any()  # the pairs' rollouts differ
+    np.testing.assert_array_equal(with_future, without)
+
+
+@pytest.mark.parametrize("mode", ["SameStep", "NextStep"])
+def test_vector_forecasts_equal_the_single_env_ones(mode, tmp_path, monkeypatch):
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    inst = tier_pool("medium", "small").instance(3)
+    num_envs, steps = 2, 250
+    venv = ForecastFeaturesVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=num_envs, instance=inst,
+                                               vectorization_mode="vector_entry_point", autoreset_mode=mode,
+                                               objective="weighted_tardiness"), RULES)
+    singles = [ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness"), RULES)
+               for _ in range(num_envs)]
+    assert venv.single_observation_space == singles[0].observation_space
+    observation, _ = venv.reset(seed=0)
+    single_obs = [env.reset(seed=0)[0] for env in singles]
+    rng = np.random.default_rng(0)
+    restart = np.zeros(num_envs, dtype=bool)
+    ended = 0
+    for _ in range(steps):
+        for i in range(num_envs):
+            np.testing.assert_array_equal(observation[FORECASTS_KEY][i], single_obs[i][FORECASTS_KEY])
+        actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in venv.action_masks()])
+        observation, _, terminated, _, infos = venv.step(actions)
+        for i, env in enumerate(singles):
+            if restart[i]:
+                single_obs[i] = env.reset(seed=0)[0]
+                continue
+            single_obs[i], _, done, _, _ = env.step(int(actions[i]))
+            if done and mode == "SameStep":
+                assert not infos["final_obs"][i][FORECASTS_KEY].any()  # nothing is offered at the end
+                single_obs[i] = env.reset(seed=0)[0]
+        ended += int(terminated.sum())
+        restart = terminated if mode == "NextStep" else restart
+    assert ended >= num_envs
+    assert observation[FORECASTS_KEY].shape == (num_envs, 32, 2 * len(RULES))
+
+
+def test_flat_observations_carry_the_forecasts():
+    env = FlattenDictObservation(ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), RULES))
+    observation, _ = env.reset(seed=0)
+    dict_space = env.env.observation_space
+    assert env.observation_space.shape == (sum(int(np.prod(s.shape)) for s in dict_space.spaces.values()),)
+    assert observation.shape == env.observation_space.shape
+    assert env.observation_space.contains(observation)
+
+
+def test_an_empty_rule_list_is_refused():
+    with pytest.raises(ValueError, match="at least one rollout rule"):
+        ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), ())
+
+
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
+def test_check_env_passes_with_forecasts():
+    from gymnasium.utils.env_checker import check_env
+
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), RULES)
+    check_env(env, skip_render_check=True)  # raises on a space / observation mismatch or non-determinism
+    assert FORECASTS_KEY in env.observation_space.spaces
