@@ -128,6 +128,20 @@ def test_bootstrap_ci() -> None:
     assert used_there is bootstrap_ci  # one implementation
 
 
+def test_subset_comparison_counts_wins_against_the_best_rule_of_each_subset():
+    from scripts.compare_agents import subset_comparison
+
+    rng = np.random.default_rng(0)
+    dominant = rng.uniform(1.0, 2.0, 100)
+    rules = np.stack([dominant, dominant + 1.0])  # rule 0 is best on every instance: no flattery
+    assert subset_comparison(dominant - 0.5, rules, 0, 10, draws=500) == (1.0, 0.0)
+    assert subset_comparison(dominant + 0.5, rules, 0, 10, draws=500)[0] == 0.0
+    noisy = np.stack([dominant, rng.permutation(dominant)])  # equal means, each best on half the instances
+    wins, flattery = subset_comparison(dominant - 0.01, noisy, 0, 10, draws=500)
+    assert 0.0 < wins < 1.0  # better than rule 0 everywhere, yet rule 1 is lower on some subsets
+    assert 0.0 < flattery < 0.5  # the subset's best rule looks better than rule 0 on its own subset
+
+
 def _board_rows() -> list[dict]:
     rows = []
     values = {"rule:A": [4, 6, 5], "rule:B": [8, 8, 8], "lookahead": [3, 5, 4], "oracle": [1, 2, 3]}
