@@ -127,11 +127,7 @@ def job_priority(S, T, j, rule):
     if rule == _ATC:
         if due != due:
             return 1.0 / (1.0 + weight / p)  # positive: after every job with a due date
-        p_mean = 0.0
-        for o in range(mean_time.shape[0]):
-            p_mean += mean_time[o]
-        p_mean /= mean_time.shape[0]
-        return -(weight / p) * np.exp(-max(0.0, due - p - now) / (_ATC_K * p_mean))
+        return -(weight / p) * np.exp(-max(0.0, due - p - now) / (_ATC_K * S.mean_op_time[0]))
     work = p
     for s in range(slot + 1, base + T.job_num_slots[j]):
         work += _mean_time(elig_ptr, elig_machine, speed, mean_time, slot_op, factor, nominal, s)
