@@ -4,8 +4,10 @@
 ``python -m scripts.train -m env.tier=easy,medium,hard,extreme`` trains one model per tier.
 
 sb3-contrib ``MaskablePPO`` with :class:`~dynasched_gym.agents.policy.SlotPolicy` on the SB3 vector env
-(``dynasched_gym.envs.sb3``), episodes drawn from pool seeds ``0 .. env.pool_size - 1``, after a warm
-start that imitates a rule (``train.imitation``: behaviour cloning plus value regression on its returns).
+(``dynasched_gym.envs.sb3``), episodes drawn from pool seeds ``0 .. env.pool_size - 1``; observations carry
+the fair rollout forecasts of ``env.forecast_features``, rewards come from ``env.forecast_rule``'s hindsight
+forecast, and an optional warm start imitates a rule (``train.imitation``: behaviour cloning plus value
+regression on its returns; off by default).
 Writes into Hydra's run dir (``out``):
 
 - ``tb/``: TensorBoard logs (SB3's training curves; ``eval/mean_<metric>`` on the held-out seeds);
