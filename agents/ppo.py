@@ -18,6 +18,7 @@ from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 
 from dynasched_gym.agents.base import Agent
+from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, SlotForecaster
 
 #: Directory of the shipped checkpoints.
@@ -69,8 +70,7 @@ class PPOAgent(Agent):
         expected = self.model.observation_space
         if rules and FORECASTS_KEY not in env.observation_space.spaces:  # the agent adds them itself
             expected = spaces.Dict({k: v for k, v in expected.spaces.items() if k != FORECASTS_KEY})
-            config = env.unwrapped.config
-            self._forecaster = SlotForecaster(rules, config.objective, time_scale=config.time_scale)
+            self._forecaster = SlotForecaster(rules, env.unwrapped.config.objective)
         else:
             self._forecaster = None
         if env.observation_space != expected:
@@ -78,10 +78,17 @@ class PPOAgent(Agent):
             raise ValueError(f"the env's observation space {shapes[0]} is not the policy's {shapes[1]}: use the "
                              "observability, max_candidates and number of machines it was trained with")
 
+    def env_settings(self) -> dict[str, Any]:
+        """The env arguments the policy's observation space needs: ``max_candidates`` and ``observability``."""
+        slots, columns = self.model.observation_space["candidates"].shape
+        level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
+        return {"max_candidates": int(slots), "observability": OBSERVABILITY[level]}
+
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         if self._forecaster is not None:
             env = self.env.unwrapped
-            observation = {**observation, FORECASTS_KEY: self._forecaster(0, env.simulator, *env.offered_pairs())}
+            forecasts = self._forecaster(0, env.simulator, *env.offered_pairs(), env.time_scale)
+            observation = {**observation, FORECASTS_KEY: forecasts}
         action, _ = self.model.predict(observation, deterministic=self.deterministic,
                                        action_masks=self.env.action_masks())
         return int(action)

@@ -162,6 +162,11 @@ def _parse(data: bytes, path: Path) -> Iterator[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------------- statistics
+def format_number(x: float | None, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits for report tables; ``—`` for None or NaN."""
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
 def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """95 % percentile bootstrap interval of the mean of ``values`` (NaNs for an empty sample)."""
     values = np.asarray(values, dtype=np.float64)

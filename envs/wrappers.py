@@ -23,7 +23,6 @@ from dynasched_gym.core.compiled import allocate_state
 from dynasched_gym.core.lookahead import forecast, slot_forecasts
 from dynasched_gym.core.rules import parse_rule
 from dynasched_gym.core.simulator import Simulator
-from dynasched_gym.envs.dfjsp.episodes import feature_time_scale
 from dynasched_gym.envs.dfjsp.features import BIG, BLOCKS, OBSERVABILITY, num_columns
 from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 
@@ -122,17 +121,15 @@ class ObservabilityWrapper(_MaskedWrapper):
 class _Scratch:
     """One scratch state per env for in-kernel rollouts, rebuilt when the env's instance changes."""
 
-    def __init__(self, num_envs: int, time_scale: float | None = None) -> None:
-        self._scratch: list[tuple[Any, Any, float] | None] = [None] * num_envs
-        self.time_scale = time_scale
+    def __init__(self, num_envs: int) -> None:
+        self._scratch: list[tuple[Any, Any] | None] = [None] * num_envs
 
-    def get(self, i: int, sim: Simulator) -> tuple[Any, Any, float]:
-        """(static, scratch state, time scale tau) for env ``i`` now playing ``sim``'s instance."""
+    def get(self, i: int, sim: Simulator) -> Any:
+        """The scratch state of env ``i``, now playing ``sim``'s instance."""
         scratch = self._scratch[i]
         if scratch is None or scratch[0] is not sim.static:
-            scratch = self._scratch[i] = (sim.static, allocate_state(sim.static),
-                                          feature_time_scale(sim.instance, self.time_scale))
-        return scratch
+            scratch = self._scratch[i] = (sim.static, allocate_state(sim.static))
+        return scratch[1]
 
 
 class _Forecaster(_Scratch):
@@ -145,14 +142,8 @@ class _Forecaster(_Scratch):
         self.hindsight = hindsight
 
     def __call__(self, i: int, sim: Simulator) -> float:
-        static, scratch, _ = self.get(i, sim)
-        return float(forecast(static, sim.state, scratch, self.job_rule, self.machine_rule, self.objective,
+        return float(forecast(sim.static, sim.state, self.get(i, sim), self.job_rule, self.machine_rule, self.objective,
                               self.hindsight))
-
-
-def forecast_space(max_candidates: int, num_rules: int) -> spaces.Box:
-    """The ``Box`` of the ``forecasts`` block: (K, 2 x number of rollout rules)."""
-    return spaces.Box(-BIG, BIG, shape=(max_candidates, 2 * num_rules), dtype=np.float32)
 
 
 class SlotForecaster(_Scratch):
@@ -167,32 +158,31 @@ class SlotForecaster(_Scratch):
         rules: the rollout rules, ``JOB:MACHINE`` each.
         objective: the env's objective.
         num_envs: how many envs (scratch states) it serves.
-        time_scale: the env's ``time_scale`` (``None``: each instance's tau, as the env's features).
     """
 
-    def __init__(self, rules: Sequence[str], objective: str, num_envs: int = 1,
-                 time_scale: float | None = None) -> None:
-        super().__init__(num_envs, time_scale)
+    def __init__(self, rules: Sequence[str], objective: str, num_envs: int = 1) -> None:
+        super().__init__(num_envs)
         if not rules:
             raise ValueError("SlotForecaster needs at least one rollout rule")
         self.rules = tuple(rules)
         self.codes = np.array([parse_rule(rule) for rule in self.rules], dtype=np.int64)
         self.objective = OBJECTIVES.index(objective)
 
-    def __call__(self, i: int, sim: Simulator, slot_job: np.ndarray, slot_machine: np.ndarray,
+    def __call__(self, i: int, sim: Simulator, slot_job: np.ndarray, slot_machine: np.ndarray, time_scale: float,
                  out: np.ndarray | None = None) -> np.ndarray:
-        """The (K, 2R) float32 forecasts of env ``i``'s offered pairs (``-1``: padding, rows of 0)."""
+        """The (K, 2R) float32 forecasts of env ``i``'s offered pairs (``-1``: padding, rows of 0), in units
+        of the env's ``time_scale``."""
         if out is None:
             out = np.zeros((slot_job.shape[0], 2 * len(self.rules)), dtype=np.float32)
-        static, scratch, tau = self.get(i, sim)
-        slot_forecasts(static, sim.state, scratch, slot_job, slot_machine, self.codes, self.objective, tau, out)
+        slot_forecasts(sim.static, sim.state, self.get(i, sim), slot_job, slot_machine, self.codes, self.objective,
+                       time_scale, out)
         return out
 
 
 def with_forecast_space(space: spaces.Dict, rules: Sequence[str]) -> spaces.Dict:
     """``space`` (a DFJSP ``Dict`` observation space) with the ``forecasts`` block of ``rules`` added."""
-    max_candidates = space["candidates"].shape[0]
-    return spaces.Dict({**space.spaces, FORECASTS_KEY: forecast_space(max_candidates, len(rules))})
+    block = spaces.Box(-BIG, BIG, shape=(space["candidates"].shape[0], 2 * len(rules)), dtype=np.float32)
+    return spaces.Dict({**space.spaces, FORECASTS_KEY: block})
 
 
 class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
@@ -213,14 +203,13 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules))
         _MaskedWrapper.__init__(self, env)
         self.rules = tuple(rules)
-        config = env.unwrapped.config
-        self._forecaster = SlotForecaster(self.rules, config.objective, time_scale=config.time_scale)
+        self._forecaster = SlotForecaster(self.rules, env.unwrapped.config.objective)
         self.observation_space = with_forecast_space(env.observation_space, self.rules)
 
     def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``observation`` with its ``forecasts`` block."""
         env = self.env.unwrapped
-        observation[FORECASTS_KEY] = self._forecaster(0, env.simulator, *env.offered_pairs())
+        observation[FORECASTS_KEY] = self._forecaster(0, env.simulator, *env.offered_pairs(), env.time_scale)
         return observation
 
 
@@ -235,8 +224,7 @@ class ForecastFeaturesVector(VectorWrapper):
     def __init__(self, env: VectorEnv, rules: Sequence[str] = ("EDD:EET", "ATC:LWL")) -> None:
         super().__init__(env)
         self.rules = tuple(rules)
-        config = env.unwrapped.config
-        self._forecaster = SlotForecaster(self.rules, config.objective, env.num_envs, config.time_scale)
+        self._forecaster = SlotForecaster(self.rules, env.unwrapped.config.objective, env.num_envs)
         self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
@@ -244,7 +232,7 @@ class ForecastFeaturesVector(VectorWrapper):
         venv = self.env.unwrapped
         out = np.zeros((self.num_envs, *self.single_observation_space[FORECASTS_KEY].shape), dtype=np.float32)
         for i in range(self.num_envs):
-            self._forecaster(i, venv.simulator(i), *venv.offered_pairs(i), out=out[i])
+            self._forecaster(i, venv.simulator(i), *venv.offered_pairs(i), venv.time_scale(i), out=out[i])
         observation[FORECASTS_KEY] = out
         return observation
 

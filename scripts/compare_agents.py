@@ -13,7 +13,7 @@ against the subset mean of the rule that is best on all the seeds): how demandin
 comparison on N seeds is.
 
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
-[--agent lookahead | --agent ppo --checkpoint model.zip [--observability full]] [--subset-size 50]``
+[--agent lookahead | --agent ppo --checkpoint model.zip] [--subset-size 50]``
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ def main() -> None:
     parser.add_argument("--objective", default="weighted_tardiness", choices=sorted(OBJECTIVE_METRICS))
     parser.add_argument("--agent", default="lookahead", choices=["lookahead", "ppo"])
     parser.add_argument("--checkpoint", default=None, help="ppo: the model .zip")
-    parser.add_argument("--observability", default="concise", help="ppo: the observations it was trained on")
     parser.add_argument("--top-k", type=int, default=16, help="lookahead: pairs tried per decision")
     parser.add_argument("--rule", default=None, help="lookahead base rule (default: the agent's for the objective)")
     parser.add_argument("--rollout-rules", default=None, help="lookahead: comma-separated rules of the rollouts")
@@ -54,8 +53,7 @@ def main() -> None:
         if not args.checkpoint:
             parser.error("--agent ppo needs --checkpoint")
         agent = make("ppo", checkpoint=args.checkpoint)
-        env_kwargs = {"observability": args.observability,
-                      "max_candidates": agent.model.observation_space["candidates"].shape[0]}
+        env_kwargs = agent.env_settings()  # the observations it was trained on
     else:
         options = {"top_k": args.top_k}
         if args.rule:

@@ -118,15 +118,9 @@ def _usage(agent: Any) -> dict[str, int] | None:
 
 
 def _policy_env(agent: Any) -> dict[str, Any]:
-    """Env settings a trained policy needs (its observation space), ``{}`` for agents without one."""
-    space = getattr(getattr(agent, "model", None), "observation_space", None)
-    if space is None:
-        return {}
-    from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
-
-    slots, columns = space["candidates"].shape
-    level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
-    return {"max_candidates": int(slots), "observability": OBSERVABILITY[level]}
+    """Env settings a trained policy needs (:meth:`PPOAgent.env_settings`), ``{}`` for other agents."""
+    settings = getattr(agent, "env_settings", None)
+    return settings() if settings is not None else {}
 
 
 Player = AgentPlayer | OraclePlayer

@@ -34,6 +34,7 @@ from omegaconf import DictConfig
 
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import ResultStore, aggregate, difficulty_trend, row_key
+from dynasched_gym.results import format_number as _num
 from scripts import evaluate
 
 CLAIRVOYANT = "clairvoyant reference"
@@ -42,10 +43,6 @@ CSV_FIELDS = ("objective", "size", "tier", "rank", "agent", "clairvoyant", "best
               "nwt", "nwt_ci_low", "nwt_ci_high", "ssi", "decisions", "wall_time", "tokens")
 
 Entry = Mapping[str, Any]
-
-
-def _num(x: float | None, digits: int = 4) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
 
 
 def _label(e: Entry) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -36,9 +35,10 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, check_choice
+from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, agent_name
+from dynasched_gym.envs.dfjsp.types import check_choice
 from dynasched_gym.instance import write_text_atomic
-from dynasched_gym.results import aggregate
+from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
 
 #: PPO entrants: label -> the observability its checkpoint must have been trained on.
@@ -62,8 +62,13 @@ class Report:
     files: list[Path]
 
 
-def _llm_label(level: str, variant: str = "none") -> str:
-    return f"llm:{level}" + (f"+{variant}" if variant != "none" else "")
+def _llm_labels(cfg: DictConfig) -> list[str]:
+    """The LLM entrants' labels: one per level of ``levels``, then one per prompt variant of ``variants``."""
+    return [agent_name(lv) for lv in cfg.levels] + [agent_name(VARIANT_LEVEL[v], v) for v in cfg.variants]
+
+
+def _model(cfg: DictConfig) -> str:
+    return "no LLM" if OmegaConf.is_missing(cfg.agent, "model") else cfg.agent.model
 
 
 def _checkpoint(value: Any, tier: str) -> str | None:
@@ -84,12 +89,12 @@ def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], lis
     groups: dict[str, dict[str, Any]] = {}
     for level in cfg.levels:
         check_choice("levels[]", level, LEVELS)
-        groups[_llm_label(level)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": "none"},
+        groups[agent_name(level)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": "none"},
                                      "env": env}
     for variant in cfg.variants:
         check_choice("variants[]", variant, tuple(VARIANT_LEVEL))
         level = VARIANT_LEVEL[variant]
-        groups[_llm_label(level, variant)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": variant},
+        groups[agent_name(level, variant)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": variant},
                                               "env": env}
     for rule in cfg.baselines:
         groups[rule] = {"names": [rule], "kwargs": {}, "env": env}
@@ -156,14 +161,9 @@ def llm_cost(rows: Sequence[Mapping[str, Any]], by: Sequence[str] = ("agent",)) 
     return cost
 
 
-def _num(x: float | None, digits: int = 4) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
-
-
 def _order(labels: Sequence[str], cfg: DictConfig) -> list[str]:
     """Agents in table order: the LLM by level, its variants, the rules, PPO; anything else after."""
-    first = [_llm_label(lv) for lv in cfg.levels] + [_llm_label(VARIANT_LEVEL[v], v) for v in cfg.variants]
-    first += list(cfg.baselines) + list(PPO_LEVELS)
+    first = [*_llm_labels(cfg), *cfg.baselines, *PPO_LEVELS]
     return [a for a in first if a in labels] + sorted(set(labels) - set(first))
 
 
@@ -171,8 +171,7 @@ def markdown(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mappin
              notes: Sequence[str], skipped: Sequence[str]) -> str:
     """The report: objective per agent and tier, the LLM's cost per level, notes."""
     seeds = f"{cfg.seeds.start}..{cfg.seeds.start + cfg.seeds.count - 1}"
-    model = "no LLM" if OmegaConf.is_missing(cfg.agent, "model") else cfg.agent.model
-    lines = [f"# Observability experiment: {model}", "",
+    lines = [f"# Observability experiment: {_model(cfg)}", "",
              f"Objective `{cfg.objective}` (lower is better), pool seeds {seeds}, mode `{cfg.agent.mode}`, refinement "
              f"`{cfg.agent.refinement}`. Mean over episodes [bootstrap 95 % CI]; `llm:oracle` sees the future (a "
              "clairvoyant ablation, not a fair agent).", ""]
@@ -186,7 +185,7 @@ def markdown(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mappin
             for tier in tiers:
                 e = by.get((agent, tier))
                 cells.append("not run" if e is None or not e["episodes"] else
-                             f"{_num(e['mean'])} [{_num(e['ci_low'])}, {_num(e['ci_high'])}]"
+                             f"{format_number(e['mean'])} [{format_number(e['ci_low'])}, {format_number(e['ci_high'])}]"
                              + (f" ({e['failed']} failed)" if e["failed"] else ""))
             lines.append(f"| {agent} | " + " | ".join(cells) + " |")
         lines.append("")
@@ -233,14 +232,14 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
     axes = np.atleast_1d(fig.subplots(1, len(tiers) + 1))
     x = np.arange(len(levels))
     for ax, tier in zip(axes, tiers):
-        points = [(i, by[(_llm_label(lv), tier)]) for i, lv in enumerate(levels) if (_llm_label(lv), tier) in by]
+        points = [(i, by[(agent_name(lv), tier)]) for i, lv in enumerate(levels) if (agent_name(lv), tier) in by]
         if points:
             xs = [i for i, _ in points]
             means = np.array([e["mean"] for _, e in points])
             err = np.array([[e["mean"] - e["ci_low"], e["ci_high"] - e["mean"]] for _, e in points]).T
             ax.errorbar(xs, means, yerr=err, marker="o", capsize=3, color=palette(1)[0], label="LLM")
         for k, variant in enumerate(cfg.variants):  # beside its level, offset to stay visible
-            e = by.get((_llm_label(VARIANT_LEVEL[variant], variant), tier))
+            e = by.get((agent_name(VARIANT_LEVEL[variant], variant), tier))
             if e is not None and VARIANT_LEVEL[variant] in levels:
                 ax.errorbar(levels.index(VARIANT_LEVEL[variant]) + 0.12 * (k + 1), e["mean"], marker="D", capsize=2,
                             yerr=[[e["mean"] - e["ci_low"]], [e["ci_high"] - e["mean"]]], linestyle="none",
@@ -255,14 +254,14 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
         ax.grid(alpha=0.3)
     if tiers:
         axes[0].legend(fontsize=6)
-    labels = [*levels, *(_llm_label(VARIANT_LEVEL[v], v).removeprefix("llm:") for v in cfg.variants)]
-    tokens = [cost.get(f"llm:{label}", {}).get("prompt_tokens_per_decision", 0.0) for label in labels]
+    labels = _llm_labels(cfg)
+    tokens = [cost.get(label, {}).get("prompt_tokens_per_decision", 0.0) for label in labels]
     axes[-1].bar(np.arange(len(labels)), tokens, color=palette(1)[0])
-    axes[-1].set_xticks(np.arange(len(labels)), labels, fontsize=7, rotation=30)
+    axes[-1].set_xticks(np.arange(len(labels)), [label.removeprefix("llm:") for label in labels], fontsize=7,
+                        rotation=30)
     axes[-1].set_title("prompt tokens / decision", fontsize=9)
     axes[-1].tick_params(axis="y", labelsize=7)
-    model = "no LLM" if OmegaConf.is_missing(cfg.agent, "model") else cfg.agent.model
-    fig.suptitle(f"{model}: objective vs observability level (size {size}; lower is better)", fontsize=10)
+    fig.suptitle(f"{_model(cfg)}: objective vs observability level (size {size}; lower is better)", fontsize=10)
     return save_figure(fig, path)
 
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: where the benchmark and reference data live."""
+"""Shared fixtures: where the benchmark and reference data live, and a scripted chat server for the LLM tests."""
 
 from __future__ import annotations
 
@@ -35,3 +35,13 @@ def shared() -> Path:
 def reference_dir(shared: Path) -> Path:
     """The reference package's 243-job generated instance directory."""
     return next((shared / "reference" / "dsbx" / "DynaSched-Grid").iterdir())
+
+
+@pytest.fixture
+def server():
+    """A local Chat Completions server answering from a script (``ChatServer`` in test_llm_client.py)."""
+    from test_llm_client import ChatServer
+
+    chat = ChatServer()
+    yield chat
+    chat.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import stat
 from pathlib import Path
@@ -109,6 +110,8 @@ def test_peer_inputs_round_trip_or_explain(tmp_path: Path) -> None:
         np.testing.assert_array_equal(getattr(again, field), getattr(ta01, field))
     written = load_instance(bench.write_dsbx("ta01", ta01, tmp_path))  # one group per machine
     np.testing.assert_array_equal(written.elig_time, ta01.elig_time)
+    with pytest.raises(ValueError, match="machine speeds"):
+        bench.write_orlib("ta01", dataclasses.replace(ta01, machine_speed=np.full(ta01.num_machines, 2.0)), tmp_path)
     mk10 = load_instance(data.path("mk10"))
     with pytest.raises(ValueError, match="flexible"):
         bench.write_orlib("mk10", mk10, tmp_path)
@@ -136,8 +139,9 @@ def test_runner_protocol_plays_an_episode_then_times_repeats() -> None:
     out = play(lambda: driver, args, chunk_steps=7)
     assert out["episode"] == {"steps": 5, "ops": 2, "seconds": out["episode"]["seconds"], "complete": True}
     assert len(out["repeats"]) == 2 and out["steps_per_s"] > out["ops_per_s"] > 0
-    chunk = chunk_of(_Countdown(3), 7, done=True)
-    assert chunk() == (7, 2)  # resets before the first step and after every third
+    countdown = _Countdown(3)
+    chunk = chunk_of(countdown, 7, done=True)
+    assert chunk() == (7, 2) and countdown.resets == 3  # resets before the first step and after every third
 
 
 def test_uniform_picker_stays_in_the_mask() -> None:

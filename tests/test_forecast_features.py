@@ -37,6 +37,7 @@ def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
     observation, _ = env.reset(seed=seed)
     sim = env.unwrapped.simulator
     tau = plan_scales(inst)[0]
+    assert env.unwrapped.time_scale == pytest.approx(tau)
     scratch = allocate_state(sim.static)
     codes = np.array([parse_rule(r) for r in RULES], dtype=np.int64)
     done, checked = False, 0

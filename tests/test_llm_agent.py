@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,6 @@ from dynasched_gym.agents.llm import LLMAgent
 from dynasched_gym.agents.llm.client import LLMConfigError
 from dynasched_gym.agents.lookahead import DEFAULTS
 from dynasched_gym.agents.rules import RuleAgent
-
-
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    s = ChatServer()
-    yield s
-    s.close()
 
 
 def agent_for(server: ChatServer, **kwargs: Any) -> LLMAgent:
@@ -245,8 +237,9 @@ def test_config_hides_the_key_and_bad_settings_name_the_field(server: ChatServer
     assert agent.name == "llm:L2" and not agent.clairvoyant
     assert make("llm", model="m", level="oracle", cache=False).clairvoyant
     for field, value in (("level", "L4"), ("mode", "react"), ("refinement", "beam"), ("max_rows", 0),
-                         ("response_format", "xml"), ("samples", 0), ("fallback", "NOPE:EET")):
-        with pytest.raises(ValueError, match=field if field != "fallback" else "unknown rule"):
+                         ("response_format", "xml"), ("samples", 0), ("fallback", "NOPE:EET"),
+                         ("prune_rules", ["SPT", "NOPE"]), ("rollout_rules", ["NOPE:EET"])):
+        with pytest.raises(ValueError, match="unknown rule" if field.endswith(("fallback", "rules")) else field):
             make("llm", model="m", cache=False, **{field: value})
 
 

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -132,13 +132,6 @@ def completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}}
-
-
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    s = ChatServer()
-    yield s
-    s.close()
 
 
 def _client(server: ChatServer, tmp_path: Path, **kwargs: Any) -> ChatClient:

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_module
+from omegaconf import DictConfig
 from test_llm_client import ChatServer
 
 from scripts import observability
 
 
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    s = ChatServer()
-    yield s
-    s.close()
-
-
-def config(tmp_path: Path, server: ChatServer, *overrides: str):
+def config(tmp_path: Path, server: ChatServer, *overrides: str) -> DictConfig:
     base = ["agent.model=test-model", f"agent.base_url={server.url}", f"agent.cache_dir={tmp_path / 'llm'}",
             "agent.timeout=2.0", "tiers=[easy]", "seeds.count=1", "levels=[L1,L3]", "variants=[padded]",
             f"store={tmp_path / 'store.jsonl'}", f"out={tmp_path / 'out'}", "progress=false", "resamples=200"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -45,13 +44,6 @@ def dynamic_instance() -> Instance:
 def env_of(instance: Any = None, **kwargs: Any) -> gym.Env:
     return gym.make("DynaSched/DFJSP-v0", instance=instance or dynamic_instance(), objective="weighted_tardiness",
                     **kwargs)
-
-
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    s = ChatServer()
-    yield s
-    s.close()
 
 
 def _request_text(body: dict[str, Any]) -> str:

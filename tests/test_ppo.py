@@ -139,7 +139,9 @@ def test_shipped_checkpoint_loads_and_plays(tier, observability, tmp_path, monke
     inst = tier_pool(tier, "small").instance(record["config"]["train"]["eval_seeds"]["start"])
     env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=env_cfg["objective"],
                    observability=env_cfg["observability"], max_candidates=env_cfg["max_candidates"])
-    schedule = run_episode(make("ppo", checkpoint=path), env, seed=0)
+    agent = make("ppo", checkpoint=path)
+    assert agent.env_settings() == {"max_candidates": env_cfg["max_candidates"], "observability": observability}
+    schedule = run_episode(agent, env, seed=0)
     assert schedule.finished and validate_schedule(schedule).ok
 
 

@@ -7,7 +7,17 @@
 - :mod:`.agent`: :class:`LLMAgent`, built by ``dynasched_gym.agents.make("llm", model=..., ...)``.
 """
 
-from dynasched_gym.agents.llm.agent import REFINEMENTS, USAGE_FIELDS, DecisionRecord, LLMAgent
+from typing import Any
+
 from dynasched_gym.agents.llm.prompts import LEVELS, MODES, VARIANTS
 
 __all__ = ["LEVELS", "MODES", "REFINEMENTS", "USAGE_FIELDS", "VARIANTS", "DecisionRecord", "LLMAgent"]
+
+
+def __getattr__(name: str) -> Any:
+    """The agent's names load :mod:`.agent` (and ``openai``) on first use, not with the prompts."""
+    if name in ("REFINEMENTS", "USAGE_FIELDS", "DecisionRecord", "LLMAgent"):
+        from dynasched_gym.agents.llm import agent
+
+        return getattr(agent, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

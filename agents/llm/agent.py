@@ -47,7 +47,7 @@ from dynasched_gym.agents.llm.prompts import (
     VARIANTS,
     MachineStats,
     View,
-    check_choice,
+    agent_name,
     design_priors,
     messages,
     observe,
@@ -55,7 +55,8 @@ from dynasched_gym.agents.llm.prompts import (
 from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
-from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
+from dynasched_gym.envs.dfjsp.types import check_choice
 from dynasched_gym.metrics import OBJECTIVES
 
 REFINEMENTS = ("greedy", "reflection", "best-of-n")
@@ -153,23 +154,21 @@ class LLMAgent(Agent):
                                      ("samples", samples, 1), ("reflection_rounds", reflection_rounds, 1),
                                      ("max_tool_rounds", max_tool_rounds, 1)):
             _at_least(name, value, minimum)
-        for rule in [fallback] if fallback else []:
-            parse_rule(rule)  # fail now on a bad name
+        self.prune_rules = None if prune_rules is None else tuple(prune_rules)
+        self.rollout_rules = None if rollout_rules is None else tuple(rollout_rules)
+        for rule in (*([fallback] if fallback else ()), *(self.prune_rules or ()), *(self.rollout_rules or ())):
+            parse_rule(rule)  # fail now on a bad name, not in the first episode
         self.client = ChatClient(model, base_url, api_key_env, timeout, max_retries, backoff,
                                  max_concurrency=max_concurrency, cache_dir=cache_dir, cache=cache)
         self.model, self.base_url, self.level, self.variant = model, base_url, level, variant
         self.mode, self.refinement, self.fallback, self.objective = mode, refinement, fallback, objective
         self.max_rows, self.future_events, self.priors = max_rows, future_events, priors
-        self.prune_rules = None if prune_rules is None else tuple(prune_rules)
-        self.rollout_rules = None if rollout_rules is None else tuple(rollout_rules)
-        for rule in (*(self.prune_rules or ()), *(self.rollout_rules or ())):
-            parse_rule(rule)
         self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
         self.response_format = response_format
         self.samples, self.sample_temperature, self.sample_top_p = samples, sample_temperature, sample_top_p
         self.reflection_rounds, self.reflection_temperature = reflection_rounds, reflection_temperature
         self.max_tool_rounds, self.ask_single = max_tool_rounds, ask_single
-        self.name = f"llm:{level}" + (f"+{variant}" if variant != "none" else "")
+        self.name = agent_name(level, variant)
         self.clairvoyant = level == "oracle"
         self._usage: dict[str, float] = dict.fromkeys(USAGE_FIELDS, 0)
         self._lock = threading.Lock()
@@ -188,7 +187,7 @@ class LLMAgent(Agent):
         self._objective = objective
         self._fallback = RuleAgent(fallback)
         self._fallback.reset(env)
-        machine = fallback.partition(":")[2] or "EET"  # a job rule alone takes the fallback's machine rule
+        machine = MACHINE_RULES[self._fallback.machine_rule]  # a job rule alone takes the fallback's machine rule
         self._prune = rule_codes(list(dict.fromkeys(self.prune_rules or (fallback, "SPT", "EDD", "MWKR", "FIFO"))),
                                  machine)
         self._toolbox = Toolbox(rule_codes(self.rollout_rules or rollouts, machine), self.level)

@@ -189,8 +189,9 @@ class ChatClient:
         endpoint refused the request.
         """
         params = {k: v for k, v in params.items() if v is not None}
-        key = ResponseCache.key(self.model, messages, params) if self._store is not None else ""
+        key = ""
         if self._store is not None:
+            key = ResponseCache.key(self.model, messages, params)
             hit = self._store.get(key)
             if hit is not None:
                 return hit

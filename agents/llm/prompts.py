@@ -77,7 +77,7 @@ from dynasched_gym.envs.dfjsp.types import (
     NUM_SCALARS,
     Workspace,
 )
-from dynasched_gym.instance import EventType, Instance
+from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import OBJECTIVES
 
 LEVELS = ("L1", "L2", "L3", "oracle")
@@ -100,10 +100,9 @@ FILLER = ("Background. A job shop is a set of machines grouped by capability; ea
           "shops record machine states, queue contents and completed work for planning and reporting. ")
 
 
-def check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
-    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+def agent_name(level: str, variant: str = "none") -> str:
+    """The LLM agent's name (and evaluation label): ``llm:<level>``, or ``llm:<level>+<variant>`` for a variant."""
+    return f"llm:{level}" + (f"+{variant}" if variant != "none" else "")
 
 
 def fmt(x: float | None) -> str:
@@ -246,7 +245,7 @@ def _status(sim: Simulator, m: int, oracle: bool) -> str:
     return "idle"
 
 
-def describe_event(event: Any, instance: Instance) -> str:
+def describe_event(event: Event, instance: Instance) -> str:
     """One line for a stream event (oracle prompts only)."""
     parts = [f"t={fmt(event.time)} {event.type.name}"]
     if event.machine is not None:
@@ -262,11 +261,16 @@ def describe_event(event: Any, instance: Instance) -> str:
     return " ".join(parts)
 
 
+def pending_events(sim: Simulator) -> list[Event]:
+    """The stream events not applied yet, in the simulator's order (oracle prompts and tools only)."""
+    events = sorted(sim.instance.events, key=lambda e: (e.time, int(e.type)))  # compile_instance's order
+    return events[int(sim.state.counters[C_EVENT]):]
+
+
 def _future(sim: Simulator, limit: int) -> list[str]:
     """The next ``limit`` stream events and hidden arrivals, soonest first (the clairvoyant ablation)."""
     instance, state = sim.instance, sim.state
-    events = sorted(instance.events, key=lambda e: (e.time, int(e.type)))  # the simulator's order
-    lines = [(e.time, describe_event(e, instance)) for e in events[int(state.counters[C_EVENT]):]]
+    lines = [(e.time, describe_event(e, instance)) for e in pending_events(sim)]
     lines += [(float(instance.job_release[j]), f"t={fmt(float(instance.job_release[j]))} ARRIVAL job "
                f"{instance.job_names[j]} ({len(instance.job_ops(j))} operation(s), due "
                f"{fmt(float(instance.job_due[j]))}, weight {fmt(float(instance.job_weight[j]))})")

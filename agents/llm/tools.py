@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, describe_event, fmt, op_times
-from dynasched_gym.core.compiled import C_EVENT, State, allocate_state
+from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, describe_event, fmt, op_times, pending_events
+from dynasched_gym.core.compiled import State, allocate_state
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.metrics import OBJECTIVES
@@ -90,8 +90,7 @@ class Toolbox:
                 row.machine])), machine_bottleneck=fmt(float(view.bottleneck[row.machine])),
                 machine_utilization=fmt(float(view.utilization[row.machine])), next_load=fmt(row.next_load))
         if level >= 3:
-            events = sorted(inst.events, key=lambda e: (e.time, int(e.type)))[int(state.counters[C_EVENT]):]
-            out["future_events"] = [describe_event(e, inst) for e in events
+            out["future_events"] = [describe_event(e, inst) for e in pending_events(sim)
                                     if e.job == row.job or e.machine == row.machine]
         return out
 

@@ -152,7 +152,7 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
             v = objective_value(S, scratch, objective)
             out[k, 2 * r] = v
             out[k, 2 * r + 1] = (v - accrued) / time_scale
-            lowest = min(lowest, v)
+            lowest = min(lowest, out[k, 2 * r])  # as stored (float32), so that the best pair's gap is exactly 0
         for k in range(slot_job.shape[0]):
             if slot_job[k] >= 0:
                 out[k, 2 * r] = (out[k, 2 * r] - lowest) / time_scale

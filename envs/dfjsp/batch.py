@@ -16,7 +16,7 @@ from numba import typed
 
 from dynasched_gym.core.compiled import State
 from dynasched_gym.core.simulator import Simulator
-from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec, feature_time_scale, plan_scales
+from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec, plan_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, GLOBAL_FEATURES, MACHINE_FEATURES, num_columns
 from dynasched_gym.envs.dfjsp.kernels import make_handle
 from dynasched_gym.envs.dfjsp.types import (
@@ -188,8 +188,9 @@ class EnvBatch:
         k, level = config.max_candidates, config.level
         pair_capacity = instance.num_jobs * int(np.diff(op_elig_ptr).max())
         scalars = np.zeros(NUM_SCALARS)
-        scalars[S_TIME_SCALE] = feature_time_scale(instance, config.time_scale)
-        scalars[S_OPS_SCALE] = plan_scales(instance)[1]
+        tau, ops_scale = plan_scales(instance)
+        scalars[S_TIME_SCALE] = config.time_scale or tau
+        scalars[S_OPS_SCALE] = ops_scale
         scalars[S_REWARD_SCALE] = config.reward_scale
         return Workspace(
             candidates=np.zeros((k, num_columns(CANDIDATE_FEATURES, level)), dtype=np.float32),

@@ -38,6 +38,7 @@ from dynasched_gym.envs.dfjsp.types import (
     K_CODE,
     K_INVALID,
     S_REWARD,
+    S_TIME_SCALE,
     EnvConfig,
     Observation,
 )
@@ -229,6 +230,11 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         """The (job, machine) pair behind each action slot now (``-1`` for padding), as copies."""
         works = self._batch.works
         return works.slot_job[0].copy(), works.slot_machine[0].copy()
+
+    @property
+    def time_scale(self) -> float:
+        """The features' time unit tau in this episode (the ``time_scale`` argument, else the instance's)."""
+        return float(self._scalars[S_TIME_SCALE])
 
     @property
     def simulator(self) -> Simulator:

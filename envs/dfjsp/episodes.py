@@ -102,8 +102,3 @@ def plan_scales(instance: Instance) -> tuple[float, float]:
     lengths = np.diff(instance.op_elig_ptr)
     op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / lengths
     return float(op_mean.mean()), instance.num_ops / instance.num_jobs
-
-
-def feature_time_scale(instance: Instance, time_scale: float | None = None) -> float:
-    """The time unit ``tau`` of the features: ``time_scale`` if given, else the instance's mean processing time."""
-    return time_scale or plan_scales(instance)[0]

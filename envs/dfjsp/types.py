@@ -17,6 +17,7 @@ A single env is a batch of one.
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -140,9 +141,9 @@ class EnvConfig:
     time_scale: float | None = None
 
     def __post_init__(self) -> None:
-        _check_choice("objective", self.objective, OBJECTIVES)
-        _check_choice("observability", self.observability, OBSERVABILITY)
-        _check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
+        check_choice("objective", self.objective, OBJECTIVES)
+        check_choice("observability", self.observability, OBSERVABILITY)
+        check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
         if isinstance(self.max_candidates, bool) or not isinstance(self.max_candidates, (int, np.integer)) \
                 or self.max_candidates < 1:
             raise ValueError(f"max_candidates must be an integer >= 1, got {self.max_candidates!r}")
@@ -171,9 +172,10 @@ class EnvConfig:
         return row
 
 
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
+    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is one of ``choices``."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
 # ------------------------------------------------------------------------------ batch layout

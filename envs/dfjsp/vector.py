@@ -25,7 +25,7 @@ from dynasched_gym.envs.dfjsp.env import (
     instance_option,
 )
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
-from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, Observation
+from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, S_TIME_SCALE, Observation
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -183,6 +183,10 @@ class DFJSPVectorEnv(VectorEnv):
         """The (job, machine) pair behind each action slot of sub-environment ``index`` (``-1``: padding), as copies."""
         works = self._batch.works
         return works.slot_job[index].copy(), works.slot_machine[index].copy()
+
+    def time_scale(self, index: int) -> float:
+        """The features' time unit tau of sub-environment ``index``'s episode."""
+        return float(self._batch.works.scalars[index, S_TIME_SCALE])
 
     def schedule(self, index: int) -> Schedule:
         """The schedule so far of sub-environment ``index``."""
