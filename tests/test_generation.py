@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import instances
 
-from dynasched_gym import InstanceFormatError, load_instance, rollout, validate_schedule
+from dynasched_gym import Instance, InstanceFormatError, load_instance, rollout, validate_schedule
 from dynasched_gym.generation import (
     TIER_BANDS,
     Scenario,
@@ -161,6 +161,17 @@ def test_ssi_is_finite_and_bounded_on_any_valid_instance(inst):
     assert 0.0 <= result.score <= 100.0 and np.isfinite(result.stress)
     assert all(np.isfinite(v) for v in result.components.values())
     assert result.tier == tier_of(result.score)
+
+
+def test_ssi_of_a_job_that_cannot_be_late_is_zero():
+    # found by hypothesis: the CDF approximation made this job's expected tardiness -1e-8 and the
+    # score's square root failed; the expected excess of a non-negative variable is clipped at 0
+    inst = Instance(name="rand", machine_names=("M0", "M1"), machine_groups=("G0", "G1"),
+                    machine_speed=np.array([0.5, 0.5]), job_names=("J0",), job_release=np.array([0.0]),
+                    job_due=np.array([6.0]), job_weight=np.array([0.5]), job_op_ptr=np.array([0, 1]),
+                    op_elig_ptr=np.array([0, 1]), elig_machine=np.array([0]), elig_time=np.array([1.0]))
+    result = ssi(inst)
+    assert result.stress == 0.0 and result.score == 0.0
 
 
 def test_tiers_partition_the_score_range():
