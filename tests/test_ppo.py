@@ -97,7 +97,12 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert record["evaluation"]["best_rule"] in record["evaluation"]["rule_means"]
     assert (tmp_path / "run" / "checkpoints" / "ppo_1024_steps.zip").is_file()
     assert list((tmp_path / "run" / "tb").rglob("events.out.tfevents.*"))
-    assert "PPO - best rule" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "PPO - best rule on these instances" in report and "PPO - best rule on the validation seeds" in report
+    evaluation = record["evaluation"]
+    assert evaluation["validation_rule_mean"] == pytest.approx(evaluation["rule_means"][evaluation["validation_rule"]])
+    assert evaluation["validation_margin"] == pytest.approx(evaluation["ppo_mean"] - evaluation["validation_rule_mean"])
+    assert evaluation["margin"] >= evaluation["validation_margin"]  # the post-hoc rule has the lowest mean
 
     agent = make("ppo", checkpoint=first)
     assert agent.config()["checkpoint"] == str(first) and len(agent.config()["sha256"]) == 64
@@ -120,6 +125,17 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert record["timesteps"] == 3072 and record["resumed_from"].endswith("ppo_1024_steps.zip")
     assert make("ppo", checkpoint=resumed.with_name("last.zip")).model.num_timesteps == 3072
     assert make("ppo", checkpoint=resumed).model.num_timesteps == record["selected"]["timesteps"]
+
+
+def test_rule_chosen_on_the_test_instances_themselves_is_the_post_hoc_best(cache, train_script, tmp_path: Path):
+    cfg = _config(tmp_path / "run")
+    pool = tier_pool("medium", "small")
+    test = [pool.instance(s) for s in EVAL_SEEDS]
+    ppo = np.array([1.0, 2.0])
+    result = train_script.compare_with_rules(ppo, cfg.env, test, validation=test)
+    assert result["validation_rule"] == result["best_rule"]
+    assert result["validation_margin"] == result["margin"] == pytest.approx(1.5 - result["best_rule_mean"])
+    assert "validation_rule" not in train_script.compare_with_rules(ppo, cfg.env, test)
 
 
 def test_validation_seeds_must_not_overlap_the_test_seeds(cache, train_script, tmp_path: Path):
