@@ -441,6 +441,22 @@ def test_native_empty_eligible(tmp_path: Path) -> None:
     assert_located(exc, path, {}, field="jobs[0].ops[1].eligible")
 
 
+@pytest.mark.parametrize(("changes", "value", "field"), [
+    ({"events": 3}, 3, "events"),  # found by a mutation fuzz: was a bare TypeError
+    ({"machines": {"0": {}}}, {"0": {}}, "machines"),
+    ({"jobs": "J0"}, "J0", "jobs"),
+    ({"jobs": [{"id": 0, "ops": 5}]}, 5, "jobs[0].ops"),
+    ({"jobs": [{"id": 0, "name": ["J", 0], "ops": [{"eligible": {"0": 1.0}}]}]}, ["J", 0], "jobs[0].name"),
+    ({"machines": [{"id": 0, "group": 7}, {"id": 1}]}, 7, "machines[0].group"),
+    ({"name": 12}, 12, "name"),
+])
+def test_native_wrong_json_types_are_located(tmp_path: Path, changes: dict, value: object, field: str) -> None:
+    path = _native(tmp_path, **changes)
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert_located(exc, path, value, field=field)
+
+
 @pytest.mark.parametrize("fmt", [None, "fjsp", "jssp", "dsbx-dir", "dsbx-jms"])
 def test_missing_path(tmp_path: Path, fmt: str | None) -> None:
     path = tmp_path / "nothing.fjs"

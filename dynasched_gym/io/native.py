@@ -33,6 +33,22 @@ def get_field(obj: Mapping[str, Any], key: str, where: str, source: str, default
     return obj[key]
 
 
+def get_list(obj: Mapping[str, Any], key: str, where: str, source: str, default: Any = ...) -> list[Any]:
+    """``get_field`` for a field that must be a JSON array; anything else raises naming the field."""
+    value = get_field(obj, key, where, source, default)
+    if not isinstance(value, list):
+        raise InstanceFormatError("expected a list", source=source, field=f"{where}.{key}" if where else key,
+                                  value=value)
+    return value
+
+
+def as_text(val: Any, where: str, source: str) -> str:
+    """``val``, which must be a JSON string; anything else raises naming the field."""
+    if not isinstance(val, str):
+        raise InstanceFormatError("expected a string", source=source, field=where, value=val)
+    return val
+
+
 def as_number(val: Any, where: str, source: str, allow_none: bool = False) -> float | None:
     """``val`` as a float (``None`` passes with ``allow_none``); anything else raises naming the field."""
     if val is None and allow_none:
@@ -74,33 +90,33 @@ def instance_from_dict(data: Mapping[str, Any], source: str = "<instance>") -> I
     config = get_field(data, "config", "", source, {})
     policy = get_field(config, "breakdown_policy", "config", source, "resume")
     machines = []
-    for i, m in enumerate(get_field(data, "machines", "", source)):
+    for i, m in enumerate(get_list(data, "machines", "", source)):
         where = f"machines[{i}]"
         if as_int(get_field(m, "id", where, source), f"{where}.id", source) != i:
             raise InstanceFormatError("machine ids must be 0, 1, 2, ... in order", source=source,
                                       field=f"{where}.id", value=m["id"])
-        machines.append(Machine(name=str(get_field(m, "name", where, source, f"M{i}")),
-                                group=str(get_field(m, "group", where, source, "default")),
+        machines.append(Machine(name=as_text(get_field(m, "name", where, source, f"M{i}"), f"{where}.name", source),
+                                group=as_text(get_field(m, "group", where, source, "default"), f"{where}.group",
+                                              source),
                                 speed=as_number(get_field(m, "speed", where, source, 1.0), f"{where}.speed", source)))
     jobs = []
-    for j, job in enumerate(get_field(data, "jobs", "", source)):
+    for j, job in enumerate(get_list(data, "jobs", "", source)):
         where = f"jobs[{j}]"
         if as_int(get_field(job, "id", where, source), f"{where}.id", source) != j:
             raise InstanceFormatError("job ids must be 0, 1, 2, ... in order", source=source, field=f"{where}.id",
                                       value=job["id"])
-        ops = get_field(job, "ops", where, source)
-        if not isinstance(ops, list):
-            raise InstanceFormatError("expected a list of operations", source=source, field=f"{where}.ops", value=ops)
+        ops = get_list(job, "ops", where, source)
         jobs.append(Job(
-            name=str(get_field(job, "name", where, source, f"Job-{j}")),
+            name=as_text(get_field(job, "name", where, source, f"Job-{j}"), f"{where}.name", source),
             release=as_number(get_field(job, "release", where, source, 0.0), f"{where}.release", source),
             due=as_number(get_field(job, "due", where, source, None), f"{where}.due", source, allow_none=True),
             weight=as_number(get_field(job, "weight", where, source, 1.0), f"{where}.weight", source),
             ops=[_operation(op, f"{where}.ops[{k}]", source) for k, op in enumerate(ops)],
         ))
-    events = [_event(e, f"events[{i}]", source) for i, e in enumerate(get_field(data, "events", "", source, []))]
+    events = [_event(e, f"events[{i}]", source) for i, e in enumerate(get_list(data, "events", "", source, []))]
+    name = as_text(get_field(data, "name", "", source, "unnamed"), "name", source)
     try:
-        return Instance.build(str(get_field(data, "name", "", source, "unnamed")), machines, jobs, events, policy)
+        return Instance.build(name, machines, jobs, events, policy)
     except InstanceFormatError as exc:
         raise exc.located(source) from None
 
@@ -125,8 +141,6 @@ def _event(obj: Any, where: str, source: str) -> Event:
         if key in obj:
             kwargs[key] = as_number(obj[key], f"{where}.{key}", source)
     if "ops" in obj:
-        if not isinstance(obj["ops"], list):
-            raise InstanceFormatError("expected a list of operations", source=source, field=f"{where}.ops",
-                                      value=obj["ops"])
-        kwargs["ops"] = tuple(_operation(op, f"{where}.ops[{k}]", source) for k, op in enumerate(obj["ops"]))
+        kwargs["ops"] = tuple(_operation(op, f"{where}.ops[{k}]", source)
+                              for k, op in enumerate(get_list(obj, "ops", where, source)))
     return Event(**kwargs)
