@@ -32,7 +32,7 @@ def rule_codes(names: Sequence[str], machine_rule: str) -> np.ndarray:
 
 
 class LookaheadAgent(Agent):
-    """At each decision, roll the ``top_k`` pairs of ``rule`` out to the end and play the best.
+    """At each decision, roll the ``top_k`` pairs of ``rule`` out (to the end, or a horizon) and play the best.
 
     Each candidate pair is started in a copy of the current state and rolled out under every rule of
     ``rollout_rules``; its value is the best objective reached (ties: lower mean completion time).
@@ -47,12 +47,17 @@ class LookaheadAgent(Agent):
         top_k: number of candidate pairs tried.
         objective: the objective the rollouts minimise; ``None``: the env's objective.
         clairvoyant: see the future in rollouts.
+        horizon: stop each rollout after this many decisions (past the pair tried) and value it with
+            the open jobs' optimistic completion estimates (``core.lookahead.rollout_value``);
+            ``None``: roll out to the end.
     """
 
     def __init__(self, rule: str | None = None, rollout_rules: Sequence[str] | None = None, top_k: int = 16,
-                 objective: str | None = None, clairvoyant: bool = False) -> None:
+                 objective: str | None = None, clairvoyant: bool = False, horizon: int | None = None) -> None:
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 0):
+            raise ValueError(f"horizon must be an integer >= 0 (decisions) or None (to the end), got {horizon!r}")
         if objective is not None and objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
         for name in [*([rule] if rule else []), *(rollout_rules or [])]:
@@ -60,6 +65,7 @@ class LookaheadAgent(Agent):
         self.rule, self.rollout_names, self.top_k = rule, None if rollout_rules is None else tuple(rollout_rules), top_k
         self.objective = objective
         self.clairvoyant = clairvoyant
+        self.horizon = horizon
         self.name = "lookahead-oracle" if clairvoyant else "lookahead"
         self._scratch: tuple[Any, Any, tuple[np.ndarray, ...]] | None = None
 
@@ -79,11 +85,13 @@ class LookaheadAgent(Agent):
             self._scratch = (sim.static, allocate_state(sim.static), buffers)
         job, machine = lookahead_select(sim.static, sim.state, self._scratch[1], self.job_rule, self.rollout_rules,
                                         self.top_k, self._objective, self.clairvoyant,
-                                        *self._scratch[2])
+                                        *self._scratch[2], -1 if self.horizon is None else self.horizon)
         return slot_of(self.env, job, machine, self.job_rule)
 
     def config(self) -> dict[str, Any]:
         rollouts = None if self.rollout_names is None else list(self.rollout_names)
         return {"name": self.name, "rule": self.rule, "rollout_rules": rollouts, "top_k": self.top_k,
-                "objective": self.objective, "clairvoyant": self.clairvoyant}
+                "objective": self.objective, "clairvoyant": self.clairvoyant,
+                # only when set: full rollouts play exactly as before, so their stored results keep matching
+                **({} if self.horizon is None else {"horizon": self.horizon})}
 

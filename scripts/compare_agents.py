@@ -13,7 +13,7 @@ against the subset mean of the rule that is best on all the seeds): how demandin
 comparison on N seeds is.
 
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
-[--agent lookahead | --agent ppo --checkpoint model.zip] [--subset-size 50]``
+[--agent lookahead [--horizon 20] | --agent ppo --checkpoint model.zip] [--subset-size 50]``
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=16, help="lookahead: pairs tried per decision")
     parser.add_argument("--rule", default=None, help="lookahead base rule (default: the agent's for the objective)")
     parser.add_argument("--rollout-rules", default=None, help="lookahead: comma-separated rules of the rollouts")
+    parser.add_argument("--horizon", type=int, default=None, help="lookahead: decisions per rollout (default: all)")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
     args = parser.parse_args()
     if args.agent == "ppo":
@@ -55,7 +56,7 @@ def main() -> None:
         agent = make("ppo", checkpoint=args.checkpoint)
         env_kwargs = agent.env_settings()  # the observations it was trained on
     else:
-        options = {"top_k": args.top_k}
+        options = {"top_k": args.top_k, "horizon": args.horizon}
         if args.rule:
             options["rule"] = args.rule
         if args.rollout_rules:

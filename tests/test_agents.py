@@ -88,3 +88,40 @@ def test_lookahead_rollouts_take_job_machine_pairs():
     assert agent.rollout_rules.tolist() == [list(parse_rule("EDD:LWL")), list(parse_rule("ATC:EET"))]
     with pytest.raises(ValueError, match="unknown rule"):
         LookaheadAgent(rollout_rules=["EDD:FASTEST"])
+
+
+@pytest.mark.parametrize("horizon", [0, 3])
+def test_lookahead_with_a_horizon_never_reads_future_events_either(horizon):
+    fair = LookaheadAgent(rule="SPT", top_k=4, horizon=horizon)
+    assert _first_choice(fair, _breakdown_instance(True)) == _first_choice(fair, _breakdown_instance(False))
+    jobs = [Job("J0", [{0: 2.0, 1: 2.5}]), Job("J1", [{0: 10.0}], release=0.5)]
+    assert _first_choice(fair, Instance.build("arrival", [Machine("M0"), Machine("M1")], jobs)) == (0, 0)
+
+
+def test_lookahead_horizon_beyond_the_episode_plays_as_the_full_rollouts():
+    env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness")
+    full = run_episode(LookaheadAgent(top_k=4), env, seed=0)
+    long = run_episode(LookaheadAgent(top_k=4, horizon=100_000), env, seed=0)
+    short = run_episode(LookaheadAgent(top_k=4, horizon=5), env, seed=0)
+    np.testing.assert_array_equal(full.segment_start, long.segment_start)
+    np.testing.assert_array_equal(full.segment_machine, long.segment_machine)
+    assert short.finished and validate_schedule(short).ok
+    assert LookaheadAgent(horizon=5).config()["horizon"] == 5 and "horizon" not in LookaheadAgent().config()
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="horizon"):
+            LookaheadAgent(horizon=bad)
+
+
+def test_a_stopped_rollout_counts_open_jobs_at_their_remaining_work():
+    """J0: 4 on M0, due 3, weight 2. Stopped before it runs, it is valued as done at 0 + 4: tardiness 1 x 2."""
+    from dynasched_gym.core.lookahead import objective_value, rollout_value
+    from dynasched_gym.core.simulator import Simulator
+
+    inst = Instance.build("open", [Machine("M0")], [Job("J0", [{0: 4.0}], due=3.0, weight=2.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    assert rollout_value(sim.static, sim.state, 2) == (2.0, 4.0)
+    assert rollout_value(sim.static, sim.state, 0) == (4.0, 4.0)
+    assert objective_value(sim.static, sim.state, 2) == 0.0  # completed jobs only
+    sim.run("SPT:EET")
+    assert rollout_value(sim.static, sim.state, 2) == (objective_value(sim.static, sim.state, 2), 4.0) == (2.0, 4.0)

@@ -5,6 +5,12 @@ then processing time, then job and machine id); each of the ``top_k`` best is st
 of the state (:func:`copy_into`), the copy is rolled out to the end under the base rule, and the
 pair whose rollout gives the lowest objective is chosen (ties: the base rule's order).
 
+**Horizon.** A rollout may stop after ``horizon`` decisions (``-1``: at the end). A stopped rollout
+is valued by :func:`rollout_value`: completed jobs count as they are, and each job still open is
+counted as if it finished its remaining work (mean times over eligible machines) from now without
+waiting, an optimistic estimate; at the end of a full rollout no job is open and the value is the
+objective itself.
+
 **What a rollout may know.** By default the copy first forgets the future: no stream event that
 has not happened yet is applied and jobs not yet released do not exist (:func:`forget_future`),
 so the choice uses only what the agent has seen. Downtime already under way lasts its announced
@@ -26,7 +32,9 @@ from dynasched_gym.core.compiled import (
     JOB_HIDDEN,
 )
 from dynasched_gym.core.kernels import DONE, advance, copy_into, fill_candidates, start
-from dynasched_gym.core.rules import job_priority, run_rule
+from dynasched_gym.core.rules import JOB_RULES, job_priority, run_rule
+
+_MWKR = JOB_RULES.index("MWKR")
 
 
 @njit(cache=True, _nrt=False)
@@ -102,28 +110,52 @@ def ranked_candidates(S, T, job_rule, out_job, out_machine, out_key, out_time):
 
 
 @njit(cache=True, _nrt=False)
-def _mean_completion(T):
+def rollout_value(S, T, objective):
+    """(objective, mean completion time) of state ``T``, each open job counted at its estimated completion.
+
+    A job neither completed nor cancelled is taken to complete at ``max(now, its release)`` plus its
+    remaining work (the current operation's work left and the later operations, each at its mean time
+    over its eligible machines): the value of a rollout stopped at a horizon. With no open job (the end
+    of an episode) this is :func:`objective_value` and the mean completion time of the completed jobs.
+    """
     status = T.job_status
-    total, count = 0.0, 0
+    now = T.now[0]
+    total = 0.0
+    completion_sum = 0.0
+    count = 0
     for j in range(status.shape[0]):
+        if status[j] == JOB_CANCELLED:
+            continue
         if status[j] == JOB_COMPLETED:
-            total += T.job_completion[j]
-            count += 1
-    return total / count if count > 0 else 0.0
+            c = T.job_completion[j]
+        else:
+            c = max(now, S.job_release[j]) - job_priority(S, T, j, _MWKR)  # MWKR's priority is -remaining work
+        count += 1
+        completion_sum += c
+        due = T.job_due[j]
+        if objective == 0:
+            total = max(total, c)
+        elif objective == 3:
+            total += c - S.job_release[j]
+        elif due == due and c > due:
+            total += (c - due) * (T.job_weight[j] if objective == 2 else 1.0)
+    if count == 0:
+        return 0.0, 0.0
+    return (total / count if objective == 3 else total), completion_sum / count
 
 
 @njit(cache=True, _nrt=False)
-def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant):
+def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant, horizon=-1):
     """(best objective, its mean completion time) over rollouts that start pair (j, m) now.
 
     One rollout per row of ``rollout_rules`` (job rule, machine rule), each in ``scratch`` (a state
-    of the same instance) after forgetting the future unless ``clairvoyant``; ``T`` is unchanged.
+    of the same instance) after forgetting the future unless ``clairvoyant``, for at most ``horizon``
+    further decisions (``-1``: to the end) and valued by :func:`rollout_value`; ``T`` is unchanged.
     """
     value, tie = np.inf, np.inf
     for r in range(rollout_rules.shape[0]):
-        _pair_rollout(S, T, scratch, j, m, rollout_rules[r, 0], rollout_rules[r, 1], clairvoyant)
-        v = objective_value(S, scratch, objective)
-        t = _mean_completion(scratch)
+        _pair_rollout(S, T, scratch, j, m, rollout_rules[r, 0], rollout_rules[r, 1], clairvoyant, horizon)
+        v, t = rollout_value(S, scratch, objective)
         if v < value or (v == value and t < tie):
             value, tie = v, t
     return value, tie
@@ -148,7 +180,7 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
             if slot_job[k] < 0:
                 continue
             _pair_rollout(S, T, scratch, slot_job[k], slot_machine[k], rollout_rules[r, 0], rollout_rules[r, 1],
-                          False)
+                          False, -1)
             v = objective_value(S, scratch, objective)
             out[k, 2 * r] = v
             out[k, 2 * r + 1] = (v - accrued) / time_scale
@@ -159,28 +191,31 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _pair_rollout(S, T, scratch, j, m, job_rule, machine_rule, clairvoyant):
-    """Copy ``T`` into ``scratch``, start pair (j, m) there and finish the schedule under the rule."""
+def _pair_rollout(S, T, scratch, j, m, job_rule, machine_rule, clairvoyant, horizon):
+    """Copy ``T`` into ``scratch``, start pair (j, m) there and go on under the rule for ``horizon`` decisions
+    (``-1``: to the end of the schedule)."""
     copy_into(T, scratch)
     if not clairvoyant:
         forget_future(S, scratch)
     start(S, scratch, j, m)
-    if advance(S, scratch) != DONE:
-        run_rule(S, scratch, job_rule, machine_rule, -1)
+    if advance(S, scratch) != DONE and horizon != 0:
+        run_rule(S, scratch, job_rule, machine_rule, horizon)
 
 
 @njit(cache=True, _nrt=False)
 def lookahead_select(S, T, scratch, job_rule, rollout_rules, top_k, objective, clairvoyant, buf_job, buf_machine,
-                     buf_key, buf_time):
+                     buf_key, buf_time, horizon=-1):
     """The pair the lookahead picks now; ``scratch`` is a state of the same instance used for rollouts.
 
-    Each of the ``top_k`` pairs ranked by ``job_rule`` is scored by :func:`pair_value`; ties go to
-    the lower mean completion time, then to the ranking order.
+    Each of the ``top_k`` pairs ranked by ``job_rule`` is scored by :func:`pair_value` (rollouts of at
+    most ``horizon`` decisions, ``-1``: to the end); ties go to the lower mean completion time, then
+    to the ranking order.
     """
     n = ranked_candidates(S, T, job_rule, buf_job, buf_machine, buf_key, buf_time)
     best_j, best_m, best_value, best_tie = -1, -1, np.inf, np.inf
     for i in range(min(n, top_k)):
-        value, tie = pair_value(S, T, scratch, buf_job[i], buf_machine[i], rollout_rules, objective, clairvoyant)
+        value, tie = pair_value(S, T, scratch, buf_job[i], buf_machine[i], rollout_rules, objective, clairvoyant,
+                                horizon)
         if value < best_value or (value == best_value and tie < best_tie):
             best_j, best_m, best_value, best_tie = buf_job[i], buf_machine[i], value, tie
     return best_j, best_m
