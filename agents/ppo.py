@@ -58,6 +58,11 @@ class PPOAgent(Agent):
             self.model, self.checkpoint, self.sha256 = checkpoint, None, None
         else:
             path = Path(checkpoint)
+            if not path.is_file() and Path(f"{path}.zip").is_file():  # SB3's own convention: "model" means model.zip
+                path = Path(f"{path}.zip")
+            if not path.is_file():
+                raise FileNotFoundError(f"PPO checkpoint {str(checkpoint)!r} is not a file (shipped ones: "
+                                        "dynasched_gym.agents.ppo.shipped_checkpoint(tier))")
             # the training schedules are not needed to act (and may not unpickle across cloudpickle versions)
             self.model = MaskablePPO.load(path, device="cpu", custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
             self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()

@@ -16,6 +16,8 @@ class RandomAgent(Agent):
     name = "random"
 
     def __init__(self, seed: int = 0) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
         self.seed = seed
 
     def reset(self, env: gym.Env) -> None:

@@ -125,3 +125,11 @@ def test_a_stopped_rollout_counts_open_jobs_at_their_remaining_work():
     assert objective_value(sim.static, sim.state, 2) == 0.0  # completed jobs only
     sim.run("SPT:EET")
     assert rollout_value(sim.static, sim.state, 2) == (objective_value(sim.static, sim.state, 2), 4.0) == (2.0, 4.0)
+
+
+def test_bad_agent_arguments_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"'.*missing\.zip' is not a file"):
+        make("ppo", checkpoint=tmp_path / "missing.zip")
+    for bad in ("x", -1, 1.5):
+        with pytest.raises(ValueError, match="seed must be an integer"):
+            make("random", seed=bad)
