@@ -216,6 +216,11 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
 def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
     checkpoint is missing is skipped, with the reason."""
+    if cfg.objective not in OBJECTIVE_METRICS:
+        raise ValueError(f"objective must be one of {tuple(OBJECTIVE_METRICS)}, got {cfg.objective!r}")
+    if int(cfg.seeds.count) < 1 or int(cfg.seeds.start) < 0:
+        raise ValueError(f"seeds must have start >= 0 and count >= 1, got start={cfg.seeds.start}, "
+                         f"count={cfg.seeds.count}")
     seeds = range(int(cfg.seeds.start), int(cfg.seeds.start) + int(cfg.seeds.count))
     episodes, skipped = [], []
     for tier in _as_list(cfg.tiers):

@@ -299,6 +299,8 @@ def train(cfg: DictConfig) -> Path:
     # 1. envs: the training pool (built ahead, in parallel), the validation and the test instances
     tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
     check_disjoint(tc.validation_seeds, tc.eval_seeds)
+    if tc.total_timesteps < 1:
+        raise ValueError(f"train.total_timesteps must be >= 1, got {tc.total_timesteps}")
     scale = auto_reward_scale(ec)
     auto_rule = best_rule(ec, tc.imitation.episodes) if "auto" in (ec.forecast_rule, tc.imitation.rule) else None
     forecast_rule = auto_rule if ec.forecast_rule == "auto" else ec.forecast_rule

@@ -323,3 +323,10 @@ def test_missing_extras_skip_agents_but_broken_modules_fail(monkeypatch: pytest.
     with pytest.raises(ImportError, match="cannot import name"):
         evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[lookahead]", "ppo=null"))
     evaluate._player.cache_clear()
+
+
+@pytest.mark.parametrize(("override", "message"), [("objective=bar", "objective must be one of"),
+                                                   ("seeds.count=0", "count >= 1"), ("seeds.start=-2", "start >= 0")])
+def test_bad_objective_or_seeds_are_refused_before_any_episode(override: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        evaluate.plan(config("evaluate", "tiers=easy", "agent=[random]", "ppo=null", override))

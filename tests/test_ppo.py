@@ -144,6 +144,12 @@ def test_validation_seeds_must_not_overlap_the_test_seeds(cache, train_script, t
         train_script.train(config)
 
 
+def test_total_timesteps_must_be_positive(cache, train_script, tmp_path: Path):
+    with pytest.raises(ValueError, match=r"train\.total_timesteps must be >= 1, got -5"):
+        train_script.train(_config(tmp_path / "run", "train.total_timesteps=-5"))
+    assert not (tmp_path / "run" / "model.zip").exists()
+
+
 @pytest.mark.parametrize(("tier", "observability"), [(tier, "concise") for tier in TIERS] + [("medium", "full")])
 def test_shipped_checkpoint_loads_and_plays(tier, observability, tmp_path, monkeypatch):
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
