@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dynasched_gym import data
-from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.io import resolve_instance
 
 
@@ -194,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except InstanceFormatError as exc:
+    except ValueError as exc:  # InstanceFormatError included: bad files and bad arguments
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

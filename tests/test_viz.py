@@ -270,6 +270,8 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
         (["gantt", str(bad), "--out", str(tmp_path / "g.png")], "bad.json, field 'segments[0].status'"),
         (["curves", str(sched), "--out", str(tmp_path / "c.gif")], "c.gif: unsupported output type"),
         (["timeline", str(tmp_path / "nothing"), "--out", str(tmp_path / "t.png")], "nothing"),
+        (["rollout", "mk01", "--rule", "FOO"], "unknown rule 'FOO'"),  # a bad argument, not a traceback
+        (["rollout", "mk01", "--rule", "RANDOM", "--seed", "-1"], "seed must be an integer in [0, 2**32)"),
     ]
     for args, message in cases:
         capsys.readouterr()

@@ -103,6 +103,8 @@ class Simulator:
             return
         job_rule, machine_rule = parse_rule(rule)
         if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+                raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")  # numba would wrap it
             seed_rng(seed)
         check_code(run_rule_one(self._handle, job_rule, machine_rule, max_decisions), self.instance, self.now)
 
