@@ -53,26 +53,7 @@ def forget_future(S, T):
 @njit(cache=True, _nrt=False)
 def objective_value(S, T, objective):
     """The objective over completed jobs of state ``T`` (code: index in :data:`dynasched_gym.metrics.OBJECTIVES`)."""
-    status = T.job_status
-    completion = T.job_completion
-    due = T.job_due
-    weight = T.job_weight
-    total = 0.0
-    count = 0
-    for j in range(status.shape[0]):
-        if status[j] != JOB_COMPLETED:
-            continue
-        c = completion[j]
-        count += 1
-        if objective == 0:
-            total = max(total, c)
-        elif objective == 3:
-            total += c - S.job_release[j]
-        elif due[j] == due[j] and c > due[j]:
-            total += (c - due[j]) * (weight[j] if objective == 2 else 1.0)
-    if objective == 3 and count > 0:
-        return total / count
-    return total
+    return _objective(S, T, objective, False)[0]
 
 
 @njit(cache=True, _nrt=False)
@@ -118,18 +99,24 @@ def rollout_value(S, T, objective):
     over its eligible machines): the value of a rollout stopped at a horizon. With no open job (the end
     of an episode) this is :func:`objective_value` and the mean completion time of the completed jobs.
     """
+    return _objective(S, T, objective, True)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _objective(S, T, objective, estimate_open):
+    """(objective, mean completion time) over completed jobs, and open ones at their estimate if ``estimate_open``."""
     status = T.job_status
     now = T.now[0]
     total = 0.0
     completion_sum = 0.0
     count = 0
     for j in range(status.shape[0]):
-        if status[j] == JOB_CANCELLED:
-            continue
         if status[j] == JOB_COMPLETED:
             c = T.job_completion[j]
-        else:
+        elif estimate_open and status[j] != JOB_CANCELLED:
             c = max(now, S.job_release[j]) - job_priority(S, T, j, _MWKR)  # MWKR's priority is -remaining work
+        else:
+            continue
         count += 1
         completion_sum += c
         due = T.job_due[j]
