@@ -10,9 +10,10 @@ import numpy as np
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
-from dynasched_gym.core.compiled import allocate_state
+from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
+from dynasched_gym.envs.dfjsp.types import check_at_least
 from dynasched_gym.metrics import OBJECTIVES
 
 #: Default (base rule, rollout job rules) per objective: measured choices (docs/agents.md).
@@ -54,10 +55,9 @@ class LookaheadAgent(Agent):
 
     def __init__(self, rule: str | None = None, rollout_rules: Sequence[str] | None = None, top_k: int = 16,
                  objective: str | None = None, clairvoyant: bool = False, horizon: int | None = None) -> None:
-        if top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k}")
-        if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 0):
-            raise ValueError(f"horizon must be an integer >= 0 (decisions) or None (to the end), got {horizon!r}")
+        check_at_least("top_k", top_k, 1)
+        if horizon is not None:
+            check_at_least("horizon", horizon, 0)
         if objective is not None and objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
         for name in [*([rule] if rule else []), *(rollout_rules or [])]:
@@ -65,9 +65,10 @@ class LookaheadAgent(Agent):
         self.rule, self.rollout_names, self.top_k = rule, None if rollout_rules is None else tuple(rollout_rules), top_k
         self.objective = objective
         self.clairvoyant = clairvoyant
-        self.horizon = horizon
+        self.horizon = None if horizon is None else int(horizon)
         self.name = "lookahead-oracle" if clairvoyant else "lookahead"
-        self._scratch: tuple[Any, Any, tuple[np.ndarray, ...]] | None = None
+        self._scratch = ScratchStates()
+        self._buffers: tuple[np.ndarray, ...] = (np.empty(0, np.int64),)  # ranked candidates, grown on demand
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
@@ -79,13 +80,12 @@ class LookaheadAgent(Agent):
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         sim = self.env.simulator
-        if self._scratch is None or self._scratch[0] is not sim.static:
-            size = sim.instance.num_jobs * sim.instance.num_machines
-            buffers = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size), np.empty(size))
-            self._scratch = (sim.static, allocate_state(sim.static), buffers)
-        job, machine = lookahead_select(sim.static, sim.state, self._scratch[1], self.job_rule, self.rollout_rules,
-                                        self.top_k, self._objective, self.clairvoyant,
-                                        *self._scratch[2], -1 if self.horizon is None else self.horizon)
+        size = sim.instance.num_jobs * sim.instance.num_machines  # every (job, machine) pair at most
+        if self._buffers[0].shape[0] < size:
+            self._buffers = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size), np.empty(size))
+        job, machine = lookahead_select(sim.static, sim.state, self._scratch.get(sim.static), self.job_rule,
+                                        self.rollout_rules, self.top_k, self._objective, self.clairvoyant,
+                                        *self._buffers, -1 if self.horizon is None else self.horizon)
         return slot_of(self.env, job, machine, self.job_rule)
 
     def config(self) -> dict[str, Any]:

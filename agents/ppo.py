@@ -78,6 +78,9 @@ class PPOAgent(Agent):
             self._forecaster = SlotForecaster(rules, env.unwrapped.config.objective)
         else:
             self._forecaster = None
+            if rules and tuple(env.get_wrapper_attr("rules")) != tuple(rules):  # same shape, other rollouts
+                raise ValueError(f"the env's forecasts roll out {tuple(env.get_wrapper_attr('rules'))}, the policy "
+                                 f"was trained on {tuple(rules)}: wrap the env with these rules or leave it unwrapped")
         if env.observation_space != expected:
             shapes = [{key: space.shape for key, space in s.spaces.items()} for s in (env.observation_space, expected)]
             raise ValueError(f"the env's observation space {shapes[0]} is not the policy's {shapes[1]}: use the "

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from dynasched_gym.agents.base import Agent
+from dynasched_gym.envs.dfjsp.types import check_at_least
 
 
 class RandomAgent(Agent):
@@ -16,9 +17,8 @@ class RandomAgent(Agent):
     name = "random"
 
     def __init__(self, seed: int = 0) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-        self.seed = seed
+        check_at_least("seed", seed, 0)
+        self.seed = int(seed)
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)

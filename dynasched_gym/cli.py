@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dynasched_gym import data
+from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.io import resolve_instance
 
 
@@ -144,6 +145,25 @@ def _cmd_curves(args: argparse.Namespace) -> int:
     return _written(args.out, began)
 
 
+def _rule(text: str) -> str:
+    """An argparse type: a rule name the library knows."""
+    from dynasched_gym.core.rules import parse_rule
+
+    try:
+        parse_rule(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _seed(text: str) -> int:
+    """An argparse type: a seed of the kernels' random stream."""
+    seed = int(text)
+    if not 0 <= seed < 2**32:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**32), got {seed}")
+    return seed
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dynasched-gym``."""
     parser = argparse.ArgumentParser(prog="dynasched-gym", description=__doc__.split("\n\n")[0])
@@ -153,8 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_info)
     p = sub.add_parser("rollout", help="simulate with a dispatching rule and print metrics")
     p.add_argument("instance")
-    p.add_argument("--rule", default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
-    p.add_argument("--seed", type=int, default=0, help="seed of the RANDOM rule")
+    p.add_argument("--rule", type=_rule, default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the RANDOM rule, in [0, 2**32)")
     p.add_argument("--out", help="write the schedule JSON here")
     p.set_defaults(func=_cmd_rollout)
     p = sub.add_parser("validate", help="check a schedule JSON file with the independent validator")
@@ -193,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as exc:  # InstanceFormatError included: bad files and bad arguments
+    except InstanceFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -177,6 +177,16 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = 10_000, 
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def paired_margin(agent: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray) -> dict[str, Any]:
+    """``agent`` minus ``reference`` per instance: mean ``margin``, paired bootstrap ``ci95``, ``relative`` (to the
+    reference's mean, None when it is 0), and on how many instances the agent is better (``wins``) or ``ties``."""
+    diff = np.asarray(agent, dtype=float) - np.asarray(reference, dtype=float)
+    low, high = bootstrap_ci(diff)
+    mean = float(np.mean(reference))
+    return {"margin": float(diff.mean()), "ci95": [low, high], "relative": float(diff.mean() / mean) if mean else None,
+            "wins": int((diff < 0).sum()), "ties": int((diff == 0).sum())}
+
+
 def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 and not math.isnan(num) else math.nan
 

@@ -19,7 +19,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from dynasched_gym.core.compiled import allocate_state
+from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import forecast, slot_forecasts
 from dynasched_gym.core.rules import parse_rule
 from dynasched_gym.core.simulator import Simulator
@@ -59,12 +59,30 @@ def flatten(observation: dict[str, np.ndarray], keep_mask: bool, num_envs: int |
     return np.concatenate([observation[k].reshape(num_envs, -1) for k in keys], axis=1, dtype=np.float32)
 
 
-class _MaskedWrapper(gym.ObservationWrapper):
-    """An observation wrapper that keeps the env's ``action_masks()`` (the sb3-contrib convention)."""
+#: The rollout rules of the forecast features by default (``conf/env/dfjsp.yaml`` trains with the same).
+DEFAULT_FORECAST_RULES = ("EDD:EET", "ATC:LWL")
+
+
+class _PassMasks:
+    """Keeps the wrapped env's ``action_masks()`` (the sb3-contrib convention)."""
+
+    env: gym.Env
 
     def action_masks(self) -> np.ndarray:
         """Valid actions now (bool), from the wrapped env."""
         return self.env.get_wrapper_attr("action_masks")()
+
+
+class _PassVectorMasks(VectorWrapper):
+    """A vector wrapper that keeps the wrapped DFJSP vector env's ``action_masks()``."""
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions now (bool), from the wrapped vector env."""
+        return self.env.unwrapped.action_masks()
+
+
+class _MaskedWrapper(_PassMasks, gym.ObservationWrapper):
+    """An observation wrapper that keeps the env's ``action_masks()``."""
 
 
 class FlattenDictObservation(_MaskedWrapper):
@@ -118,21 +136,7 @@ class ObservabilityWrapper(_MaskedWrapper):
         return observation
 
 
-class _Scratch:
-    """One scratch state per env for in-kernel rollouts, rebuilt when the env's instance changes."""
-
-    def __init__(self, num_envs: int) -> None:
-        self._scratch: list[tuple[Any, Any] | None] = [None] * num_envs
-
-    def get(self, i: int, sim: Simulator) -> Any:
-        """The scratch state of env ``i``, now playing ``sim``'s instance."""
-        scratch = self._scratch[i]
-        if scratch is None or scratch[0] is not sim.static:
-            scratch = self._scratch[i] = (sim.static, allocate_state(sim.static))
-        return scratch[1]
-
-
-class _Forecaster(_Scratch):
+class _Forecaster(ScratchStates):
     """A rule's forecast of the final objective from a simulator's state."""
 
     def __init__(self, rule: str, objective: str, hindsight: bool, num_envs: int) -> None:
@@ -142,11 +146,11 @@ class _Forecaster(_Scratch):
         self.hindsight = hindsight
 
     def __call__(self, i: int, sim: Simulator) -> float:
-        return float(forecast(sim.static, sim.state, self.get(i, sim), self.job_rule, self.machine_rule, self.objective,
-                              self.hindsight))
+        return float(forecast(sim.static, sim.state, self.get(sim.static, i), self.job_rule, self.machine_rule,
+                              self.objective, self.hindsight))
 
 
-class SlotForecaster(_Scratch):
+class SlotForecaster(ScratchStates):
     """Fair rollout forecasts of every offered pair (:func:`dynasched_gym.core.lookahead.slot_forecasts`).
 
     For each offered pair and each rollout rule: the objective if the pair starts now and the rule
@@ -174,8 +178,8 @@ class SlotForecaster(_Scratch):
         of the env's ``time_scale``."""
         if out is None:
             out = np.zeros((slot_job.shape[0], 2 * len(self.rules)), dtype=np.float32)
-        slot_forecasts(sim.static, sim.state, self.get(i, sim), slot_job, slot_machine, self.codes, self.objective,
-                       time_scale, out)
+        slot_forecasts(sim.static, sim.state, self.get(sim.static, i), slot_job, slot_machine, self.codes,
+                       self.objective, time_scale, out)
         return out
 
 
@@ -199,7 +203,7 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         rules: the rollout rules, ``JOB:MACHINE`` each.
     """
 
-    def __init__(self, env: gym.Env, rules: Sequence[str] = ("EDD:EET", "ATC:LWL")) -> None:
+    def __init__(self, env: gym.Env, rules: Sequence[str] = DEFAULT_FORECAST_RULES) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules))
         _MaskedWrapper.__init__(self, env)
         self.rules = tuple(rules)
@@ -213,7 +217,7 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         return observation
 
 
-class ForecastFeaturesVector(VectorWrapper):
+class ForecastFeaturesVector(_PassVectorMasks):
     """:class:`ForecastFeatures` for the DFJSP vector envs (also on ``info["final_obs"]``).
 
     Args:
@@ -221,7 +225,7 @@ class ForecastFeaturesVector(VectorWrapper):
         rules: the rollout rules, ``JOB:MACHINE`` each.
     """
 
-    def __init__(self, env: VectorEnv, rules: Sequence[str] = ("EDD:EET", "ATC:LWL")) -> None:
+    def __init__(self, env: VectorEnv, rules: Sequence[str] = DEFAULT_FORECAST_RULES) -> None:
         super().__init__(env)
         self.rules = tuple(rules)
         self._forecaster = SlotForecaster(self.rules, env.unwrapped.config.objective, env.num_envs)
@@ -251,12 +255,8 @@ class ForecastFeaturesVector(VectorWrapper):
                     final[FORECASTS_KEY] = np.zeros(shape, dtype=np.float32)
         return self._add(observation), rewards, terminated, truncated, infos
 
-    def action_masks(self) -> np.ndarray:
-        """Valid actions now (bool), from the wrapped vector env."""
-        return self.env.unwrapped.action_masks()
 
-
-class ForecastReward(gym.Wrapper):
+class ForecastReward(_PassMasks, gym.Wrapper):
     """Rewards from ``rule``'s forecast of the final objective instead of the objective accrued so far.
 
     The potential after each step is the objective ``rule`` would reach if it finished the schedule
@@ -300,12 +300,8 @@ class ForecastReward(gym.Wrapper):
         self._phi = phi
         return observation, reward, terminated, truncated, info
 
-    def action_masks(self) -> np.ndarray:
-        """Valid actions now (bool), from the wrapped env."""
-        return self.env.get_wrapper_attr("action_masks")()
 
-
-class ForecastRewardVector(VectorWrapper):
+class ForecastRewardVector(_PassVectorMasks):
     """:class:`ForecastReward` for the DFJSP vector envs (``SAME_STEP`` or ``NEXT_STEP`` autoreset).
 
     Args:
@@ -356,7 +352,3 @@ class ForecastRewardVector(VectorWrapper):
             self._phi[i] = phi
         self._ended = done if self._mode == AutoresetMode.NEXT_STEP else self._ended
         return observation, shaped, terminated, truncated, infos
-
-    def action_masks(self) -> np.ndarray:
-        """Valid actions now (bool), from the wrapped vector env."""
-        return self.env.unwrapped.action_masks()

@@ -30,7 +30,7 @@ from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.rules import rule_names
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
-from dynasched_gym.results import bootstrap_ci
+from dynasched_gym.results import paired_margin
 
 HELD_OUT = 10_000
 
@@ -50,6 +50,8 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=None, help="lookahead: decisions per rollout (default: all)")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
     args = parser.parse_args()
+    if args.subset_size > args.seeds:
+        parser.error(f"--subset-size {args.subset_size} exceeds --seeds {args.seeds}")
     if args.agent == "ppo":
         if not args.checkpoint:
             parser.error("--agent ppo needs --checkpoint")
@@ -82,14 +84,15 @@ def main() -> None:
         values[args.agent].append(schedule.metrics[key])
     means = {name: float(np.mean(v)) for name, v in values.items()}
     best = min(rules, key=means.get)
-    diff = np.array(values[args.agent]) - np.array(values[best])
-    lo, hi = bootstrap_ci(diff)
+    margin = paired_margin(values[args.agent], values[best])
+    lo, hi = margin["ci95"]
     print(f"\n{args.tier} tier, {args.size}, seeds {seeds.start}..{seeds.stop - 1}, mean {key} "
           f"(invalid schedules: {invalid})")
     for name in sorted(means, key=means.get)[:8]:
         print(f"{name:>12} {means[name]:>12.3f}")
-    print(f"{args.agent} - best rule ({best}): {diff.mean():.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] "
-          f"({100 * diff.mean() / means[best]:+.1f} %); better on {(diff < 0).sum()}, tied on {(diff == 0).sum()}")
+    relative = "-" if margin["relative"] is None else f"{100 * margin['relative']:+.1f}"
+    print(f"{args.agent} - best rule ({best}): {margin['margin']:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] "
+          f"({relative} %); better on {margin['wins']}, tied on {margin['ties']}")
     if args.subset_size:
         table = np.array([values[rule] for rule in rules])
         wins, flattery = subset_comparison(np.array(values[args.agent]), table, rules.index(best), args.subset_size)

@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import dynasched_gym
+from dynasched_gym.envs.dfjsp.types import check_choice
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import KEY_FIELDS, ROW_FORMAT, Key, ResultStore, canonical_json, config_hash, row_key
 from dynasched_gym.schedule import Schedule
@@ -216,8 +217,7 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
 def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
     checkpoint is missing is skipped, with the reason."""
-    if cfg.objective not in OBJECTIVE_METRICS:
-        raise ValueError(f"objective must be one of {tuple(OBJECTIVE_METRICS)}, got {cfg.objective!r}")
+    check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
     if int(cfg.seeds.count) < 1 or int(cfg.seeds.start) < 0:
         raise ValueError(f"seeds must have start >= 0 and count >= 1, got start={cfg.seeds.start}, "
                          f"count={cfg.seeds.count}")

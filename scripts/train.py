@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
-from dynasched_gym.results import bootstrap_ci
+from dynasched_gym.results import paired_margin
 
 ENV_ID = "DynaSched/DFJSP-v0"
 #: Rule whose mean objective on the first pool instances sets the automatic reward scale.
@@ -123,7 +124,7 @@ def rule_values(env_cfg: DictConfig, instances: list[Instance], progress: bool =
 
 
 def compare_with_rules(ppo: np.ndarray, env_cfg: DictConfig, instances: list[Instance],
-                       validation: list[Instance] = (), progress: bool = False) -> dict[str, Any]:
+                       validation: Sequence[Instance] = (), progress: bool = False) -> dict[str, Any]:
     """PPO against every deterministic rule on ``instances``: means, and PPO minus the best rule with a 95 % CI.
 
     The best rule is chosen on ``instances`` themselves (post hoc, the bar that favours the rules) and,
@@ -136,32 +137,31 @@ def compare_with_rules(ppo: np.ndarray, env_cfg: DictConfig, instances: list[Ins
     best = min(means, key=means.get)
     result = {"metric": key, "instances": [inst.name for inst in instances], "ppo_values": ppo.tolist(),
               "ppo_mean": float(ppo.mean()), "best_rule": best, "best_rule_mean": means[best],
-              **_margin(ppo, rules[best], "margin"), "rule_means": dict(sorted(means.items(), key=lambda kv: kv[1]))}
+              **_margin_fields(paired_margin(ppo, rules[best]), ""),
+              "rule_means": dict(sorted(means.items(), key=lambda kv: kv[1]))}
     if validation:
         chosen = rule_values(env_cfg, list(validation), progress)
         rule = min(chosen, key=lambda r: float(chosen[r].mean()))
         result.update({"validation_rule": rule, "validation_rule_mean": means[rule],
-                       **_margin(ppo, rules[rule], "validation_margin")})
+                       **_margin_fields(paired_margin(ppo, rules[rule]), "validation_")})
     return result
 
 
-def _margin(ppo: np.ndarray, rule: np.ndarray, name: str) -> dict[str, Any]:
-    """PPO minus a rule per instance: mean (``name``), bootstrap 95 % CI, relative margin, wins and ties."""
-    diff = ppo - rule
-    low, high = bootstrap_ci(diff)
-    mean = float(rule.mean())
-    return {name: float(diff.mean()), f"{name}_ci95": [low, high],
-            f"relative_{name}": float(diff.mean() / mean) if mean else None,
-            f"{name}_ppo_wins": int((diff < 0).sum()), f"{name}_ties": int((diff == 0).sum())}
+def _margin_fields(margin: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """``paired_margin``'s fields under the report's keys (``margin``, ``margin_ci95``, ``relative_margin``,
+    ``ppo_wins``, ``ties``), each after ``prefix``."""
+    return {f"{prefix}margin": margin["margin"], f"{prefix}margin_ci95": margin["ci95"],
+            f"{prefix}relative_margin": margin["relative"], f"{prefix}ppo_wins": margin["wins"],
+            f"{prefix}ties": margin["ties"]}
 
 
 def report_markdown(result: dict[str, Any], env_cfg: DictConfig, meta: dict[str, Any]) -> str:
     """The final evaluation as markdown: PPO and the five best rules, then the margins with their CIs."""
     rows = [f"| **ppo** | {result['ppo_mean']:.3f} |"]
     rows += [f"| {r} | {m:.3f} |" for r, m in list(result["rule_means"].items())[:5]]
-    margins = [_margin_line(result, "margin", f"PPO - best rule on these instances ({result['best_rule']})")]
+    margins = [_margin_line(result, "", f"PPO - best rule on these instances ({result['best_rule']})")]
     if "validation_rule" in result:
-        margins.append(_margin_line(result, "validation_margin", "PPO - best rule on the validation seeds "
+        margins.append(_margin_line(result, "validation_", "PPO - best rule on the validation seeds "
                                     f"({result['validation_rule']}, {result['validation_rule_mean']:.3f} here)"))
     return "\n".join([
         f"# PPO evaluation: {env_cfg.tier} tier, size {env_cfg.size}",
@@ -180,10 +180,10 @@ def report_markdown(result: dict[str, Any], env_cfg: DictConfig, meta: dict[str,
     ])
 
 
-def _margin_line(result: dict[str, Any], name: str, label: str) -> str:
-    low, high = result[f"{name}_ci95"]
-    return (f"- {label}: **{result[name]:.3f}**, paired bootstrap 95 % CI [{low:.3f}, {high:.3f}]; PPO better "
-            f"on {result[f'{name}_ppo_wins']}, tied on {result[f'{name}_ties']} instances.")
+def _margin_line(result: dict[str, Any], prefix: str, label: str) -> str:
+    low, high = result[f"{prefix}margin_ci95"]
+    return (f"- {label}: **{result[f'{prefix}margin']:.3f}**, paired bootstrap 95 % CI [{low:.3f}, {high:.3f}]; "
+            f"PPO better on {result[f'{prefix}ppo_wins']}, tied on {result[f'{prefix}ties']} instances.")
 
 
 def selection_line(meta: dict[str, Any]) -> str:
@@ -291,21 +291,21 @@ def pretrain(model: MaskablePPO, data: Demonstrations,
 def train(cfg: DictConfig) -> Path:
     """Train (or resume), save, evaluate; returns the path of the final model."""
     began = time.perf_counter()
+    tc, ec = cfg.train, cfg.env
+    if tc.total_timesteps < 1:
+        raise ValueError(f"train.total_timesteps must be >= 1, got {tc.total_timesteps}")
+    check_disjoint(tc.validation_seeds, tc.eval_seeds)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    th.set_num_threads(cfg.train.torch_threads)
-    tc, ec = cfg.train, cfg.env
+    th.set_num_threads(tc.torch_threads)
 
     # 1. envs: the training pool (built ahead, in parallel), the validation and the test instances
     tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
-    check_disjoint(tc.validation_seeds, tc.eval_seeds)
-    if tc.total_timesteps < 1:
-        raise ValueError(f"train.total_timesteps must be >= 1, got {tc.total_timesteps}")
     scale = auto_reward_scale(ec)
     auto_rule = best_rule(ec, tc.imitation.episodes) if "auto" in (ec.forecast_rule, tc.imitation.rule) else None
     forecast_rule = auto_rule if ec.forecast_rule == "auto" else ec.forecast_rule
     venv = make_train_env(ec, scale, forecast_rule)
-    validation = held_out(ec, tc.validation_seeds, "validation_seeds") if tc.eval_every else []
+    validation = held_out(ec, tc.validation_seeds, "validation_seeds")  # model selection and the deployable rule
     instances = held_out(ec, tc.eval_seeds, "eval_seeds")
 
     # 2. the model: resumed from a checkpoint (its hyperparameters and timestep count), or new and

@@ -127,6 +127,45 @@ def test_a_stopped_rollout_counts_open_jobs_at_their_remaining_work():
     assert rollout_value(sim.static, sim.state, 2) == (objective_value(sim.static, sim.state, 2), 4.0) == (2.0, 4.0)
 
 
+def test_a_stopped_rollout_lets_a_running_operation_end_as_planned():
+    """J1 runs 0..10 on M1 (its next operation takes 3); at t=2 (J0 done, J2 waits for M0) it counts as done at 13."""
+    from dynasched_gym.core.lookahead import rollout_value
+    from dynasched_gym.core.simulator import Simulator
+
+    jobs = [Job("J0", [{0: 2.0}]), Job("J1", [{1: 10.0}, {0: 3.0}]), Job("J2", [{0: 4.0}])]
+    sim = Simulator(Instance.build("busy", [Machine("M0"), Machine("M1")], jobs))
+    sim.reset()
+    sim.step(1, 1)
+    sim.step(0, 0)
+    assert sim.now == 2.0 and sim.state.job_machine[1] == 1
+    assert rollout_value(sim.static, sim.state, 0) == (13.0, 7.0)  # makespan; mean completion (2 + 13 + 6) / 3
+
+
+def test_a_horizon_stops_the_rollouts_after_that_many_decisions():
+    from dynasched_gym.core.compiled import allocate_state
+    from dynasched_gym.core.lookahead import forget_future, pair_value, rollout_value
+    from dynasched_gym.core.rules import run_rule
+
+    env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness")
+    env.reset(seed=0)
+    sim = env.unwrapped.simulator
+    for _ in range(30):  # a state with work in progress and jobs waiting
+        env.step(0)
+    rules = np.array([parse_rule("EDD:EET")], dtype=np.int64)
+    jobs, machines = env.unwrapped.offered_pairs()
+    j, m = int(jobs[0]), int(machines[0])
+    by_hand = sim.snapshot()
+    forget_future(sim.static, by_hand)
+    sim_hand = sim.__class__(sim.instance)
+    sim_hand.bind(by_hand)
+    sim_hand.step(j, m)
+    run_rule(sim.static, by_hand, *rules[0], 2)
+    scratch = allocate_state(sim.static)
+    assert pair_value(sim.static, sim.state, scratch, j, m, rules, 2, False, 2) == rollout_value(sim.static, by_hand, 2)
+    assert pair_value(sim.static, sim.state, scratch, j, m, rules, 2, False, 2) != pair_value(
+        sim.static, sim.state, scratch, j, m, rules, 2, False, -1)
+
+
 def test_bad_agent_arguments_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"'.*missing\.zip' is not a file"):
         make("ppo", checkpoint=tmp_path / "missing.zip")

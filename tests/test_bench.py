@@ -67,7 +67,7 @@ def test_ratios_and_targets_use_this_runs_figures() -> None:
         "in-kernel rollouts >= 10,000x dsbx": None,  # not measured
         "SESC on the large preset <= 0.2 s": False,
         "cold start, warm cache <= 3 s (process)": True,
-        "memory <= 50 MB per single env (worst instance)": True,
+        "memory <= 50 MB per single env (worst instance; 50 MB = 47.7 MiB)": True,
     }
     failed = {"JSSEnv": {"mk10": results["peers"]["JSSEnv"]["mk10"]}}
     text = bench.report({"ours": {}, "instances": {}, "settings": {"num_envs": [256]}, "peers": failed})

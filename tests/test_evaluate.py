@@ -123,9 +123,19 @@ def test_bootstrap_ci() -> None:
     assert bootstrap_ci(values) == (low, high)  # seeded
     assert bootstrap_ci([3.0, 3.0]) == (3.0, 3.0)
     assert all(math.isnan(x) for x in bootstrap_ci([]))
-    from scripts.compare_agents import bootstrap_ci as used_there
 
-    assert used_there is bootstrap_ci  # one implementation
+
+def test_paired_margin_is_the_one_used_by_the_scripts() -> None:
+    from dynasched_gym.results import paired_margin
+    from scripts.compare_agents import paired_margin as in_compare
+    from scripts.train import paired_margin as in_train
+
+    margin = paired_margin([1.0, 2.0, 3.0], [2.0, 2.0, 1.0])  # differences -1, 0, +2
+    assert margin["margin"] == pytest.approx(1 / 3) and margin["relative"] == pytest.approx(0.2)
+    assert (margin["wins"], margin["ties"]) == (1, 1)
+    assert margin["ci95"] == list(bootstrap_ci([-1.0, 0.0, 2.0]))
+    assert paired_margin([1.0], [0.0])["relative"] is None
+    assert in_compare is paired_margin and in_train is paired_margin  # one implementation
 
 
 def test_subset_comparison_counts_wins_against_the_best_rule_of_each_subset():

@@ -28,7 +28,7 @@ RULES = ("EDD:EET", "SPT:LWL")
 
 
 @settings(max_examples=30, deadline=None)
-@given(inst=instances(max_jobs=6, max_machines=3, max_events=10), objective=st.sampled_from(OBJECTIVES[1:3]),
+@given(inst=instances(max_jobs=6, max_machines=3, max_events=10), objective=st.sampled_from(OBJECTIVES),
        seed=st.integers(0, 1000))
 def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
     """Column 2r + 1 x tau + objective so far is the pair's rollout value under rule r; 2r its gap to the best."""
@@ -48,7 +48,8 @@ def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
         assert np.array_equal(valid, observation["action_mask"].astype(bool))
         assert not forecasts[~valid].any()
         if not valid.any():  # the instance ended at reset (e.g. every job cancelled at time 0)
-            break
+            assert checked == 0 and env.unwrapped.simulator.done
+            return
         for r in range(len(RULES)):
             values = np.array([pair_value(sim.static, sim.state, scratch, j, m, codes[r:r + 1],
                                           OBJECTIVES.index(objective), False)[0]
@@ -59,7 +60,7 @@ def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
             assert np.ptp(values - level) == pytest.approx(0.0, abs=1e-3)  # one constant: the objective so far
             checked += 1
         observation, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(valid))))
-    assert checked >= len(RULES) or not env.unwrapped.action_masks().any()
+    assert checked >= len(RULES)  # at least one decision was checked under every rule
 
 
 def test_forecasts_do_not_see_the_future():
@@ -135,4 +136,3 @@ def test_check_env_passes_with_forecasts():
 
     env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), RULES)
     check_env(env, skip_render_check=True)  # raises on a space / observation mismatch or non-determinism
-    assert FORECASTS_KEY in env.observation_space.spaces

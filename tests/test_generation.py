@@ -164,8 +164,8 @@ def test_ssi_is_finite_and_bounded_on_any_valid_instance(inst):
 
 
 def test_ssi_of_a_job_that_cannot_be_late_is_zero():
-    # found by hypothesis: the CDF approximation made this job's expected tardiness -1e-8 and the
-    # score's square root failed; the expected excess of a non-negative variable is clipped at 0
+    # found by hypothesis: rounding made this job's expected tardiness -7e-17 and the score's square
+    # root failed; the expected excess of a non-negative variable is clipped at 0
     inst = Instance(name="rand", machine_names=("M0", "M1"), machine_groups=("G0", "G1"),
                     machine_speed=np.array([0.5, 0.5]), job_names=("J0",), job_release=np.array([0.0]),
                     job_due=np.array([6.0]), job_weight=np.array([0.5]), job_op_ptr=np.array([0, 1]),

@@ -12,6 +12,7 @@ import pytest
 import torch as th
 import yaml
 from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
@@ -102,7 +103,10 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     evaluation = record["evaluation"]
     assert evaluation["validation_rule_mean"] == pytest.approx(evaluation["rule_means"][evaluation["validation_rule"]])
     assert evaluation["validation_margin"] == pytest.approx(evaluation["ppo_mean"] - evaluation["validation_rule_mean"])
-    assert evaluation["margin"] >= evaluation["validation_margin"]  # the post-hoc rule has the lowest mean
+    validation = [tier_pool("medium", "small").instance(s) for s in VALIDATION_SEEDS]
+    chosen = train_script.rule_values(OmegaConf.create(record["config"]).env, validation)
+    assert evaluation["validation_rule"] == min(chosen, key=lambda r: float(chosen[r].mean()))
+    assert {"ppo_wins", "ties", "validation_ppo_wins", "validation_ties"} <= set(evaluation)
 
     agent = make("ppo", checkpoint=first)
     assert agent.config()["checkpoint"] == str(first) and len(agent.config()["sha256"]) == 64
@@ -118,6 +122,10 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     wrapped = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance,
                                         objective="weighted_tardiness"), rules)
     assert run_episode(agent, wrapped, seed=0).metrics == schedule.metrics  # env-made and agent-made forecasts agree
+    other = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance,
+                                      objective="weighted_tardiness"), ("SPT:EET",) * len(rules))
+    with pytest.raises(ValueError, match="the policy was trained on"):  # same shape, other rollouts
+        agent.reset(other)
 
     resumed = train_script.train(_config(tmp_path / "resumed", "train.total_timesteps=3072",
                                          f"train.resume={tmp_path / 'run' / 'checkpoints' / 'ppo_1024_steps.zip'}"))

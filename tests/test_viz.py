@@ -270,11 +270,14 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
         (["gantt", str(bad), "--out", str(tmp_path / "g.png")], "bad.json, field 'segments[0].status'"),
         (["curves", str(sched), "--out", str(tmp_path / "c.gif")], "c.gif: unsupported output type"),
         (["timeline", str(tmp_path / "nothing"), "--out", str(tmp_path / "t.png")], "nothing"),
-        (["rollout", "mk01", "--rule", "FOO"], "unknown rule 'FOO'"),  # a bad argument, not a traceback
-        (["rollout", "mk01", "--rule", "RANDOM", "--seed", "-1"], "seed must be an integer in [0, 2**32)"),
     ]
     for args, message in cases:
         capsys.readouterr()
         assert main(args) == 2
         assert message in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "mk01.json"]
+    for args, message in ((["rollout", "mk01", "--rule", "FOO"], "unknown rule 'FOO'"),  # a usage error, no traceback
+                          (["rollout", "mk01", "--rule", "RANDOM", "--seed", "-1"], "must be in [0, 2**32), got -1")):
+        with pytest.raises(SystemExit) as exit_:
+            main(args)
+        assert exit_.value.code == 2 and message in capsys.readouterr().err

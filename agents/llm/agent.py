@@ -56,7 +56,7 @@ from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
-from dynasched_gym.envs.dfjsp.types import check_choice
+from dynasched_gym.envs.dfjsp.types import check_at_least, check_choice
 from dynasched_gym.metrics import OBJECTIVES
 
 REFINEMENTS = ("greedy", "reflection", "best-of-n")
@@ -88,11 +88,6 @@ class DecisionRecord:
     tool_calls: int = 0
     invalid_answers: int = 0
     latency_s: float = 0.0
-
-
-def _at_least(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 class LLMAgent(Agent):
@@ -153,7 +148,7 @@ class LLMAgent(Agent):
         for name, value, minimum in (("max_rows", max_rows, 1), ("future_events", future_events, 0),
                                      ("samples", samples, 1), ("reflection_rounds", reflection_rounds, 1),
                                      ("max_tool_rounds", max_tool_rounds, 1)):
-            _at_least(name, value, minimum)
+            check_at_least(name, value, minimum)
         self.prune_rules = None if prune_rules is None else tuple(prune_rules)
         self.rollout_rules = None if rollout_rules is None else tuple(rollout_rules)
         for rule in (*([fallback] if fallback else ()), *(self.prune_rules or ()), *(self.rollout_rules or ())):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, describe_event, fmt, op_times, pending_events
-from dynasched_gym.core.compiled import State, allocate_state
+from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.metrics import OBJECTIVES
@@ -53,16 +53,14 @@ class Toolbox:
     def __init__(self, rules: Sequence[tuple[int, int]] | np.ndarray, level: str) -> None:
         self.rules = np.asarray(rules, dtype=np.int64).reshape(-1, 2)  # (job rule, machine rule) codes
         self.level = level
-        self._scratch: tuple[Any, State] | None = None
+        self._scratch = ScratchStates()
         self._lock = threading.Lock()  # best-of-n samples call tools from several threads; one scratch state
 
     def simulate(self, sim: Simulator, job: int, machine: int, objective: str) -> float:
         """The best final objective over rollouts under ``rules`` after starting (job, machine) now (the lookahead's
         :func:`~dynasched_gym.core.lookahead.pair_value`, on a scratch state of the simulator's instance)."""
         with self._lock:
-            if self._scratch is None or self._scratch[0] is not sim.static:
-                self._scratch = (sim.static, allocate_state(sim.static))
-            value, _ = pair_value(sim.static, sim.state, self._scratch[1], job, machine, self.rules,
+            value, _ = pair_value(sim.static, sim.state, self._scratch.get(sim.static), job, machine, self.rules,
                                   OBJECTIVES.index(objective), self.level == "oracle")
             return float(value)
 

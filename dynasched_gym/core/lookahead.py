@@ -7,9 +7,9 @@ pair whose rollout gives the lowest objective is chosen (ties: the base rule's o
 
 **Horizon.** A rollout may stop after ``horizon`` decisions (``-1``: at the end). A stopped rollout
 is valued by :func:`rollout_value`: completed jobs count as they are, and each job still open is
-counted as if it finished its remaining work (mean times over eligible machines) from now without
-waiting, an optimistic estimate; at the end of a full rollout no job is open and the value is the
-objective itself.
+counted as if it went on without waiting (a running operation ends as planned, the rest take their
+mean times over eligible machines), an optimistic estimate; at the end of a full rollout no job is
+open and the value is the objective itself.
 
 **What a rollout may know.** By default the copy first forgets the future: no stream event that
 has not happened yet is applied and jobs not yet released do not exist (:func:`forget_future`),
@@ -34,7 +34,7 @@ from dynasched_gym.core.compiled import (
 from dynasched_gym.core.kernels import DONE, advance, copy_into, fill_candidates, start
 from dynasched_gym.core.rules import JOB_RULES, job_priority, run_rule
 
-_MWKR = JOB_RULES.index("MWKR")
+_MWKR, _SPT = JOB_RULES.index("MWKR"), JOB_RULES.index("SPT")
 
 
 @njit(cache=True, _nrt=False)
@@ -94,12 +94,23 @@ def ranked_candidates(S, T, job_rule, out_job, out_machine, out_key, out_time):
 def rollout_value(S, T, objective):
     """(objective, mean completion time) of state ``T``, each open job counted at its estimated completion.
 
-    A job neither completed nor cancelled is taken to complete at ``max(now, its release)`` plus its
-    remaining work (the current operation's work left and the later operations, each at its mean time
-    over its eligible machines): the value of a rollout stopped at a horizon. With no open job (the end
-    of an episode) this is :func:`objective_value` and the mean completion time of the completed jobs.
+    A job neither completed nor cancelled is taken to complete without waiting: a running one at the
+    planned end of its operation plus its later operations, one not running at ``max(now, its release)``
+    plus its remaining work (operations at their mean times over eligible machines, the current one
+    for its work left): the value of a rollout stopped at a horizon. With no open job (the end of an
+    episode) this is :func:`objective_value` and the mean completion time of the completed jobs.
     """
     return _objective(S, T, objective, True)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _estimated_completion(S, T, j, now):
+    """When open job ``j`` would complete without waiting (:func:`rollout_value`)."""
+    remaining = -job_priority(S, T, j, _MWKR)  # current operation's work left + later ones, at mean times
+    m = T.job_machine[j]
+    if m >= 0:  # running: the operation ends as planned, then the later ones
+        return T.machine_end[m] + remaining - job_priority(S, T, j, _SPT)  # SPT's priority: the current one
+    return max(now, S.job_release[j]) + remaining
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -114,7 +125,7 @@ def _objective(S, T, objective, estimate_open):
         if status[j] == JOB_COMPLETED:
             c = T.job_completion[j]
         elif estimate_open and status[j] != JOB_CANCELLED:
-            c = max(now, S.job_release[j]) - job_priority(S, T, j, _MWKR)  # MWKR's priority is -remaining work
+            c = _estimated_completion(S, T, j, now)
         else:
             continue
         count += 1

@@ -183,8 +183,8 @@ def _lognormal_excess(mean: np.ndarray, var: np.ndarray, slack: np.ndarray) -> n
     sigma = np.sqrt(np.maximum(sigma2, 1e-12))
     s = np.maximum(slack, 1e-12)
     d1 = (np.log(mean / s) + sigma2 / 2) / sigma
-    # the expectation of a non-negative variable; the CDF's approximation error (< 1.5e-7) can make
-    # the difference of two nearly equal terms slightly negative when the excess is ~0
+    # the expectation of a non-negative variable; the difference of two nearly equal terms can
+    # round to slightly below 0 (-7e-17 for a job that cannot be late) when the excess is ~0
     return np.maximum(mean * _norm_cdf(d1) - s * _norm_cdf(d1 - sigma), 0.0)
 
 

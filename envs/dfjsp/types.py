@@ -178,6 +178,13 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
+def check_at_least(name: str, value: object, minimum: int) -> None:
+    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is an integer (numpy ones included,
+    bools not) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
 # ------------------------------------------------------------------------------ batch layout
 # Size dimensions: the columns of EnvBatch.dims (each env's sizes) and of the batch capacities.
 D_JOBS = 0  # J
