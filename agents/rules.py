@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.core.rules import (
@@ -17,6 +19,10 @@ from dynasched_gym.core.rules import (
     seed_rng,
     select,
 )
+from dynasched_gym.core.simulator import rollout
+from dynasched_gym.instance import Instance
+from dynasched_gym.metrics import OBJECTIVE_METRICS
+from dynasched_gym.validate import validate_schedule
 
 
 class RuleAgent(Agent):
@@ -77,3 +83,43 @@ def slot_of(env: gym.Env, job: int, machine: int, job_rule: int) -> int:
 def rule_names() -> list[str]:
     """Every ``JOB:MACHINE`` rule name (deterministic rules only)."""
     return [f"{j}:{m}" for j in JOB_RULES if j != "RANDOM" for m in MACHINE_RULES]
+
+
+def rule_objectives(instances: Sequence[Instance], objective: str = "weighted_tardiness", validate: bool = False,
+                    progress: bool = False) -> dict[str, np.ndarray]:
+    """The objective of every deterministic rule (:func:`rule_names`) on each instance, by in-kernel rollouts.
+
+    With ``validate`` every schedule goes through the validator (about 20 times the rollout's cost)
+    and an invalid one raises ``RuntimeError`` naming the rule and the instance.
+    """
+    key = OBJECTIVE_METRICS[objective]
+    values = {}
+    for rule in tqdm(rule_names(), desc="evaluate rules", unit="rule", disable=not progress):
+        row = []
+        for inst in instances:
+            schedule = rollout(inst, rule=rule)
+            if validate and not (report := validate_schedule(schedule)).ok:
+                raise RuntimeError(f"rule {rule} produced an invalid schedule on {inst.name}: {report}")
+            row.append(schedule.metrics[key])
+        values[rule] = np.array(row)
+    return values
+
+
+def complementary_rules(values: dict[str, np.ndarray], count: int) -> list[str]:
+    """``count`` rules of ``values`` (rule -> objective per instance, as from :func:`rule_objectives`), greedily.
+
+    First the rule with the lowest mean; then, one at a time, the rule that most lowers the mean
+    over the instances of the lowest objective among the rules chosen: a set one of which does well
+    on each instance. Ties go to the earlier rule of ``values``.
+    """
+    if not 1 <= count <= len(values):
+        raise ValueError(f"count must be in 1..{len(values)} (the number of rules), got {count}")
+    names = list(values)
+    table = np.array([values[name] for name in names])  # (rules, instances)
+    lowest = np.full(table.shape[1], np.inf)
+    chosen = []
+    for _ in range(count):
+        pick = int(np.argmin(np.minimum(table, lowest).mean(axis=1)))
+        chosen.append(names[pick])
+        lowest = np.minimum(lowest, table[pick])
+    return chosen

@@ -120,14 +120,15 @@ class SB3VecEnv(VecEnv):
 
 
 def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
-                     keep_mask: bool = True, forecast_rule: str | None = None, hindsight: bool = False,
+                     keep_mask: bool = True, forecast_rule: str | Sequence[str] | None = None, hindsight: bool = False,
                      forecast_features: Sequence[str] = (), **kwargs: Any) -> SB3VecEnv:
     """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``.
 
-    With ``forecast_rule``, rewards come from that rule's forecast of the final objective, seeing
-    the future if ``hindsight`` (:class:`~dynasched_gym.envs.wrappers.ForecastRewardVector`). With
-    ``forecast_features`` (rollout rules), observations carry the fair rollout forecasts of every
-    offered pair (:class:`~dynasched_gym.envs.wrappers.ForecastFeaturesVector`).
+    With ``forecast_rule``, rewards come from that rule's forecast of the final objective (with several
+    rules, the lowest of their forecasts), seeing the future if ``hindsight``
+    (:class:`~dynasched_gym.envs.wrappers.ForecastRewardVector`). With ``forecast_features`` (rollout
+    rules), observations carry the fair rollout forecasts of every offered pair
+    (:class:`~dynasched_gym.envs.wrappers.ForecastFeaturesVector`).
     """
     venv = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                         autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)

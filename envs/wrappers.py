@@ -136,18 +136,27 @@ class ObservabilityWrapper(_MaskedWrapper):
         return observation
 
 
-class _Forecaster(ScratchStates):
-    """A rule's forecast of the final objective from a simulator's state."""
+def forecast_rules(rule: str | Sequence[str]) -> tuple[str, ...]:
+    """The forecasting rules of a reward wrapper's ``rule`` argument: one ``JOB:MACHINE`` rule or several."""
+    rules = (rule,) if isinstance(rule, str) else tuple(rule)
+    if not rules:
+        raise ValueError("a forecast reward needs at least one rule")
+    return rules
 
-    def __init__(self, rule: str, objective: str, hindsight: bool, num_envs: int) -> None:
+
+class _Forecaster(ScratchStates):
+    """The lowest of some rules' forecasts of the final objective from a simulator's state."""
+
+    def __init__(self, rules: Sequence[str], objective: str, hindsight: bool, num_envs: int) -> None:
         super().__init__(num_envs)
-        self.job_rule, self.machine_rule = parse_rule(rule)
+        self.codes = [parse_rule(rule) for rule in rules]
         self.objective = OBJECTIVES.index(objective)
         self.hindsight = hindsight
 
     def __call__(self, i: int, sim: Simulator) -> float:
-        return float(forecast(sim.static, sim.state, self.get(sim.static, i), self.job_rule, self.machine_rule,
-                              self.objective, self.hindsight))
+        scratch = self.get(sim.static, i)
+        return min(float(forecast(sim.static, sim.state, scratch, job_rule, machine_rule, self.objective,
+                                  self.hindsight)) for job_rule, machine_rule in self.codes)
 
 
 class SlotForecaster(ScratchStates):
@@ -257,10 +266,11 @@ class ForecastFeaturesVector(_PassVectorMasks):
 
 
 class ForecastReward(_PassMasks, gym.Wrapper):
-    """Rewards from ``rule``'s forecast of the final objective instead of the objective accrued so far.
+    """Rewards from a rule's forecast of the final objective instead of the objective accrued so far.
 
     The potential after each step is the objective ``rule`` would reach if it finished the schedule
-    from there (an in-kernel rollout, :func:`dynasched_gym.core.lookahead.forecast`); the reward is
+    from there (an in-kernel rollout, :func:`dynasched_gym.core.lookahead.forecast`), or with several
+    rules the lowest of their forecasts (a tighter estimate of what is still reachable); the reward is
     ``-reward_scale * (phi_after - phi_before)``. At the end ``phi`` is the final objective, so an
     episode's rewards sum to ``-reward_scale * (objective - phi_start)``: the env's return up to a
     constant of the instance, so the optimal policies are unchanged, but each step is credited with
@@ -274,15 +284,15 @@ class ForecastReward(_PassMasks, gym.Wrapper):
 
     Args:
         env: a ``DynaSched/DFJSP-v0`` (or ``FJSP-v0``) env, possibly wrapped.
-        rule: the forecasting rule ``JOB:MACHINE``.
+        rule: the forecasting rule ``JOB:MACHINE``, or a sequence of them.
         hindsight: let the forecast see the future (training rewards only).
     """
 
-    def __init__(self, env: gym.Env, rule: str = "EDD:EET", hindsight: bool = False) -> None:
+    def __init__(self, env: gym.Env, rule: str | Sequence[str] = "EDD:EET", hindsight: bool = False) -> None:
         super().__init__(env)
         config = env.unwrapped.config
-        self.rule, self.hindsight = rule, hindsight
-        self._forecaster = _Forecaster(rule, config.objective, hindsight, 1)
+        self.rules, self.hindsight = forecast_rules(rule), hindsight
+        self._forecaster = _Forecaster(self.rules, config.objective, hindsight, 1)
         self._scale = config.reward_scale
         self._phi = 0.0
 
@@ -306,18 +316,18 @@ class ForecastRewardVector(_PassVectorMasks):
 
     Args:
         env: a DFJSP vector env (``gym.make_vec(..., vectorization_mode="vector_entry_point")``).
-        rule: the forecasting rule ``JOB:MACHINE``.
+        rule: the forecasting rule ``JOB:MACHINE``, or a sequence of them.
         hindsight: let the forecast see the future (training rewards only).
     """
 
-    def __init__(self, env: VectorEnv, rule: str = "EDD:EET", hindsight: bool = False) -> None:
+    def __init__(self, env: VectorEnv, rule: str | Sequence[str] = "EDD:EET", hindsight: bool = False) -> None:
         super().__init__(env)
         self._mode = AutoresetMode(env.metadata["autoreset_mode"])
         if self._mode == AutoresetMode.DISABLED:
             raise ValueError("ForecastRewardVector needs autoreset_mode SAME_STEP or NEXT_STEP, not DISABLED")
         config = env.unwrapped.config
-        self.rule, self.hindsight = rule, hindsight
-        self._forecaster = _Forecaster(rule, config.objective, hindsight, env.num_envs)
+        self.rules, self.hindsight = forecast_rules(rule), hindsight
+        self._forecaster = _Forecaster(self.rules, config.objective, hindsight, env.num_envs)
         self._metric = OBJECTIVE_METRICS[config.objective]
         self._scale = config.reward_scale
         self._phi = np.zeros(env.num_envs)

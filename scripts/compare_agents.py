@@ -3,14 +3,14 @@
 For ``--seeds`` pool seeds from ``--start`` (default 10_000, held out from training) of
 ``tier_pool(--tier, --size)``: every deterministic ``JOB:MACHINE`` rule of the library runs
 in-kernel, the agent plays through ``DynaSched/DFJSP-v0``; the objective is ``--objective``
-(default: total weighted tardiness). Every schedule is validated. Prints the mean per agent and,
-for the agent minus the best rule *on these instances* (a post-hoc choice that favours the rules),
-the mean difference with a paired bootstrap 95 % confidence interval (10,000 resamples) and on
-how many instances the agent is better / tied. With ``--subset-size N`` it also draws 10,000
-random N-seed subsets of these seeds and reports how often the agent's mean beats the best rule
-chosen *on each subset*, and by how much that post-hoc choice flatters the rules (its subset mean
-against the subset mean of the rule that is best on all the seeds): how demanding a post-hoc
-comparison on N seeds is.
+(default: total weighted tardiness). Every schedule is validated (an invalid one stops the run).
+Prints the mean per agent and, for the agent minus the best rule *on these instances* (a post-hoc
+choice that favours the rules), the mean difference with a paired bootstrap 95 % confidence interval
+(10,000 resamples) and on how many instances the agent is better / tied. With ``--subset-size N`` it
+also draws 10,000 random N-seed subsets of these seeds and reports how often the agent's mean beats
+the best rule chosen *on each subset*, and by how much that post-hoc choice flatters the rules (its
+subset mean against the subset mean of the rule that is best on all the seeds): how demanding a
+post-hoc comparison on N seeds is.
 
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
 [--agent lookahead [--horizon 20] | --agent ppo --checkpoint model.zip] [--subset-size 50]``
@@ -25,9 +25,9 @@ import numpy as np
 from tqdm import tqdm
 
 import dynasched_gym  # noqa: F401  (registers the ids)
-from dynasched_gym import rollout, validate_schedule
+from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
-from dynasched_gym.agents.rules import rule_names
+from dynasched_gym.agents.rules import rule_objectives
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
@@ -69,25 +69,23 @@ def main() -> None:
     pool = tier_pool(args.tier, args.size)
     seeds = range(args.start, args.start + args.seeds)
     pool.prepare(seeds)
-    rules = rule_names()
-    values = {name: [] for name in [*rules, args.agent]}
-    invalid = 0
-    for seed in tqdm(seeds, desc=f"{args.tier}/{args.size}", unit="inst"):
-        inst = pool.instance(seed)
-        for rule in rules:
-            schedule = rollout(inst, rule=rule)
-            invalid += not validate_schedule(schedule).ok
-            values[rule].append(schedule.metrics[key])
+    instances = [pool.instance(seed) for seed in seeds]
+    values = rule_objectives(instances, args.objective, validate=True, progress=True)
+    rules = list(values)
+    played = []
+    for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {args.agent}", unit="inst"), instances):
         env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=args.objective, **env_kwargs)
         schedule = run_episode(agent, env, seed=seed)
-        invalid += not validate_schedule(schedule).ok
-        values[args.agent].append(schedule.metrics[key])
+        if not (report := validate_schedule(schedule)).ok:
+            raise RuntimeError(f"{args.agent} produced an invalid schedule on {inst.name}: {report}")
+        played.append(schedule.metrics[key])
+    values[args.agent] = np.array(played)
     means = {name: float(np.mean(v)) for name, v in values.items()}
     best = min(rules, key=means.get)
     margin = paired_margin(values[args.agent], values[best])
     lo, hi = margin["ci95"]
     print(f"\n{args.tier} tier, {args.size}, seeds {seeds.start}..{seeds.stop - 1}, mean {key} "
-          f"(invalid schedules: {invalid})")
+          "(every schedule validated)")
     for name in sorted(means, key=means.get)[:8]:
         print(f"{name:>12} {means[name]:>12.3f}")
     relative = "-" if margin["relative"] is None else f"{100 * margin['relative']:+.1f}"

@@ -43,10 +43,9 @@ from stable_baselines3.common.utils import LinearSchedule
 from tqdm import tqdm
 
 from dynasched_gym import Instance, rollout, validate_schedule
-from dynasched_gym.agents import Agent, run_episode
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent
-from dynasched_gym.agents.rules import RuleAgent, rule_names
+from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_objectives
 from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import tier_pool
@@ -76,7 +75,7 @@ def auto_reward_scale(env_cfg: DictConfig) -> float:
     return float(1.0 / mean) if mean > 0 else 1.0
 
 
-def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str | None) -> SB3VecEnv:
+def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str | list[str] | None) -> SB3VecEnv:
     """The SB3 vector env of ``env.num_envs`` envs on the tier pool (forecast rewards when a rule is given)."""
     return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
                             pool_size=env_cfg.pool_size, reward_scale=reward_scale, forecast_rule=forecast_rule,
@@ -103,24 +102,16 @@ def check_disjoint(validation: DictConfig, test: DictConfig) -> None:
 
 
 # ------------------------------------------------------------------------------------- evaluation
-def evaluate(agent: Agent, env_cfg: DictConfig, instances: list[Instance], progress: bool = False) -> np.ndarray:
-    """The objective of ``agent``'s (validated) schedule on each instance."""
+def evaluate(agent: PPOAgent, env_cfg: DictConfig, instances: list[Instance], progress: bool = False) -> np.ndarray:
+    """The objective of ``agent``'s (validated) schedule on each instance (``env.num_envs`` episodes at a time)."""
     key = OBJECTIVE_METRICS[env_cfg.objective]
     values = []
-    for inst in tqdm(instances, desc="evaluate ppo", unit="inst", disable=not progress):
-        schedule = run_episode(agent, gym.make(ENV_ID, instance=inst, **play_kwargs(env_cfg)), seed=0)
+    for inst, schedule in zip(instances, agent.play(instances, env_cfg.objective, env_cfg.num_envs, progress)):
         report = validate_schedule(schedule)
         if not report.ok:
             raise RuntimeError(f"{agent.name} produced an invalid schedule on {inst.name}: {report}")
         values.append(schedule.metrics[key])
     return np.array(values)
-
-
-def rule_values(env_cfg: DictConfig, instances: list[Instance], progress: bool = False) -> dict[str, np.ndarray]:
-    """The objective of every deterministic rule of the library on each instance (in-kernel rollouts)."""
-    key = OBJECTIVE_METRICS[env_cfg.objective]
-    return {r: np.array([rollout(inst, rule=r).metrics[key] for inst in instances])
-            for r in tqdm(rule_names(), desc="evaluate rules", unit="rule", disable=not progress)}
 
 
 def compare_with_rules(ppo: np.ndarray, env_cfg: DictConfig, instances: list[Instance],
@@ -132,7 +123,7 @@ def compare_with_rules(ppo: np.ndarray, env_cfg: DictConfig, instances: list[Ins
     the test instances): ``best_rule`` / ``margin`` and ``validation_rule`` / ``validation_margin``.
     """
     key = OBJECTIVE_METRICS[env_cfg.objective]
-    rules = rule_values(env_cfg, instances, progress)
+    rules = rule_objectives(instances, env_cfg.objective, progress=progress)
     means = {r: float(v.mean()) for r, v in rules.items()}
     best = min(means, key=means.get)
     result = {"metric": key, "instances": [inst.name for inst in instances], "ppo_values": ppo.tolist(),
@@ -140,7 +131,7 @@ def compare_with_rules(ppo: np.ndarray, env_cfg: DictConfig, instances: list[Ins
               **_margin_fields(paired_margin(ppo, rules[best]), ""),
               "rule_means": dict(sorted(means.items(), key=lambda kv: kv[1]))}
     if validation:
-        chosen = rule_values(env_cfg, list(validation), progress)
+        chosen = rule_objectives(validation, env_cfg.objective, progress=progress)
         rule = min(chosen, key=lambda r: float(chosen[r].mean()))
         result.update({"validation_rule": rule, "validation_rule_mean": means[rule],
                        **_margin_fields(paired_margin(ppo, rules[rule]), "validation_")})
@@ -222,18 +213,19 @@ class ValidationEval(BaseCallback):
 
 
 # ------------------------------------------------------------------------------ imitation warm start
-def best_rule(env_cfg: DictConfig, episodes: int) -> str:
-    """The rule with the lowest mean objective on the training pool seeds 0 .. episodes - 1."""
+def best_rules(env_cfg: DictConfig, episodes: int, count: int = 1) -> list[str]:
+    """``count`` complementary rules (:func:`complementary_rules`) on the training pool seeds 0 .. episodes - 1;
+    the first is the rule with the lowest mean objective there."""
     pool = tier_pool(env_cfg.tier, env_cfg.size)
-    values = rule_values(env_cfg, [pool.instance(s) for s in range(min(episodes, env_cfg.pool_size))])
-    return min(values, key=lambda rule: float(values[rule].mean()))
+    instances = [pool.instance(s) for s in range(min(episodes, env_cfg.pool_size))]
+    return complementary_rules(rule_objectives(instances, env_cfg.objective), count)
 
 
 Demonstrations = tuple[dict[str, th.Tensor], th.Tensor, th.Tensor]
 
 
 def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, scale: float,
-                   forecast_rule: str | None, progress: bool = False) -> Demonstrations:
+                   forecast_rule: str | list[str] | None, progress: bool = False) -> Demonstrations:
     """Observations, actions and discounted returns-to-go of ``rule`` on the training pool seeds 0 .. episodes - 1."""
     pool = tier_pool(env_cfg.tier, env_cfg.size)
     observations: list[dict[str, np.ndarray]] = []
@@ -294,6 +286,8 @@ def train(cfg: DictConfig) -> Path:
     tc, ec = cfg.train, cfg.env
     if tc.total_timesteps < 1:
         raise ValueError(f"train.total_timesteps must be >= 1, got {tc.total_timesteps}")
+    if ec.forecast_auto_rules < 1:
+        raise ValueError(f"env.forecast_auto_rules must be >= 1, got {ec.forecast_auto_rules}")
     check_disjoint(tc.validation_seeds, tc.eval_seeds)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -302,8 +296,13 @@ def train(cfg: DictConfig) -> Path:
     # 1. envs: the training pool (built ahead, in parallel), the validation and the test instances
     tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
     scale = auto_reward_scale(ec)
-    auto_rule = best_rule(ec, tc.imitation.episodes) if "auto" in (ec.forecast_rule, tc.imitation.rule) else None
-    forecast_rule = auto_rule if ec.forecast_rule == "auto" else ec.forecast_rule
+    auto_rules = (best_rules(ec, tc.imitation.episodes, ec.forecast_auto_rules)
+                  if "auto" in (ec.forecast_rule, tc.imitation.rule) else [])
+    forecast_rule = ec.forecast_rule
+    if forecast_rule == "auto":
+        forecast_rule = auto_rules[0] if len(auto_rules) == 1 else auto_rules
+    elif OmegaConf.is_list(forecast_rule):  # several rules: the potential is the lowest of their forecasts
+        forecast_rule = list(forecast_rule)
     venv = make_train_env(ec, scale, forecast_rule)
     validation = held_out(ec, tc.validation_seeds, "validation_seeds")  # model selection and the deployable rule
     instances = held_out(ec, tc.eval_seeds, "eval_seeds")
@@ -324,7 +323,7 @@ def train(cfg: DictConfig) -> Path:
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation
-            rule = auto_rule if ic.rule == "auto" else ic.rule
+            rule = auto_rules[0] if ic.rule == "auto" else ic.rule
             data = demonstrations(ec, rule, ic.episodes, tc.gamma, scale, forecast_rule, tc.progress_bar)
             imitation = {"rule": rule, "samples": len(data[1]), **pretrain(model, data, ic, tc.progress_bar)}
     start_steps = model.num_timesteps

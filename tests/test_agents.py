@@ -10,6 +10,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import Event, EventType, Instance, Job, Machine, data, load_instance, rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
+from dynasched_gym.agents.rules import complementary_rules
 from dynasched_gym.core.rules import parse_rule
 
 
@@ -172,3 +173,14 @@ def test_bad_agent_arguments_are_named(tmp_path):
     for bad in ("x", -1, 1.5):
         with pytest.raises(ValueError, match="seed must be an integer"):
             make("random", seed=bad)
+
+
+def test_complementary_rules_cover_the_instances_greedily():
+    values = {"A": np.array([5.0, 5.0, 5.0]), "B": np.array([1.0, 9.0, 9.0]), "C": np.array([9.0, 1.0, 9.0]),
+              "D": np.array([9.0, 9.0, 0.0]), "E": np.array([5.0, 5.0, 5.0])}
+    # A has the lowest mean (5, tied with E: the earlier wins); D lowers the mean lowest most (to 10/3),
+    # then B (to 2, tied with C: the earlier wins) and C (2/3), although each alone is worse than A
+    assert complementary_rules(values, 1) == ["A"]
+    assert complementary_rules(values, 4) == ["A", "D", "B", "C"]
+    with pytest.raises(ValueError, match=r"count must be in 1\.\.5"):
+        complementary_rules(values, 0)

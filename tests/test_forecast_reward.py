@@ -41,7 +41,8 @@ def _play(env: gym.Env, seed: int) -> tuple[list[float], dict, float]:
 
 @settings(max_examples=40, deadline=None)
 @given(inst=instances(max_jobs=6, max_machines=3, max_events=10), objective=st.sampled_from(OBJECTIVES),
-       rule=st.sampled_from(["EDD:EET", "SPT:LWL", "ATC:LIT"]), hindsight=st.booleans(), seed=st.integers(0, 1000))
+       rule=st.sampled_from(["EDD:EET", "SPT:LWL", "ATC:LIT", ("EDD:EET", "SPT:LWL", "ATC:LIT")]),
+       hindsight=st.booleans(), seed=st.integers(0, 1000))
 def test_returns_telescope_to_the_final_objective(inst, objective, rule, hindsight, seed):
     env = ForecastReward(gym.make("DynaSched/DFJSP-v0", instance=inst, objective=objective, reward_scale=0.5), rule,
                          hindsight)
@@ -97,15 +98,48 @@ def test_forecast_reads_future_events_only_with_hindsight():
     assert first_forecast(True, hindsight=True) > 7.0
 
 
-@pytest.mark.parametrize(("mode", "hindsight"), [("SameStep", False), ("NextStep", False), ("SameStep", True)])
-def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, tmp_path, monkeypatch):
+@settings(max_examples=25, deadline=None)
+@given(inst=instances(max_jobs=6, max_machines=3, max_events=10), hindsight=st.booleans(), seed=st.integers(0, 1000))
+def test_several_rules_forecast_the_lowest_of_their_forecasts(inst, hindsight, seed):
+    """With several rules the potential after every step is the minimum of each rule's own potential."""
+    rules = ("EDD:EET", "SPT:LWL", "LWKR:LIT")
+
+    def make(rule: str | tuple[str, ...]) -> ForecastReward:
+        return ForecastReward(gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness"), rule,
+                              hindsight)
+
+    joint, singles = make(rules), [make(rule) for rule in rules]
+    for env in (joint, *singles):
+        env.reset(seed=seed)
+    rng, done = np.random.default_rng(seed), False
+    while True:
+        phis = [env.get_wrapper_attr("_phi") for env in singles]
+        assert joint.get_wrapper_attr("_phi") == min(phis)
+        if done:
+            break
+        action = _random_action(rng, joint.get_wrapper_attr("action_masks")())
+        done = joint.step(action)[2]
+        for env in singles:
+            env.step(action)
+    assert joint.rules == rules
+
+
+def test_a_forecast_reward_needs_a_rule():
+    with pytest.raises(ValueError, match="at least one rule"):
+        ForecastReward(gym.make("DynaSched/DFJSP-v0", instance="mk01"), [])
+
+
+@pytest.mark.parametrize(("mode", "hindsight", "rule"), [("SameStep", False, "ATC:EET"), ("NextStep", False, "ATC:EET"),
+                                                          ("SameStep", True, "ATC:EET"),
+                                                          ("SameStep", True, ("ATC:EET", "EDD:LWL"))])
+def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, rule, tmp_path, monkeypatch):
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
     inst = tier_pool("medium", "small").instance(3)  # arrivals, breakdowns and due-date changes
     num_envs, steps = 3, 300
     venv = ForecastRewardVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=num_envs, instance=inst,
                                              vectorization_mode="vector_entry_point", autoreset_mode=mode,
-                                             objective="weighted_tardiness"), "ATC:EET", hindsight)
-    singles = [ForecastReward(gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness"), "ATC:EET",
+                                             objective="weighted_tardiness"), rule, hindsight)
+    singles = [ForecastReward(gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness"), rule,
                               hindsight) for _ in range(num_envs)]
     venv.reset(seed=0)
     for env in singles:
@@ -131,7 +165,7 @@ def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, tmp_path, 
         ended += int(terminated.sum())
         restart = terminated if mode == "NextStep" else restart
     assert checked > steps and ended >= num_envs  # every env stepped, episodes ended and restarted on the way
-    assert venv.rule == "ATC:EET"
+    assert venv.rules == ((rule,) if isinstance(rule, str) else rule)
 
 
 def test_disabled_autoreset_is_refused():

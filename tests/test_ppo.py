@@ -12,15 +12,16 @@ import pytest
 import torch as th
 import yaml
 from hydra import compose, initialize_config_module
-from omegaconf import OmegaConf
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import CHECKPOINTS, shipped_checkpoint
+from dynasched_gym.agents.rules import rule_objectives
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures
 from dynasched_gym.generation import tier_pool
+from dynasched_gym.io import resolve_instance
 
 REPO = Path(__file__).resolve().parents[1]
 TIERS = ("easy", "medium", "hard", "extreme")
@@ -104,7 +105,7 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert evaluation["validation_rule_mean"] == pytest.approx(evaluation["rule_means"][evaluation["validation_rule"]])
     assert evaluation["validation_margin"] == pytest.approx(evaluation["ppo_mean"] - evaluation["validation_rule_mean"])
     validation = [tier_pool("medium", "small").instance(s) for s in VALIDATION_SEEDS]
-    chosen = train_script.rule_values(OmegaConf.create(record["config"]).env, validation)
+    chosen = rule_objectives(validation, record["config"]["env"]["objective"])
     assert evaluation["validation_rule"] == min(chosen, key=lambda r: float(chosen[r].mean()))
     assert {"ppo_wins", "ties", "validation_ppo_wins", "validation_ties"} <= set(evaluation)
 
@@ -179,3 +180,22 @@ def test_unknown_shipped_checkpoint_names_the_shipped_ones():
     with pytest.raises(FileNotFoundError, match="shipped"):
         shipped_checkpoint("trivial")
     assert CHECKPOINTS.is_dir()
+
+
+def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
+    """``PPOAgent.play`` (3 episodes at a time, sub-envs reused and idling at the end) matches ``run_episode``."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    pool = tier_pool("medium", "small")
+    instances = [pool.instance(seed) for seed in range(5)]
+    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
+    played = agent.play(instances, "weighted_tardiness", num_envs=3)
+    for inst, schedule in zip(instances, played):
+        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness", **agent.env_settings())
+        single = run_episode(agent, env, seed=0)
+        assert schedule.instance.name == inst.name and schedule.finished
+        assert schedule.metrics == single.metrics
+        for field in ("segment_job", "segment_machine", "segment_start"):
+            np.testing.assert_array_equal(getattr(schedule, field), getattr(single, field))
+    assert agent.play([], "weighted_tardiness") == []
+    with pytest.raises(ValueError, match="observation space"):  # mk03 has 8 machines, the policy saw 6
+        agent.play([resolve_instance("mk03")], "weighted_tardiness")
