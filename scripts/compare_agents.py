@@ -56,7 +56,6 @@ def main() -> None:
         if not args.checkpoint:
             parser.error("--agent ppo needs --checkpoint")
         agent = make("ppo", checkpoint=args.checkpoint)
-        env_kwargs = agent.env_settings()  # the observations it was trained on
     else:
         options = {"top_k": args.top_k, "horizon": args.horizon}
         if args.rule:
@@ -72,14 +71,17 @@ def main() -> None:
     instances = [pool.instance(seed) for seed in seeds]
     values = rule_objectives(instances, args.objective, validate=True, progress=True)
     rules = list(values)
-    played = []
-    for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {args.agent}", unit="inst"), instances):
-        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=args.objective, **env_kwargs)
-        schedule = run_episode(agent, env, seed=seed)
+    if args.agent == "ppo":  # episodes side by side in a vector env, the policy scoring a batch per call
+        schedules = agent.play(instances, args.objective, progress=True)
+    else:
+        schedules = [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, objective=args.objective,
+                                                 **env_kwargs), seed=seed)
+                     for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {args.agent}", unit="inst"),
+                                           instances)]
+    for inst, schedule in zip(instances, schedules):
         if not (report := validate_schedule(schedule)).ok:
             raise RuntimeError(f"{args.agent} produced an invalid schedule on {inst.name}: {report}")
-        played.append(schedule.metrics[key])
-    values[args.agent] = np.array(played)
+    values[args.agent] = np.array([schedule.metrics[key] for schedule in schedules])
     means = {name: float(np.mean(v)) for name, v in values.items()}
     best = min(rules, key=means.get)
     margin = paired_margin(values[args.agent], values[best])
