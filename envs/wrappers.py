@@ -136,8 +136,8 @@ class ObservabilityWrapper(_MaskedWrapper):
         return observation
 
 
-def forecast_rules(rule: str | Sequence[str]) -> tuple[str, ...]:
-    """The forecasting rules of a reward wrapper's ``rule`` argument: one ``JOB:MACHINE`` rule or several."""
+def _potential_rules(rule: str | Sequence[str]) -> tuple[str, ...]:
+    """The rules of a forecast reward's potential from its ``rule`` argument: one ``JOB:MACHINE`` rule or several."""
     rules = (rule,) if isinstance(rule, str) else tuple(rule)
     if not rules:
         raise ValueError("a forecast reward needs at least one rule")
@@ -291,8 +291,8 @@ class ForecastReward(_PassMasks, gym.Wrapper):
     def __init__(self, env: gym.Env, rule: str | Sequence[str] = "EDD:EET", hindsight: bool = False) -> None:
         super().__init__(env)
         config = env.unwrapped.config
-        self.rules, self.hindsight = forecast_rules(rule), hindsight
-        self._forecaster = _Forecaster(self.rules, config.objective, hindsight, 1)
+        self.potential_rules, self.hindsight = _potential_rules(rule), hindsight
+        self._forecaster = _Forecaster(self.potential_rules, config.objective, hindsight, 1)
         self._scale = config.reward_scale
         self._phi = 0.0
 
@@ -326,8 +326,8 @@ class ForecastRewardVector(_PassVectorMasks):
         if self._mode == AutoresetMode.DISABLED:
             raise ValueError("ForecastRewardVector needs autoreset_mode SAME_STEP or NEXT_STEP, not DISABLED")
         config = env.unwrapped.config
-        self.rules, self.hindsight = forecast_rules(rule), hindsight
-        self._forecaster = _Forecaster(self.rules, config.objective, hindsight, env.num_envs)
+        self.potential_rules, self.hindsight = _potential_rules(rule), hindsight
+        self._forecaster = _Forecaster(self.potential_rules, config.objective, hindsight, env.num_envs)
         self._metric = OBJECTIVE_METRICS[config.objective]
         self._scale = config.reward_scale
         self._phi = np.zeros(env.num_envs)

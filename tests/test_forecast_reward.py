@@ -121,7 +121,7 @@ def test_several_rules_forecast_the_lowest_of_their_forecasts(inst, hindsight, s
         done = joint.step(action)[2]
         for env in singles:
             env.step(action)
-    assert joint.rules == rules
+    assert joint.potential_rules == rules
 
 
 def test_a_forecast_reward_needs_a_rule():
@@ -165,7 +165,7 @@ def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, rule, tmp_
         ended += int(terminated.sum())
         restart = terminated if mode == "NextStep" else restart
     assert checked > steps and ended >= num_envs  # every env stepped, episodes ended and restarted on the way
-    assert venv.rules == ((rule,) if isinstance(rule, str) else rule)
+    assert venv.potential_rules == ((rule,) if isinstance(rule, str) else rule)
 
 
 def test_disabled_autoreset_is_refused():

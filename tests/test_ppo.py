@@ -19,7 +19,7 @@ from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import CHECKPOINTS, shipped_checkpoint
 from dynasched_gym.agents.rules import rule_objectives
-from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastReward
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.io import resolve_instance
 
@@ -199,3 +199,16 @@ def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
     assert agent.play([], "weighted_tardiness") == []
     with pytest.raises(ValueError, match="observation space"):  # mk03 has 8 machines, the policy saw 6
         agent.play([resolve_instance("mk03")], "weighted_tardiness")
+
+
+def test_ppo_plays_an_env_with_forecast_rewards_around_its_forecasts(tmp_path, monkeypatch):
+    """The reward wrapper's potential rules are not mistaken for the observation's rollout rules."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
+    rules = agent.model.policy.forecast_rules
+    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(0),
+                   objective="weighted_tardiness", **agent.env_settings())
+    env = ForecastReward(ForecastFeatures(env, rules), ["SPT:EET", "LPT:LIT"], hindsight=True)
+    schedule = run_episode(agent, env, seed=0)
+    assert schedule.finished and env.potential_rules == ("SPT:EET", "LPT:LIT")
+    assert env.get_wrapper_attr("rules") == rules
