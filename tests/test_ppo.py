@@ -128,10 +128,13 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     with pytest.raises(ValueError, match="the policy was trained on"):  # same shape, other rollouts
         agent.reset(other)
 
+    best = record["forecast_rule"]
     resumed = train_script.train(_config(tmp_path / "resumed", "train.total_timesteps=3072",
-                                         f"train.resume={tmp_path / 'run' / 'checkpoints' / 'ppo_1024_steps.zip'}"))
+                                         f"train.resume={tmp_path / 'run' / 'checkpoints' / 'ppo_1024_steps.zip'}",
+                                         "env.forecast_auto_rules=2"))
     record = yaml.safe_load(resumed.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 3072 and record["resumed_from"].endswith("ppo_1024_steps.zip")
+    assert len(record["forecast_rule"]) == 2 and record["forecast_rule"][0] == best  # auto: 2 complementary rules
     assert make("ppo", checkpoint=resumed.with_name("last.zip")).model.num_timesteps == 3072
     assert make("ppo", checkpoint=resumed).model.num_timesteps == record["selected"]["timesteps"]
 
@@ -151,6 +154,12 @@ def test_validation_seeds_must_not_overlap_the_test_seeds(cache, train_script, t
     config = _config(tmp_path / "run", f"train.validation_seeds.start={EVAL_SEEDS.start + 1}")
     with pytest.raises(ValueError, match=r"overlap train\.eval_seeds"):
         train_script.train(config)
+
+
+def test_forecast_auto_rules_must_be_positive(cache, train_script, tmp_path: Path):
+    with pytest.raises(ValueError, match=r"env\.forecast_auto_rules must be >= 1, got 0"):
+        train_script.train(_config(tmp_path / "run", "env.forecast_auto_rules=0"))
+    assert not (tmp_path / "run").exists()
 
 
 def test_total_timesteps_must_be_positive(cache, train_script, tmp_path: Path):
