@@ -111,10 +111,9 @@ class PPOAgent(Agent):
             venv = ForecastFeaturesVector(venv, rules)
         _check_space(venv.single_observation_space, self.model.observation_space)
         vector = venv.unwrapped
-        playing = np.arange(num_envs)  # the instance each sub-env plays; -1: idle (replays a finished one)
-        observation, _ = venv.reset(seed=[0] * num_envs)
-        for i in range(num_envs):
-            observation = self._start(venv, i, instances[i])
+        playing = np.arange(num_envs)  # the instance each sub-env plays; -1: idle (replays its last one)
+        shown = list(playing)  # the instance each sub-env has
+        observation, _ = venv.reset(seed=[0] * num_envs, options={"instance": list(instances[:num_envs])})
         schedules: list[Schedule | None] = [None] * len(instances)
         following = num_envs
         with tqdm(total=len(instances), desc="play ppo", unit="inst", disable=not progress) as bar:
@@ -122,23 +121,20 @@ class PPOAgent(Agent):
                 actions, _ = self.model.predict(observation, deterministic=self.deterministic,
                                                 action_masks=venv.action_masks())
                 observation, _, terminated, _, _ = venv.step(actions)
+                if not terminated.any():
+                    continue
                 for i in np.flatnonzero(terminated):
                     if playing[i] >= 0:
                         schedules[playing[i]] = vector.schedule(i)
                         bar.update()
                     playing[i] = following if following < len(instances) else -1
+                    shown[i] = playing[i] if playing[i] >= 0 else shown[i]
                     following += 1
-                    observation = self._start(venv, i, instances[playing[i]] if playing[i] >= 0 else instances[0])
+                observation, _ = venv.reset(seed=[0 if ended else None for ended in terminated],
+                                            options={"instance": [instances[k] for k in shown],
+                                                     "reset_mask": terminated})
         venv.close()
         return schedules  # type: ignore[return-value]  # every instance was played
-
-    @staticmethod
-    def _start(venv: gym.vector.VectorEnv, index: int, instance: Instance) -> dict[str, np.ndarray]:
-        """Reset sub-env ``index`` on ``instance`` with seed 0; the observations of every sub-env."""
-        mask = np.arange(venv.num_envs) == index
-        seeds = [0 if i == index else None for i in range(venv.num_envs)]
-        observation, _ = venv.reset(seed=seeds, options={"instance": instance, "reset_mask": mask})
-        return observation
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         if self._forecaster is not None:

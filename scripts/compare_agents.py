@@ -63,7 +63,6 @@ def main() -> None:
         if args.rollout_rules:
             options["rollout_rules"] = args.rollout_rules.split(",")
         agent = make("lookahead", **options)
-        env_kwargs = {"max_candidates": 512}
     key = OBJECTIVE_METRICS[args.objective]
     pool = tier_pool(args.tier, args.size)
     seeds = range(args.start, args.start + args.seeds)
@@ -75,7 +74,7 @@ def main() -> None:
         schedules = agent.play(instances, args.objective, progress=True)
     else:
         schedules = [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, objective=args.objective,
-                                                 **env_kwargs), seed=seed)
+                                                 max_candidates=512), seed=seed)  # every startable pair offered
                      for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {args.agent}", unit="inst"),
                                            instances)]
     for inst, schedule in zip(instances, schedules):

@@ -109,6 +109,18 @@ def test_instances_of_other_sizes_grow_the_batch_and_still_match():
         assert_same_observations([row(vector_observation, 0), row(vector_observation, 1)], [single, single])
 
 
+def test_a_list_of_instances_gives_each_sub_environment_its_own():
+    mk01, mk02 = load_instance(embedded_path("mk01")), load_instance(embedded_path("mk02"))
+    venv = DFJSPVectorEnv(3, instance="mk01")
+    observation, _ = venv.reset(seed=[0, 0, 0], options={"instance": [mk02, None, mk02]})
+    assert [venv.instance(i).name for i in range(3)] == [mk02.name, mk01.name, mk02.name]  # None: drawn as usual
+    assert_same_observations([row(observation, 0)], [DFJSPEnv(instance=mk02).reset(seed=0)[0]])
+    venv.reset(options={"instance": [mk01, mk01, mk01], "reset_mask": np.array([False, False, True])})
+    assert [venv.instance(i).name for i in range(3)] == [mk02.name, mk01.name, mk01.name]  # only the masked one
+    with pytest.raises(ValueError, match="expected 3 instances"):
+        venv.reset(options={"instance": [mk01, mk02]})
+
+
 def test_same_step_autoreset_reports_final_observations():
     venv = DFJSPVectorEnv(2, instance="mk01", autoreset_mode=AutoresetMode.SAME_STEP)
     env = DFJSPEnv(instance="mk01")

@@ -102,10 +102,14 @@ class DFJSPVectorEnv(VectorEnv):
     ) -> tuple[Observation, dict[str, Any]]:
         """Reset every sub-environment (or those in ``options["reset_mask"]``).
 
-        ``options={"instance": ...}`` plays that instance in the new episodes.
+        ``options={"instance": ...}`` plays that instance in the new episodes; a list gives one per
+        sub-environment (``None``: drawn as usual; entries of sub-environments not reset are ignored).
         """
         super().reset(seed=None if isinstance(seed, list) else seed)
         override = instance_option(options)
+        overrides = list(override) if isinstance(override, (list, tuple)) else [override] * self.num_envs
+        if len(overrides) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} instances (one per sub-environment), got {len(overrides)}")
         mask = np.ones(self.num_envs, dtype=bool)
         if options and options.get("reset_mask") is not None:
             mask = np.asarray(options["reset_mask"], dtype=bool)
@@ -119,7 +123,7 @@ class DFJSPVectorEnv(VectorEnv):
                 self._rngs[i] = seeding.np_random(seeds[i])[0]
         if not self._started and not mask.all():
             raise ValueError("the first reset must reset every sub-environment")
-        infos = self._begin(mask, override)
+        infos = self._begin(mask, overrides)
         self._started = True
         infos = self._add_array_info(infos, "invalid_actions", self._batch.works.counters[:, K_INVALID], mask)
         return self._observation(), infos
@@ -201,10 +205,12 @@ class DFJSPVectorEnv(VectorEnv):
         return self._batch.simulator(index)
 
     # ------------------------------------------------------------------------- helpers
-    def _begin(self, mask: np.ndarray, override: Any = None) -> dict[str, Any]:
-        """Reset the sub-environments in ``mask`` (one kernel call); returns their reset infos."""
+    def _begin(self, mask: np.ndarray, overrides: list[Any] | None = None) -> dict[str, Any]:
+        """Reset the sub-environments in ``mask`` (one kernel call), each on its ``overrides`` entry if any;
+        returns their reset infos."""
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(mask):
+            override = None if overrides is None else overrides[i]
             infos = self._add_info(infos, self._batch.begin(i, self._rngs[i], override), i)
         if reset_batch(self._batch.handle, mask.view(np.uint8)):
             self._check_codes(self._batch.works.counters[:, K_CODE], mask)
