@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,8 +11,8 @@ import numpy as np
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
-from dynasched_gym.core.compiled import ScratchStates
-from dynasched_gym.core.lookahead import lookahead_select
+from dynasched_gym.core.compiled import ScratchStates, allocate_state, compile_instance
+from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates, sampled_pair_values, with_sampled_future
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
 from dynasched_gym.envs.dfjsp.types import check_at_least
 from dynasched_gym.metrics import OBJECTIVES
@@ -23,6 +24,10 @@ DEFAULTS = {
     "weighted_tardiness": ("ATC:LWL", ("ATC", "EDD", "WSPT", "FIFO")),
     "flow_time": ("SPT:EET", ("SPT", "FIFO", "MWKR", "LWKR")),
 }
+
+#: Pool seeds the sampled futures are drawn from: disjoint from every seed range the training and
+#: evaluation scripts use (training 0..999, validation 5 000.., test 10 000.., further 20 000..39 999).
+FUTURE_SEEDS = range(900_000, 901_000)
 
 
 def rule_codes(names: Sequence[str], machine_rule: str) -> np.ndarray:
@@ -51,13 +56,28 @@ class LookaheadAgent(Agent):
         horizon: stop each rollout after this many decisions (past the pair tried) and value it with
             the open jobs' optimistic completion estimates (``core.lookahead.rollout_value``);
             ``None``: roll out to the end.
+        futures: roll out in this many *sampled* futures instead of an empty one: each episode draws
+            that many instances of the tier pool ``future_tier``/``future_size`` (seeds of
+            :data:`FUTURE_SEEDS`, chosen from the episode's instance name and ``future_seed``), and a
+            rollout plays the present followed by a sample's jobs arriving, and its events happening,
+            after now; a pair is valued by its mean over the samples (the best rollout rule's).
+            ``0``: no future (the default). Not combined with ``horizon`` or ``clairvoyant``.
+        future_tier: tier of the generative model the futures come from; ``None``: the env's tier.
+        future_size: its size preset; ``None``: the env's size.
+        future_seed: picks which pool seeds each episode's futures are.
     """
 
     def __init__(self, rule: str | None = None, rollout_rules: Sequence[str] | None = None, top_k: int = 16,
-                 objective: str | None = None, clairvoyant: bool = False, horizon: int | None = None) -> None:
+                 objective: str | None = None, clairvoyant: bool = False, horizon: int | None = None,
+                 futures: int = 0, future_tier: str | None = None, future_size: str | None = None,
+                 future_seed: int = 0) -> None:
         check_at_least("top_k", top_k, 1)
+        check_at_least("futures", futures, 0)
         if horizon is not None:
             check_at_least("horizon", horizon, 0)
+        if futures and (horizon is not None or clairvoyant):
+            raise ValueError(f"futures={futures} rolls out to the end in sampled futures: it cannot be combined "
+                             f"with horizon={horizon} or clairvoyant={clairvoyant}")
         if objective is not None and objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
         for name in [*([rule] if rule else []), *(rollout_rules or [])]:
@@ -67,6 +87,9 @@ class LookaheadAgent(Agent):
         self.clairvoyant = clairvoyant
         self.horizon = None if horizon is None else int(horizon)
         self.name = "lookahead-oracle" if clairvoyant else "lookahead"
+        self.futures, self.future_seed = futures, future_seed
+        self.future_tier, self.future_size = future_tier, future_size
+        self._sampled: list[tuple[Any, ...]] = []  # (future static, graft state, scratch state) per sample
         self._scratch = ScratchStates()
         self._buffers: tuple[np.ndarray, ...] = (np.empty(0, np.int64),)  # ranked candidates, grown on demand
 
@@ -77,12 +100,51 @@ class LookaheadAgent(Agent):
         rule, rollouts = DEFAULTS[objective]
         self.job_rule, self.machine_rule = parse_rule(self.rule or rule)
         self.rollout_rules = rule_codes(self.rollout_names or rollouts, MACHINE_RULES[self.machine_rule])
+        if self.futures:
+            self._sampled = self._sample_futures()
+
+    def _sample_futures(self) -> list[tuple[Any, ...]]:
+        """This episode's sampled futures: (future static, graft state, scratch state) each."""
+        from dynasched_gym.generation import tier_pool
+
+        sim = self.env.simulator
+        source = self.env.unwrapped.source
+        pool = tier_pool(self.future_tier or source.tier, self.future_size or source.size)
+        rng = np.random.default_rng([self.future_seed, zlib.crc32(sim.instance.name.encode("utf-8"))])
+        seeds = rng.choice(np.asarray(FUTURE_SEEDS), size=self.futures, replace=False)
+        sampled = []
+        for seed in seeds:
+            sample = pool.instance(int(seed))
+            try:
+                future = with_sampled_future(sim.static, compile_instance(sample))
+            except ValueError as exc:
+                raise ValueError(f"{pool!r}, seed {seed}, cannot be a future of {sim.instance.name}: {exc}") from None
+            sampled.append((future, allocate_state(future), allocate_state(future)))
+        return sampled
+
+    def _select_sampled(self, sim: Any) -> tuple[int, int]:
+        """The top-k pair of the base rule with the lowest mean objective over the sampled futures."""
+        count = min(ranked_candidates(sim.static, sim.state, self.job_rule, *self._buffers), self.top_k)
+        pair_job, pair_machine = self._buffers[0], self._buffers[1]
+        if count > 1:
+            values = np.empty((count, self.rollout_rules.shape[0]))
+            total = np.zeros_like(values)
+            for future, grafted, scratch in self._sampled:
+                sampled_pair_values(sim.static, sim.state, future, grafted, scratch, pair_job, pair_machine, count,
+                                    self.rollout_rules, self._objective, values)
+                total += values
+            best = int(np.argmin(total.min(axis=1)))  # the first of equals: the base rule's order
+        else:
+            best = 0
+        return int(pair_job[best]), int(pair_machine[best])
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         sim = self.env.simulator
         size = sim.instance.num_jobs * sim.instance.num_machines  # every (job, machine) pair at most
         if self._buffers[0].shape[0] < size:
             self._buffers = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size), np.empty(size))
+        if self.futures:
+            return slot_of(self.env, *self._select_sampled(sim), self.job_rule)
         job, machine = lookahead_select(sim.static, sim.state, self._scratch.get(sim.static), self.job_rule,
                                         self.rollout_rules, self.top_k, self._objective, self.clairvoyant,
                                         *self._buffers, -1 if self.horizon is None else self.horizon)
@@ -93,5 +155,7 @@ class LookaheadAgent(Agent):
         return {"name": self.name, "rule": self.rule, "rollout_rules": rollouts, "top_k": self.top_k,
                 "objective": self.objective, "clairvoyant": self.clairvoyant,
                 # only when set: full rollouts play exactly as before, so their stored results keep matching
-                **({} if self.horizon is None else {"horizon": self.horizon})}
+                **({} if self.horizon is None else {"horizon": self.horizon}),
+                **({} if not self.futures else {"futures": self.futures, "future_tier": self.future_tier,
+                                                "future_size": self.future_size, "future_seed": self.future_seed})}
 

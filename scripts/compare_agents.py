@@ -13,7 +13,7 @@ subset mean against the subset mean of the rule that is best on all the seeds): 
 post-hoc comparison on N seeds is.
 
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
-[--agent lookahead [--horizon 20] | --agent ppo --checkpoint model.zip] [--subset-size 50]``
+[--agent lookahead [--horizon 20 | --futures 4] | --agent ppo --checkpoint model.zip] [--subset-size 50]``
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def main() -> None:
     parser.add_argument("--rule", default=None, help="lookahead base rule (default: the agent's for the objective)")
     parser.add_argument("--rollout-rules", default=None, help="lookahead: comma-separated rules of the rollouts")
     parser.add_argument("--horizon", type=int, default=None, help="lookahead: decisions per rollout (default: all)")
+    parser.add_argument("--futures", type=int, default=0,
+                        help="lookahead: roll out in this many sampled futures of the tier's pool (default: none)")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
     args = parser.parse_args()
     if args.subset_size > args.seeds:
@@ -57,7 +59,7 @@ def main() -> None:
             parser.error("--agent ppo needs --checkpoint")
         agent = make("ppo", checkpoint=args.checkpoint)
     else:
-        options = {"top_k": args.top_k, "horizon": args.horizon}
+        options = {"top_k": args.top_k, "horizon": args.horizon, "futures": args.futures}
         if args.rule:
             options["rule"] = args.rule
         if args.rollout_rules:

@@ -16,6 +16,13 @@ has not happened yet is applied and jobs not yet released do not exist (:func:`f
 so the choice uses only what the agent has seen. Downtime already under way lasts its announced
 duration. With ``clairvoyant=True`` the rollout sees every future event and arrival: a reference
 for ablations, never a fair agent.
+
+**Sampled futures.** Instead of an empty future, a rollout may play a *sampled* one: the jobs and
+events of another instance drawn from the same generative model (:func:`with_sampled_future` appends
+them to the instance; :func:`graft_future` puts the present state into it, the real future forgotten
+and the sample's jobs arriving, and its events happening, after now). :func:`sampled_pair_values`
+rolls every candidate pair out in one such future; averaging over several samples estimates each
+pair's expected objective over futures the agent cannot see.
 """
 
 from __future__ import annotations
@@ -24,12 +31,16 @@ import numpy as np
 from numba import njit
 
 from dynasched_gym.core.compiled import (
+    C_DOWNTIMES,
     C_EVENT,
     C_OPEN_JOBS,
     C_RELEASE,
+    C_SEGMENTS,
+    EPS,
     JOB_CANCELLED,
     JOB_COMPLETED,
     JOB_HIDDEN,
+    Static,
 )
 from dynasched_gym.core.kernels import DONE, advance, copy_into, fill_candidates, start
 from dynasched_gym.core.rules import JOB_RULES, job_priority, run_rule
@@ -217,3 +228,145 @@ def lookahead_select(S, T, scratch, job_rule, rollout_rules, top_k, objective, c
         if value < best_value or (value == best_value and tie < best_tie):
             best_j, best_m, best_value, best_tie = buf_job[i], buf_machine[i], value, tie
     return best_j, best_m
+
+
+def with_sampled_future(static: Static, sample: Static) -> Static:
+    """``static`` with ``sample``'s jobs appended (ids ``J ..``) and only ``sample``'s events: a sampled future.
+
+    Both must have the same machines. The first ``J`` jobs, their slots and operations (route-change
+    ones included) keep their indices, so a state of ``static`` grafts onto the result with
+    :func:`graft_future`; the sample's operations, route-change operations and job ids are offset past them.
+    The real instance's events are left out: a rollout in the result never sees them.
+    """
+    if sample.machine_speed.shape != static.machine_speed.shape or not np.allclose(sample.machine_speed,
+                                                                                  static.machine_speed):
+        raise ValueError(f"a sampled future needs the instance's machines: speeds {sample.machine_speed.tolist()} "
+                         f"vs {static.machine_speed.tolist()}")
+    num_jobs, num_ops = static.job_release.shape[0], static.op_time.shape[0]
+    cat = np.concatenate
+    jobs = np.where(sample.event_job >= 0, sample.event_job + num_jobs, -1)
+    return Static(
+        machine_speed=static.machine_speed,
+        job_release=cat([static.job_release, sample.job_release]),
+        job_due=cat([static.job_due, sample.job_due]),
+        job_weight=cat([static.job_weight, sample.job_weight]),
+        release_order=cat([static.release_order, sample.release_order + num_jobs]),
+        job_slot_ptr=cat([static.job_slot_ptr, sample.job_slot_ptr[1:] + static.job_slot_ptr[-1]]),
+        job_num_ops=cat([static.job_num_ops, sample.job_num_ops]),
+        slot_op=cat([static.slot_op, np.where(sample.slot_op >= 0, sample.slot_op + num_ops, -1)]),
+        op_elig_ptr=cat([static.op_elig_ptr, sample.op_elig_ptr[1:] + static.op_elig_ptr[-1]]),
+        elig_machine=cat([static.elig_machine, sample.elig_machine]),
+        op_time=np.vstack([static.op_time, sample.op_time]),
+        op_mean_time=cat([static.op_mean_time, sample.op_mean_time]),
+        mean_op_time=static.mean_op_time,
+        event_time=sample.event_time,
+        event_type=sample.event_type,
+        event_machine=sample.event_machine,
+        event_job=jobs,
+        event_op=sample.event_op,
+        event_value=sample.event_value,
+        event_is_value=sample.event_is_value,
+        event_route_lo=sample.event_route_lo + static.route_ops.shape[0],
+        event_route_hi=sample.event_route_hi + static.route_ops.shape[0],
+        route_ops=cat([static.route_ops, sample.route_ops + num_ops]),
+        policy=static.policy,
+        segment_capacity=static.segment_capacity + sample.segment_capacity,
+        downtime_capacity=static.downtime_capacity + sample.downtime_capacity,
+    )
+
+
+@njit(cache=True, _nrt=False)
+def _copy_head(dst, src, count):
+    """``dst[:count] = src[:count]`` without the numba runtime."""
+    for i in range(count):
+        dst[i] = src[i]
+
+
+@njit(cache=True, _nrt=False)
+def graft_future(S, T, F, TF):
+    """Make ``TF`` (a state of ``F = with_sampled_future(S, sample)``) the present of state ``T`` in that future.
+
+    The real jobs, machines and logs are copied; jobs not yet released are forgotten (as in
+    :func:`forget_future`); of the sample's jobs, those released by now are left out and the others
+    arrive at their release times, and of its events only those after now will happen.
+    """
+    now = T.now[0]
+    num_jobs, num_slots, num_machines = S.job_release.shape[0], S.slot_op.shape[0], T.machine_job.shape[0]
+    TF.now[0] = now
+    _copy_head(TF.counters, T.counters, T.counters.shape[0])
+    for a, b in ((TF.job_status, T.job_status), (TF.job_pos, T.job_pos), (TF.job_num_slots, T.job_num_slots),
+                 (TF.job_machine, T.job_machine), (TF.slot_op, T.slot_op), (TF.slot_touched, T.slot_touched)):
+        _copy_head(a, b, b.shape[0])
+    for a, b in ((TF.job_ready, T.job_ready), (TF.job_due, T.job_due), (TF.job_weight, T.job_weight),
+                 (TF.job_completion, T.job_completion), (TF.job_cancelled_at, T.job_cancelled_at),
+                 (TF.slot_factor, T.slot_factor), (TF.slot_nominal, T.slot_nominal), (TF.slot_work, T.slot_work)):
+        _copy_head(a, b, b.shape[0])
+    for a, b in ((TF.machine_job, T.machine_job), (TF.machine_segment, T.machine_segment),
+                 (TF.machine_down, T.machine_down), (TF.machine_downtime, T.machine_downtime)):
+        _copy_head(a, b, num_machines)
+    for a, b in ((TF.machine_start, T.machine_start), (TF.machine_end, T.machine_end),
+                 (TF.machine_ptime, T.machine_ptime), (TF.machine_down_until, T.machine_down_until),
+                 (TF.machine_maintenance, T.machine_maintenance), (TF.machine_free_since, T.machine_free_since),
+                 (TF.machine_workload, T.machine_workload)):
+        _copy_head(a, b, num_machines)
+    segments, downtimes = T.counters[C_SEGMENTS], T.counters[C_DOWNTIMES]
+    for a, b in ((TF.segment_job, T.segment_job), (TF.segment_op, T.segment_op),
+                 (TF.segment_machine, T.segment_machine), (TF.segment_status, T.segment_status)):
+        _copy_head(a, b, segments)
+    for a, b in ((TF.segment_start, T.segment_start), (TF.segment_end, T.segment_end),
+                 (TF.segment_work, T.segment_work)):
+        _copy_head(a, b, segments)
+    _copy_head(TF.downtime_machine, T.downtime_machine, downtimes)
+    _copy_head(TF.downtime_kind, T.downtime_kind, downtimes)
+    _copy_head(TF.downtime_start, T.downtime_start, downtimes)
+    _copy_head(TF.downtime_end, T.downtime_end, downtimes)
+    open_jobs = T.counters[C_OPEN_JOBS]
+    for j in range(num_jobs):
+        if T.job_status[j] == JOB_HIDDEN:
+            TF.job_status[j] = JOB_CANCELLED
+            open_jobs -= 1
+    for j in range(num_jobs, F.job_release.shape[0]):  # the sample's jobs, as reset would leave them
+        arrives = F.job_release[j] > now + EPS
+        TF.job_status[j] = JOB_HIDDEN if arrives else JOB_CANCELLED
+        open_jobs += arrives
+        TF.job_pos[j] = 0
+        TF.job_num_slots[j] = F.job_num_ops[j]
+        TF.job_machine[j] = -1
+        TF.job_ready[j] = F.job_release[j]
+        TF.job_due[j] = F.job_due[j]
+        TF.job_weight[j] = F.job_weight[j]
+        TF.job_completion[j] = np.nan
+        TF.job_cancelled_at[j] = np.nan
+    for s in range(num_slots, F.slot_op.shape[0]):
+        TF.slot_op[s] = F.slot_op[s]
+        TF.slot_factor[s] = 1.0
+        TF.slot_nominal[s] = np.nan
+        TF.slot_work[s] = 1.0
+        TF.slot_touched[s] = 0
+    r = num_jobs  # the real jobs head the release order; the sample's follow, by release
+    while r < F.release_order.shape[0] and F.job_release[F.release_order[r]] <= now + EPS:
+        r += 1
+    TF.counters[C_RELEASE] = r
+    e = 0
+    while e < F.event_time.shape[0] and F.event_time[e] <= now + EPS:
+        e += 1
+    TF.counters[C_EVENT] = e
+    TF.counters[C_OPEN_JOBS] = open_jobs
+
+
+@njit(cache=True, _nrt=False)
+def sampled_pair_values(S, T, F, TF, scratch, pair_job, pair_machine, count, rollout_rules, objective, out):
+    """Objective of each of the first ``count`` pairs (rows) under each rollout rule (columns) in one sampled future.
+
+    ``F`` is ``with_sampled_future(S, sample)``, ``TF`` and ``scratch`` states of ``F``; the present
+    is grafted into ``TF`` (:func:`graft_future`), then each pair starts now and the rule finishes the
+    schedule, the sample's jobs included. ``T`` is unchanged.
+    """
+    graft_future(S, T, F, TF)
+    for k in range(count):
+        for r in range(rollout_rules.shape[0]):
+            copy_into(TF, scratch)
+            start(F, scratch, pair_job[k], pair_machine[k])
+            if advance(F, scratch) != DONE:
+                run_rule(F, scratch, rollout_rules[r, 0], rollout_rules[r, 1], -1)
+            out[k, r] = objective_value(F, scratch, objective)

@@ -1,0 +1,132 @@
+"""Lookahead in sampled futures: the graft of the present into a sample, and fairness of the agent."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import dynasched_gym  # noqa: F401  (registers the ids)
+from dynasched_gym import Event, EventType, Instance, data, load_instance, validate_schedule
+from dynasched_gym.agents import make, run_episode
+from dynasched_gym.agents.lookahead import LookaheadAgent
+from dynasched_gym.core.compiled import allocate_state, compile_instance
+from dynasched_gym.core.lookahead import pair_value, sampled_pair_values, with_sampled_future
+from dynasched_gym.core.rules import parse_rule
+
+MACHINE_EVENTS = {EventType.BREAKDOWN, EventType.MAINTENANCE, EventType.REPAIR}
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    """The medium/small tier pool, cached in a temporary directory for this module."""
+    from dynasched_gym.generation import tier_pool
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DYNASCHED_CACHE", str(tmp_path_factory.mktemp("pools")))
+        yield tier_pool("medium", "small")
+
+
+def _mid_episode(instance: Instance, steps: int) -> gym.Env:
+    """An env after ``steps`` steps (slot 0 each), then on until at least two pairs are offered."""
+    env = gym.make("DynaSched/DFJSP-v0", instance=instance, objective="weighted_tardiness", max_candidates=512)
+    obs, _ = env.reset(seed=0)
+    for _ in range(steps):
+        obs = env.step(0)[0]
+    while obs["action_mask"].sum() < 2:
+        obs = env.step(0)[0]
+    return env
+
+
+@pytest.mark.parametrize("steps", [0, 9, 17])
+def test_an_instance_as_its_own_future_replays_the_clairvoyant_rollouts(pool, steps):
+    """With the instance itself as the sample (job events left out, so that every future event is a
+    machine's), the grafted rollouts play the real future: they equal the clairvoyant ones."""
+    instance = pool.instance(6)  # late jobs under every rule
+    instance = instance.replace(events=[e for e in instance.events if e.type in MACHINE_EVENTS])
+    env = _mid_episode(instance, steps)
+    sim = env.unwrapped.simulator
+    static = sim.static
+    future = with_sampled_future(static, static)
+    rules = np.array([parse_rule("EDD:EET"), parse_rule("SPT:LWL")], dtype=np.int64)
+    jobs, machines = (a[a >= 0] for a in env.unwrapped.offered_pairs())
+    values = np.empty((len(jobs), len(rules)))
+    sampled_pair_values(static, sim.state, future, allocate_state(future), allocate_state(future), jobs, machines,
+                        len(jobs), rules, 2, values)
+    scratch = allocate_state(static)
+    clairvoyant = [[pair_value(static, sim.state, scratch, j, m, rules[r:r + 1], 2, True)[0] for r in range(len(rules))]
+                   for j, m in zip(jobs, machines)]
+    np.testing.assert_allclose(values, clairvoyant, rtol=1e-9, atol=1e-9)
+    assert np.ptp(values) > 0  # the pairs' futures differ: the comparison means something
+    assert not np.allclose(values, [[pair_value(static, sim.state, scratch, j, m, rules[r:r + 1], 2, False)[0]
+                                     for r in range(len(rules))] for j, m in zip(jobs, machines)])
+
+
+def test_a_sampled_future_adds_its_later_arrivals_only(pool):
+    instance = pool.instance(3)
+    env = _mid_episode(instance, 12)
+    sim = env.unwrapped.simulator
+    static, sample = sim.static, compile_instance(pool.instance(4))
+    future = with_sampled_future(static, sample)
+    num_jobs = static.job_release.shape[0]
+    assert future.job_release.shape[0] == num_jobs + sample.job_release.shape[0]
+    np.testing.assert_array_equal(future.op_time[:static.op_time.shape[0]], static.op_time)
+    from dynasched_gym.core.compiled import C_OPEN_JOBS, JOB_CANCELLED, JOB_HIDDEN
+    from dynasched_gym.core.lookahead import graft_future
+
+    grafted = allocate_state(future)
+    graft_future(static, sim.state, future, grafted)
+    later = sample.job_release > sim.now
+    assert later.any() and not later.all()
+    real_hidden = sim.state.job_status == JOB_HIDDEN
+    np.testing.assert_array_equal(grafted.job_status[:num_jobs],
+                                  np.where(real_hidden, JOB_CANCELLED, sim.state.job_status))
+    np.testing.assert_array_equal(grafted.job_status[num_jobs:], np.where(later, JOB_HIDDEN, JOB_CANCELLED))
+    open_now = sim.state.counters[C_OPEN_JOBS] - real_hidden.sum()
+    assert grafted.counters[C_OPEN_JOBS] == open_now + later.sum()
+
+
+def test_the_sampled_lookahead_decides_from_the_past_only(pool):
+    """Two instances with one past and different futures (a long breakdown and an emergency from t on):
+    every operation the agent starts before t is the same in both."""
+    instance = pool.instance(5)
+    t = float(np.median(instance.job_release))
+    late_job = int(np.flatnonzero(instance.job_release > t + 5)[0])
+    changed = instance.replace(events=sorted([*instance.events,
+                                              Event(t + 1.0, EventType.BREAKDOWN, machine=0, duration=50.0),
+                                              Event(t + 2.0, EventType.PRIORITY_CHANGE, job=late_job, weight=10.0)],
+                                             key=lambda e: e.time))
+    played = []
+    for inst in (instance, changed):
+        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness", max_candidates=512)
+        schedule = run_episode(LookaheadAgent(top_k=4, futures=2), env, seed=0)
+        assert validate_schedule(schedule).ok
+        early = schedule.segment_start < t
+        played.append((schedule.segment_job[early], schedule.segment_machine[early], schedule.segment_start[early]))
+    for a, b in zip(*played):
+        np.testing.assert_array_equal(a, b)
+    assert len(played[0][0]) > 5
+
+
+def test_sampled_futures_are_reproducible_and_configured(pool):
+    env = gym.make("DynaSched/DFJSP-v0", instance=pool.instance(0), objective="weighted_tardiness",
+                   max_candidates=512)
+    agent = make("lookahead", top_k=4, futures=2, future_seed=7)
+    first, second = (run_episode(agent, env, seed=0) for _ in range(2))
+    np.testing.assert_array_equal(first.segment_start, second.segment_start)
+    assert agent.config()["futures"] == 2 and agent.config()["future_seed"] == 7
+    assert "futures" not in make("lookahead").config()  # stored results of the plain lookahead keep matching
+
+
+def test_bad_sampled_future_arguments_are_named(pool):
+    with pytest.raises(ValueError, match="futures"):
+        LookaheadAgent(futures=-1)
+    with pytest.raises(ValueError, match="cannot be combined with horizon=3"):
+        LookaheadAgent(futures=2, horizon=3)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        LookaheadAgent(futures=2, clairvoyant=True)
+    with pytest.raises(ValueError, match="needs the instance's machines"):
+        with_sampled_future(compile_instance(load_instance(data.path("mk01"))), compile_instance(pool.instance(0)))
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="makespan", max_candidates=512)
+    with pytest.raises(ValueError, match=r"seed \d+, cannot be a future of mk01"):
+        run_episode(LookaheadAgent(futures=1, future_tier="medium", future_size="small"), env, seed=0)
