@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,10 +10,11 @@ import numpy as np
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
-from dynasched_gym.core.compiled import ScratchStates, allocate_state, compile_instance
-from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates, sampled_pair_values, with_sampled_future
+from dynasched_gym.core.compiled import ScratchStates
+from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
 from dynasched_gym.envs.dfjsp.types import check_at_least
+from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.metrics import OBJECTIVES
 
 #: Default (base rule, rollout job rules) per objective: measured choices (docs/agents.md).
@@ -24,10 +24,6 @@ DEFAULTS = {
     "weighted_tardiness": ("ATC:LWL", ("ATC", "EDD", "WSPT", "FIFO")),
     "flow_time": ("SPT:EET", ("SPT", "FIFO", "MWKR", "LWKR")),
 }
-
-#: Pool seeds the sampled futures are drawn from: disjoint from every seed range the training and
-#: evaluation scripts use (training 0..999, validation 5 000.., test 10 000.., further 20 000..39 999).
-FUTURE_SEEDS = range(900_000, 901_000)
 
 
 def rule_codes(names: Sequence[str], machine_rule: str) -> np.ndarray:
@@ -57,11 +53,11 @@ class LookaheadAgent(Agent):
             the open jobs' optimistic completion estimates (``core.lookahead.rollout_value``);
             ``None``: roll out to the end.
         futures: roll out in this many *sampled* futures instead of an empty one: each episode draws
-            that many instances of the tier pool ``future_tier``/``future_size`` (seeds of
-            :data:`FUTURE_SEEDS`, chosen from the episode's instance name and ``future_seed``), and a
-            rollout plays the present followed by a sample's jobs arriving, and its events happening,
-            after now; a pair is valued by its mean over the samples (the best rollout rule's).
-            ``0``: no future (the default). Not combined with ``horizon`` or ``clairvoyant``.
+            that many instances of the tier pool ``future_tier``/``future_size``
+            (:class:`~dynasched_gym.envs.futures.SampledFutures`), and a rollout plays the present
+            followed by a sample's jobs arriving, and its events happening, after now; a pair is
+            valued by its mean over the samples (the best rollout rule's). ``0``: no future (the
+            default). Not combined with ``horizon`` or ``clairvoyant``.
         future_tier: tier of the generative model the futures come from; ``None``: the env's tier.
         future_size: its size preset; ``None``: the env's size.
         future_seed: picks which pool seeds each episode's futures are.
@@ -89,7 +85,7 @@ class LookaheadAgent(Agent):
         self.name = "lookahead-oracle" if clairvoyant else "lookahead"
         self.futures, self.future_seed = futures, future_seed
         self.future_tier, self.future_size = future_tier, future_size
-        self._sampled: list[tuple[Any, ...]] = []  # (future static, graft state, scratch state) per sample
+        self._futures: SampledFutures | None = None
         self._scratch = ScratchStates()
         self._buffers: tuple[np.ndarray, ...] = (np.empty(0, np.int64),)  # ranked candidates, grown on demand
 
@@ -101,41 +97,19 @@ class LookaheadAgent(Agent):
         self.job_rule, self.machine_rule = parse_rule(self.rule or rule)
         self.rollout_rules = rule_codes(self.rollout_names or rollouts, MACHINE_RULES[self.machine_rule])
         if self.futures:
-            self._sampled = self._sample_futures()
-
-    def _sample_futures(self) -> list[tuple[Any, ...]]:
-        """This episode's sampled futures: (future static, graft state, scratch state) each."""
-        from dynasched_gym.generation import tier_pool
-
-        sim = self.env.simulator
-        source = self.env.unwrapped.source
-        pool = tier_pool(self.future_tier or source.tier, self.future_size or source.size)
-        rng = np.random.default_rng([self.future_seed, zlib.crc32(sim.instance.name.encode("utf-8"))])
-        seeds = rng.choice(np.asarray(FUTURE_SEEDS), size=self.futures, replace=False)
-        sampled = []
-        for seed in seeds:
-            sample = pool.instance(int(seed))
-            try:
-                future = with_sampled_future(sim.static, compile_instance(sample))
-            except ValueError as exc:
-                raise ValueError(f"{pool!r}, seed {seed}, cannot be a future of {sim.instance.name}: {exc}") from None
-            sampled.append((future, allocate_state(future), allocate_state(future)))
-        return sampled
+            source = self.env.unwrapped.source
+            tier, size = self.future_tier or source.tier, self.future_size or source.size
+            if self._futures is None or (self._futures.tier, self._futures.size) != (tier, size):
+                self._futures = SampledFutures(self.futures, tier, size, self.future_seed)
 
     def _select_sampled(self, sim: Any) -> tuple[int, int]:
         """The top-k pair of the base rule with the lowest mean objective over the sampled futures."""
         count = min(ranked_candidates(sim.static, sim.state, self.job_rule, *self._buffers), self.top_k)
         pair_job, pair_machine = self._buffers[0], self._buffers[1]
+        best = 0
         if count > 1:
-            values = np.empty((count, self.rollout_rules.shape[0]))
-            total = np.zeros_like(values)
-            for future, grafted, scratch in self._sampled:
-                sampled_pair_values(sim.static, sim.state, future, grafted, scratch, pair_job, pair_machine, count,
-                                    self.rollout_rules, self._objective, values)
-                total += values
-            best = int(np.argmin(total.min(axis=1)))  # the first of equals: the base rule's order
-        else:
-            best = 0
+            values = self._futures.pair_values(sim, pair_job, pair_machine, count, self.rollout_rules, self._objective)
+            best = int(np.argmin(values.min(axis=1)))  # the first of equals: the base rule's order
         return int(pair_job[best]), int(pair_machine[best])
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:

@@ -121,13 +121,18 @@ class SlotPolicy(MaskableActorCriticPolicy):
     ``hidden`` sets the width of every layer. Use with ``MaskablePPO(SlotPolicy, venv,
     policy_kwargs={"hidden": 64})`` on the ``Dict`` observations (``make_sb3_vec_env(flatten=False)``).
     ``forecast_rules`` names the rollout rules of the ``forecasts`` block the policy was trained
-    with (saved with the model, so that :class:`~dynasched_gym.agents.ppo.PPOAgent` can rebuild it).
+    with (saved with the model, so that :class:`~dynasched_gym.agents.ppo.PPOAgent` can rebuild it),
+    ``forecast_futures`` in how many futures sampled from the tier pool ``future_pool`` = (tier, size)
+    they were rolled out (``0``: the future forgotten).
     """
 
     def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule,
-                 hidden: int = 64, forecast_rules: Sequence[str] = (), **kwargs: Any) -> None:
+                 hidden: int = 64, forecast_rules: Sequence[str] = (), forecast_futures: int = 0,
+                 future_pool: Sequence[str] | None = None, **kwargs: Any) -> None:
         self.hidden = hidden
         self.forecast_rules = tuple(forecast_rules)
+        self.forecast_futures = forecast_futures
+        self.future_pool = None if future_pool is None else (str(future_pool[0]), str(future_pool[1]))
         columns = observation_space[FORECASTS_KEY].shape[1] if FORECASTS_KEY in observation_space.spaces else 0
         if columns != 2 * len(self.forecast_rules):
             raise ValueError(f"the observations have {columns} forecast columns but forecast_rules="
@@ -149,4 +154,5 @@ class SlotPolicy(MaskableActorCriticPolicy):
         data = super()._get_constructor_parameters()
         for key in ("features_extractor_class", "features_extractor_kwargs"):
             data.pop(key)
-        return {**data, "hidden": self.hidden, "forecast_rules": self.forecast_rules}
+        return {**data, "hidden": self.hidden, "forecast_rules": self.forecast_rules,
+                "forecast_futures": self.forecast_futures, "future_pool": self.future_pool}

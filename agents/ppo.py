@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
-from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeaturesVector, SlotForecaster
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeaturesVector, SlotForecaster, forecaster
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -75,17 +75,25 @@ class PPOAgent(Agent):
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
-        rules = getattr(self.model.policy, "forecast_rules", ())
+        rules, futures, pool = self._forecast_settings()
         expected = self.model.observation_space
         if rules and FORECASTS_KEY not in env.observation_space.spaces:  # the agent adds them itself
             expected = spaces.Dict({k: v for k, v in expected.spaces.items() if k != FORECASTS_KEY})
-            self._forecaster = SlotForecaster(rules, env.unwrapped.config.objective)
+            self._forecaster = forecaster(env.unwrapped, rules, futures, 1, pool)
         else:
             self._forecaster = None
-            if rules and tuple(env.get_wrapper_attr("rules")) != tuple(rules):  # same shape, other rollouts
-                raise ValueError(f"the env's forecasts roll out {tuple(env.get_wrapper_attr('rules'))}, the policy "
-                                 f"was trained on {tuple(rules)}: wrap the env with these rules or leave it unwrapped")
+            wrapped = (tuple(env.get_wrapper_attr("rules")), env.get_wrapper_attr("futures")) if rules else ()
+            if rules and wrapped != (tuple(rules), futures):  # same shape, other rollouts
+                raise ValueError(f"the env's forecasts roll out {wrapped[0]} in {wrapped[1]} sampled futures, the "
+                                 f"policy was trained on {tuple(rules)} in {futures}: wrap the env with these or "
+                                 "leave it unwrapped")
         _check_space(env.observation_space, expected)
+
+    def _forecast_settings(self) -> tuple[tuple[str, ...], int, tuple[str, str] | None]:
+        """The policy's forecast rollout rules, sampled futures and their pool (older checkpoints: none)."""
+        policy = self.model.policy
+        return (tuple(getattr(policy, "forecast_rules", ())), getattr(policy, "forecast_futures", 0),
+                getattr(policy, "future_pool", None))
 
     def env_settings(self) -> dict[str, Any]:
         """The env arguments the policy's observation space needs: ``max_candidates`` and ``observability``."""
@@ -106,9 +114,9 @@ class PPOAgent(Agent):
         venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
                             autoreset_mode="Disabled", instance=instances[0], objective=objective,
                             **self.env_settings())
-        rules = getattr(self.model.policy, "forecast_rules", ())
+        rules, futures, pool = self._forecast_settings()
         if rules:
-            venv = ForecastFeaturesVector(venv, rules)
+            venv = ForecastFeaturesVector(venv, rules, futures, pool)
         _check_space(venv.single_observation_space, self.model.observation_space)
         vector = venv.unwrapped
         playing = np.arange(num_envs)  # the instance each sub-env plays; -1: idle (replays its last one)

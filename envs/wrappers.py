@@ -20,10 +20,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from dynasched_gym.core.compiled import ScratchStates
-from dynasched_gym.core.lookahead import forecast, slot_forecasts
+from dynasched_gym.core.lookahead import forecast, objective_value, slot_forecasts
 from dynasched_gym.core.rules import parse_rule
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.features import BIG, BLOCKS, OBSERVABILITY, num_columns
+from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 
 FEATURE_KEYS = ("candidates", "machines", "global")
@@ -167,19 +168,25 @@ class SlotForecaster(ScratchStates):
     columns: its gap to the best pair under that rule, and its increase over the objective of the
     jobs completed so far, both divided by the features' time unit tau (docs/environments.md).
 
+    With ``sampled`` futures the rollouts play the present followed by sampled futures instead of an empty
+    one, and the objective is their mean (:class:`~dynasched_gym.envs.futures.SampledFutures`).
+
     Args:
         rules: the rollout rules, ``JOB:MACHINE`` each.
         objective: the env's objective.
         num_envs: how many envs (scratch states) it serves.
+        sampled: the sampled futures (serving ``num_envs`` envs), or ``None``: the future forgotten.
     """
 
-    def __init__(self, rules: Sequence[str], objective: str, num_envs: int = 1) -> None:
+    def __init__(self, rules: Sequence[str], objective: str, num_envs: int = 1,
+                 sampled: SampledFutures | None = None) -> None:
         super().__init__(num_envs)
         if not rules:
             raise ValueError("SlotForecaster needs at least one rollout rule")
         self.rules = tuple(rules)
         self.codes = np.array([parse_rule(rule) for rule in self.rules], dtype=np.int64)
         self.objective = OBJECTIVES.index(objective)
+        self.sampled = sampled
 
     def __call__(self, i: int, sim: Simulator, slot_job: np.ndarray, slot_machine: np.ndarray, time_scale: float,
                  out: np.ndarray | None = None) -> np.ndarray:
@@ -187,9 +194,30 @@ class SlotForecaster(ScratchStates):
         of the env's ``time_scale``."""
         if out is None:
             out = np.zeros((slot_job.shape[0], 2 * len(self.rules)), dtype=np.float32)
-        slot_forecasts(sim.static, sim.state, self.get(sim.static, i), slot_job, slot_machine, self.codes,
-                       self.objective, time_scale, out)
+        if self.sampled is None:
+            slot_forecasts(sim.static, sim.state, self.get(sim.static, i), slot_job, slot_machine, self.codes,
+                           self.objective, time_scale, out)
+            return out
+        out[:] = 0.0
+        offered = np.flatnonzero(slot_job >= 0)
+        if offered.size:
+            values = self.sampled.pair_values(sim, slot_job[offered], slot_machine[offered], offered.size, self.codes,
+                                              self.objective, i)
+            out[offered, 0::2] = (values - values.min(axis=0)) / time_scale
+            out[offered, 1::2] = (values - objective_value(sim.static, sim.state, self.objective)) / time_scale
         return out
+
+
+def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,
+               future_pool: tuple[str, str] | None = None) -> SlotForecaster:
+    """The :class:`SlotForecaster` of a DFJSP env or vector env (unwrapped) for ``rules``, in ``futures``
+    futures sampled from the tier pool ``future_pool`` = (tier, size), by default the env's (``futures=0``:
+    the future forgotten)."""
+    if futures < 0:
+        raise ValueError(f"futures must be >= 0, got {futures}")
+    tier, size = future_pool or (env.source.tier, env.source.size)
+    sampled = SampledFutures(futures, tier, size, slots=num_envs) if futures else None
+    return SlotForecaster(rules, env.config.objective, num_envs, sampled)
 
 
 def with_forecast_space(space: spaces.Dict, rules: Sequence[str]) -> spaces.Dict:
@@ -210,13 +238,18 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
     Args:
         env: a ``DynaSched/DFJSP-v0`` env (``Dict`` observation), possibly wrapped.
         rules: the rollout rules, ``JOB:MACHINE`` each.
+        futures: roll out in this many futures sampled from a tier pool instead of an empty one, the
+            objective averaged over them (:class:`~dynasched_gym.envs.futures.SampledFutures`); ``0``:
+            the future forgotten.
+        future_pool: (tier, size) of that pool; ``None``: the env's.
     """
 
-    def __init__(self, env: gym.Env, rules: Sequence[str] = DEFAULT_FORECAST_RULES) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules))
+    def __init__(self, env: gym.Env, rules: Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
+                 future_pool: tuple[str, str] | None = None) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules), futures=futures, future_pool=future_pool)
         _MaskedWrapper.__init__(self, env)
-        self.rules = tuple(rules)
-        self._forecaster = SlotForecaster(self.rules, env.unwrapped.config.objective)
+        self.rules, self.futures = tuple(rules), futures
+        self._forecaster = forecaster(env.unwrapped, self.rules, futures, 1, future_pool)
         self.observation_space = with_forecast_space(env.observation_space, self.rules)
 
     def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -232,12 +265,14 @@ class ForecastFeaturesVector(_PassVectorMasks):
     Args:
         env: a DFJSP vector env.
         rules: the rollout rules, ``JOB:MACHINE`` each.
+        futures, future_pool: as for :class:`ForecastFeatures`.
     """
 
-    def __init__(self, env: VectorEnv, rules: Sequence[str] = DEFAULT_FORECAST_RULES) -> None:
+    def __init__(self, env: VectorEnv, rules: Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
+                 future_pool: tuple[str, str] | None = None) -> None:
         super().__init__(env)
-        self.rules = tuple(rules)
-        self._forecaster = SlotForecaster(self.rules, env.unwrapped.config.objective, env.num_envs)
+        self.rules, self.futures = tuple(rules), futures
+        self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool)
         self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 

@@ -80,7 +80,7 @@ def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str 
     return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
                             pool_size=env_cfg.pool_size, reward_scale=reward_scale, forecast_rule=forecast_rule,
                             hindsight=env_cfg.forecast_hindsight, forecast_features=tuple(env_cfg.forecast_features),
-                            **play_kwargs(env_cfg))
+                            forecast_futures=env_cfg.forecast_futures, **play_kwargs(env_cfg))
 
 
 def held_out(env_cfg: DictConfig, seeds: DictConfig, name: str) -> list[Instance]:
@@ -236,7 +236,8 @@ def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, 
                      disable=not progress):
         env = gym.make(ENV_ID, instance=pool.instance(seed), reward_scale=scale, **play_kwargs(env_cfg))
         if env_cfg.forecast_features:
-            env = ForecastFeatures(env, tuple(env_cfg.forecast_features))
+            env = ForecastFeatures(env, tuple(env_cfg.forecast_features), env_cfg.forecast_futures,
+                                   (env_cfg.tier, env_cfg.size))
         if forecast_rule:
             env = ForecastReward(env, forecast_rule, env_cfg.forecast_hindsight)
         observation, info = env.reset(seed=seed)
@@ -319,7 +320,8 @@ def train(cfg: DictConfig) -> Path:
                             n_steps=tc.n_steps, batch_size=tc.batch_size, n_epochs=tc.n_epochs, gamma=tc.gamma,
                             gae_lambda=tc.gae_lambda, clip_range=tc.clip_range, ent_coef=tc.ent_coef,
                             vf_coef=tc.vf_coef, max_grad_norm=tc.max_grad_norm,
-                            policy_kwargs={"hidden": tc.hidden, "forecast_rules": tuple(ec.forecast_features)},
+                            policy_kwargs={"hidden": tc.hidden, "forecast_rules": tuple(ec.forecast_features),
+                                           "forecast_futures": ec.forecast_futures, "future_pool": (ec.tier, ec.size)},
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation

@@ -11,7 +11,7 @@ from dynasched_gym import Event, EventType, Instance, data, load_instance, valid
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
 from dynasched_gym.core.compiled import allocate_state, compile_instance
-from dynasched_gym.core.lookahead import pair_value, sampled_pair_values, with_sampled_future
+from dynasched_gym.core.lookahead import objective_value, pair_value, sampled_pair_values, with_sampled_future
 from dynasched_gym.core.rules import parse_rule
 
 MACHINE_EVENTS = {EventType.BREAKDOWN, EventType.MAINTENANCE, EventType.REPAIR}
@@ -130,3 +130,77 @@ def test_bad_sampled_future_arguments_are_named(pool):
     env = gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="makespan", max_candidates=512)
     with pytest.raises(ValueError, match=r"seed \d+, cannot be a future of mk01"):
         run_episode(LookaheadAgent(futures=1, future_tier="medium", future_size="small"), env, seed=0)
+
+
+RULES = ("EDD:EET", "ATC:LWL")
+
+
+def test_sampled_forecast_features_are_the_mean_rollouts_over_the_futures(pool):
+    from dynasched_gym.envs.futures import SampledFutures
+    from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector
+
+    instance = pool.instance(6)
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance, objective="weighted_tardiness"), RULES,
+                           futures=2)
+    plain = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance, objective="weighted_tardiness"), RULES)
+    venv = ForecastFeaturesVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, instance=instance,
+                                               vectorization_mode="vector_entry_point",
+                                               objective="weighted_tardiness"), RULES, futures=2)
+    observation, _ = env.reset(seed=0)
+    plain.reset(seed=0)
+    vector_obs, _ = venv.reset(seed=0)
+    codes = np.array([parse_rule(r) for r in RULES], dtype=np.int64)
+    futures = SampledFutures(2, "medium", "small")
+    checked = 0
+    for _ in range(12):
+        sim, inner = env.unwrapped.simulator, env.unwrapped
+        jobs, machines = inner.offered_pairs()
+        offered = np.flatnonzero(jobs >= 0)
+        values = futures.pair_values(sim, jobs[offered], machines[offered], offered.size, codes, 2)
+        accrued = objective_value(sim.static, sim.state, 2)
+        forecasts = observation[FORECASTS_KEY]
+        np.testing.assert_allclose(forecasts[offered, 0::2], (values - values.min(axis=0)) / inner.time_scale,
+                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(forecasts[offered, 1::2], (values - accrued) / inner.time_scale, rtol=1e-5,
+                                   atol=1e-5)
+        assert not forecasts[jobs < 0].any()
+        for i in range(2):
+            np.testing.assert_array_equal(vector_obs[FORECASTS_KEY][i], forecasts)
+        checked += offered.size > 1
+        observation = env.step(0)[0]
+        plain_obs = plain.step(0)[0]
+        vector_obs = venv.step(np.zeros(2, dtype=np.int64))[0]
+    assert checked and not np.allclose(plain_obs[FORECASTS_KEY], observation[FORECASTS_KEY])
+    with pytest.raises(ValueError, match="futures must be >= 0"):
+        ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance), RULES, futures=-1)
+
+
+def test_ppo_trained_on_sampled_forecasts_rebuilds_them(pool, tmp_path):
+    """The policy saves its futures; PPOAgent then adds the same forecasts itself (single env and batched
+    play agree) and refuses an env whose forecasts forget the future."""
+    from sb3_contrib import MaskablePPO
+
+    from dynasched_gym.agents.policy import SlotPolicy
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+    from dynasched_gym.envs.wrappers import ForecastFeatures
+
+    venv = make_sb3_vec_env(num_envs=2, tier="medium", size="small", pool_size=2, objective="weighted_tardiness",
+                            forecast_features=RULES, forecast_futures=1)
+    model = MaskablePPO(SlotPolicy, venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu",
+                        policy_kwargs={"hidden": 8, "forecast_rules": RULES, "forecast_futures": 1,
+                                       "future_pool": ("medium", "small")})
+    model.learn(64)
+    model.save(tmp_path / "model.zip")
+    agent = make("ppo", checkpoint=tmp_path / "model.zip")
+    assert agent.model.policy.forecast_futures == 1 and agent.model.policy.future_pool == ("medium", "small")
+    instances = [pool.instance(seed) for seed in (0, 6)]
+    played = agent.play(instances, "weighted_tardiness", num_envs=2)
+    for inst, schedule in zip(instances, played):
+        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness")
+        single = run_episode(agent, env, seed=0)
+        np.testing.assert_array_equal(schedule.segment_start, single.segment_start)
+        np.testing.assert_array_equal(schedule.segment_machine, single.segment_machine)
+    forgetting = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instances[0],
+                                           objective="weighted_tardiness"), RULES)
+    with pytest.raises(ValueError, match=r"in 0 sampled futures, the policy was trained on .* in 1"):
+        run_episode(agent, forgetting, seed=0)

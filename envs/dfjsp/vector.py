@@ -83,6 +83,7 @@ class DFJSPVectorEnv(VectorEnv):
         template = self.env_class(**kwargs)
         self.num_envs = num_envs
         self.config = template.config
+        self.source = template.source  # where each episode's instance comes from (tier pool or fixed)
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "autoreset_mode": AutoresetMode(autoreset_mode)}
         self.single_observation_space = template.observation_space

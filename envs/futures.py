@@ -1,0 +1,81 @@
+"""Futures sampled from a tier's generative model, for rollouts that should not face an empty future.
+
+A rollout that forgets the future (``core.lookahead.forget_future``) plays as if no job will arrive
+and no machine break down. :class:`SampledFutures` instead draws, per episode, a few instances of a
+tier pool (at the reserved seeds :data:`FUTURE_SEEDS`) and rolls out the present grafted into each
+(``core.lookahead.graft_future``): the real jobs as they are, the sample's later arrivals and events
+after now. Nothing of the episode's own future is used. The lookahead agent (``futures=N``) and the
+rollout forecast features (:class:`~dynasched_gym.envs.wrappers.ForecastFeatures`, ``futures=N``)
+share it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+
+from dynasched_gym.core.compiled import Static, allocate_state, compile_instance
+from dynasched_gym.core.lookahead import sampled_pair_values, with_sampled_future
+from dynasched_gym.core.simulator import Simulator
+
+#: Pool seeds the futures are drawn from: disjoint from every seed range the training and evaluation
+#: scripts use (training 0..999, validation 5 000.., test 10 000.., further 20 000..39 999).
+FUTURE_SEEDS = range(900_000, 901_000)
+
+
+class SampledFutures:
+    """``count`` futures per episode from the tier pool ``tier``/``size`` (``count`` >= 1).
+
+    An episode's futures are chosen from its instance's name and ``seed``, so an instance gets the
+    same futures in every run and in every process. ``slots`` envs can be served at once (index ``i``
+    of :meth:`pair_values`), each keeping the futures of the instance it last saw.
+    """
+
+    def __init__(self, count: int, tier: str, size: str, seed: int = 0, slots: int = 1) -> None:
+        if count < 1:
+            raise ValueError(f"SampledFutures needs count >= 1, got {count}")
+        self.count, self.tier, self.size, self.seed = count, tier, size, seed
+        self._held: list[tuple[Static, list[tuple[Any, ...]]] | None] = [None] * slots
+        self._pool: Any = None
+
+    def __repr__(self) -> str:
+        return f"SampledFutures(count={self.count}, tier={self.tier!r}, size={self.size!r}, seed={self.seed})"
+
+    def seeds(self, name: str) -> list[int]:
+        """The pool seeds of the futures of the instance called ``name``."""
+        rng = np.random.default_rng([self.seed, zlib.crc32(name.encode("utf-8"))])
+        return [int(s) for s in rng.choice(np.asarray(FUTURE_SEEDS), size=self.count, replace=False)]
+
+    def _futures(self, sim: Simulator, i: int) -> list[tuple[Any, ...]]:
+        """(future static, graft state, scratch state) of each future of ``sim``'s instance."""
+        held = self._held[i]
+        if held is not None and held[0] is sim.static:
+            return held[1]
+        if self._pool is None:
+            from dynasched_gym.generation import tier_pool
+
+            self._pool = tier_pool(self.tier, self.size)
+        futures = []
+        for seed in self.seeds(sim.instance.name):
+            try:
+                future = with_sampled_future(sim.static, compile_instance(self._pool.instance(seed)))
+            except ValueError as exc:
+                raise ValueError(f"{self._pool!r}, seed {seed}, cannot be a future of {sim.instance.name}: "
+                                 f"{exc}") from None
+            futures.append((future, allocate_state(future), allocate_state(future)))
+        self._held[i] = (sim.static, futures)
+        return futures
+
+    def pair_values(self, sim: Simulator, pair_job: np.ndarray, pair_machine: np.ndarray, count: int,
+                    rollout_rules: np.ndarray, objective: int, i: int = 0) -> np.ndarray:
+        """(count, R): the mean over the futures of the objective when pair ``k`` starts now and rule ``r``
+        finishes the schedule (``core.lookahead.sampled_pair_values``); ``sim`` is unchanged."""
+        values = np.empty((count, rollout_rules.shape[0]))
+        total = np.zeros_like(values)
+        for future, grafted, scratch in self._futures(sim, i):
+            sampled_pair_values(sim.static, sim.state, future, grafted, scratch, pair_job, pair_machine, count,
+                                rollout_rules, objective, values)
+            total += values
+        return total / self.count
