@@ -5,14 +5,25 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from sb3_contrib import MaskablePPO
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import Event, EventType, Instance, data, load_instance, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
-from dynasched_gym.core.compiled import allocate_state, compile_instance
-from dynasched_gym.core.lookahead import objective_value, pair_value, sampled_pair_values, with_sampled_future
+from dynasched_gym.agents.policy import SlotPolicy
+from dynasched_gym.core.compiled import C_OPEN_JOBS, JOB_CANCELLED, JOB_HIDDEN, allocate_state, compile_instance
+from dynasched_gym.core.lookahead import (
+    graft_future,
+    objective_value,
+    pair_value,
+    sampled_pair_values,
+    with_sampled_future,
+)
 from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.envs.futures import SampledFutures
+from dynasched_gym.envs.sb3 import make_sb3_vec_env
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector
 
 MACHINE_EVENTS = {EventType.BREAKDOWN, EventType.MAINTENANCE, EventType.REPAIR}
 
@@ -71,9 +82,6 @@ def test_a_sampled_future_adds_its_later_arrivals_only(pool):
     num_jobs = static.job_release.shape[0]
     assert future.job_release.shape[0] == num_jobs + sample.job_release.shape[0]
     np.testing.assert_array_equal(future.op_time[:static.op_time.shape[0]], static.op_time)
-    from dynasched_gym.core.compiled import C_OPEN_JOBS, JOB_CANCELLED, JOB_HIDDEN
-    from dynasched_gym.core.lookahead import graft_future
-
     grafted = allocate_state(future)
     graft_future(static, sim.state, future, grafted)
     later = sample.job_release > sim.now
@@ -136,9 +144,6 @@ RULES = ("EDD:EET", "ATC:LWL")
 
 
 def test_sampled_forecast_features_are_the_mean_rollouts_over_the_futures(pool):
-    from dynasched_gym.envs.futures import SampledFutures
-    from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector
-
     instance = pool.instance(6)
     env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance, objective="weighted_tardiness"), RULES,
                            futures=2)
@@ -178,12 +183,6 @@ def test_sampled_forecast_features_are_the_mean_rollouts_over_the_futures(pool):
 def test_ppo_trained_on_sampled_forecasts_rebuilds_them(pool, tmp_path):
     """The policy saves its futures; PPOAgent then adds the same forecasts itself (single env and batched
     play agree) and refuses an env whose forecasts forget the future."""
-    from sb3_contrib import MaskablePPO
-
-    from dynasched_gym.agents.policy import SlotPolicy
-    from dynasched_gym.envs.sb3 import make_sb3_vec_env
-    from dynasched_gym.envs.wrappers import ForecastFeatures
-
     venv = make_sb3_vec_env(num_envs=2, tier="medium", size="small", pool_size=2, objective="weighted_tardiness",
                             forecast_features=RULES, forecast_futures=1)
     model = MaskablePPO(SlotPolicy, venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu",

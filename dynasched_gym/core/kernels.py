@@ -393,7 +393,8 @@ def _fill(dst, value):
 
 @njit(cache=True, _nrt=False)
 def _copy(dst, src):
-    for i in range(dst.shape[0]):
+    """``dst[:len(src)] = src`` (``dst`` at least as long)."""
+    for i in range(src.shape[0]):
         dst[i] = src[i]
 
 
@@ -514,7 +515,11 @@ def fill_candidates(S, T, out_job, out_machine, out_time):
 
 @njit(cache=True, _nrt=False)
 def copy_into(src, dst):
-    """Copy every array of state ``src`` into ``dst`` (restore a snapshot in place)."""
+    """Copy every array of state ``src`` into ``dst`` (restore a snapshot in place).
+
+    ``dst`` may belong to an instance with more jobs, slots or log capacity appended
+    (``core.lookahead.with_sampled_future``): ``src`` then fills the head of each of its arrays.
+    """
     _copy(dst.now, src.now)
     _copy(dst.counters, src.counters)
     _copy(dst.job_status, src.job_status)

@@ -31,11 +31,9 @@ import numpy as np
 from numba import njit
 
 from dynasched_gym.core.compiled import (
-    C_DOWNTIMES,
     C_EVENT,
     C_OPEN_JOBS,
     C_RELEASE,
-    C_SEGMENTS,
     EPS,
     JOB_CANCELLED,
     JOB_COMPLETED,
@@ -276,13 +274,6 @@ def with_sampled_future(static: Static, sample: Static) -> Static:
 
 
 @njit(cache=True, _nrt=False)
-def _copy_head(dst, src, count):
-    """``dst[:count] = src[:count]`` without the numba runtime."""
-    for i in range(count):
-        dst[i] = src[i]
-
-
-@njit(cache=True, _nrt=False)
 def graft_future(S, T, F, TF):
     """Make ``TF`` (a state of ``F = with_sampled_future(S, sample)``) the present of state ``T`` in that future.
 
@@ -291,35 +282,8 @@ def graft_future(S, T, F, TF):
     arrive at their release times, and of its events only those after now will happen.
     """
     now = T.now[0]
-    num_jobs, num_slots, num_machines = S.job_release.shape[0], S.slot_op.shape[0], T.machine_job.shape[0]
-    TF.now[0] = now
-    _copy_head(TF.counters, T.counters, T.counters.shape[0])
-    for a, b in ((TF.job_status, T.job_status), (TF.job_pos, T.job_pos), (TF.job_num_slots, T.job_num_slots),
-                 (TF.job_machine, T.job_machine), (TF.slot_op, T.slot_op), (TF.slot_touched, T.slot_touched)):
-        _copy_head(a, b, b.shape[0])
-    for a, b in ((TF.job_ready, T.job_ready), (TF.job_due, T.job_due), (TF.job_weight, T.job_weight),
-                 (TF.job_completion, T.job_completion), (TF.job_cancelled_at, T.job_cancelled_at),
-                 (TF.slot_factor, T.slot_factor), (TF.slot_nominal, T.slot_nominal), (TF.slot_work, T.slot_work)):
-        _copy_head(a, b, b.shape[0])
-    for a, b in ((TF.machine_job, T.machine_job), (TF.machine_segment, T.machine_segment),
-                 (TF.machine_down, T.machine_down), (TF.machine_downtime, T.machine_downtime)):
-        _copy_head(a, b, num_machines)
-    for a, b in ((TF.machine_start, T.machine_start), (TF.machine_end, T.machine_end),
-                 (TF.machine_ptime, T.machine_ptime), (TF.machine_down_until, T.machine_down_until),
-                 (TF.machine_maintenance, T.machine_maintenance), (TF.machine_free_since, T.machine_free_since),
-                 (TF.machine_workload, T.machine_workload)):
-        _copy_head(a, b, num_machines)
-    segments, downtimes = T.counters[C_SEGMENTS], T.counters[C_DOWNTIMES]
-    for a, b in ((TF.segment_job, T.segment_job), (TF.segment_op, T.segment_op),
-                 (TF.segment_machine, T.segment_machine), (TF.segment_status, T.segment_status)):
-        _copy_head(a, b, segments)
-    for a, b in ((TF.segment_start, T.segment_start), (TF.segment_end, T.segment_end),
-                 (TF.segment_work, T.segment_work)):
-        _copy_head(a, b, segments)
-    _copy_head(TF.downtime_machine, T.downtime_machine, downtimes)
-    _copy_head(TF.downtime_kind, T.downtime_kind, downtimes)
-    _copy_head(TF.downtime_start, T.downtime_start, downtimes)
-    _copy_head(TF.downtime_end, T.downtime_end, downtimes)
+    num_jobs, num_slots = S.job_release.shape[0], S.slot_op.shape[0]
+    copy_into(T, TF)  # the present fills the head of every array
     open_jobs = T.counters[C_OPEN_JOBS]
     for j in range(num_jobs):
         if T.job_status[j] == JOB_HIDDEN:
