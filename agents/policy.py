@@ -12,7 +12,11 @@ from 0/1 flags to clipped 1e6 times).
   one DeepSets interaction round adds ``MLP([e_k, mean e, max e])`` (pools over the valid slots).
 - **Actor**: a shared head scores each slot, ``logit_k = head(e_k)``; padding slots are removed
   by the action mask (``MaskablePPO``).
-- **Critic**: an MLP of the pooled slot embeddings (mean and max over valid slots) and ``c``.
+- **Critic**: an MLP of the pooled slot embeddings (mean and max over valid slots) and ``c``. With
+  ``critic_hindsight`` (an *asymmetric* critic) also of the pooled embeddings of ``hindsight_forecasts``
+  (K, 2R), the same rollouts played in the instance's real future: privileged information that cuts
+  the variance of the advantages in training. The actor never reads it, so the policy stays fair; a
+  played policy gets zeros there (:class:`~dynasched_gym.agents.ppo.PPOAgent`).
 
 Every slot is treated by the same weights and the pools are symmetric, so permuting the candidate
 rows (with the mask) permutes the logits and leaves the value unchanged.
@@ -31,7 +35,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
-from dynasched_gym.envs.wrappers import FORECASTS_KEY
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, HINDSIGHT_KEY
 
 
 def mlp(sizes: list[int], last_activation: bool = True) -> nn.Sequential:
@@ -61,8 +65,9 @@ def masked_pool(x: th.Tensor, mask: th.Tensor) -> th.Tensor:
 class SlotEncoder(BaseFeaturesExtractor):
     """Embeds every candidate slot with shared weights (module docstring).
 
-    Output (B, K*H + 3H): the slot embeddings row by row, then their pools (mean, max over valid
-    slots) and the context ``c``. :class:`SlotHeads` splits it again.
+    Output (B, K*H + 3H), or (B, K*H + 5H) with ``hindsight_forecasts``: the slot embeddings row by row,
+    then their pools (mean, max over valid slots), the context ``c`` and the pools of the hindsight rows'
+    embeddings. :class:`SlotHeads` splits it again: the actor reads the slot embeddings only.
     """
 
     def __init__(self, observation_space: spaces.Dict, hidden: int = 64) -> None:
@@ -72,12 +77,16 @@ class SlotEncoder(BaseFeaturesExtractor):
             cand_dim += observation_space[FORECASTS_KEY].shape[1]
         machine_dim = observation_space["machines"].shape[1]
         global_dim = observation_space["global"].shape[0]
-        super().__init__(observation_space, features_dim=num_slots * hidden + 3 * hidden)
+        self.with_hindsight = HINDSIGHT_KEY in observation_space.spaces
+        pooled_blocks = 5 if self.with_hindsight else 3  # slot pools (2), context, hindsight pools (2)
+        super().__init__(observation_space, features_dim=num_slots * hidden + pooled_blocks * hidden)
         self.num_slots, self.hidden = num_slots, hidden
         self.machine_net = mlp([machine_dim, hidden, hidden])
         self.context_net = mlp([2 * hidden + global_dim, hidden])
         self.slot_net = mlp([cand_dim + hidden, hidden, hidden])
         self.interact_net = mlp([3 * hidden, hidden, hidden])
+        if self.with_hindsight:
+            self.hindsight_net = mlp([observation_space[HINDSIGHT_KEY].shape[1], hidden, hidden])
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
         candidates = observations["candidates"]
@@ -91,18 +100,21 @@ class SlotEncoder(BaseFeaturesExtractor):
         slots = self.slot_net(th.cat([candidates, context.unsqueeze(1).expand(-1, self.num_slots, -1)], dim=-1))
         pooled = masked_pool(slots, valid).unsqueeze(1).expand(-1, self.num_slots, -1)
         slots = slots + self.interact_net(th.cat([slots, pooled], dim=-1))
-        return th.cat([slots.flatten(1), masked_pool(slots, valid), context], dim=-1)
+        features = [slots.flatten(1), masked_pool(slots, valid), context]
+        if self.with_hindsight:
+            features.append(masked_pool(self.hindsight_net(symlog(observations[HINDSIGHT_KEY])), valid))
+        return th.cat(features, dim=-1)
 
 
 class SlotHeads(nn.Module):
     """The ``mlp_extractor`` of :class:`SlotPolicy`: per-slot logits (actor) and a pooled latent (critic)."""
 
-    def __init__(self, num_slots: int, hidden: int) -> None:
+    def __init__(self, num_slots: int, hidden: int, critic_hindsight: bool = False) -> None:
         super().__init__()
         self.num_slots, self.hidden = num_slots, hidden
         self.latent_dim_pi, self.latent_dim_vf = num_slots, hidden
         self.score_net = mlp([hidden, hidden, 1], last_activation=False)
-        self.value_net = mlp([3 * hidden, hidden, hidden])
+        self.value_net = mlp([(5 if critic_hindsight else 3) * hidden, hidden, hidden])
 
     def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         return self.forward_actor(features), self.forward_critic(features)
@@ -123,25 +135,31 @@ class SlotPolicy(MaskableActorCriticPolicy):
     ``forecast_rules`` names the rollout rules of the ``forecasts`` block the policy was trained
     with (saved with the model, so that :class:`~dynasched_gym.agents.ppo.PPOAgent` can rebuild it),
     ``forecast_futures`` in how many futures sampled from the tier pool ``future_pool`` = (tier, size)
-    they were rolled out (``0``: the future forgotten).
+    they were rolled out (``0``: the future forgotten). ``critic_hindsight`` makes the critic asymmetric:
+    it also reads ``hindsight_forecasts`` (the observations must carry them in training), the actor does not.
     """
 
     def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule,
                  hidden: int = 64, forecast_rules: Sequence[str] = (), forecast_futures: int = 0,
-                 future_pool: Sequence[str] | None = None, **kwargs: Any) -> None:
+                 future_pool: Sequence[str] | None = None, critic_hindsight: bool = False, **kwargs: Any) -> None:
         self.hidden = hidden
         self.forecast_rules = tuple(forecast_rules)
         self.forecast_futures = forecast_futures
         self.future_pool = None if future_pool is None else (str(future_pool[0]), str(future_pool[1]))
+        self.critic_hindsight = critic_hindsight
         columns = observation_space[FORECASTS_KEY].shape[1] if FORECASTS_KEY in observation_space.spaces else 0
         if columns != 2 * len(self.forecast_rules):
             raise ValueError(f"the observations have {columns} forecast columns but forecast_rules="
                              f"{list(self.forecast_rules)} gives {2 * len(self.forecast_rules)} (2 per rule)")
+        if critic_hindsight != (HINDSIGHT_KEY in observation_space.spaces):
+            raise ValueError(f"critic_hindsight={critic_hindsight} but the observations "
+                             f"{'carry' if HINDSIGHT_KEY in observation_space.spaces else 'lack'} {HINDSIGHT_KEY!r}")
         super().__init__(observation_space, action_space, lr_schedule, features_extractor_class=SlotEncoder,
                          features_extractor_kwargs={"hidden": hidden}, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = SlotHeads(self.observation_space["candidates"].shape[0], self.hidden)
+        num_slots = self.observation_space["candidates"].shape[0]
+        self.mlp_extractor = SlotHeads(num_slots, self.hidden, self.critic_hindsight)
 
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)
@@ -155,4 +173,5 @@ class SlotPolicy(MaskableActorCriticPolicy):
         for key in ("features_extractor_class", "features_extractor_kwargs"):
             data.pop(key)
         return {**data, "hidden": self.hidden, "forecast_rules": self.forecast_rules,
-                "forecast_futures": self.forecast_futures, "future_pool": self.future_pool}
+                "forecast_futures": self.forecast_futures, "future_pool": self.future_pool,
+                "critic_hindsight": self.critic_hindsight}

@@ -21,7 +21,13 @@ from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
-from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeaturesVector, SlotForecaster, forecaster
+from dynasched_gym.envs.wrappers import (
+    FORECASTS_KEY,
+    HINDSIGHT_KEY,
+    ForecastFeaturesVector,
+    SlotForecaster,
+    forecaster,
+)
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -49,6 +55,8 @@ class PPOAgent(Agent):
     ``max_candidates`` and number of machines); :meth:`reset` checks the spaces. A policy trained
     with rollout forecasts (``SlotPolicy(forecast_rules=...)``) gets them computed by the agent
     from the env's state unless the env already adds them (:class:`~dynasched_gym.envs.wrappers.ForecastFeatures`).
+    A policy with an asymmetric critic (``SlotPolicy(critic_hindsight=True)``) gets zeros for the critic's
+    privileged ``hindsight_forecasts``: its actor never reads them, and the env never has to reveal the future.
 
     Args:
         checkpoint: a ``.zip`` saved by ``MaskablePPO.save`` (or a model in memory, e.g. while training).
@@ -76,7 +84,7 @@ class PPOAgent(Agent):
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
         rules, futures, pool = self._forecast_settings()
-        expected = self.model.observation_space
+        expected = self._played_space()
         if rules and FORECASTS_KEY not in env.observation_space.spaces:  # the agent adds them itself
             expected = spaces.Dict({k: v for k, v in expected.spaces.items() if k != FORECASTS_KEY})
             self._forecaster = forecaster(env.unwrapped, rules, futures, 1, pool)
@@ -88,6 +96,18 @@ class PPOAgent(Agent):
                                  f"policy was trained on {tuple(rules)} in {futures}: wrap the env with these or "
                                  "leave it unwrapped")
         _check_space(env.observation_space, expected)
+
+    def _played_space(self) -> spaces.Dict:
+        """The policy's observation space without the critic's privileged block (the agent fills it with zeros)."""
+        return spaces.Dict({k: v for k, v in self.model.observation_space.spaces.items() if k != HINDSIGHT_KEY})
+
+    def _blank_hindsight(self, observation: dict[str, np.ndarray],
+                         batch: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
+        """``observation`` with zeros for ``hindsight_forecasts`` when the policy's critic reads them."""
+        space = self.model.observation_space.spaces.get(HINDSIGHT_KEY)
+        if space is None:
+            return observation
+        return {**observation, HINDSIGHT_KEY: np.zeros((*batch, *space.shape), dtype=np.float32)}
 
     def _forecast_settings(self) -> tuple[tuple[str, ...], int, tuple[str, str] | None]:
         """The policy's forecast rollout rules, sampled futures and their pool (older checkpoints: none)."""
@@ -117,7 +137,7 @@ class PPOAgent(Agent):
         rules, futures, pool = self._forecast_settings()
         if rules:
             venv = ForecastFeaturesVector(venv, rules, futures, pool)
-        _check_space(venv.single_observation_space, self.model.observation_space)
+        _check_space(venv.single_observation_space, self._played_space())
         vector = venv.unwrapped
         playing = np.arange(num_envs)  # the instance each sub-env plays; -1: idle (replays its last one)
         shown = list(playing)  # the instance each sub-env has
@@ -126,8 +146,8 @@ class PPOAgent(Agent):
         following = num_envs
         with tqdm(total=len(instances), desc="play ppo", unit="inst", disable=not progress) as bar:
             while (playing >= 0).any():
-                actions, _ = self.model.predict(observation, deterministic=self.deterministic,
-                                                action_masks=venv.action_masks())
+                actions, _ = self.model.predict(self._blank_hindsight(observation, (num_envs,)),
+                                                deterministic=self.deterministic, action_masks=venv.action_masks())
                 observation, _, terminated, _, _ = venv.step(actions)
                 if not terminated.any():
                     continue
@@ -149,7 +169,7 @@ class PPOAgent(Agent):
             env = self.env.unwrapped
             forecasts = self._forecaster(0, env.simulator, *env.offered_pairs(), env.time_scale)
             observation = {**observation, FORECASTS_KEY: forecasts}
-        action, _ = self.model.predict(observation, deterministic=self.deterministic,
+        action, _ = self.model.predict(self._blank_hindsight(observation), deterministic=self.deterministic,
                                        action_masks=self.env.action_masks())
         return int(action)
 

@@ -121,7 +121,8 @@ class SB3VecEnv(VecEnv):
 
 def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
                      keep_mask: bool = True, forecast_rule: str | Sequence[str] | None = None, hindsight: bool = False,
-                     forecast_features: Sequence[str] = (), forecast_futures: int = 0, **kwargs: Any) -> SB3VecEnv:
+                     forecast_features: Sequence[str] = (), forecast_futures: int = 0, critic_hindsight: bool = False,
+                     **kwargs: Any) -> SB3VecEnv:
     """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``.
 
     With ``forecast_rule``, rewards come from that rule's forecast of the final objective (with several
@@ -129,12 +130,19 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     (:class:`~dynasched_gym.envs.wrappers.ForecastRewardVector`). With ``forecast_features`` (rollout
     rules), observations carry the fair rollout forecasts of every offered pair
     (:class:`~dynasched_gym.envs.wrappers.ForecastFeaturesVector`), rolled out in ``forecast_futures``
-    futures sampled from the env's tier pool (``0``: the future forgotten).
+    futures sampled from the env's tier pool (``0``: the future forgotten). With ``critic_hindsight``
+    they also carry the same rules' rollouts in the real future (``hindsight_forecasts``), the privileged
+    input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only).
     """
+    if critic_hindsight and (flatten or not forecast_features):
+        raise ValueError(f"critic_hindsight needs forecast_features (got {list(forecast_features)}) and Dict "
+                         f"observations (got flatten={flatten}): a flat policy could not keep it from its actor")
     venv = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                         autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
     if forecast_features:
         venv = ForecastFeaturesVector(venv, forecast_features, forecast_futures)
+    if critic_hindsight:
+        venv = ForecastFeaturesVector(venv, forecast_features, hindsight=True)
     if forecast_rule:
         venv = ForecastRewardVector(venv, forecast_rule, hindsight)
     return SB3VecEnv(venv, flatten=flatten, keep_mask=keep_mask)

@@ -30,6 +30,9 @@ from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 FEATURE_KEYS = ("candidates", "machines", "global")
 #: Observation key of the rollout forecasts added by :class:`ForecastFeatures`.
 FORECASTS_KEY = "forecasts"
+#: Observation key of the clairvoyant forecasts added by ``ForecastFeatures(hindsight=True)``: training
+#: input of a critic only (:class:`~dynasched_gym.agents.policy.SlotPolicy` ``critic_hindsight``).
+HINDSIGHT_KEY = "hindsight_forecasts"
 
 
 def flat_keys(keep_mask: bool, present: Any = ()) -> tuple[str, ...]:
@@ -161,7 +164,7 @@ class _Forecaster(ScratchStates):
 
 
 class SlotForecaster(ScratchStates):
-    """Fair rollout forecasts of every offered pair (:func:`dynasched_gym.core.lookahead.slot_forecasts`).
+    """Rollout forecasts of every offered pair (:func:`dynasched_gym.core.lookahead.slot_forecasts`).
 
     For each offered pair and each rollout rule: the objective if the pair starts now and the rule
     finishes the schedule, knowing only the present (the lookahead agent's rollouts), as two
@@ -169,24 +172,30 @@ class SlotForecaster(ScratchStates):
     jobs completed so far, both divided by the features' time unit tau (docs/environments.md).
 
     With ``sampled`` futures the rollouts play the present followed by sampled futures instead of an empty
-    one, and the objective is their mean (:class:`~dynasched_gym.envs.futures.SampledFutures`).
+    one, and the objective is their mean (:class:`~dynasched_gym.envs.futures.SampledFutures`). With
+    ``hindsight`` they play the instance's real future instead: privileged information, for a critic in
+    training only.
 
     Args:
         rules: the rollout rules, ``JOB:MACHINE`` each.
         objective: the env's objective.
         num_envs: how many envs (scratch states) it serves.
         sampled: the sampled futures (serving ``num_envs`` envs), or ``None``: the future forgotten.
+        hindsight: roll out in the real future (not with ``sampled``).
     """
 
     def __init__(self, rules: Sequence[str], objective: str, num_envs: int = 1,
-                 sampled: SampledFutures | None = None) -> None:
+                 sampled: SampledFutures | None = None, hindsight: bool = False) -> None:
         super().__init__(num_envs)
         if not rules:
             raise ValueError("SlotForecaster needs at least one rollout rule")
+        if hindsight and sampled is not None:
+            raise ValueError(f"hindsight forecasts play the real future: they cannot also play {sampled!r}")
         self.rules = tuple(rules)
         self.codes = np.array([parse_rule(rule) for rule in self.rules], dtype=np.int64)
         self.objective = OBJECTIVES.index(objective)
         self.sampled = sampled
+        self.hindsight = hindsight
 
     def __call__(self, i: int, sim: Simulator, slot_job: np.ndarray, slot_machine: np.ndarray, time_scale: float,
                  out: np.ndarray | None = None) -> np.ndarray:
@@ -196,7 +205,7 @@ class SlotForecaster(ScratchStates):
             out = np.zeros((slot_job.shape[0], 2 * len(self.rules)), dtype=np.float32)
         if self.sampled is None:
             slot_forecasts(sim.static, sim.state, self.get(sim.static, i), slot_job, slot_machine, self.codes,
-                           self.objective, time_scale, out)
+                           self.objective, self.hindsight, time_scale, out)
             return out
         out[:] = 0.0
         offered = np.flatnonzero(slot_job >= 0)
@@ -209,21 +218,21 @@ class SlotForecaster(ScratchStates):
 
 
 def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,
-               future_pool: tuple[str, str] | None = None) -> SlotForecaster:
+               future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> SlotForecaster:
     """The :class:`SlotForecaster` of a DFJSP env or vector env (unwrapped) for ``rules``, in ``futures``
     futures sampled from the tier pool ``future_pool`` = (tier, size), by default the env's (``futures=0``:
-    the future forgotten)."""
+    the future forgotten; ``hindsight``: the real future)."""
     if futures < 0:
         raise ValueError(f"futures must be >= 0, got {futures}")
     tier, size = future_pool or (env.source.tier, env.source.size)
     sampled = SampledFutures(futures, tier, size, slots=num_envs) if futures else None
-    return SlotForecaster(rules, env.config.objective, num_envs, sampled)
+    return SlotForecaster(rules, env.config.objective, num_envs, sampled, hindsight)
 
 
-def with_forecast_space(space: spaces.Dict, rules: Sequence[str]) -> spaces.Dict:
-    """``space`` (a DFJSP ``Dict`` observation space) with the ``forecasts`` block of ``rules`` added."""
+def with_forecast_space(space: spaces.Dict, rules: Sequence[str], key: str = FORECASTS_KEY) -> spaces.Dict:
+    """``space`` (a DFJSP ``Dict`` observation space) with the forecast block ``key`` of ``rules`` added."""
     block = spaces.Box(-BIG, BIG, shape=(space["candidates"].shape[0], 2 * len(rules)), dtype=np.float32)
-    return spaces.Dict({**space.spaces, FORECASTS_KEY: block})
+    return spaces.Dict({**space.spaces, key: block})
 
 
 class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
@@ -235,6 +244,10 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
     (:class:`SlotForecaster`), so the features show only the present. A policy trained with them
     is a learned lookahead; it costs ``R`` rollouts per offered pair per step.
 
+    With ``hindsight=True`` the block is ``hindsight_forecasts`` (:data:`HINDSIGHT_KEY`) instead: the same
+    columns from rollouts that play the instance's real future. It is privileged information for an
+    asymmetric critic in training (``SlotPolicy(critic_hindsight=True)``, whose actor never reads it).
+
     Args:
         env: a ``DynaSched/DFJSP-v0`` env (``Dict`` observation), possibly wrapped.
         rules: the rollout rules, ``JOB:MACHINE`` each.
@@ -242,20 +255,22 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
             objective averaged over them (:class:`~dynasched_gym.envs.futures.SampledFutures`); ``0``:
             the future forgotten.
         future_pool: (tier, size) of that pool; ``None``: the env's.
+        hindsight: roll out in the real future, into ``hindsight_forecasts`` (``futures`` must be 0).
     """
 
     def __init__(self, env: gym.Env, rules: Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
-                 future_pool: tuple[str, str] | None = None) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules), futures=futures, future_pool=future_pool)
+                 future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules), futures=futures, future_pool=future_pool,
+                                                 hindsight=hindsight)
         _MaskedWrapper.__init__(self, env)
-        self.rules, self.futures = tuple(rules), futures
-        self._forecaster = forecaster(env.unwrapped, self.rules, futures, 1, future_pool)
-        self.observation_space = with_forecast_space(env.observation_space, self.rules)
+        self.rules, self.futures, self.key = tuple(rules), futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
+        self._forecaster = forecaster(env.unwrapped, self.rules, futures, 1, future_pool, hindsight)
+        self.observation_space = with_forecast_space(env.observation_space, self.rules, self.key)
 
     def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """``observation`` with its ``forecasts`` block."""
+        """``observation`` with its forecast block."""
         env = self.env.unwrapped
-        observation[FORECASTS_KEY] = self._forecaster(0, env.simulator, *env.offered_pairs(), env.time_scale)
+        observation[self.key] = self._forecaster(0, env.simulator, *env.offered_pairs(), env.time_scale)
         return observation
 
 
@@ -265,23 +280,23 @@ class ForecastFeaturesVector(_PassVectorMasks):
     Args:
         env: a DFJSP vector env.
         rules: the rollout rules, ``JOB:MACHINE`` each.
-        futures, future_pool: as for :class:`ForecastFeatures`.
+        futures, future_pool, hindsight: as for :class:`ForecastFeatures`.
     """
 
     def __init__(self, env: VectorEnv, rules: Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
-                 future_pool: tuple[str, str] | None = None) -> None:
+                 future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
         super().__init__(env)
-        self.rules, self.futures = tuple(rules), futures
-        self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool)
-        self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules)
+        self.rules, self.futures, self.key = tuple(rules), futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
+        self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
+        self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules, self.key)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
     def _add(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         venv = self.env.unwrapped
-        out = np.zeros((self.num_envs, *self.single_observation_space[FORECASTS_KEY].shape), dtype=np.float32)
+        out = np.zeros((self.num_envs, *self.single_observation_space[self.key].shape), dtype=np.float32)
         for i in range(self.num_envs):
             self._forecaster(i, venv.simulator(i), *venv.offered_pairs(i), venv.time_scale(i), out=out[i])
-        observation[FORECASTS_KEY] = out
+        observation[self.key] = out
         return observation
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
@@ -293,10 +308,10 @@ class ForecastFeaturesVector(_PassVectorMasks):
         """Step; the observations with their forecasts (final observations: rows of 0, nothing is offered)."""
         observation, rewards, terminated, truncated, infos = self.env.step(actions)
         if "final_obs" in infos:
-            shape = self.single_observation_space[FORECASTS_KEY].shape
+            shape = self.single_observation_space[self.key].shape
             for final in infos["final_obs"]:
                 if isinstance(final, dict):
-                    final[FORECASTS_KEY] = np.zeros(shape, dtype=np.float32)
+                    final[self.key] = np.zeros(shape, dtype=np.float32)
         return self._add(observation), rewards, terminated, truncated, infos
 
 

@@ -80,7 +80,8 @@ def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str 
     return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
                             pool_size=env_cfg.pool_size, reward_scale=reward_scale, forecast_rule=forecast_rule,
                             hindsight=env_cfg.forecast_hindsight, forecast_features=tuple(env_cfg.forecast_features),
-                            forecast_futures=env_cfg.forecast_futures, **play_kwargs(env_cfg))
+                            forecast_futures=env_cfg.forecast_futures, critic_hindsight=env_cfg.critic_hindsight,
+                            **play_kwargs(env_cfg))
 
 
 def held_out(env_cfg: DictConfig, seeds: DictConfig, name: str) -> list[Instance]:
@@ -238,6 +239,8 @@ def demonstrations(env_cfg: DictConfig, rule: str, episodes: int, gamma: float, 
         if env_cfg.forecast_features:
             env = ForecastFeatures(env, tuple(env_cfg.forecast_features), env_cfg.forecast_futures,
                                    (env_cfg.tier, env_cfg.size))
+        if env_cfg.critic_hindsight:
+            env = ForecastFeatures(env, tuple(env_cfg.forecast_features), hindsight=True)
         if forecast_rule:
             env = ForecastReward(env, forecast_rule, env_cfg.forecast_hindsight)
         observation, info = env.reset(seed=seed)
@@ -321,7 +324,8 @@ def train(cfg: DictConfig) -> Path:
                             gae_lambda=tc.gae_lambda, clip_range=tc.clip_range, ent_coef=tc.ent_coef,
                             vf_coef=tc.vf_coef, max_grad_norm=tc.max_grad_norm,
                             policy_kwargs={"hidden": tc.hidden, "forecast_rules": tuple(ec.forecast_features),
-                                           "forecast_futures": ec.forecast_futures, "future_pool": (ec.tier, ec.size)},
+                                           "forecast_futures": ec.forecast_futures, "future_pool": (ec.tier, ec.size),
+                                           "critic_hindsight": ec.critic_hindsight},
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation

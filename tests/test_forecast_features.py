@@ -14,11 +14,15 @@ from dynasched_gym.core.compiled import allocate_state
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.rules import parse_rule
 from dynasched_gym.envs.dfjsp.episodes import plan_scales
+from dynasched_gym.envs.futures import SampledFutures
+from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import (
     FORECASTS_KEY,
+    HINDSIGHT_KEY,
     FlattenDictObservation,
     ForecastFeatures,
     ForecastFeaturesVector,
+    SlotForecaster,
 )
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
@@ -29,10 +33,14 @@ RULES = ("EDD:EET", "SPT:LWL")
 
 @settings(max_examples=30, deadline=None)
 @given(inst=instances(max_jobs=6, max_machines=3, max_events=10), objective=st.sampled_from(OBJECTIVES),
-       seed=st.integers(0, 1000))
-def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
-    """Column 2r + 1 x tau + objective so far is the pair's rollout value under rule r; 2r its gap to the best."""
-    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=inst, objective=objective), RULES)
+       seed=st.integers(0, 1000), hindsight=st.booleans())
+def test_each_column_is_a_pair_rollout(inst, objective, seed, hindsight):
+    """Column 2r + 1 x tau + objective so far is the pair's rollout value under rule r (the future forgotten, or
+    with ``hindsight`` played as the lookahead-oracle's are); 2r its gap to the best."""
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=inst, objective=objective), RULES,
+                           hindsight=hindsight)
+    key = HINDSIGHT_KEY if hindsight else FORECASTS_KEY
+    assert set(env.observation_space.spaces) - set(env.env.observation_space.spaces) == {key}
     rng = np.random.default_rng(seed)
     observation, _ = env.reset(seed=seed)
     sim = env.unwrapped.simulator
@@ -42,7 +50,7 @@ def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
     codes = np.array([parse_rule(r) for r in RULES], dtype=np.int64)
     done, checked = False, 0
     while not done:
-        forecasts = observation[FORECASTS_KEY]
+        forecasts = observation[key]
         jobs, machines = env.unwrapped.offered_pairs()
         valid = jobs >= 0
         assert np.array_equal(valid, observation["action_mask"].astype(bool))
@@ -52,7 +60,7 @@ def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
             return
         for r in range(len(RULES)):
             values = np.array([pair_value(sim.static, sim.state, scratch, j, m, codes[r:r + 1],
-                                          OBJECTIVES.index(objective), False)[0]
+                                          OBJECTIVES.index(objective), hindsight)[0]
                                for j, m in zip(jobs[valid], machines[valid])])
             assert forecasts[valid, 2 * r] == pytest.approx((values - values.min()) / tau, rel=1e-5, abs=1e-5)
             assert forecasts[valid, 2 * r].min() == 0.0
@@ -63,22 +71,33 @@ def test_each_column_is_a_fair_pair_rollout(inst, objective, seed):
     assert checked >= len(RULES)  # at least one decision was checked under every rule
 
 
-def test_forecasts_do_not_see_the_future():
-    """A breakdown and an arrival announced for later leave the first forecasts unchanged."""
-    def first_forecasts(with_future: bool) -> np.ndarray:
+def test_forecasts_do_not_see_the_future_and_hindsight_ones_do():
+    """A breakdown and an arrival announced for later leave the first forecasts unchanged, not the hindsight ones."""
+    def first_forecasts(with_future: bool, hindsight: bool = False) -> np.ndarray:
         events = [Event(1.0, EventType.BREAKDOWN, machine=0, duration=50.0)] if with_future else []
         jobs = [Job("J0", [{0: 2.0, 1: 9.0}], due=3.0), Job("J1", [{0: 4.0, 1: 3.0}], due=4.0)]
         if with_future:
             jobs.append(Job("J2", [{0: 2.0}], release=2.0, due=3.0, weight=10.0))
         inst = Instance.build("future", [Machine("M0"), Machine("M1")], jobs, events)
         env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness",
-                                        time_scale=1.0), RULES)
+                                        time_scale=1.0), RULES, hindsight=hindsight)
         observation, _ = env.reset(seed=0)
-        return observation[FORECASTS_KEY]
+        return observation[HINDSIGHT_KEY if hindsight else FORECASTS_KEY]
 
     without, with_future = first_forecasts(False), first_forecasts(True)
     assert without.any()  # the pairs' rollouts differ
     np.testing.assert_array_equal(with_future, without)
+    np.testing.assert_array_equal(first_forecasts(False, hindsight=True), without)  # nothing to see: the same
+    assert not np.array_equal(first_forecasts(True, hindsight=True), without)  # the late urgent job counts
+
+
+def test_hindsight_forecasts_refuse_sampled_futures_and_flat_observations():
+    with pytest.raises(ValueError, match="hindsight forecasts play the real future"):
+        SlotForecaster(RULES, "weighted_tardiness", sampled=SampledFutures(1, "medium", "small"), hindsight=True)
+    with pytest.raises(ValueError, match=r"critic_hindsight needs forecast_features .* flatten=True"):
+        make_sb3_vec_env(num_envs=2, instance="mk01", forecast_features=RULES, flatten=True, critic_hindsight=True)
+    with pytest.raises(ValueError, match=r"critic_hindsight needs forecast_features \(got \[\]\)"):
+        make_sb3_vec_env(num_envs=2, instance="mk01", critic_hindsight=True)
 
 
 @pytest.mark.parametrize("mode", ["SameStep", "NextStep"])

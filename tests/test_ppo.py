@@ -19,7 +19,7 @@ from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import CHECKPOINTS, shipped_checkpoint
 from dynasched_gym.agents.rules import rule_objectives
-from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastReward
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, HINDSIGHT_KEY, ForecastFeatures, ForecastReward
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.io import resolve_instance
 
@@ -79,6 +79,44 @@ def test_policy_logits_follow_a_permutation_of_the_candidates():
     th.testing.assert_close(value_p, value, rtol=1e-5, atol=1e-5)
     other = {**obs, FORECASTS_KEY: obs[FORECASTS_KEY] + 1.0}
     assert not th.allclose(logits_and_value(other)[0], logits)  # the forecasts reach the logits
+
+
+def test_asymmetric_critic_reads_the_hindsight_forecasts_and_the_actor_does_not():
+    rules = ("EDD:EET",)
+    env = ForecastFeatures(ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8), rules),
+                           rules, hindsight=True)
+    policy = SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, hidden=16, forecast_rules=rules,
+                        critic_hindsight=True)
+    rng = np.random.default_rng(1)
+    obs = {key: th.as_tensor(rng.normal(size=(4, *space.shape)).astype(np.float32))
+           for key, space in env.observation_space.spaces.items()}
+    obs["action_mask"] = th.ones(4, 8)
+    other = {**obs, HINDSIGHT_KEY: obs[HINDSIGHT_KEY] * 3.0 + 1.0}
+    with th.no_grad():
+        logits = [policy.get_distribution(o, np.ones((4, 8), bool)).distribution.logits for o in (obs, other)]
+        values = [policy.predict_values(o) for o in (obs, other)]
+    th.testing.assert_close(logits[1], logits[0], rtol=0, atol=0)  # the actor never reads them
+    assert not th.allclose(values[1], values[0])  # the critic does
+    with pytest.raises(ValueError, match="critic_hindsight=False but the observations carry 'hindsight_forecasts'"):
+        SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, forecast_rules=rules)
+    with pytest.raises(ValueError, match="critic_hindsight=True but the observations lack"):
+        SlotPolicy(env.env.observation_space, env.action_space, lambda _: 3e-4, forecast_rules=rules,
+                   critic_hindsight=True)
+
+
+def test_run_with_an_asymmetric_critic_trains_on_hindsight_and_plays_without_it(cache, train_script, tmp_path):
+    """``env.critic_hindsight=true`` (with a warm start, whose demonstrations carry the block too) trains; the
+    agent plays a plain env (zeros for the critic's block) and batched play gives the same schedules."""
+    model = train_script.train(_config(tmp_path / "run", "env.critic_hindsight=true", "train.imitation.rule=EDD:EET",
+                                       "train.imitation.episodes=1", "train.imitation.epochs=1"))
+    agent = make("ppo", checkpoint=model)
+    assert agent.model.policy.critic_hindsight and HINDSIGHT_KEY in agent.model.observation_space.spaces
+    instances = [tier_pool("medium", "small").instance(seed) for seed in EVAL_SEEDS]
+    for inst, played in zip(instances, agent.play(instances, "weighted_tardiness", num_envs=2)):
+        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness")
+        single = run_episode(agent, env, seed=0)
+        assert validate_schedule(single).ok and single.metrics == played.metrics
+        np.testing.assert_array_equal(single.segment_start, played.segment_start)
 
 
 def test_policy_refuses_forecast_rules_that_do_not_fit_the_observations():

@@ -169,12 +169,14 @@ def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant, horiz
 
 
 @njit(cache=True, _nrt=False)
-def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objective, time_scale, out):
-    """Fair rollout forecasts of every offered pair, as observation features (``out``: (K, 2R) float32).
+def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objective, clairvoyant, time_scale, out):
+    """Rollout forecasts of every offered pair, as observation features (``out``: (K, 2R) float32).
 
     For slot ``k`` (pair ``slot_job[k]``, ``slot_machine[k]``; ``-1`` marks padding) and rollout
     rule ``r`` (row of ``rollout_rules``), ``v[k, r]`` is the objective when the pair starts now and
-    the rule finishes the schedule, the future forgotten (:func:`forget_future`). Column ``2r`` is
+    the rule finishes the schedule, the future forgotten (:func:`forget_future`), or with
+    ``clairvoyant`` the instance's real future played (a critic's training input, never a policy's).
+    Column ``2r`` is
     ``(v[k, r] - min over slots of v[:, r]) / time_scale`` (0 for the pair the rule's rollouts like
     best), column ``2r + 1`` is ``(v[k, r] - objective of the jobs completed so far) / time_scale``.
     Padding rows are 0. ``T`` is unchanged.
@@ -187,7 +189,7 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
             if slot_job[k] < 0:
                 continue
             _pair_rollout(S, T, scratch, slot_job[k], slot_machine[k], rollout_rules[r, 0], rollout_rules[r, 1],
-                          False, -1)
+                          clairvoyant, -1)
             v = objective_value(S, scratch, objective)
             out[k, 2 * r] = v
             out[k, 2 * r + 1] = (v - accrued) / time_scale
