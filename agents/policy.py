@@ -109,12 +109,12 @@ class SlotEncoder(BaseFeaturesExtractor):
 class SlotHeads(nn.Module):
     """The ``mlp_extractor`` of :class:`SlotPolicy`: per-slot logits (actor) and a pooled latent (critic)."""
 
-    def __init__(self, num_slots: int, hidden: int, critic_hindsight: bool = False) -> None:
+    def __init__(self, num_slots: int, hidden: int, critic_inputs: int) -> None:
         super().__init__()
         self.num_slots, self.hidden = num_slots, hidden
         self.latent_dim_pi, self.latent_dim_vf = num_slots, hidden
         self.score_net = mlp([hidden, hidden, 1], last_activation=False)
-        self.value_net = mlp([(5 if critic_hindsight else 3) * hidden, hidden, hidden])
+        self.value_net = mlp([critic_inputs, hidden, hidden])  # the encoder's features after the slot rows
 
     def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         return self.forward_actor(features), self.forward_critic(features)
@@ -159,7 +159,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
 
     def _build_mlp_extractor(self) -> None:
         num_slots = self.observation_space["candidates"].shape[0]
-        self.mlp_extractor = SlotHeads(num_slots, self.hidden, self.critic_hindsight)
+        self.mlp_extractor = SlotHeads(num_slots, self.hidden, self.features_dim - num_slots * self.hidden)
 
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)

@@ -13,7 +13,8 @@ subset mean against the subset mean of the rule that is best on all the seeds): 
 post-hoc comparison on N seeds is.
 
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
-[--agent lookahead [--horizon 20 | --futures 4] | --agent ppo --checkpoint model.zip] [--subset-size 50]``
+[--agent lookahead [--horizon 20 | --futures 4 | --clairvoyant] | --agent ppo --checkpoint model.zip]
+[--subset-size 50]``
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=None, help="lookahead: decisions per rollout (default: all)")
     parser.add_argument("--futures", type=int, default=0,
                         help="lookahead: roll out in this many sampled futures of the tier's pool (default: none)")
+    parser.add_argument("--clairvoyant", action="store_true",
+                        help="lookahead: the clairvoyant reference (lookahead-oracle), its rollouts see the future")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
     args = parser.parse_args()
     if args.subset_size > args.seeds:
@@ -64,7 +67,7 @@ def main() -> None:
             options["rule"] = args.rule
         if args.rollout_rules:
             options["rollout_rules"] = args.rollout_rules.split(",")
-        agent = make("lookahead", **options)
+        agent = make("lookahead-oracle" if args.clairvoyant else "lookahead", **options)
     key = OBJECTIVE_METRICS[args.objective]
     pool = tier_pool(args.tier, args.size)
     seeds = range(args.start, args.start + args.seeds)
@@ -77,27 +80,29 @@ def main() -> None:
     else:
         schedules = [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, objective=args.objective,
                                                  max_candidates=512), seed=seed)  # every startable pair offered
-                     for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {args.agent}", unit="inst"),
+                     for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {agent.name}", unit="inst"),
                                            instances)]
     for inst, schedule in zip(instances, schedules):
         if not (report := validate_schedule(schedule)).ok:
-            raise RuntimeError(f"{args.agent} produced an invalid schedule on {inst.name}: {report}")
-    values[args.agent] = np.array([schedule.metrics[key] for schedule in schedules])
+            raise RuntimeError(f"{agent.name} produced an invalid schedule on {inst.name}: {report}")
+    values[agent.name] = np.array([schedule.metrics[key] for schedule in schedules])
     means = {name: float(np.mean(v)) for name, v in values.items()}
     best = min(rules, key=means.get)
-    margin = paired_margin(values[args.agent], values[best])
+    margin = paired_margin(values[agent.name], values[best])
     lo, hi = margin["ci95"]
     print(f"\n{args.tier} tier, {args.size}, seeds {seeds.start}..{seeds.stop - 1}, mean {key} "
           "(every schedule validated)")
     for name in sorted(means, key=means.get)[:8]:
         print(f"{name:>12} {means[name]:>12.3f}")
+    hindsight = float(np.min([values[rule] for rule in rules], axis=0).mean())
+    print(f"(the best of the {len(rules)} rules chosen per instance, in hindsight: {hindsight:.3f})")
     relative = "-" if margin["relative"] is None else f"{100 * margin['relative']:+.1f}"
-    print(f"{args.agent} - best rule ({best}): {margin['margin']:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] "
+    print(f"{agent.name} - best rule ({best}): {margin['margin']:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] "
           f"({relative} %); better on {margin['wins']}, tied on {margin['ties']}")
     if args.subset_size:
         table = np.array([values[rule] for rule in rules])
-        wins, flattery = subset_comparison(np.array(values[args.agent]), table, rules.index(best), args.subset_size)
-        print(f"on 10,000 random {args.subset_size}-seed subsets: {args.agent} beats the best rule chosen on the "
+        wins, flattery = subset_comparison(np.array(values[agent.name]), table, rules.index(best), args.subset_size)
+        print(f"on 10,000 random {args.subset_size}-seed subsets: {agent.name} beats the best rule chosen on the "
               f"subset in {100 * wins:.1f} %; that choice is on average {100 * flattery:.1f} % below {best} there")
 
 

@@ -152,6 +152,23 @@ def test_subset_comparison_counts_wins_against_the_best_rule_of_each_subset():
     assert 0.0 < flattery < 0.5  # the subset's best rule looks better than rule 0 on its own subset
 
 
+def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_best_rule(
+        tmp_path, monkeypatch, capsys) -> None:
+    from scripts import compare_agents
+
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["compare_agents", "--tier", "medium", "--seeds", "3", "--start", "20000",
+                                      "--clairvoyant"])
+    compare_agents.main()
+    out = capsys.readouterr().out
+    table = out.split("(every schedule validated)\n")[1].split("\n(")[0]
+    means = {name: float(value) for name, value in (line.split() for line in table.splitlines())}
+    per_instance = float(out.split("chosen per instance, in hindsight: ")[1].split(")")[0])
+    assert "lookahead-oracle" in means and "lookahead-oracle - best rule" in out
+    assert "of the 52 rules chosen per instance" in out
+    assert per_instance <= min(v for name, v in means.items() if name != "lookahead-oracle")
+
+
 def _board_rows() -> list[dict]:
     rows = []
     values = {"rule:A": [4, 6, 5], "rule:B": [8, 8, 8], "lookahead": [3, 5, 4], "oracle": [1, 2, 3]}
