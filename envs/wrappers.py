@@ -89,7 +89,7 @@ class _MaskedWrapper(_PassMasks, gym.ObservationWrapper):
     """An observation wrapper that keeps the env's ``action_masks()``."""
 
 
-class FlattenDictObservation(_MaskedWrapper):
+class FlattenDictObservation(_MaskedWrapper, gym.utils.RecordConstructorArgs):
     """One float32 vector per observation, for MLP policies.
 
     The vector is ``candidates`` (row by row), ``machines`` (row by row), ``global``, ``forecasts``
@@ -104,7 +104,8 @@ class FlattenDictObservation(_MaskedWrapper):
     """
 
     def __init__(self, env: gym.Env, keep_mask: bool = True) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, keep_mask=keep_mask)
+        _MaskedWrapper.__init__(self, env)
         self.keep_mask = keep_mask
         self.observation_space = flat_space(env.observation_space, keep_mask)
 
@@ -114,7 +115,7 @@ class FlattenDictObservation(_MaskedWrapper):
 
 
 
-class ObservabilityWrapper(_MaskedWrapper):
+class ObservabilityWrapper(_MaskedWrapper, gym.utils.RecordConstructorArgs):
     """Zero the feature columns above an observability level (an ablation; the spaces do not change).
 
     Wrapping an ``oracle`` env with ``observability="full"`` shows a policy trained with oracle
@@ -126,7 +127,8 @@ class ObservabilityWrapper(_MaskedWrapper):
     """
 
     def __init__(self, env: gym.Env, observability: str) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, observability=observability)
+        _MaskedWrapper.__init__(self, env)
         if observability not in OBSERVABILITY:
             raise ValueError(f"observability must be one of {OBSERVABILITY}, got {observability!r}")
         self.observability = observability
@@ -140,9 +142,14 @@ class ObservabilityWrapper(_MaskedWrapper):
         return observation
 
 
+def _rule_names(rules: str | Sequence[str]) -> tuple[str, ...]:
+    """A ``rules`` argument as a tuple: one ``JOB:MACHINE`` rule or several."""
+    return (rules,) if isinstance(rules, str) else tuple(rules)
+
+
 def _potential_rules(rule: str | Sequence[str]) -> tuple[str, ...]:
     """The rules of a forecast reward's potential from its ``rule`` argument: one ``JOB:MACHINE`` rule or several."""
-    rules = (rule,) if isinstance(rule, str) else tuple(rule)
+    rules = _rule_names(rule)
     if not rules:
         raise ValueError("a forecast reward needs at least one rule")
     return rules
@@ -258,12 +265,13 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         hindsight: roll out in the real future, into ``hindsight_forecasts`` (``futures`` must be 0).
     """
 
-    def __init__(self, env: gym.Env, rules: Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
+    def __init__(self, env: gym.Env, rules: str | Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
                  future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, rules=tuple(rules), futures=futures, future_pool=future_pool,
+        rules = _rule_names(rules)
+        gym.utils.RecordConstructorArgs.__init__(self, rules=rules, futures=futures, future_pool=future_pool,
                                                  hindsight=hindsight)
         _MaskedWrapper.__init__(self, env)
-        self.rules, self.futures, self.key = tuple(rules), futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
+        self.rules, self.futures, self.key = rules, futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self._forecaster = forecaster(env.unwrapped, self.rules, futures, 1, future_pool, hindsight)
         self.observation_space = with_forecast_space(env.observation_space, self.rules, self.key)
 
@@ -283,10 +291,11 @@ class ForecastFeaturesVector(_PassVectorMasks):
         futures, future_pool, hindsight: as for :class:`ForecastFeatures`.
     """
 
-    def __init__(self, env: VectorEnv, rules: Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
+    def __init__(self, env: VectorEnv, rules: str | Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
                  future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
         super().__init__(env)
-        self.rules, self.futures, self.key = tuple(rules), futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
+        self.rules, self.futures = _rule_names(rules), futures
+        self.key = HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
         self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules, self.key)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
@@ -315,7 +324,7 @@ class ForecastFeaturesVector(_PassVectorMasks):
         return self._add(observation), rewards, terminated, truncated, infos
 
 
-class ForecastReward(_PassMasks, gym.Wrapper):
+class ForecastReward(_PassMasks, gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Rewards from a rule's forecast of the final objective instead of the objective accrued so far.
 
     The potential after each step is the objective ``rule`` would reach if it finished the schedule
@@ -339,7 +348,8 @@ class ForecastReward(_PassMasks, gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, rule: str | Sequence[str] = "EDD:EET", hindsight: bool = False) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, rule=rule, hindsight=hindsight)
+        gym.Wrapper.__init__(self, env)
         config = env.unwrapped.config
         self.potential_rules, self.hindsight = _potential_rules(rule), hindsight
         self._forecaster = _Forecaster(self.potential_rules, config.objective, hindsight, 1)
@@ -387,10 +397,12 @@ class ForecastRewardVector(_PassVectorMasks):
         return self._forecaster(i, self.env.unwrapped.simulator(i))
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """Reset every env and forecast from its first decision."""
+        """Reset every env (or those of ``options["reset_mask"]``) and forecast from its first decision."""
         observation, infos = self.env.reset(**kwargs)
-        self._phi = np.array([self._forecast(i) for i in range(self.num_envs)])
-        self._ended[:] = False
+        mask = (kwargs.get("options") or {}).get("reset_mask")
+        for i in range(self.num_envs) if mask is None else np.flatnonzero(mask):
+            self._phi[i] = self._forecast(i)
+            self._ended[i] = False
         return observation, infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -232,6 +232,17 @@ def test_bad_arguments_raise_helpful_errors():
         DFJSPEnv(instance=3)
     with pytest.raises(ValueError, match="FJSP-v0 plays a fixed instance"):
         gym.make("DynaSched/FJSP-v0", instance=None)
+    for name, value in [("reward_scale", None), ("reward_scale", "1"), ("reward_scale", True),
+                        ("reward_scale", float("nan")), ("time_scale", "5"), ("time_scale", 0.0)]:
+        with pytest.raises(ValueError, match=f"{name} must be a finite number > 0, got {value!r}"):
+            DFJSPEnv(instance="mk01", **{name: value})
+    for value in (2.5, True, "10", None, 0):
+        with pytest.raises(ValueError, match=f"pool_size must be an integer >= 1, got {value!r}"):
+            DFJSPEnv(pool_size=value)
+    with pytest.raises(ValueError, match=r"tier must be one of .* got 'bogus'"):  # checked even when unused
+        DFJSPEnv(instance="mk01", tier="bogus")
+    with pytest.raises(ValueError, match=r"size must be one of .* got 'nope'"):
+        gym.make("DynaSched/FJSP-v0", instance="mk01", size="nope")
     env = DFJSPEnv(instance="mk01")
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(0)
@@ -246,6 +257,29 @@ def test_an_episode_without_decisions_terminates_on_its_first_step():
     _, reward, terminated, _, info = env.step(0)
     assert terminated and reward == 0.0
     assert info["metrics"]["num_cancelled_jobs"] == 1
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_an_instance_without_an_ssi_score_still_plays():
+    huge = Instance.build("huge", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 1e200}]), Job("J1", [{1: 2.0}, {0: 1.0}])])
+    env = DFJSPEnv(instance=huge)
+    with pytest.warns(RuntimeWarning, match="'huge': no SSI score"):
+        _, info = env.reset(seed=0)
+    assert info["ssi"] is None
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, info = env.step(0)
+    assert info["metrics"]["makespan"] == 1e200
+
+
+def test_amount_features_stay_non_negative_for_events_within_eps_of_now():
+    # job 1 is released 5e-10 after job 0 ends: both happen "now", so its waiting time is 0, not -5e-10
+    inst = Instance.build("eps", [Machine("M0")], [Job("J0", [{0: 1.0}]), Job("J1", [{0: 1.0}], release=1.0 + 5e-10)])
+    env = DFJSPEnv(instance=inst, observability="oracle")
+    env.reset(seed=0)
+    observation, *_ = env.step(0)
+    assert observation["action_mask"][0] and env.observation_space.contains(observation)
 
 
 # -------------------------------------------------------------------------------------- render

@@ -16,7 +16,7 @@ from test_env import assert_same_observations, valid_action
 from dynasched_gym import Event, EventType, Instance, Job, Machine
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv
 from dynasched_gym.envs.dfjsp.features import BLOCKS, OBSERVABILITY, num_columns
-from dynasched_gym.envs.wrappers import FlattenDictObservation, ObservabilityWrapper
+from dynasched_gym.envs.wrappers import FlattenDictObservation, ForecastReward, ObservabilityWrapper
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "environments.md"
 
@@ -122,6 +122,20 @@ def test_observability_wrapper_hides_the_higher_columns():
         shown, *_ = concise.step(0)
     with pytest.raises(ValueError, match="observability"):
         ObservabilityWrapper(concise, "partial")
+
+
+@pytest.mark.parametrize("wrap", [lambda env: FlattenDictObservation(env, keep_mask=False),
+                                  lambda env: ObservabilityWrapper(env, "concise"),
+                                  lambda env: ForecastReward(env, "EDD:EET", hindsight=True)])
+def test_wrapped_specs_recreate_the_wrapped_env(wrap):
+    env = wrap(gym.make("DynaSched/DFJSP-v0", instance="mk01", observability="full"))
+    again = gym.make(env.spec)
+    assert [w.name for w in again.spec.additional_wrappers] == [w.name for w in env.spec.additional_wrappers]
+    first, _ = env.reset(seed=3)
+    second, _ = again.reset(seed=3)
+    assert np.array_equal(np.asarray(first["candidates"] if isinstance(first, dict) else first),
+                          np.asarray(second["candidates"] if isinstance(second, dict) else second))
+    assert env.step(0)[1] == again.step(0)[1]
 
 
 def test_gymnasium_episode_statistics_record_minus_the_objective():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from strategies import instances
 from test_env import assert_same_observations, valid_action
 
-from dynasched_gym import load_instance
+from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance
 from dynasched_gym.data import path as embedded_path
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
 from dynasched_gym.envs.dfjsp.vector import DFJSPRulesVectorEnv, DFJSPVectorEnv
@@ -160,6 +160,46 @@ def test_vector_invalid_actions_replace_or_raise():
     strict.reset(seed=0)
     with pytest.raises(InvalidActionError, match=r"sub-environments \[1\]"):
         strict.step(np.array([0, padding]))
+
+
+def test_a_refused_vector_step_changes_nothing_even_when_an_autoreset_is_due():
+    venv = DFJSPVectorEnv(2, instance="mk01", invalid_action="raise")
+    venv.reset(seed=0, options={"instance": ["mk01", "mk02"]})
+    terminated = np.zeros(2, dtype=bool)
+    while not terminated.any():
+        observation, _, terminated, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+    assert list(terminated) == [True, False]  # mk01 ends first: its autoreset is due on the next step
+    before = venv.simulator(0).decisions, venv.simulator(1).decisions
+    padding = int(np.flatnonzero(observation["action_mask"][1] == 0)[0])
+    with pytest.raises(InvalidActionError, match=r"sub-environments \[1\]"):
+        venv.step(np.array([0, padding]))
+    assert (venv.simulator(0).decisions, venv.simulator(1).decisions) == before
+    _, reward, terminated, _, info = venv.step(np.zeros(2, dtype=np.int64))
+    assert venv.simulator(0).decisions == 0 and reward[0] == 0.0 and not terminated[0]
+    assert info["_tier"][0] and not info["_tier"][1]  # the reset info of sub-environment 0 only
+
+
+def test_vector_raise_mode_ends_an_episode_without_decisions_on_any_action():
+    inst = Instance.build("c", [Machine("M0")], [Job("J0", [{0: 3.0}], release=5.0)],
+                          [Event(1.0, EventType.CANCELLATION, job=0)])
+    venv = DFJSPVectorEnv(2, instance=inst, invalid_action="raise")
+    observation, _ = venv.reset(seed=0)
+    assert not observation["action_mask"].any()
+    _, reward, terminated, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+    assert terminated.all() and not reward.any()
+
+
+def test_a_refused_instance_override_loads_nothing():
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    venv.reset(seed=0)
+    for _ in range(10):
+        venv.step(np.zeros(2, dtype=np.int64))
+    state = venv.instance(0).name, venv.simulator(0).now, venv.simulator(0).decisions
+    with pytest.raises(ValueError, match="'mk06' has 15 machines"):
+        venv.reset(options={"instance": ["mk02", "mk06"]})
+    assert (venv.instance(0).name, venv.simulator(0).now, venv.simulator(0).decisions) == state
+    observation, *_ = venv.step(np.zeros(2, dtype=np.int64))
+    assert observation["action_mask"][0].any() and venv.simulator(0).decisions == 11
 
 
 def test_vector_render_and_seed_lists():

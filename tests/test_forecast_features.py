@@ -144,9 +144,11 @@ def test_flat_observations_carry_the_forecasts():
     assert env.observation_space.contains(observation)
 
 
-def test_an_empty_rule_list_is_refused():
+def test_an_empty_rule_list_is_refused_and_one_rule_may_be_a_string():
     with pytest.raises(ValueError, match="at least one rollout rule"):
         ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), ())
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), "EDD:EET")
+    assert env.rules == ("EDD:EET",) and env.observation_space[FORECASTS_KEY].shape[1] == 2
 
 
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")

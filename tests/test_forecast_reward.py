@@ -173,3 +173,16 @@ def test_disabled_autoreset_is_refused():
                         autoreset_mode="Disabled")
     with pytest.raises(ValueError, match="DISABLED"):
         ForecastRewardVector(venv)
+
+
+def test_a_partial_reset_keeps_the_pending_autoreset_of_the_other_envs():
+    venv = ForecastRewardVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, instance="mk01",
+                                             vectorization_mode="vector_entry_point"), rule="SPT:EET")
+    venv.reset(seed=0, options={"instance": ["mk01", "mk02"]})
+    terminated = np.zeros(2, dtype=bool)
+    while not terminated.any():
+        _, _, terminated, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+    assert list(terminated) == [True, False]
+    venv.reset(options={"reset_mask": ~terminated})  # sub-env 0 is left to its NEXT_STEP autoreset
+    _, rewards, _, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+    assert rewards[0] == 0.0  # the autoreset step, not the jump between two episodes' forecasts

@@ -163,8 +163,7 @@ class Scenario:
 
         path = conf.CONF_DIR / "size" / f"{size}.yaml"
         if not path.is_file():
-            known = sorted(p.stem for p in (conf.CONF_DIR / "size").glob("*.yaml"))
-            raise InstanceFormatError(f"unknown size preset (known: {', '.join(known)})", source=str(path),
+            raise InstanceFormatError(f"unknown size preset (known: {', '.join(size_presets())})", source=str(path),
                                       field="size", value=size)
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         try:
@@ -174,6 +173,13 @@ class Scenario:
 
 
 TARGET_NAMES = tuple(f.name for f in fields(Targets))
+
+
+def size_presets() -> tuple[str, ...]:
+    """The names of the size presets, the files ``conf/size/<name>.yaml``."""
+    from dynasched_gym import conf
+
+    return tuple(sorted(p.stem for p in (conf.CONF_DIR / "size").glob("*.yaml")))
 
 
 def _from_mapping(cls: type, data: Any, where: str) -> Any:

@@ -152,11 +152,7 @@ class EnvBatch:
         current = self.simulators[i]
         if current is not None and current.instance is instance:
             return
-        if instance.num_machines != self.num_machines:
-            raise ValueError(
-                f"instance {instance.name!r} has {instance.num_machines} machines but this env's observation space "
-                f"was fixed at construction for {self.num_machines}; make a new env for it"
-            )
+        self._check_fits(instance)
         sim = Simulator(instance)
         static = sim.static
         work = self._workspace(instance, static.op_elig_ptr)
@@ -168,6 +164,19 @@ class EnvBatch:
         self.dims[i] = sizes
         sim.bind(self.state(i))
         self.simulators[i] = sim
+
+    def resolve(self, spec: InstanceSpec) -> Instance:
+        """A ``reset`` option's instance, resolved and checked to fit this batch's spaces (nothing loaded yet)."""
+        instance = self.source.resolve(spec)
+        self._check_fits(instance)
+        return instance
+
+    def _check_fits(self, instance: Instance) -> None:
+        if instance.num_machines != self.num_machines:
+            raise ValueError(
+                f"instance {instance.name!r} has {instance.num_machines} machines but this env's observation space "
+                f"was fixed at construction for {self.num_machines}; make a new env for it"
+            )
 
     def _static_row(self, i: int, instance: Instance, static: Any) -> int:
         """The Static row for env ``i``'s new ``instance``: one already holding it, else a free one (written)."""

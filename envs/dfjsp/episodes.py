@@ -8,10 +8,12 @@ an embedded name or an :class:`~dynasched_gym.Instance`), or a draw from a tier'
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Union
 
 import numpy as np
 
+from dynasched_gym.envs.dfjsp.types import check_at_least, check_choice
 from dynasched_gym.instance import BREAKDOWN_POLICIES, Instance
 from dynasched_gym.io import resolve_instance
 
@@ -22,10 +24,17 @@ or the name of an embedded instance (:data:`dynasched_gym.data.EMBEDDED`)."""
 
 def episode_info(instance: Instance, tier: str | None) -> dict[str, Any]:
     """``info["tier"]`` (the tier the instance was drawn from, ``None`` for an explicit instance)
-    and ``info["ssi"]`` (its SSI score, 0-100)."""
+    and ``info["ssi"]`` (its SSI score, 0-100; ``None``, with a warning, when the SSI cannot be computed
+    on a degenerate instance, so that the episode can still be played)."""
     from dynasched_gym.generation import ssi
 
-    return {"tier": tier, "ssi": float(ssi(instance).score)}
+    try:
+        score: float | None = float(ssi(instance).score)
+    except (ArithmeticError, ValueError) as exc:
+        warnings.warn(f"instance {instance.name!r}: no SSI score ({type(exc).__name__}: {exc}); info['ssi'] is None",
+                      RuntimeWarning, stacklevel=2)
+        score = None
+    return {"tier": tier, "ssi": score}
 
 
 class InstanceSource:
@@ -42,8 +51,11 @@ class InstanceSource:
 
     def __init__(self, instance: InstanceSpec | None, tier: str, size: str, breakdown_policy: str | None,
                  pool_size: int = 1000) -> None:
-        if pool_size < 1:
-            raise ValueError(f"pool_size must be >= 1, got {pool_size}")
+        from dynasched_gym.generation import TIERS, size_presets
+
+        check_choice("tier", tier, TIERS)  # checked with a fixed instance too: a typo must not pass unnoticed
+        check_choice("size", size, size_presets())
+        check_at_least("pool_size", pool_size, 1)
         if breakdown_policy is not None and breakdown_policy not in BREAKDOWN_POLICIES:
             raise ValueError(f"breakdown_policy must be one of {BREAKDOWN_POLICIES} or None, got {breakdown_policy!r}")
         self.tier = tier

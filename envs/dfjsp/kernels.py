@@ -162,6 +162,12 @@ def _clip(x):
 
 
 @njit(cache=True, _nrt=False)
+def _clip_amount(x):
+    # events within EPS after now happen now, so a difference of times can be -EPS: amounts stay >= 0
+    return min(max(x, 0.0), BIG)
+
+
+@njit(cache=True, _nrt=False)
 def _zero_rows(a, rows):
     """Set rows ``0 .. rows - 1`` of the 2-D array ``a`` to 0."""
     for r in range(rows):
@@ -420,8 +426,8 @@ def _write_candidates(S, T, W, offered, previous, now):
         if due == due:
             out[s, C_DUE_LATENESS] = _clip((now - due) / tau)
             out[s, C_HAS_DUE] = 1.0
-        out[s, C_WAITING_TIME] = _clip((now - T.job_ready[j]) / tau)
-        out[s, C_JOB_AGE] = _clip((now - S.job_release[j]) / tau)
+        out[s, C_WAITING_TIME] = _clip_amount((now - T.job_ready[j]) / tau)
+        out[s, C_JOB_AGE] = _clip_amount((now - S.job_release[j]) / tau)
         _write_machine_stats(out, s, m, S.machine_speed, stat, tau, C_MACHINE_SPEED, C_MACHINE_QUEUE,
                              C_MACHINE_BOTTLENECK, C_MACHINE_UTILIZATION, C_MACHINE_BREAKDOWN_SOON,
                              C_MACHINE_MAINTENANCE_SOON)
@@ -448,14 +454,14 @@ def _write_machines(S, T, W, now):
             available += 1
         if machine_job[m] >= 0:
             out[m, M_BUSY] = 1.0
-            out[m, M_BUSY_REMAINING] = _clip((T.machine_end[m] - now) / tau)
+            out[m, M_BUSY_REMAINING] = _clip_amount((T.machine_end[m] - now) / tau)
         if machine_down[m] != DOWN_NONE:
             down += 1
             out[m, M_IN_BREAKDOWN] = machine_down[m] == DOWN_BREAKDOWN
             out[m, M_IN_MAINTENANCE] = machine_down[m] == DOWN_MAINTENANCE
-            out[m, M_DOWN_ELAPSED] = _clip((now - T.downtime_start[T.machine_downtime[m]]) / tau)
+            out[m, M_DOWN_ELAPSED] = _clip_amount((now - T.downtime_start[T.machine_downtime[m]]) / tau)
             if width > M_DOWN_REMAINING:
-                out[m, M_DOWN_REMAINING] = _clip((T.machine_down_until[m] - now) / tau)
+                out[m, M_DOWN_REMAINING] = _clip_amount((T.machine_down_until[m] - now) / tau)
         out[m, M_MAINTENANCE_QUEUED] = maintenance[m] > 0.0
         _write_machine_stats(out, m, m, S.machine_speed, stat, tau, M_SPEED, M_QUEUE_WORK, M_BOTTLENECK,
                              M_UTILIZATION, M_BREAKDOWN_SOON, M_MAINTENANCE_SOON)

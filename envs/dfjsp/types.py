@@ -6,9 +6,10 @@ own ``Static`` / ``State`` arrays (:mod:`dynasched_gym.core.compiled`): the obse
 the decoding table of the action slots, scratch arrays and a few scalars.
 
 Batches. Environments keep their ``Static``, ``State`` and ``Workspace`` arrays in batch buffers
-(:class:`StaticBatch`, :class:`StateBatch`, :class:`WorkspaceBatch`): each field of env ``i`` is
-row ``i`` of a buffer with a leading ``num_envs`` axis, padded along its first axis to the
-batch's capacity of its size dimension (``D_*``: jobs, slots, ...). The kernels cut each row to
+(:class:`StaticBatch`, :class:`StateBatch`, :class:`WorkspaceBatch`): each field is a buffer with a
+leading ``num_envs`` axis, padded along its first axis to the batch's capacity of its size
+dimension (``D_*``: jobs, slots, ...). Env ``i``'s ``State`` and ``Workspace`` are row ``i``; its
+``Static`` is row ``static_rows[i]``, shared by the envs that play the same instance. The kernels cut each row to
 the env's own sizes (``dims[i, D_*]``) to rebuild its records as views, which costs no reference
 counting; that is what lets one numba call step hundreds of simulations of different instances.
 A single env is a batch of one.
@@ -144,13 +145,10 @@ class EnvConfig:
         check_choice("objective", self.objective, OBJECTIVES)
         check_choice("observability", self.observability, OBSERVABILITY)
         check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
-        if isinstance(self.max_candidates, bool) or not isinstance(self.max_candidates, (int, np.integer)) \
-                or self.max_candidates < 1:
-            raise ValueError(f"max_candidates must be an integer >= 1, got {self.max_candidates!r}")
-        for name in ("reward_scale", "time_scale"):
-            value = getattr(self, name)
-            if value is not None and not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        check_at_least("max_candidates", self.max_candidates, 1)
+        check_positive("reward_scale", self.reward_scale)
+        if self.time_scale is not None:
+            check_positive("time_scale", self.time_scale)
 
     @property
     def level(self) -> int:
@@ -183,6 +181,13 @@ def check_at_least(name: str, value: object, minimum: int) -> None:
     bools not) >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_positive(name: str, value: object) -> None:
+    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is a finite real number > 0 (bools not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 # ------------------------------------------------------------------------------ batch layout

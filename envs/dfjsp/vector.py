@@ -25,7 +25,7 @@ from dynasched_gym.envs.dfjsp.env import (
     instance_option,
 )
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
-from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, S_TIME_SCALE, Observation
+from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, S_TIME_SCALE, Observation, check_at_least
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -75,11 +75,11 @@ class DFJSPVectorEnv(VectorEnv):
         parallel: bool = False,
         **kwargs: Any,
     ) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        check_at_least("num_envs", num_envs, 1)
         render_mode = kwargs.get("render_mode")
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode of a vector env must be one of {self.metadata['render_modes']} or None")
+            raise ValueError(f"render_mode of a vector env must be one of {self.metadata['render_modes']} or None, "
+                             f"got {render_mode!r}")
         template = self.env_class(**kwargs)
         self.num_envs = num_envs
         self.config = template.config
@@ -119,11 +119,13 @@ class DFJSPVectorEnv(VectorEnv):
         seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} seeds, got {len(seeds)}")
+        if not self._started and not mask.all():
+            raise ValueError("the first reset must reset every sub-environment")
+        overrides = [None if spec is None or not mask[i] else self._batch.resolve(spec)  # all checked before any loads
+                     for i, spec in enumerate(overrides)]
         for i in np.flatnonzero(mask):
             if seeds[i] is not None or self._rngs[i] is None:
                 self._rngs[i] = seeding.np_random(seeds[i])[0]
-        if not self._started and not mask.all():
-            raise ValueError("the first reset must reset every sub-environment")
         infos = self._begin(mask, overrides)
         self._started = True
         infos = self._add_array_info(infos, "invalid_actions", self._batch.works.counters[:, K_INVALID], mask)
@@ -139,13 +141,13 @@ class DFJSPVectorEnv(VectorEnv):
         mode = self.metadata["autoreset_mode"]
         infos: dict[str, Any] = {}
         stepping = ~self._ended
-        if mode == AutoresetMode.NEXT_STEP and self._ended.any():
-            infos = self._begin(self._ended)
-        elif mode == AutoresetMode.DISABLED and self._ended.any():
+        if mode == AutoresetMode.DISABLED and self._ended.any():
             raise RuntimeError(f"sub-environments {np.flatnonzero(self._ended).tolist()} ended: reset them with "
                                "reset(options={'reset_mask': mask}) (autoreset_mode=DISABLED)")
-        if self.config.invalid_action == "raise":
+        if self.config.invalid_action == "raise":  # before the autoreset: a refused step changes nothing
             self._check_actions(actions, stepping)
+        if mode == AutoresetMode.NEXT_STEP and self._ended.any():
+            infos = self._begin(self._ended)
         if self._step_batch(self._batch.handle, actions, stepping.view(np.uint8)):  # some left the decision state
             codes = self._batch.works.counters[:, K_CODE]
             self._check_codes(codes, stepping)
@@ -232,7 +234,8 @@ class DFJSPVectorEnv(VectorEnv):
         num_actions = self._batch.works.action_mask.shape[1]
         inside = (actions >= 0) & (actions < num_actions)
         valid = inside & (self._batch.works.action_mask[np.arange(self.num_envs), np.where(inside, actions, 0)] == 1)
-        bad = np.flatnonzero(stepping & ~valid)
+        waiting = self._batch.works.counters[:, K_CODE] != DONE  # an episode without decisions ends on any action
+        bad = np.flatnonzero(stepping & waiting & ~valid)
         if bad.size:
             raise InvalidActionError(f"invalid actions for sub-environments {bad.tolist()}: "
                                      f"{actions[bad].tolist()} (see observation['action_mask'] or action_masks())")
