@@ -23,6 +23,7 @@ from pathlib import Path
 from dynasched_gym import data
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.io import resolve_instance
+from dynasched_gym.metrics import METRIC_KEYS
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -79,15 +80,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from dynasched_gym.core import rollout
-    from dynasched_gym.core.rules import RULES
     from dynasched_gym.validate import validate_schedule
 
     names = args.instances or list(data.EMBEDDED)
-    rules = args.rules.split(",")
-    unknown = sorted(set(rules) - set(RULES))
-    if unknown:
-        print(f"error: unknown rules {unknown}; known: {', '.join(RULES)}", file=sys.stderr)
-        return 2
+    rules = args.rules
     rows = []
     failures = 0
     for name in tqdm(names, desc="instances", unit="inst"):
@@ -127,11 +123,13 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     from dynasched_gym.viz import save_timeline
 
     began = time.perf_counter()
+    from dynasched_gym.io.text import read_json
+
     path = Path(args.source)
     is_schedule = False
     if path.is_file() and path.suffix == ".json":
-        with path.open(encoding="utf-8", errors="replace") as head:  # the format tag opens the file
-            is_schedule = SCHEDULE_FORMAT in head.read(4096)
+        content = read_json(path)
+        is_schedule = isinstance(content, dict) and content.get("format") == SCHEDULE_FORMAT
     save_timeline(load_schedule(path) if is_schedule else resolve_instance(args.source), args.out, bins=args.bins)
     return _written(args.out, began)
 
@@ -154,6 +152,19 @@ def _rule(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def _rules(text: str) -> list[str]:
+    """An argparse type: comma-separated rule names the library knows."""
+    return [_rule(name) for name in text.split(",")]
+
+
+def _positive(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _seed(text: str) -> int:
@@ -187,9 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_convert)
     p = sub.add_parser("compare", help="every rule on several instances (default: the embedded ones)")
     p.add_argument("instances", nargs="*")
-    p.add_argument("--metric", default="makespan")
-    p.add_argument("--rules", default="SPT:EET,FIFO:EET,MWKR:EET,MOPNR:EET,EDD:EET,ATC:EET",
-                   help="comma-separated JOB:MACHINE rules")
+    p.add_argument("--metric", choices=METRIC_KEYS, default="makespan")
+    p.add_argument("--rules", type=_rules, default="SPT:EET,FIFO:EET,MWKR:EET,MOPNR:EET,EDD:EET,ATC:EET",
+                   help="comma-separated rules, job rule[:machine rule] each")
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("gantt", help="draw a schedule's Gantt chart (PNG, PDF, SVG or interactive HTML)")
     p.add_argument("schedule", help="schedule JSON file (from rollout --out)")
@@ -199,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("timeline", help="draw the event timeline of an instance or a schedule")
     p.add_argument("source", help="schedule JSON file, instance path or embedded name")
     p.add_argument("--out", required=True, help="output file (.png, .pdf or .svg)")
-    p.add_argument("--bins", type=int, default=60, help="number of time bins of the histogram")
+    p.add_argument("--bins", type=_positive, default=60, help="number of time bins of the histogram")
     p.set_defaults(func=_cmd_timeline)
     p = sub.add_parser("curves", help="draw WIP, jobs, busy/down machines and utilisation over time")
     p.add_argument("schedule", help="schedule JSON file")
@@ -209,11 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 on bad input, 1 on an invalid schedule)."""
+    """Entry point; returns the exit status (2 on bad input or a file that cannot be written, 1 on an invalid
+    schedule)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except InstanceFormatError as exc:
+    except (InstanceFormatError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -123,6 +123,9 @@ def load_schedule_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
     if isinstance(inst, Mapping) and "path" in inst:
         from dynasched_gym.io import load_instance
 
+        if not isinstance(inst["path"], str):
+            raise InstanceFormatError("expected a path relative to the schedule file", source=str(p),
+                                      field="instance.path", value=inst["path"])
         data["instance"] = load_instance(p.parent / inst["path"]).to_dict()
     return data
 
@@ -139,6 +142,11 @@ def schedule_from_dict(data: Mapping[str, Any], source: str = "<schedule>") -> S
     down = _table(data, "downtime", ("machine", "start", "end", "kind"), inst, source)
     jobs = _table(data, "jobs", ("job", "due", "weight", "completion", "cancelled_at"), inst, source)
     n = inst.num_jobs
+    counts = np.bincount(jobs["job"], minlength=n)
+    if (counts != 1).any():
+        j = int(np.flatnonzero(counts != 1)[0])
+        raise InstanceFormatError(f"expected one record per job of the instance's {n}, found {counts[j]} for job {j}",
+                                  source=source, field="jobs", value=j)
 
     def per_job(key: str, default: float) -> np.ndarray:
         out = np.full(n, default)

@@ -11,7 +11,18 @@ import time
 import numpy as np
 import pytest
 
-from dynasched_gym import Event, EventType, Instance, Job, Machine, Schedule, data, load_instance, rollout
+from dynasched_gym import (
+    Event,
+    EventType,
+    Instance,
+    Job,
+    Machine,
+    Schedule,
+    data,
+    load_instance,
+    rollout,
+    validate_schedule,
+)
 from dynasched_gym.cli import main
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import STREAM_EVENT_TYPES
@@ -234,6 +245,8 @@ def test_schedule_files_load_back_exactly(small, tmp_path):
     (lambda d: d["downtime"][1].pop("end"), "downtime[1].end"),
     (lambda d: d["jobs"][3].update(completion="soon"), "jobs[3].completion"),
     (lambda d: d.update(segments={}), "segments"),
+    (lambda d: d.update(jobs=[]), "jobs"),  # every job needs its record ...
+    (lambda d: d["jobs"].append(dict(d["jobs"][0])), "jobs"),  # ... exactly once
 ])
 def test_bad_schedule_records_name_the_field(small, edit, field):
     d = small.to_dict()
@@ -241,6 +254,15 @@ def test_bad_schedule_records_name_the_field(small, edit, field):
     with pytest.raises(InstanceFormatError) as err:
         schedule_from_dict(d, source="bad.json")
     assert err.value.source == "bad.json" and err.value.field == field
+
+
+def test_a_non_string_instance_path_names_the_field(small, tmp_path):
+    bad = tmp_path / "s.json"
+    bad.write_text(json.dumps({**small.to_dict(), "instance": {"path": 5}}))
+    with pytest.raises(InstanceFormatError) as err:
+        load_schedule(bad)
+    assert err.value.field == "instance.path" and err.value.value == 5
+    assert not validate_schedule(bad).ok
 
 
 # ------------------------------------------------------------------------------------- CLI
@@ -281,3 +303,23 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_:
             main(args)
         assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_cli_checks_options_and_reports_file_system_errors(tmp_path, capsys):
+    for args, message in ((["compare", "mk01", "--metric", "tardiness"], "invalid choice: 'tardiness'"),
+                          (["compare", "mk01", "--rules", "SPT,FOO:EET"], "unknown rule 'FOO:EET'"),
+                          (["timeline", "mk01", "--out", str(tmp_path / "t.png"), "--bins", "0"], "at least 1, got 0")):
+        with pytest.raises(SystemExit) as exit_:
+            main(args)
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert main(["compare", "mk01", "--rules", "SPT,EDD:EET", "--metric", "total_tardiness"]) == 0  # "SPT" as rollout
+    assert "mk01" in capsys.readouterr().out
+    (tmp_path / "file").write_text("")
+    assert main(["convert", "dsbx-medium", str(tmp_path / "file" / "sub"), "--to", "dsbx-dir"]) == 2
+    assert "File exists" in capsys.readouterr().err
+
+
+def test_cli_timeline_recognises_a_schedule_by_its_format_field(small, tmp_path):
+    sched = tmp_path / "sorted.json"
+    sched.write_text(json.dumps(small.to_dict(), sort_keys=True, indent=1))  # "format" is far from the top
+    assert main(["timeline", str(sched), "--out", str(tmp_path / "t.png")]) == 0

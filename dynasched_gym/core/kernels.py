@@ -2,8 +2,9 @@
 
 Every kernel takes the read-only :class:`~dynasched_gym.core.compiled.Static` arrays ``S`` and the
 mutable :class:`~dynasched_gym.core.compiled.State` ``T``. The public entry points are
-:func:`reset`, :func:`step`, :func:`num_candidates` / :func:`fill_candidates`, and the batch
-versions used by vector environments. Nothing here touches Python objects.
+:func:`reset`, :func:`step`, :func:`has_candidate` / :func:`nth_candidate` / :func:`fill_candidates`
+and :func:`copy_into`; the environments' batch kernels (``dynasched_gym.envs.dfjsp.kernels``) build on
+them. Nothing here touches Python objects.
 """
 
 from __future__ import annotations

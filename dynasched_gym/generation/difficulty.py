@@ -13,11 +13,12 @@ import numpy as np
 
 from dynasched_gym.core import rollout
 from dynasched_gym.instance import Instance
+from dynasched_gym.schedule import Schedule
 
 PORTFOLIO = ("SPT", "FIFO", "MWKR", "EDD")
 
 
-def normalised_weighted_tardiness(schedule) -> float:
+def normalised_weighted_tardiness(schedule: Schedule) -> float:
     """Total weighted tardiness / sum of w_j P_j over non-cancelled jobs (0 when nothing completed)."""
     inst = schedule.instance
     rows = np.repeat(np.arange(inst.num_ops), np.diff(inst.op_elig_ptr))

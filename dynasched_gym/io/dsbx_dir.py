@@ -93,9 +93,11 @@ class Where:
     line: int | None = None
 
     def fail(self, reason: str, field: str, value: Any) -> InstanceFormatError:
+        """An error at this place about ``field``'s ``value`` (to raise)."""
         return InstanceFormatError(reason, source=self.source, line=self.line, field=field, value=value)
 
     def get(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> Any:
+        """``obj[key]``; ``obj`` must be a JSON object, and ``key`` present unless a ``default`` is given."""
         if not isinstance(obj, Mapping):
             raise self.fail("expected a JSON object", field.rpartition(".")[0] or field, obj)
         if key not in obj:
@@ -106,12 +108,14 @@ class Where:
 
     def number(self, obj: Any, key: str, field: str, *, positive: bool = False, minimum: float | None = None,
                default: Any = _MISSING) -> Any:
+        """``obj[key]`` checked by :meth:`check_number` (``default`` when absent, if given)."""
         val = self.get(obj, key, field, default)
         if default is not _MISSING and val is default:
             return val
         return self.check_number(val, field, positive=positive, minimum=minimum)
 
     def check_number(self, val: Any, field: str, *, positive: bool = False, minimum: float | None = None) -> float:
+        """``val`` as a float: a finite number (bools not), > 0 with ``positive``, >= ``minimum`` if given."""
         if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
             raise self.fail("expected a finite number", field, val)
         if positive and val <= 0:
@@ -121,12 +125,14 @@ class Where:
         return float(val)
 
     def index(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> int:
+        """``obj[key]``, an integer >= 0."""
         val = self.get(obj, key, field, default)
         if isinstance(val, bool) or not isinstance(val, int) or val < 0:
             raise self.fail("expected an integer >= 0", field, val)
         return val
 
     def string(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> str:
+        """``obj[key]``, a string."""
         val = self.get(obj, key, field, default)
         if not isinstance(val, str):
             raise self.fail("expected a string", field, val)
