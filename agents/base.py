@@ -29,6 +29,12 @@ class Agent(ABC):
         """Start an episode in ``env`` (called after ``env.reset``)."""
         self.env = env.unwrapped
 
+    def require_pair_env(self) -> None:
+        """Refuse the rule-selection env ``DFJSP-Rules-v0``: this agent plays (operation, machine) pair slots."""
+        if hasattr(self.env, "rules"):
+            raise ValueError(f"{self.name} picks (operation, machine) pairs: play it on DynaSched/DFJSP-v0 or "
+                             "FJSP-v0, not on the rule-selection env DFJSP-Rules-v0")
+
     @abstractmethod
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         """The action to play now."""

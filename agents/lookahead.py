@@ -12,7 +12,7 @@ from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
-from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
+from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.types import check_at_least
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.metrics import OBJECTIVES
@@ -76,9 +76,10 @@ class LookaheadAgent(Agent):
                              f"with horizon={horizon} or clairvoyant={clairvoyant}")
         if objective is not None and objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
-        for name in [*([rule] if rule else []), *(rollout_rules or [])]:
+        rollout_names = None if rollout_rules is None else rule_list(rollout_rules)
+        for name in [*([rule] if rule else []), *(rollout_names or [])]:
             parse_rule(name)  # fail now on a bad name, not in the first episode
-        self.rule, self.rollout_names, self.top_k = rule, None if rollout_rules is None else tuple(rollout_rules), top_k
+        self.rule, self.rollout_names, self.top_k = rule, rollout_names, top_k
         self.objective = objective
         self.clairvoyant = clairvoyant
         self.horizon = None if horizon is None else int(horizon)
@@ -91,6 +92,7 @@ class LookaheadAgent(Agent):
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
+        self.require_pair_env()
         objective = self.objective or self.env.config.objective
         self._objective = OBJECTIVES.index(objective)
         rule, rollouts = DEFAULTS[objective]

@@ -83,6 +83,7 @@ class PPOAgent(Agent):
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
+        self.require_pair_env()
         rules, futures, pool = self._forecast_settings()
         expected = self._played_space()
         if rules and FORECASTS_KEY not in env.observation_space.spaces:  # the agent adds them itself

@@ -38,7 +38,7 @@ class RuleAgent(Agent):
         rule: ``"MWKR"``, ``"MWKR:LWL"``, ...
         emergency_first: jobs with an emergency weight first.
         random_ties: break ties at random, seeded by ``seed`` at every :meth:`reset`.
-        seed: seed of the tie-breaking stream.
+        seed: seed of the random stream (random ties and the ``RANDOM`` job rule), set at every :meth:`reset`.
     """
 
     def __init__(self, rule: str, emergency_first: bool = False, random_ties: bool = False, seed: int = 0) -> None:
@@ -50,7 +50,7 @@ class RuleAgent(Agent):
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
-        if self.random_ties:
+        if self.random_ties or self.rule.startswith("RANDOM:"):
             seed_rng(self.seed)
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:

@@ -21,7 +21,7 @@ from gymnasium.vector.utils import batch_space
 
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import forecast, objective_value, slot_forecasts
-from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.core.rules import parse_rule, rule_list
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.features import BIG, BLOCKS, OBSERVABILITY, num_columns
 from dynasched_gym.envs.futures import SampledFutures
@@ -142,14 +142,9 @@ class ObservabilityWrapper(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         return observation
 
 
-def _rule_names(rules: str | Sequence[str]) -> tuple[str, ...]:
-    """A ``rules`` argument as a tuple: one ``JOB:MACHINE`` rule or several."""
-    return (rules,) if isinstance(rules, str) else tuple(rules)
-
-
 def _potential_rules(rule: str | Sequence[str]) -> tuple[str, ...]:
     """The rules of a forecast reward's potential from its ``rule`` argument: one ``JOB:MACHINE`` rule or several."""
-    rules = _rule_names(rule)
+    rules = rule_list(rule)
     if not rules:
         raise ValueError("a forecast reward needs at least one rule")
     return rules
@@ -267,7 +262,7 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
 
     def __init__(self, env: gym.Env, rules: str | Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
                  future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
-        rules = _rule_names(rules)
+        rules = rule_list(rules)
         gym.utils.RecordConstructorArgs.__init__(self, rules=rules, futures=futures, future_pool=future_pool,
                                                  hindsight=hindsight)
         _MaskedWrapper.__init__(self, env)
@@ -294,7 +289,7 @@ class ForecastFeaturesVector(_PassVectorMasks):
     def __init__(self, env: VectorEnv, rules: str | Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
                  future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
         super().__init__(env)
-        self.rules, self.futures = _rule_names(rules), futures
+        self.rules, self.futures = rule_list(rules), futures
         self.key = HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
         self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules, self.key)

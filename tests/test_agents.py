@@ -175,6 +175,28 @@ def test_bad_agent_arguments_are_named(tmp_path):
             make("random", seed=bad)
 
 
+def test_make_ppo_without_a_checkpoint_says_what_to_pass():
+    with pytest.raises(TypeError, match=r"needs checkpoint=.*shipped_checkpoint"):
+        make("ppo")
+
+
+def test_the_random_rule_is_reproducible_from_its_seed():
+    env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium")
+    first, second = (run_episode(make("rule:RANDOM:EET", seed=3), env, seed=0).metrics for _ in range(2))
+    assert first == second
+    assert run_episode(make("rule:RANDOM:EET", seed=4), env, seed=0).metrics != first
+
+
+def test_pair_agents_refuse_the_rule_selection_env():
+    env = gym.make("DynaSched/DFJSP-Rules-v0", instance="mk02")
+    with pytest.raises(ValueError, match=r"lookahead picks .* not on the rule-selection env"):
+        run_episode(make("lookahead"), env, seed=0)
+
+
+def test_one_rollout_rule_may_be_given_as_a_string():
+    assert make("lookahead", rollout_rules="EDD").config()["rollout_rules"] == ["EDD"]
+
+
 def test_complementary_rules_cover_the_instances_greedily():
     values = {"A": np.array([5.0, 5.0, 5.0]), "B": np.array([1.0, 9.0, 9.0]), "C": np.array([9.0, 1.0, 9.0]),
               "D": np.array([9.0, 9.0, 0.0]), "E": np.array([5.0, 5.0, 5.0])}

@@ -39,6 +39,8 @@ Machine rules (among the chosen job's startable machines):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit
 
@@ -75,6 +77,11 @@ def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = Fal
         raise ValueError(f"unknown rule {rule!r}; job rules {JOB_RULES}, machine rules {MACHINE_RULES}")
     code = JOB_RULES.index(job) | (EMERGENCY_FIRST if emergency_first else 0) | (RANDOM_TIES if random_ties else 0)
     return code, MACHINE_RULES.index(machine)
+
+
+def rule_list(rules: str | Sequence[str]) -> tuple[str, ...]:
+    """A rules argument as a tuple: one rule name (a string is not split into letters) or several."""
+    return (rules,) if isinstance(rules, str) else tuple(rules)
 
 
 @njit(cache=True, _nrt=False)
