@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 import warnings
@@ -246,6 +247,11 @@ def test_bad_arguments_raise_helpful_errors():
     env = DFJSPEnv(instance="mk01")
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(0)
+    env.reset(seed=0)
+    for action in (1.7, "3", np.float32(2.0)):  # never truncated to a slot
+        with pytest.raises(TypeError, match=re.escape(f"action must be an integer (an action slot), got {action!r}")):
+            env.step(action)
+    assert env.step(np.array(0))[4]["invalid_actions"] == 0
 
 
 def test_an_episode_without_decisions_terminates_on_its_first_step():

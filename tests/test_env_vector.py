@@ -179,6 +179,16 @@ def test_a_refused_vector_step_changes_nothing_even_when_an_autoreset_is_due():
     assert info["_tier"][0] and not info["_tier"][1]  # the reset info of sub-environment 0 only
 
 
+def test_vector_actions_must_be_integers():
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    venv.reset(seed=0)
+    with pytest.raises(TypeError, match="actions must be integers"):
+        venv.step(np.array([0.0, 1.7]))
+    assert venv.simulator(1).decisions == 0
+    venv.step([0, 1])
+    assert venv.simulator(1).decisions == 1
+
+
 def test_vector_raise_mode_ends_an_episode_without_decisions_on_any_action():
     inst = Instance.build("c", [Machine("M0")], [Job("J0", [{0: 3.0}], release=5.0)],
                           [Event(1.0, EventType.CANCELLATION, job=0)])

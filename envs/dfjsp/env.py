@@ -13,6 +13,7 @@ Every step is one numba call (:mod:`.kernels`); the semantics of the simulation 
 
 from __future__ import annotations
 
+import operator
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -183,7 +184,11 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         """Play ``action`` (an action slot, or a rule for the rules env) and advance to the next decision."""
         if self._done:
             raise RuntimeError("the episode is over (or has not started): call reset()")
-        code = step_first(self._batch.handle, int(action))
+        try:
+            slot = operator.index(action)  # an integer (numpy ones and 0-d arrays too); 1.7 is not truncated to 1
+        except TypeError:
+            raise TypeError(f"action must be an integer (an action slot), got {action!r}") from None
+        code = step_first(self._batch.handle, slot)
         if code == ERR_INVALID_ACTION:
             raise InvalidActionError(
                 f"action {action!r} is not valid now: valid actions are "

@@ -137,7 +137,10 @@ class DFJSPVectorEnv(VectorEnv):
         """Step every sub-environment with its action (see the class docstring for autoresets)."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        actions = np.asarray(actions)
+        if actions.dtype.kind not in "iu":  # 1.7 is not truncated to slot 1
+            raise TypeError(f"actions must be integers (action slots), got dtype {actions.dtype}: {actions!r}")
+        actions = actions.astype(np.int64, copy=False).reshape(self.num_envs)
         mode = self.metadata["autoreset_mode"]
         infos: dict[str, Any] = {}
         stepping = ~self._ended
