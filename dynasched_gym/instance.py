@@ -15,6 +15,7 @@ import json
 import math
 import os
 import tempfile
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,7 +70,13 @@ _OPTIONAL_FIELDS: dict[EventType, tuple[str, ...]] = {
     EventType.PTIME_CHANGE: ("factor", "value"),
     EventType.ROUTE_CHANGE: ("op",),
 }
-_PAYLOAD_FIELDS = ("machine", "job", "op", "duration", "factor", "value", "weight", "due", "ops")
+#: Payload fields of :class:`Event`, in the order :meth:`Event.to_dict` writes them (after time and type).
+PAYLOAD_FIELDS = ("machine", "job", "op", "duration", "factor", "value", "weight", "due", "ops")
+_FLOAT_FIELDS = ("machine_speed", "job_release", "job_due", "job_weight", "elig_time")
+_INT_FIELDS = ("job_op_ptr", "op_elig_ptr", "elig_machine")
+# The arrays held by instances (by id; an entry goes when its array does): they are read-only and
+# shared by nobody else, so a new instance may hold them without a copy (``replace``).
+_OWNED: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
 Operation = Mapping[int, float]
 """An operation: eligible machine id -> processing time on that machine."""
@@ -77,7 +84,8 @@ Operation = Mapping[int, float]
 
 @dataclass(frozen=True)
 class Event:
-    """One exogenous event. Unused payload fields are ``None``.
+    """One exogenous event. Unused payload fields are ``None``; NumPy scalars given for ids, times
+    and numbers (also in ``ops``) are stored as Python ints and floats.
 
     Payloads by type (times in the instance's time unit):
 
@@ -105,10 +113,22 @@ class Event:
     due: float | None = None
     ops: tuple[Operation, ...] | None = None
 
+    def __post_init__(self) -> None:
+        # NumPy scalars become Python numbers (so that to_json() can write them); anything else is
+        # left for Instance validation to judge, which names the event and field.
+        for name in ("time", *PAYLOAD_FIELDS):
+            if name != "ops":
+                object.__setattr__(self, name, _python_number(getattr(self, name)))
+        if isinstance(self.ops, (list, tuple)):
+            object.__setattr__(self, "ops", tuple(
+                {_python_number(m): _python_number(t) for m, t in op.items()} if isinstance(op, Mapping) else op
+                for op in self.ops
+            ))
+
     def to_dict(self) -> dict[str, Any]:
         """The event as a native-JSON object."""
         out: dict[str, Any] = {"time": self.time, "type": self.type.name}
-        for name in _PAYLOAD_FIELDS:
+        for name in PAYLOAD_FIELDS:
             val = getattr(self, name)
             if val is None:
                 continue
@@ -146,6 +166,10 @@ class Instance:
     ``machine_speed[m]``. Job ``j`` owns operations ``job_op_ptr[j] : job_op_ptr[j + 1]``
     (global operation ids, in chain order); operation ``o`` may run on machines
     ``elig_machine[op_elig_ptr[o] : op_elig_ptr[o + 1]]`` with the matching ``elig_time``.
+
+    The arrays are read-only and the instance's own: arrays passed in are copied (the caller's stay
+    writable, and changing them later does not change the instance), except arrays already held by
+    an instance, which are shared (so :meth:`replace` copies nothing it keeps).
     """
 
     name: str
@@ -165,16 +189,20 @@ class Instance:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("machine_speed", "job_release", "job_due", "job_weight", "elig_time"):
-            arr = np.ascontiguousarray(getattr(self, name), dtype=np.float64)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
-        for name in ("job_op_ptr", "op_elig_ptr", "elig_machine"):
-            arr = np.ascontiguousarray(getattr(self, name), dtype=np.int64)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+        for names, dtype in ((_FLOAT_FIELDS, np.float64), (_INT_FIELDS, np.int64)):
+            for name in names:
+                object.__setattr__(self, name, _owned_array(getattr(self, name), dtype))
         object.__setattr__(self, "events", tuple(self.events))
         _validate(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickling (and copy.copy/deepcopy) bypasses __init__: the arrays it made are new, so they
+        # are only made read-only and recorded as owned, not copied.
+        self.__dict__.update(state)
+        for name in (*_FLOAT_FIELDS, *_INT_FIELDS):
+            arr = state[name]
+            arr.setflags(write=False)
+            _OWNED[id(arr)] = arr
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -211,35 +239,55 @@ class Instance:
         events: Sequence[Event] = (),
         breakdown_policy: str = "resume",
     ) -> Instance:
-        """Build an instance from readable records (validated like every instance)."""
+        """Build an instance from readable records (validated like every instance).
+
+        Numbers may be Python or NumPy scalars; anything else (a string, a bool, a non-integer machine
+        id) raises naming the field instead of being converted. A due date is ``None`` or finite.
+        """
+        release: list[float] = []
+        due: list[float] = []
+        weight: list[float] = []
         job_op_ptr = [0]
         op_elig_ptr = [0]
         elig_machine: list[int] = []
         elig_time: list[float] = []
         for j, job in enumerate(jobs):
+            release.append(_real(job.release, f"jobs[{j}].release"))
+            weight.append(_real(job.weight, f"jobs[{j}].weight"))
+            if job.due is None:
+                due.append(math.nan)  # NaN stands for "no due date" in job_due, so a NaN due is refused
+            elif not _finite(job.due):
+                raise InstanceFormatError("due must be a finite time or null", field=f"jobs[{j}].due", value=job.due)
+            else:
+                due.append(float(job.due))
             for k, op in enumerate(job.ops):
+                where = f"jobs[{j}].ops[{k}].eligible"
                 if not isinstance(op, Mapping):
-                    raise InstanceFormatError(
-                        "an operation must map machine ids to times", field=f"jobs[{j}].ops[{k}].eligible", value=op
-                    )
+                    raise InstanceFormatError("an operation must map machine ids to times", field=where, value=op)
                 for m, t in op.items():
-                    elig_machine.append(int(m))
-                    elig_time.append(float(t))
+                    if not _is_int(m):
+                        raise InstanceFormatError("machine id must be an integer", field=where, value=m)
+                    if not _is_real(t):
+                        raise InstanceFormatError("expected a number", field=f"{where}.{m}", value=t)
+                    elig_machine.append(m)  # NumPy scalars too: the array below converts them
+                    elig_time.append(t)
                 op_elig_ptr.append(len(elig_machine))
             job_op_ptr.append(len(op_elig_ptr) - 1)
+        # Each array is made here once and then held by the instance without a further copy.
         return cls(
             name=name,
             machine_names=tuple(m.name for m in machines),
             machine_groups=tuple(m.group for m in machines),
-            machine_speed=np.array([m.speed for m in machines], dtype=np.float64),
+            machine_speed=_owned_array([_real(m.speed, f"machines[{i}].speed") for i, m in enumerate(machines)],
+                                       np.float64),
             job_names=tuple(job.name for job in jobs),
-            job_release=np.array([job.release for job in jobs], dtype=np.float64),
-            job_due=np.array([np.nan if job.due is None else job.due for job in jobs], dtype=np.float64),
-            job_weight=np.array([job.weight for job in jobs], dtype=np.float64),
-            job_op_ptr=np.array(job_op_ptr, dtype=np.int64),
-            op_elig_ptr=np.array(op_elig_ptr, dtype=np.int64),
-            elig_machine=np.array(elig_machine, dtype=np.int64),
-            elig_time=np.array(elig_time, dtype=np.float64),
+            job_release=_owned_array(release, np.float64),
+            job_due=_owned_array(due, np.float64),
+            job_weight=_owned_array(weight, np.float64),
+            job_op_ptr=_owned_array(job_op_ptr, np.int64),
+            op_elig_ptr=_owned_array(op_elig_ptr, np.int64),
+            elig_machine=_owned_array(elig_machine, np.int64),
+            elig_time=_owned_array(elig_time, np.float64),
             events=tuple(events),
             breakdown_policy=breakdown_policy,
         )
@@ -337,8 +385,50 @@ def _operation_to_dict(op: Operation) -> dict[str, float]:
     return {str(int(m)): float(t) for m, t in op.items()}
 
 
-def _finite(x: float) -> bool:
-    return isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
+def _is_int(x: Any) -> bool:
+    """``x`` is a Python or NumPy integer (bools are not)."""
+    return type(x) is int or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+
+
+def _is_real(x: Any) -> bool:
+    """``x`` is a Python or NumPy integer or float (bools are not)."""
+    return (type(x) is float or type(x) is int  # the common case, tested first (build and validation loops)
+            or (isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)))
+
+
+def _finite(x: Any) -> bool:
+    """``x`` is a finite Python or NumPy number."""
+    return _is_real(x) and math.isfinite(float(x))
+
+
+def _real(x: Any, field: str) -> float:
+    """``x`` as a Python float; anything but a number raises naming ``field``."""
+    if not _is_real(x):
+        raise InstanceFormatError("expected a number", field=field, value=x)
+    return float(x)
+
+
+def _python_number(x: Any) -> Any:
+    """``x`` as a Python int or float when it is a NumPy integer or floating scalar; anything else as is."""
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    return x
+
+
+def _owned_array(value: Any, dtype: type[np.generic]) -> np.ndarray:
+    """A read-only C-contiguous ``dtype`` array of ``value`` that no caller can write to.
+
+    An array already held by an instance (see ``_OWNED``) is returned as is; anything else is
+    copied, so the caller's array is neither shared nor made read-only.
+    """
+    if _OWNED.get(id(value)) is value and value.dtype == dtype:
+        return value
+    arr = np.array(value, dtype=dtype, order="C", copy=True)
+    arr.setflags(write=False)
+    _OWNED[id(arr)] = arr
+    return arr
 
 
 def _validate(inst: Instance) -> None:
@@ -401,7 +491,7 @@ def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> Non
         raise InstanceFormatError("an operation needs at least one eligible machine", field=where, value={})
     seen: set[int] = set()
     for m, t in pairs:
-        if not (isinstance(m, (int, np.integer)) and 0 <= m < num_m):
+        if not (_is_int(m) and 0 <= m < num_m):
             raise InstanceFormatError(f"unknown machine id (machines are 0..{num_m - 1})", field=where, value=m)
         if m in seen:
             raise InstanceFormatError("machine listed twice", field=where, value=m)
@@ -432,19 +522,19 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
             )
         required = _REQUIRED_FIELDS[e.type]
         allowed = set(required) | set(_OPTIONAL_FIELDS.get(e.type, ()))
-        for name in _PAYLOAD_FIELDS:
+        for name in PAYLOAD_FIELDS:
             val = getattr(e, name)
             if name in required and val is None:
                 raise InstanceFormatError(f"{e.type.name} needs field {name!r}", field=f"{where}.{name}", value=None)
             if name not in allowed and val is not None:
                 raise InstanceFormatError(f"{e.type.name} takes no field {name!r}", field=f"{where}.{name}", value=val)
-        if e.machine is not None and not (isinstance(e.machine, (int, np.integer)) and 0 <= e.machine < num_m):
+        if e.machine is not None and not (_is_int(e.machine) and 0 <= e.machine < num_m):
             raise InstanceFormatError(
                 f"unknown machine id (machines are 0..{num_m - 1})", field=f"{where}.machine", value=e.machine
             )
-        if e.job is not None and not (isinstance(e.job, (int, np.integer)) and 0 <= e.job < num_j):
+        if e.job is not None and not (_is_int(e.job) and 0 <= e.job < num_j):
             raise InstanceFormatError(f"unknown job id (jobs are 0..{num_j - 1})", field=f"{where}.job", value=e.job)
-        if e.op is not None and not (isinstance(e.op, (int, np.integer)) and e.op >= 0):
+        if e.op is not None and not (_is_int(e.op) and e.op >= 0):
             raise InstanceFormatError("op must be an operation index >= 0", field=f"{where}.op", value=e.op)
         for name in ("duration", "factor", "value"):
             val = getattr(e, name)

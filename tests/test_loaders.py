@@ -5,13 +5,16 @@ from __future__ import annotations
 import csv
 import json
 import math
+import pickle
 import shutil
 import warnings
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import instances
 
 from dynasched_gym import Event, EventType, Instance, InstanceFormatError, Job, Machine, load_instance
@@ -263,11 +266,14 @@ def test_jms_mk01_matches_fjs(shared: Path) -> None:
     assert cancels == ["J2", "J7", "J5", "J8"]
 
 
-def _jms(tmp_path: Path, **dynamic: list[list[float]]) -> Path:
-    data = {"static_info": {"num_jobs": 1, "num_machines": 2, "ops_per_job": [1], "candidates": {"(1,1)": [0, 1]},
-                            "proc_time": {"(1,1)": {"0": 2, "1": 3}}}, "dynamic_events": dynamic}
+def _jms(tmp_path: Path, static: dict | None = None, **dynamic: list[list[float]]) -> Path:
+    """A one-job JMS file; ``static`` entries are merged into its ``static_info`` tables."""
+    info: dict = {"num_jobs": 1, "num_machines": 2, "ops_per_job": [1], "candidates": {"(1,1)": [0, 1]},
+                  "proc_time": {"(1,1)": {"0": 2, "1": 3}}}
+    for key, entries in (static or {}).items():
+        info[key].update(entries)
     path = tmp_path / "bad.jsonl"
-    path.write_text(json.dumps(data) + "\n")
+    path.write_text(json.dumps({"static_info": info, "dynamic_events": dynamic}) + "\n")
     return path
 
 
@@ -286,6 +292,30 @@ def test_jms_bad_input(tmp_path: Path) -> None:
     assert_located(exc, path, 2, field="dynamic_events.machine_break[0]")
 
 
+@pytest.mark.parametrize(("static", "field", "key"), [
+    ({"candidates": {"(42,1)": [0]}, "proc_time": {"(42,1)": {"0": 1}}}, "candidates", "(42,1)"),  # no job 42
+    ({"proc_time": {"(1,9)": {"0": 1}}}, "proc_time", "(1,9)"),  # job 1 has 1 operation
+    ({"candidates": {"(1,0)": [0]}}, "candidates", "(1,0)"),
+    ({"proc_time": {"( 1,1)": {"0": 2, "1": 3}}}, "proc_time", "( 1,1)"),  # (1,1) listed twice
+])
+def test_jms_entries_without_operation(tmp_path: Path, static: dict, field: str, key: str) -> None:
+    """Entries for jobs or operations that do not exist (or a second key for one) are refused, not ignored."""
+    path = _jms(tmp_path, static)
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert_located(exc, path, key, line=1, field=f'static_info.{field}["{key}"]')
+
+
+def test_jms_emergency_entry_without_operation(shared: Path, tmp_path: Path) -> None:
+    data = json.loads((shared / "reference/dsbx/MK-Bench/Mk01/Mk01.jsonl").read_text())
+    data["emergency_static"]["11"]["proc_time"]["(11,2)"] = {"0": 1.0}
+    path = tmp_path / "mk.jsonl"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert_located(exc, path, "(11,2)", line=1, field='emergency_static.11.proc_time["(11,2)"]')
+
+
 # ------------------------------------------------------------------------------------------ native
 @SETTINGS
 @given(inst=instances(max_jobs=6, max_machines=5))
@@ -296,6 +326,8 @@ def test_native_round_trip(inst: Instance, tmp_path_factory: pytest.TempPathFact
     back = load_instance(path)
     assert back == inst and back.events == inst.events
     assert Instance.from_dict(json.loads(inst.to_json())) == inst
+    path.write_text(json.dumps(inst.to_dict(), sort_keys=True, indent=2))  # key order does not matter
+    assert detect_format(path) == "native" and load_instance(path) == inst
 
 
 def test_strategy_covers_every_event_type() -> None:
@@ -457,9 +489,219 @@ def test_native_wrong_json_types_are_located(tmp_path: Path, changes: dict, valu
     assert_located(exc, path, value, field=field)
 
 
+def _native_data() -> dict:
+    """A native object with every kind of object the writer emits (config, machines, jobs, ops, events)."""
+    return Instance.build("n", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 2.0}, {1: 3.0}], due=9.0)], [
+        Event(time=1.0, type=EventType.BREAKDOWN, machine=0, duration=2.0),
+        Event(time=2.0, type=EventType.ROUTE_CHANGE, job=0, ops=({0: 1.0},)),
+    ]).to_dict()
+
+
+@pytest.mark.parametrize(("where", "key"), [
+    ((), "event"),  # a top-level typo used to drop every event
+    (("config",), "breakdown_polcy"),
+    (("machines", 1), "sped"),
+    (("jobs", 0), "relase"),
+    (("jobs", 0), "due_date"),
+    (("jobs", 0, "ops", 1), "extra"),
+    (("events", 0), "machin"),
+    (("events", 1, "ops", 0), "eligble"),
+])
+def test_native_unknown_keys(tmp_path: Path, where: tuple, key: str) -> None:
+    data = _native_data()
+    obj = data
+    for step in where:
+        obj = obj[step]
+    obj[key] = 7
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    field = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in (*where, key)).lstrip(".")
+    with pytest.raises(InstanceFormatError, match="unknown field") as exc:
+        load_instance(path)
+    assert exc.value.field == field
+    assert_located(exc, path, 7, field=field)
+
+
+def _objects(data: dict) -> list[tuple[str, dict]]:
+    """(path, object) of every JSON object of a native instance (not ``eligible`` maps, keyed by machine id)."""
+    out = [("", data), ("config", data["config"])]
+    out += [(f"machines[{i}]", m) for i, m in enumerate(data["machines"])]
+    for name in ("jobs", "events"):
+        for i, rec in enumerate(data[name]):
+            out.append((f"{name}[{i}]", rec))
+            out += [(f"{name}[{i}].ops[{k}]", op) for k, op in enumerate(rec.get("ops", []))]
+    return out
+
+
+WRITER_KEYS = {"format", "name", "config", "machines", "jobs", "events", "breakdown_policy", "id", "group", "speed",
+               "release", "due", "weight", "ops", "eligible", "time", "type", "machine", "job", "op", "duration",
+               "factor", "value"}
+
+
+@SETTINGS
+@given(inst=instances(max_jobs=4, max_machines=3), data=st.data())
+def test_native_unknown_key_anywhere(inst: Instance, data: st.DataObject,
+                                     tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A key the writer does not emit, injected into any object of a valid file, is refused with its path."""
+    obj = inst.to_dict()
+    where, target = data.draw(st.sampled_from(_objects(obj)))
+    key = data.draw(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
+                    .filter(lambda k: k not in WRITER_KEYS))
+    value = data.draw(st.none() | st.integers() | st.text(max_size=4))
+    target[key] = value
+    path = tmp_path_factory.mktemp("unknown") / "inst.json"
+    path.write_text(json.dumps(obj))
+    field = f"{where}.{key}" if where else key
+    with pytest.raises(InstanceFormatError, match="unknown field") as exc:
+        load_instance(path)
+    assert exc.value.field == field and exc.value.value == value and str(path) in str(exc.value)
+
+
+@pytest.mark.parametrize(("job", "field", "value"), [
+    ({"due": math.nan}, "jobs[0].due", math.nan),  # was read as "no due date"
+    ({"due": -math.inf}, "jobs[0].due", -math.inf),
+    ({"release": math.inf}, "jobs[0].release", math.inf),
+    ({"ops": [{"eligible": {"0": math.nan}}]}, "jobs[0].ops[0].eligible.0", math.nan),
+])
+def test_native_non_finite_numbers(tmp_path: Path, job: dict, field: str, value: float) -> None:
+    data = _native_data()
+    data["jobs"][0].update(job)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))  # Python's json writes NaN / Infinity, and reads them
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert exc.value.field == field
+    assert_located(exc, path, value, field=field)
+    data = _native_data()
+    data["jobs"][0]["due"] = None  # null stays "no due date"
+    assert math.isnan(Instance.from_dict(data).job_due[0])
+
+
+@pytest.mark.parametrize("eligible", [
+    {"0": 5.0, "00": 3.0},  # machine 0 twice: was read as {0: 3.0}
+    {"00": 3.0},
+    {" 0": 3.0},
+    {"0 ": 3.0},
+    {"+1": 3.0},
+    {"1.0": 3.0},
+    {"-0": 3.0},
+    {"\u0661": 3.0},  # ARABIC-INDIC DIGIT ONE: int() reads it as 1
+])
+def test_native_eligible_keys_are_canonical(tmp_path: Path, eligible: dict) -> None:
+    data = _native_data()
+    data["jobs"][0]["ops"][0]["eligible"] = eligible
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    bad = next(k for k in eligible if k != "0")
+    with pytest.raises(InstanceFormatError, match="decimal string") as exc:
+        load_instance(path)
+    assert_located(exc, path, bad, field="jobs[0].ops[0].eligible")
+
+
+def test_native_detected_by_content(tmp_path: Path) -> None:
+    """The format tag may sit anywhere (sort_keys=True puts a long "events" list before it); the file is parsed once."""
+    inst = Instance.build("n", [Machine("M0")], [Job("J0", [{0: 2.0}])],
+                          [Event(time=float(t), type=EventType.REPAIR, machine=0) for t in range(300)])
+    path = tmp_path / "sorted.json"
+    path.write_text(json.dumps(inst.to_dict(), sort_keys=True, indent=1))
+    assert path.read_text().index('"format"') > 4096
+    assert detect_format(path) == "native"
+    calls = []
+    real_loads = json.loads
+
+    def loads(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real_loads(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(json, "loads", loads)
+        assert load_instance(path) == inst
+    assert len(calls) == 1
+    other = tmp_path / "schedule.json"
+    other.write_text(json.dumps({"segments": [], "format": "dynasched-schedule/1"}))
+    with pytest.raises(InstanceFormatError, match="unknown instance file format") as exc:
+        load_instance(other)
+    assert_located(exc, other, "dynasched-schedule/1", field="format")
+    plain = tmp_path / "plain.json"
+    plain.write_text('{"jobs": []}')
+    with pytest.raises(InstanceFormatError, match="unrecognised JSON") as exc:
+        load_instance(plain)
+    assert str(plain) in str(exc.value) and "['jobs']" in str(exc.value)
+
+
+def test_jms_detected_by_content(shared: Path, tmp_path: Path) -> None:
+    """A JMS file whose "static_info" comes after 4096 characters (sort_keys=True, a long "meta") is still one."""
+    src = shared / "reference/dsbx/MK-Bench/Mk01/Mk01.jsonl"
+    data = json.loads(src.read_text())
+    data["meta"] = {"note": "x" * 5000}
+    path = tmp_path / "Mk01.jsonl"
+    path.write_text(json.dumps(data, sort_keys=True))
+    assert detect_format(path) == "dsbx-jms"
+    assert load_instance(path) == load_instance(src)
+
+
+# ------------------------------------------------------------------------------------------ instance model
+def test_numpy_scalars_are_python_numbers() -> None:
+    """NumPy ids and numbers pass validation and are stored as Python numbers, so to_json() can write them."""
+    event = Event(np.float32(1.5), EventType.BREAKDOWN, machine=np.int64(0), duration=np.float64(2.0))
+    assert type(event.machine) is int and type(event.time) is float and type(event.duration) is float
+    route = Event(2.0, EventType.ROUTE_CHANGE, job=np.int32(0), ops=[{np.int64(1): np.float32(4.0)}])
+    assert route.ops == ({1: 4.0},) and all(type(m) is int for m in route.ops[0])
+    inst = Instance.build("np", [Machine("M0", speed=np.float32(2.0)), Machine("M1")],
+                          [Job("J0", [{np.int64(0): np.int64(3)}], release=np.float64(1.0), due=np.int32(9))],
+                          [event, route])
+    assert Instance.from_dict(json.loads(inst.to_json())) == inst
+
+
+@pytest.mark.parametrize(("job", "field", "value"), [
+    (Job("J0", [{0: 1.0}], due=math.nan), "jobs[0].due", math.nan),  # NaN is job_due's "no due date"
+    (Job("J0", [{0: "1"}]), "jobs[0].ops[0].eligible.0", "1"),
+    (Job("J0", [{1.0: 1.0}]), "jobs[0].ops[0].eligible", 1.0),  # was int(1.0) -> machine 1
+    (Job("J0", [{True: 1.0}]), "jobs[0].ops[0].eligible", True),
+    (Job("J0", [{0: 1.0}], release="3"), "jobs[0].release", "3"),
+])
+def test_build_refuses_what_it_would_convert(job: Job, field: str, value: object) -> None:
+    with pytest.raises(InstanceFormatError) as exc:
+        Instance.build("x", [Machine("M0"), Machine("M1")], [job])
+    assert exc.value.field == field and repr(value) in str(exc.value)
+
+
+def test_instance_owns_its_arrays() -> None:
+    base = Instance.build("x", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 2.0}, {1: 3.0}]), Job("J1", [{1: 1.0}])])
+    fields = ("machine_speed", "job_release", "job_due", "job_weight", "job_op_ptr", "op_elig_ptr", "elig_machine",
+              "elig_time")
+    mine = {name: np.array(getattr(base, name)) for name in fields}
+    inst = base.replace(**mine)
+    for name, arr in mine.items():
+        assert arr.flags.writeable, name  # the caller's array is left alone ...
+        assert not getattr(inst, name).flags.writeable and not np.shares_memory(arr, getattr(inst, name)), name
+    mine["job_release"][0] = 50.0
+    mine["elig_time"][:] = 7.0
+    assert inst == base  # ... and changing it does not change the instance
+    again = inst.replace(name="y")  # replace() keeps the arrays it does not change, without copying them
+    assert all(getattr(again, name) is getattr(inst, name) for name in fields)
+    thawed = pickle.loads(pickle.dumps(inst))
+    assert thawed == inst and not any(getattr(thawed, name).flags.writeable for name in fields)
+
+
 @pytest.mark.parametrize("fmt", [None, "fjsp", "jssp", "dsbx-dir", "dsbx-jms"])
 def test_missing_path(tmp_path: Path, fmt: str | None) -> None:
     path = tmp_path / "nothing.fjs"
     with pytest.raises(InstanceFormatError) as exc:
         load_instance(path, format=fmt)
     assert str(path) in str(exc.value)
+
+
+def test_a_key_repeated_in_one_json_object_is_refused(tmp_path: Path, reference_dir: Path) -> None:
+    path = _native(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace('"0": 2.0', '"0": 2.0, "0": 9.0', 1))  # json.loads would keep 9.0 silently
+    with pytest.raises(InstanceFormatError, match="appears twice") as exc:
+        load_instance(path)
+    assert exc.value.source == str(path) and exc.value.value == "0"
+    d = copy_reference(reference_dir, tmp_path / "dsbx")
+    line = '{"time":5.858,"event_type":"BREAKDOWN","machine_id":"G2-M2","duration":5.75,"duration":1}'
+    events = _edit_events(d, 1, line)
+    with pytest.raises(InstanceFormatError, match="appears twice") as exc:
+        load_instance(d)
+    assert_located(exc, events, line, line=1, field="duration")

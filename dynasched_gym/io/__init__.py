@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import Instance
+from dynasched_gym.instance import INSTANCE_FORMAT, Instance
 from dynasched_gym.io import dsbx_dir, dsbx_jms, fjsp, jssp, native
+from dynasched_gym.io.text import read_json
 
-# Order matters: the first format whose sniff() accepts the path loads it.
+# Order matters: the first format whose sniff() accepts the path loads it. native.sniff() accepts
+# every file holding a JSON object; such a file is parsed once and recognised by its content.
 FORMATS = {
     "native": native,
     "dsbx-dir": dsbx_dir,
@@ -25,8 +28,27 @@ FORMATS = {
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """Name of the format of ``path`` (a key of :data:`FORMATS`)."""
+    """Name of the format of ``path`` (a key of :data:`FORMATS`).
+
+    A file holding a JSON object is parsed: it is a native instance if its ``format`` field (wherever
+    it is in the file) says so, a JMS file if it has ``static_info``; another ``format`` raises.
+    """
+    return _detect(Path(path))[0]
+
+
+def load_instance(path: str | os.PathLike[str], format: str | None = None) -> Instance:
+    """Load an instance from ``path``, detecting the format unless ``format`` names one."""
     p = Path(path)
+    if format is None:
+        name, data = _detect(p)
+        return FORMATS[name].load(p) if data is None else FORMATS[name].from_json(data, p)
+    if format not in FORMATS:
+        raise InstanceFormatError(f"unknown format name (known: {', '.join(FORMATS)})", field="format", value=format)
+    return FORMATS[format].load(p)
+
+
+def _detect(p: Path) -> tuple[str, Any]:
+    """The format of ``p`` and, for a JSON file, its parsed content (``None`` for other formats)."""
     if not p.exists():
         raise InstanceFormatError("no such file or directory", source=str(p), value=str(p))
     head = ""
@@ -35,17 +57,25 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             head = fh.read(4096)
     for name, module in FORMATS.items():
         if module.sniff(p, head):
-            return name
+            if module is native:
+                data = read_json(p)
+                return _json_format(data, p), data
+            return name, None
     raise InstanceFormatError(f"unrecognised instance format (known: {', '.join(FORMATS)})", source=str(p),
                               line=1, value=head[:40])
 
 
-def load_instance(path: str | os.PathLike[str], format: str | None = None) -> Instance:
-    """Load an instance from ``path``, detecting the format unless ``format`` names one."""
-    name = format or detect_format(path)
-    if name not in FORMATS:
-        raise InstanceFormatError(f"unknown format name (known: {', '.join(FORMATS)})", field="format", value=name)
-    return FORMATS[name].load(Path(path))
+def _json_format(data: Any, p: Path) -> str:
+    """The format of the JSON object ``data`` read from ``p``: native or JMS by its keys, else raise."""
+    if "format" in data:
+        if data["format"] != INSTANCE_FORMAT:
+            raise InstanceFormatError(f"unknown instance file format (this version reads {INSTANCE_FORMAT!r})",
+                                      source=str(p), field="format", value=data["format"])
+        return "native"
+    if dsbx_jms.KEY in data:
+        return "dsbx-jms"
+    raise InstanceFormatError(f'unrecognised JSON instance file (no "format": {INSTANCE_FORMAT!r} and no '
+                              f'"{dsbx_jms.KEY}" as in a JMS file)', source=str(p), value=sorted(data)[:8])
 
 
 def resolve_instance(spec: Instance | str | os.PathLike[str]) -> Instance:

@@ -61,7 +61,7 @@ from typing import Any
 
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine, current_umask
-from dynasched_gym.io.text import excerpt, read_json, read_text
+from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
 
 EVENTS = "events.jsonl"
 STATIC_JOBS = "static_jobs.json"
@@ -224,9 +224,11 @@ def _read_lines(path: Path) -> list[tuple[int, dict[str, Any], float, str]]:
             continue
         where = Where(source, no)
         try:
-            obj = json.loads(line)
+            obj = parse_json(line)
         except json.JSONDecodeError as exc:
             raise where.fail(f"invalid JSON: {exc.msg}", "event", excerpt(line, exc.pos)) from None
+        except DuplicateKeyError as exc:
+            raise where.fail("a key appears twice in the event", exc.key, line) from None
         time = where.number(obj, "time", "time", minimum=0.0)
         kind = where.get(obj, "event_type", "event_type")
         if kind not in _EVENT_TYPES:

@@ -13,7 +13,8 @@ Mapping (a contract):
 
 - Jobs ``1..num_jobs`` (1-based in the file) become jobs ``0..num_jobs-1`` named ``J<file id>``;
   operation k of job j is key ``"(j,k)"`` (1-based k), eligible on ``candidates`` with times from
-  ``proc_time`` (both must agree). Machines keep their 0-based file ids, named ``M<id>``, group
+  ``proc_time`` (both must agree; an entry for a job or operation that does not exist, or two keys
+  naming the same operation, raise). Machines keep their 0-based file ids, named ``M<id>``, group
   ``"default"``, speed 1. The instance is named after the file stem.
 - Release from ``job_arrival`` (default 0). No due dates; weight 1.
 - ``emergency_static`` jobs are appended (in increasing file id) with weight 10.0 and release = their
@@ -45,7 +46,8 @@ from dynasched_gym.io.dsbx_dir import Where
 from dynasched_gym.io.text import read_json
 
 EMERGENCY_WEIGHT = 10.0
-MARKER = '"static_info"'
+KEY = "static_info"
+MARKER = f'"{KEY}"'
 _KEY = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)\Z")
 _EVENT_KEYS = ("job_arrival", "machine_break", "machine_repair", "job_cancel", "job_emergency")
 
@@ -94,12 +96,15 @@ def _keyed(where: Where, spec: Any, name: str, field: str) -> tuple[Mapping[str,
     table = where.get(spec, name, f"{field}.{name}")
     if not isinstance(table, Mapping):
         raise where.fail('expected an object {"(j,k)": ...}', f"{field}.{name}", table)
-    keys = {}
+    keys: dict[tuple[int, int], str] = {}
     for key in table:
         match = _KEY.match(str(key))
         if match is None:
             raise where.fail('operation keys look like "(j,k)"', f"{field}.{name}", key)
-        keys[int(match[1]), int(match[2])] = key
+        op = int(match[1]), int(match[2])
+        if op in keys:
+            raise where.fail(f'operation listed twice (also as "{keys[op]}")', f'{field}.{name}["{key}"]', key)
+        keys[op] = key
     return table, keys
 
 
@@ -108,10 +113,16 @@ def _ops(where: Where, spec: Any, jobs: Sequence[tuple[int, int | None]], field:
     """Operations of each (file job id, op count or None) from ``spec["candidates"]`` / ``spec["proc_time"]``."""
     cands, cand_keys = _keyed(where, spec, "candidates", field)
     times, time_keys = _keyed(where, spec, "proc_time", field)
+    counts = {job: sum(j == job for j, _ in cand_keys) if count is None else count for job, count in jobs}
+    for name, keys in (("candidates", cand_keys), ("proc_time", time_keys)):
+        for (j, k), key in keys.items():
+            if not 1 <= k <= counts.get(j, 0):
+                exists = f"job {j} has {counts[j]} operations" if j in counts else f"there is no job {j} here"
+                raise where.fail(f"entry for an operation that does not exist ({exists})",
+                                 f'{field}.{name}["{key}"]', key)
     out = []
-    for job, count in jobs:
+    for job, n in counts.items():
         mine = sorted(k for j, k in cand_keys if j == job)
-        n = len(mine) if count is None else count
         if mine != list(range(1, n + 1)):
             raise where.fail(f"job {job} needs operations ({job},1)..({job},{n}) in candidates",
                              f"{field}.candidates", mine)
@@ -147,7 +158,11 @@ def load(path: Path) -> Instance:
     if file is None:
         raise InstanceFormatError("expected a JMS .jsonl file or a directory holding exactly one", source=str(path),
                                   value=sorted(p.name for p in path.iterdir()) if path.is_dir() else str(path))
-    data = read_json(file)
+    return from_json(read_json(file), file)
+
+
+def from_json(data: Any, file: Path) -> Instance:
+    """The instance of the parsed content ``data`` of the JMS file ``file``."""
     where = Where(str(file), 1)
     info = where.get(data, "static_info", "static_info")
     num_j = where.index(info, "num_jobs", "static_info.num_jobs")

@@ -1,24 +1,64 @@
-"""Native instance JSON (``format: dynasched-instance/1``, DESIGN section 5)."""
+"""Native instance JSON (``format: dynasched-instance/1``, DESIGN section 5).
+
+The reader accepts exactly the keys :meth:`Instance.to_dict` writes (each object below may omit
+the optional ones); any other key, e.g. a misspelt ``"relase"``, raises naming its path
+(``jobs[3].relase``) and value. Numbers must be finite (Python's ``json`` reads ``NaN`` and
+``Infinity``); ``null`` is a job's "no due date". Machine ids in ``eligible`` are decimal strings as
+written (``"0"``, ``"12"``; not ``"00"``, ``" 0"`` or ``"+1"``).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import INSTANCE_FORMAT, Event, EventType, Instance, Job, Machine
+from dynasched_gym.instance import INSTANCE_FORMAT, PAYLOAD_FIELDS, Event, EventType, Instance, Job, Machine
 from dynasched_gym.io.text import read_json
+
+# The keys the writer emits (Instance.to_dict / Event.to_dict), by object.
+TOP_KEYS = ("format", "name", "config", "machines", "jobs", "events")
+CONFIG_KEYS = ("breakdown_policy",)
+MACHINE_KEYS = ("id", "name", "group", "speed")
+JOB_KEYS = ("id", "name", "release", "due", "weight", "ops")
+OP_KEYS = ("eligible",)
+EVENT_KEYS = ("time", "type", *PAYLOAD_FIELDS)
 
 
 def sniff(path: Path, head: str) -> bool:
-    """True when ``path`` looks like a native instance file."""
-    return path.is_file() and head.lstrip().startswith("{") and INSTANCE_FORMAT in head
+    """True when ``path`` is a file holding a JSON object (its text starts with ``{``).
+
+    Such a file may be a native instance or another JSON format: :func:`dynasched_gym.io.detect_format`
+    parses it and decides on its content (the ``format`` field, wherever it is in the file).
+    """
+    return path.is_file() and head.lstrip().startswith("{")
 
 
 def load(path: Path) -> Instance:
     """Read a native instance file."""
-    return instance_from_dict(read_json(path), str(path))
+    return from_json(read_json(path), path)
+
+
+def from_json(data: Any, path: Path) -> Instance:
+    """The instance of the parsed content ``data`` of the file ``path``."""
+    return instance_from_dict(data, str(path))
+
+
+def join(where: str, key: str) -> str:
+    """The path of ``key`` inside the object at ``where`` (``""`` is the top level)."""
+    return f"{where}.{key}" if where else key
+
+
+def check_keys(obj: Any, allowed: tuple[str, ...], where: str, source: str) -> None:
+    """Raise unless ``obj`` is a JSON object whose keys are all in ``allowed`` (naming the first other key)."""
+    if not isinstance(obj, Mapping):
+        raise InstanceFormatError("expected a JSON object", source=source, field=where or None, value=obj)
+    for key in obj:
+        if key not in allowed:
+            raise InstanceFormatError(f"unknown field (known: {', '.join(allowed)})", source=source,
+                                      field=join(where, str(key)), value=obj[key])
 
 
 def get_field(obj: Mapping[str, Any], key: str, where: str, source: str, default: Any = ...) -> Any:
@@ -27,8 +67,7 @@ def get_field(obj: Mapping[str, Any], key: str, where: str, source: str, default
         raise InstanceFormatError("expected a JSON object", source=source, field=where, value=obj)
     if key not in obj:
         if default is ...:
-            raise InstanceFormatError("missing field", source=source, field=f"{where}.{key}" if where else key,
-                                      value=None)
+            raise InstanceFormatError("missing field", source=source, field=join(where, key), value=None)
         return default
     return obj[key]
 
@@ -37,8 +76,7 @@ def get_list(obj: Mapping[str, Any], key: str, where: str, source: str, default:
     """``get_field`` for a field that must be a JSON array; anything else raises naming the field."""
     value = get_field(obj, key, where, source, default)
     if not isinstance(value, list):
-        raise InstanceFormatError("expected a list", source=source, field=f"{where}.{key}" if where else key,
-                                  value=value)
+        raise InstanceFormatError("expected a list", source=source, field=join(where, key), value=value)
     return value
 
 
@@ -50,12 +88,19 @@ def as_text(val: Any, where: str, source: str) -> str:
 
 
 def as_number(val: Any, where: str, source: str, allow_none: bool = False) -> float | None:
-    """``val`` as a float (``None`` passes with ``allow_none``); anything else raises naming the field."""
+    """``val`` as a finite float (``None`` passes with ``allow_none``); anything else, ``NaN`` and
+    infinities included (Python's ``json`` reads them), raises naming the field."""
     if val is None and allow_none:
         return None
     if isinstance(val, bool) or not isinstance(val, (int, float)):
         raise InstanceFormatError("expected a number", source=source, field=where, value=val)
-    return float(val)
+    try:
+        num = float(val)
+    except OverflowError:  # an integer literal beyond the float range
+        num = math.inf
+    if not math.isfinite(num):
+        raise InstanceFormatError("expected a finite number", source=source, field=where, value=val)
+    return num
 
 
 def as_int(val: Any, where: str, source: str) -> int:
@@ -66,19 +111,32 @@ def as_int(val: Any, where: str, source: str) -> int:
 
 
 def _operation(obj: Any, where: str, source: str) -> dict[int, float]:
+    """``{"eligible": {"<machine id>": time}}`` as {machine id: time}.
+
+    Machine ids must be written as ``str(id)`` does, so two keys of an object never name the same machine.
+    """
+    check_keys(obj, OP_KEYS, where, source)
     eligible = get_field(obj, "eligible", where, source)
     if not isinstance(eligible, Mapping):
         raise InstanceFormatError("expected an object {machine id: time}", source=source, field=f"{where}.eligible",
                                   value=eligible)
     out: dict[int, float] = {}
     for key, time in eligible.items():
-        try:
-            m = int(key)
-        except (TypeError, ValueError):
-            raise InstanceFormatError("machine id must be an integer", source=source, field=f"{where}.eligible",
-                                      value=key) from None
+        m = _machine_key(key)
+        if m is None:
+            raise InstanceFormatError('machine id must be an integer written as a decimal string like "3"',
+                                      source=source, field=f"{where}.eligible", value=key)
         out[m] = as_number(time, f"{where}.eligible.{key}", source)  # type: ignore[assignment]
     return out
+
+
+def _machine_key(key: Any) -> int | None:
+    """The machine id of an ``eligible`` key: ``int(key)`` where ``str(int(key)) == key``, else ``None``."""
+    try:
+        m = int(key)
+    except (TypeError, ValueError):
+        return None
+    return m if isinstance(key, str) and str(m) == key else None
 
 
 def instance_from_dict(data: Mapping[str, Any], source: str = "<instance>") -> Instance:
@@ -87,11 +145,14 @@ def instance_from_dict(data: Mapping[str, Any], source: str = "<instance>") -> I
     if fmt != INSTANCE_FORMAT:
         raise InstanceFormatError(f"unsupported format (expected {INSTANCE_FORMAT!r})", source=source,
                                   field="format", value=fmt)
+    check_keys(data, TOP_KEYS, "", source)
     config = get_field(data, "config", "", source, {})
+    check_keys(config, CONFIG_KEYS, "config", source)
     policy = get_field(config, "breakdown_policy", "config", source, "resume")
     machines = []
     for i, m in enumerate(get_list(data, "machines", "", source)):
         where = f"machines[{i}]"
+        check_keys(m, MACHINE_KEYS, where, source)
         if as_int(get_field(m, "id", where, source), f"{where}.id", source) != i:
             raise InstanceFormatError("machine ids must be 0, 1, 2, ... in order", source=source,
                                       field=f"{where}.id", value=m["id"])
@@ -102,6 +163,7 @@ def instance_from_dict(data: Mapping[str, Any], source: str = "<instance>") -> I
     jobs = []
     for j, job in enumerate(get_list(data, "jobs", "", source)):
         where = f"jobs[{j}]"
+        check_keys(job, JOB_KEYS, where, source)
         if as_int(get_field(job, "id", where, source), f"{where}.id", source) != j:
             raise InstanceFormatError("job ids must be 0, 1, 2, ... in order", source=source, field=f"{where}.id",
                                       value=job["id"])
@@ -122,16 +184,12 @@ def instance_from_dict(data: Mapping[str, Any], source: str = "<instance>") -> I
 
 
 def _event(obj: Any, where: str, source: str) -> Event:
+    check_keys(obj, EVENT_KEYS, where, source)
     kind = get_field(obj, "type", where, source)
     try:
         etype = EventType[kind]
     except (KeyError, TypeError):
         raise InstanceFormatError("unknown event type", source=source, field=f"{where}.type", value=kind) from None
-    unknown = set(obj) - {"time", "type", "machine", "job", "op", "duration", "factor", "value", "weight", "due",
-                          "ops"}
-    if unknown:
-        raise InstanceFormatError("unknown event field", source=source, field=f"{where}.{sorted(unknown)[0]}",
-                                  value=obj[sorted(unknown)[0]])
     kwargs: dict[str, Any] = {"time": as_number(get_field(obj, "time", where, source), f"{where}.time", source),
                               "type": etype}
     for key in ("machine", "job", "op"):

@@ -19,14 +19,38 @@ def read_text(path: Path) -> str:
         raise InstanceFormatError(f"cannot read: {exc.strerror}", source=str(path), value=str(path)) from None
 
 
+class DuplicateKeyError(ValueError):
+    """A key given twice in one JSON object (``json`` would silently keep the last value)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} appears twice in one JSON object")
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKeyError(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` that refuses a key repeated in one object (:class:`DuplicateKeyError`)."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; errors name the file, the line and the text there."""
+    """Parse a JSON file; errors name the file, the line and the text there (a repeated key: the key)."""
     text = read_text(path)
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise InstanceFormatError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno,
                                   value=excerpt(text, exc.pos)) from None
+    except DuplicateKeyError as exc:
+        raise InstanceFormatError("a key appears twice in one JSON object (which value is meant?)",
+                                  source=str(path), value=exc.key) from None
 
 
 def excerpt(text: str, pos: int) -> str:
