@@ -31,6 +31,7 @@ times: ``docs/oracle.md``):
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -83,6 +84,42 @@ class OracleResult:
     seconds: float
 
 
+def _solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> Any:
+    """``solver.solve(model)``, but Ctrl-C raises KeyboardInterrupt at once instead of cutting the search short.
+
+    CP-SAT's default ``catch_sigint_signal`` takes SIGINT for itself: the search stops and returns a
+    schedule as if the time limit had passed, which a caller would store as a normal result. Here the
+    parameter is off and, in the main thread (the one signals reach), the search runs in a helper thread
+    while the main thread waits; an interrupt stops the search (``stop_search``) and is raised again.
+    """
+    solver.parameters.catch_sigint_signal = False
+    if threading.current_thread() is not threading.main_thread():
+        return solver.solve(model)
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()  # not Thread.join: interrupted, it may report a running thread as stopped
+
+    def search() -> None:
+        try:
+            outcome["status"] = solver.solve(model)
+        except BaseException as exc:  # handed to the main thread
+            outcome["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=search, name="cp-sat", daemon=True).start()
+    try:
+        while not finished.wait(0.05):
+            pass
+    except KeyboardInterrupt:
+        while not finished.is_set():  # the search may not have started yet: ask until it has stopped
+            solver.stop_search()
+            finished.wait(0.05)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["status"]
+
+
 def solve_clairvoyant(
     instance: Instance,
     objective: str = "weighted_tardiness",
@@ -121,7 +158,7 @@ def solve_clairvoyant(
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     solver.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - t0))
-    status = solver.solve(model.cp)
+    status = _solve_interruptibly(solver, model.cp)
     schedule, value = best, best.metrics[key]
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         solved = model.schedule(solver)
@@ -638,12 +675,13 @@ class _Model:
 
     def _downtime(self, busy: list[list[tuple[int, float]]], maint_ticks: list[list[int]],
                   end: float) -> list[tuple[int, float, float, int]]:
-        """Downtime records up to the episode's ``end``: each maintenance starts at the first moment at or
+        """Downtime records up to the episode's ``end`` (events at ``end`` included, as the simulator applies every
+        event of its last instant): each maintenance starts at the first moment at or
         after its event when its machine is idle and up; a breakdown during it ends it and lasts at least
         as long (docs/semantics.md)."""
         out = []
         for m in range(self.inst.num_machines):
-            windows = [list(w) for w in self.windows[m] if w[0] < end]
+            windows = [list(w) for w in self.windows[m] if w[0] <= end]  # the end instant's events apply too
             maint = []
             items = sorted([(tick, 0, f_end) for tick, f_end in busy[m]]
                            + [(tick, 1, i) for i, tick in enumerate(maint_ticks[m])])
@@ -658,7 +696,7 @@ class _Model:
                     if w[0] < s < w[1]:
                         s = w[1]
                 free = s + d
-                if t < end:
+                if t <= end:
                     maint.append([s, s + d])
             for mt in maint:
                 hit = next((w for w in windows if mt[0] <= w[0] < mt[1]), None)

@@ -11,6 +11,10 @@ re-derives what must have happened following ``docs/semantics.md``:
 - every segment is then checked against that list (slot, eligibility, processing time in force
   when the slot first started), against its machine (overlaps, downtime, breakdowns) and against
   its job (release, precedence, breakdown policy, cancellation, completion);
+- each machine's downtime is replayed from its BREAKDOWN, REPAIR and MAINTENANCE events instant by
+  instant (:class:`_MachineReplay`), its segments telling when it runs an operation (a MAINTENANCE
+  queues behind it, its end starts the queued maintenance, a BREAKDOWN preempts it); the downtime
+  records must give exactly that timeline (start, end and kind of every interval);
 - completions, cancellations, dues and weights are recomputed and fed to the single metric
   implementation, :func:`dynasched_gym.metrics.compute_metrics`; the result must equal the
   reported metrics.
@@ -19,6 +23,17 @@ A bug in the simulator is thus caught by a second, independent reading of the co
 compared with the tolerance ``tol * max(1, |t|)``. Every problem becomes a :class:`Violation`;
 only a record that cannot be read at all (no instance, no segment list, ...) ends the check early,
 with a single ``format`` violation. :data:`VIOLATION_KINDS` lists the kinds.
+
+An unfinished schedule (taken mid-episode, checked with ``require_finished=False``) holds what
+happened up to the clock ``now``: events after it have not applied, operations still running are
+not in its records, and downtime in progress ends at its planned end. A schedule does not record
+``now``; pass it as ``validate_schedule(..., now=t)``. Without it, the latest time the records show
+(segment ends, downtime starts, completions, cancellations) stands in for it: the clock is at or
+after that time, so job events up to it have applied and later ones are left out, and a machine's
+downtime must be the replay stopped at some time at or after it. Either way a machine's replay may
+also stop where the machine was idle and started an operation that still runs (unseen in the
+records, it holds later MAINTENANCE back), provided no BREAKDOWN of the machine falls between that
+point and the clock.
 """
 
 from __future__ import annotations
@@ -26,7 +41,7 @@ from __future__ import annotations
 import math
 import os
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -48,8 +63,9 @@ VIOLATION_KINDS: dict[str, str] = {
     "format": "a record is malformed: missing or mistyped field, unknown id, status or kind, end < start, "
               "work outside (0, 1], missing job record, unreadable schedule",
     "overlap": "two segments, or two downtime intervals, overlap on one machine",
-    "downtime": "a segment runs while its machine is down; a BREAKDOWN before the episode's end has no "
-                "breakdown downtime covering it; a downtime interval no event explains",
+    "downtime": "a segment runs while its machine is down; a machine's downtime records differ from the "
+                "downtime its BREAKDOWN, REPAIR and MAINTENANCE events imply (an interval missing, unexplained, "
+                "or with another end)",
     "preemption": "a preempted segment does not end at a BREAKDOWN of its machine",
     "operation": "a segment names an operation slot its job does not have when it starts",
     "eligibility": "a segment runs on a machine that is not eligible for its operation",
@@ -66,12 +82,26 @@ VIOLATION_KINDS: dict[str, str] = {
     "due": "a job record's due date differs from the one in force at completion (or cancellation)",
     "weight": "a job record's weight differs from the one in force at completion (or cancellation)",
     "unfinished": "a job is neither completed nor cancelled (only with require_finished=True)",
+    "now": "the records show a time after the clock passed as validate_schedule(now=...)",
     "metrics": "a reported metric differs from the recomputed one",
 }
 
 _SEGMENT_KEYS = ("job", "op", "machine", "start", "end", "work", "status")
 _DOWNTIME_KEYS = ("machine", "start", "end", "kind")
 _JOB_KEYS = ("job", "release", "due", "weight", "completion", "cancelled_at")
+
+#: The simulator's time epsilon (docs/semantics.md, "Time and tolerance"): happenings this close are
+#: one instant. The machine replay groups happenings with it as the simulator does; reported times
+#: are still compared with the validator's own tolerance.
+_SIM_EPS = 1e-9
+
+# The order of a machine's happenings within one instant (docs/semantics.md, "Happenings at one
+# time"): REPAIR, downtime ends, completions, aborts (CANCELLATION applies before MAINTENANCE),
+# MAINTENANCE, BREAKDOWN, then the decisions (segment starts). A preempted segment is stopped by its
+# BREAKDOWN; one that no BREAKDOWN stopped (a ``preemption`` violation) ends after the events.
+_REPAIR, _DOWN_END, _COMPLETE, _ABORT, _MAINTAIN, _BREAK, _PREEMPTED_END, _START = range(8)
+_EVENT_PHASE = {EventType.REPAIR: _REPAIR, EventType.MAINTENANCE: _MAINTAIN, EventType.BREAKDOWN: _BREAK}
+_END_PHASE = {"completed": _COMPLETE, "aborted": _ABORT, "preempted": _PREEMPTED_END}
 
 
 @dataclass(frozen=True)
@@ -134,6 +164,7 @@ def validate_schedule(
     schedule: Schedule | Mapping[str, Any] | str | os.PathLike[str],
     tol: float = 1e-6,
     require_finished: bool = True,
+    now: float | None = None,
 ) -> ValidationReport:
     """Check a schedule against its instance and ``docs/semantics.md``.
 
@@ -143,9 +174,18 @@ def validate_schedule(
             resolved relative to it).
         tol: time tolerance, relative to ``max(1, |t|)``; also for work and metric comparisons.
         require_finished: report jobs that are neither completed nor cancelled (``unfinished``).
+        now: for a schedule taken mid-episode, the simulation clock when it was taken: events after
+            it are not applied, and downtime is replayed up to it (a machine may also be running an
+            operation the records do not show yet). ``None``: with ``require_finished``, every event
+            up to the episode's end applies; without, the latest time the records show is used as a
+            lower bound of the clock (see the module docstring). A finished schedule is always
+            checked up to its end.
 
     Returns:
         The report; it never raises on a bad schedule (use :meth:`ValidationReport.raise_if_invalid`).
+
+    Raises:
+        ValueError: ``now`` is neither None nor a finite number.
     """
     if isinstance(schedule, (str, os.PathLike)):
         try:
@@ -158,7 +198,9 @@ def validate_schedule(
         data = schedule.to_dict()
     else:
         return ValidationReport((Violation("format", f"not a schedule: {type(schedule).__name__}"),))
-    return _Checker(tol, require_finished).run(data)
+    if now is not None and _num(now) is None:
+        raise ValueError(f"now must be a finite number or None, got {now!r}")
+    return _Checker(tol, require_finished, _num(now)).run(data)
 
 
 # --------------------------------------------------------------------------------------- records
@@ -218,6 +260,138 @@ class _Replay:
     cancelled_at: float | None = None
 
 
+@dataclass
+class _Span:
+    """A downtime interval of one machine: recorded (``what`` names the records) or implied by the
+    machine's events (``what`` lists the events that opened, extended or cut it)."""
+
+    kind: str
+    start: float
+    end: float
+    what: list[str]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {_f(self.start)}-{_f(self.end)}"
+
+
+class _MachineReplay:
+    """One machine's downtime as its events imply it (``docs/semantics.md``), replayed instant by instant.
+
+    The machine's segments tell when it runs an operation: a MAINTENANCE then queues, the
+    operation's completion or abort starts the queued maintenance, a BREAKDOWN preempts it.
+    :meth:`stops` walks the instants; while it is paused, :meth:`spans` is the downtime had the
+    replay been stopped there (intervals still open end at their planned end, queued maintenance
+    never starts) and :attr:`idle` tells whether the machine is up, idle and has nothing queued.
+    """
+
+    def __init__(self, events: Sequence[Event], segs: Sequence[_Seg]) -> None:
+        items: list[tuple[float, int, int, Event | _Seg]] = [
+            (e.time, _EVENT_PHASE[e.type], i, e) for i, e in enumerate(events)]
+        for s in segs:
+            items += [(s.start, _START, s.index, s), (s.end, _END_PHASE[s.status], s.index, s)]
+        self.items = sorted(items, key=lambda h: h[:3])
+        # the time of the first BREAKDOWN at or after each item (inf: none)
+        self.next_breakdown = [math.inf] * (len(self.items) + 1)
+        for i in range(len(self.items) - 1, -1, -1):
+            t, phase = self.items[i][:2]
+            self.next_breakdown[i] = t if phase == _BREAK else self.next_breakdown[i + 1]
+        self.closed: list[_Span] = []
+        self.open: _Span | None = None  # the downtime in progress, with its planned end
+        self.queued = 0.0  # maintenance waiting for the machine to be up and idle
+        self.queued_what: list[str] = []
+        self.running: set[int] = set()  # segments in progress
+        self.pending = math.inf  # the first BREAKDOWN not applied yet
+
+    @property
+    def idle(self) -> bool:
+        """True when the machine is up, runs nothing and has no maintenance queued."""
+        return self.open is None and not self.running and not self.queued
+
+    def spans(self) -> list[_Span]:
+        """The downtime so far, the interval in progress ending at its planned end."""
+        return [*self.closed, *([self.open] if self.open else [])]
+
+    def stops(self) -> Iterator[tuple[float, float]]:
+        """Walk the instants; pause after each with ``(lo, hi)``: the state holds for a stop time in ``[lo, hi)``."""
+        items, i, lo = self.items, 0, -math.inf
+        while True:
+            hi = min(items[i][0] if i < len(items) else math.inf, self.open.end if self.open else math.inf)
+            self.pending = self.next_breakdown[i]
+            yield lo, hi
+            if hi == math.inf:
+                return
+            j = i
+            while j < len(items) and items[j][0] <= hi + _SIM_EPS:
+                j += 1
+            batch = sorted(items[i:j], key=lambda h: h[1:3])
+            while batch and batch[0][1] == _REPAIR:
+                self._apply(batch.pop(0), hi)
+            if self.open is not None and self.open.end <= hi + _SIM_EPS:
+                self._end_downtime()
+            for h in batch:
+                self._apply(h, hi)
+            i, lo = j, hi
+
+    def _open(self, kind: str, start: float, end: float, what: list[str]) -> None:
+        self.open = _Span(kind, start, end, what)
+
+    def _end_downtime(self, at: float | None = None) -> None:
+        """The downtime in progress ends (at its planned end, or cut at ``at``)."""
+        assert self.open is not None
+        if at is not None:
+            self.open.end = at
+        self.closed.append(self.open)
+        self.open = None
+        self._free(self.closed[-1].end)
+
+    def _free(self, t: float) -> None:
+        """The machine may have become up and idle at ``t``: the queued maintenance starts."""
+        if self.queued and self.open is None and not self.running:
+            self._open("maintenance", t, t + self.queued,
+                       [*self.queued_what, f"queued until the machine is free at {_f(t)}"])
+            self.queued, self.queued_what = 0.0, []
+
+    def _apply(self, item: tuple[float, int, int, Event | _Seg], t: float) -> None:
+        _, phase, _, x = item
+        if isinstance(x, _Seg):
+            if phase == _START:
+                self.running.add(x.index)
+            elif x.index in self.running:
+                self.running.discard(x.index)
+                self._free(t if phase == _ABORT else x.end)
+            return
+        d = x.duration or 0.0
+        what = f"{x.type.name} at {_f(t)} for {_f(d)}"
+        if phase == _REPAIR:
+            if self.open is not None and self.open.kind == "breakdown":
+                self.open.what.append(f"cut by REPAIR at {_f(t)}")
+                self._end_downtime(t)
+        elif phase == _MAINTAIN:
+            if self.open is not None and self.open.kind == "maintenance":  # back to back
+                self.open.end += d
+                self.open.what.append(what)
+            elif self.open is not None or self.running:
+                self.queued += d
+                self.queued_what.append(what)
+            else:
+                self._open("maintenance", t, t + d, [what])
+        else:  # BREAKDOWN: preempts the running operation
+            self.running.clear()
+            if self.open is not None and self.open.kind == "breakdown":
+                if t + d > self.open.end:
+                    self.open.end = t + d
+                    self.open.what.append(f"extended by {what}")
+            elif self.open is not None:  # it absorbs the maintenance in progress
+                end = max(t + d, self.open.end)
+                self.open.what.append(f"cut by BREAKDOWN at {_f(t)}")
+                self.open.end = t
+                self.closed.append(self.open)
+                self._open("breakdown", t, end, [what, f"absorbing the maintenance planned until {_f(end)}"]
+                           if end > t + d else [what])
+            else:
+                self._open("breakdown", t, t + d, [what])
+
+
 def _f(x: float | None) -> str:
     return "null" if x is None else f"{x:.10g}"
 
@@ -240,9 +414,10 @@ def _index(x: Any, n: int | None) -> int | None:
 class _Checker:
     """One validation run; each ``_check_*`` method appends violations."""
 
-    def __init__(self, tol: float, require_finished: bool) -> None:
+    def __init__(self, tol: float, require_finished: bool, now: float | None) -> None:
         self.tol = tol
         self.require_finished = require_finished
+        self.now = now
         self.out: list[Violation] = []
 
     def add(self, kind: str, message: str, segment: int | None = None, job: int | None = None) -> None:
@@ -260,13 +435,14 @@ class _Checker:
         if problem is not None:
             return ValidationReport((Violation("format", problem),))
         self._index()
+        self._check_now()
         self.replays = [self._replay(j) for j in range(self.inst.num_jobs)]
         self._check_machines()
+        self._check_downtime()
         self._check_slots()
         self._check_precedence()
         self._check_policy()
         self._check_jobs()
-        self._check_breakdowns()
         metrics = self._recompute_metrics()
         self._check_metrics(metrics)
         return ValidationReport(tuple(self.out), metrics)
@@ -389,21 +565,31 @@ class _Checker:
         ]
         order = sorted(range(len(inst.events)), key=lambda i: (inst.events[i].time, inst.events[i].type, i))
         self.job_events: list[list[Event]] = [[] for _ in range(inst.num_jobs)]
-        self.breakdown_times: list[list[float]] = [[] for _ in range(inst.num_machines)]
-        self.maintenances: list[list[Event]] = [[] for _ in range(inst.num_machines)]
+        self.machine_events: list[list[Event]] = [[] for _ in range(inst.num_machines)]
         for i in order:
             e = inst.events[i]
             if e.job is not None:
                 self.job_events[e.job].append(e)
-            elif e.type == EventType.BREAKDOWN:
-                self.breakdown_times[e.machine].append(e.time)  # type: ignore[index]
-            elif e.type == EventType.MAINTENANCE:
-                self.maintenances[e.machine].append(e)  # type: ignore[index]
+            else:
+                self.machine_events[e.machine].append(e)  # type: ignore[index]
+        self.breakdown_times = [[e.time for e in es if e.type == EventType.BREAKDOWN] for es in self.machine_events]
+        # the latest time the records show: the clock stood at or after it (segments still running are
+        # left out of a mid-episode schedule, open downtime ends at its planned end, so ends are not used)
+        recorded = [x for r in self.records.values() for x in (r.completion, r.cancelled_at) if x is not None]
+        self.latest = max([0.0, *(s.end for s in self.segs), *(d.start for d in self.downs), *recorded])
+        # job events after this time are not applied (inf: the episode is over, every event up to its end applies)
+        self.cut = self.now if self.now is not None else math.inf if self.require_finished else self.latest
 
     def _has_time(self, times: list[float], t: float) -> bool:
         """Whether sorted ``times`` holds one equal to ``t`` (within tolerance)."""
         i = bisect_left(times, t - self.eps(t))
         return i < len(times) and times[i] <= t + self.eps(t)
+
+    def _check_now(self) -> None:
+        """A clock passed as ``now`` must not precede what the records show."""
+        if self.now is not None and self.latest > self.now + self.eps(self.now):
+            self.add("now", f"the records reach time {_f(self.latest)}, after now={_f(self.now)} (segment ends, "
+                     f"downtime starts, completions and cancellations must be at or before the clock)")
 
     # -------------------------------------------------------------------- 3. the replay
     def _replay(self, j: int) -> _Replay:
@@ -426,6 +612,8 @@ class _Checker:
 
         for e in self.job_events[j]:
             t = e.time
+            if t > self.cut + self.eps(self.cut):
+                break
             freeze(t)
             if all(completed(k, t) for k in range(len(r.slots))):  # completions apply first
                 r.completion = done[len(r.slots) - 1]
@@ -486,34 +674,96 @@ class _Checker:
                 if s.status == "preempted" and not self._has_time(self.breakdown_times[m], s.end):
                     self.add("preemption", f"{s} is preempted but machine {m} has no BREAKDOWN at {_f(s.end)}",
                              s.index, s.job)
-        for d in self.downs:
-            if d.kind == "breakdown" and not self._has_time(self.breakdown_times[d.machine], d.start):
-                self.add("downtime", f"{d} starts at no BREAKDOWN event of machine {d.machine}")
-            # maintenance: after the machine's first MAINTENANCE, no longer than the ones queued by its end
-            # (lenient on purpose, so that back-to-back maintenances may be one interval or several)
-            queued = [e for e in self.maintenances[d.machine] if e.time <= d.end + self.eps(d.end)]
-            if d.kind == "maintenance" and (
-                not queued or d.start < queued[0].time - self.eps(queued[0].time)
-                or d.end - d.start > sum(e.duration for e in queued) + self.eps(d.end)  # type: ignore[misc]
-            ):
-                self.add("downtime", f"{d} is explained by no MAINTENANCE event of machine {d.machine} "
-                         f"(it must start after one and last no longer than those queued by its end)")
 
-    def _episode_end(self) -> float:
-        ends = [r.completion if r.completion is not None else r.cancelled_at for r in self.replays]
-        if all(x is not None for x in ends):
-            return max(ends)  # type: ignore[type-var]
-        return max([x for x in ends if x is not None] + [s.end for s in self.segs], default=0.0)
-
-    def _check_breakdowns(self) -> None:
-        end = self._episode_end()
-        for e in self.inst.events:
-            if e.type != EventType.BREAKDOWN or e.time >= end - self.eps(end):
+    # ------------------------------------------------ 6. downtime: the timeline the events imply
+    def _merged(self, spans: Sequence[_Span]) -> list[_Span]:
+        """``spans`` sorted, empty ones dropped, touching or overlapping ones of one kind joined: the timeline
+        does not depend on how records split it (back-to-back maintenances, a breakdown renewed as it ends),
+        and overlapping records are reported as ``overlap`` already."""
+        out: list[_Span] = []
+        for x in sorted(spans, key=lambda x: (x.start, x.end)):
+            if x.end - x.start <= self.eps(x.end):
                 continue
-            if not any(d.machine == e.machine and d.kind == "breakdown" and d.start <= e.time + self.eps(e.time)
-                       and d.end > e.time for d in self.downs):
-                self.add("downtime", f"BREAKDOWN of machine {e.machine} at {_f(e.time)} (before the episode's end "
-                         f"{_f(end)}) has no breakdown downtime covering it")
+            if out and out[-1].kind == x.kind and x.start <= out[-1].end + self.eps(out[-1].end):
+                out[-1] = _Span(x.kind, out[-1].start, max(out[-1].end, x.end), out[-1].what + x.what)
+            else:
+                out.append(_Span(x.kind, x.start, x.end, list(x.what)))
+        return out
+
+    def _expected_downtime(self, m: int, segs: Sequence[_Seg], clock: float, finished: bool) -> Iterator[list[_Span]]:
+        """The downtime timelines machine ``m``'s events allow, given its segments ``segs``.
+
+        Finished (``clock`` is the episode's end): one, the replay stopped at the end. Unfinished (``clock`` is
+        ``now``, or the latest recorded time when ``now`` is unknown): the replay stopped at the clock (any time
+        at or after it when unknown), and each stop where the machine may have started an operation that still
+        runs: idle, after its last recorded segment, with no BREAKDOWN from there to the clock (it would have
+        preempted the operation, which would then be recorded).
+        """
+        known = finished or self.now is not None
+        e = self.eps(clock)
+        last_seg = max((s.end for s in segs), default=-math.inf)
+        replay = _MachineReplay(self.machine_events[m], segs)
+        for lo, hi in replay.stops():
+            at_clock = hi > clock + _SIM_EPS and (lo <= clock + e or not known)
+            start = max(lo, 0.0, last_seg)  # the earliest an unseen operation could start in [lo, hi)
+            unseen_op = (not finished and replay.idle and start + _SIM_EPS < hi and start <= clock + e
+                         and replay.pending > max(start, clock) - e)
+            if at_clock or unseen_op:
+                spans = self._merged(replay.spans())
+                yield spans
+                if not known and any(x.start > clock + e for x in spans):
+                    return  # every recorded interval starts by the latest recorded time: later stops cannot match
+            if known and lo > clock + e:
+                return
+
+    def _downtime_diff(self, m: int, expected: Sequence[_Span], found: Sequence[_Span]) -> list[str]:
+        """What differs between the downtime machine ``m``'s events imply and its records, one message each."""
+        out: list[str] = []
+        i = j = 0
+        while i < len(expected) or j < len(found):
+            x = expected[i] if i < len(expected) else None
+            y = found[j] if j < len(found) else None
+            if x is not None and y is not None and x.kind == y.kind and self.close(x.start, y.start):
+                if not self.close(x.end, y.end):
+                    out.append(f"machine {m}: {', '.join(y.what)} ({y}) ends at {_f(y.end)}, expected "
+                               f"{_f(x.end)} ({'; '.join(x.what)})")
+                i, j = i + 1, j + 1
+            elif x is not None and (y is None or x.start <= y.start):
+                out.append(f"machine {m}: expected {x.kind} downtime {_f(x.start)}-{_f(x.end)} ({'; '.join(x.what)}), "
+                           f"found no {x.kind} downtime starting at {_f(x.start)}")
+                i += 1
+            else:
+                assert y is not None
+                implied = ", ".join(map(str, expected[:6])) + (", ..." if len(expected) > 6 else "") or "none"
+                out.append(f"machine {m}: {', '.join(y.what)} ({y}) is explained by no event: expected no "
+                           f"{y.kind} downtime starting at {_f(y.start)} (the events imply: {implied})")
+                j += 1
+        return out
+
+    def _check_downtime(self) -> None:
+        """Each machine's downtime records must give the timeline its events imply (see :class:`_MachineReplay`)."""
+        ends = [r.completion if r.completion is not None else r.cancelled_at for r in self.replays]
+        done = [x for x in ends if x is not None]
+        finished = len(done) == len(ends)
+        clock = max(done) if finished else self.now if self.now is not None else self.latest
+        recorded: list[list[_Span]] = [[] for _ in range(self.inst.num_machines)]
+        for d in self.downs:
+            recorded[d.machine].append(_Span(d.kind, d.start, d.end, [f"downtime {d.index}"]))
+        segs: list[list[_Seg]] = [[] for _ in range(self.inst.num_machines)]
+        for s in self.segs:
+            segs[s.machine].append(s)
+        for m in range(self.inst.num_machines):
+            found = self._merged(recorded[m])
+            best: list[str] | None = None
+            for expected in self._expected_downtime(m, segs[m], clock, finished):
+                problems = self._downtime_diff(m, expected, found)
+                if not problems:
+                    break
+                if best is None or len(problems) < len(best):
+                    best = problems
+            else:
+                for message in best or ():
+                    self.add("downtime", message)
 
     # ------------------------------------------------- 3. slots, eligibility, duration; 5. release
     def _check_slots(self) -> None:

@@ -92,6 +92,15 @@ def test_runs_across_a_breakdown_under_resume_only(policy, makespan, statuses):
     assert result.schedule.downtime_start.tolist() == [5.0]
 
 
+def test_downtime_opened_at_the_last_instant_is_recorded():
+    # the job ends at 4, the maintenance event at 4 still applies (docs/semantics.md), as in the simulator
+    inst = one_machine([Job("J0", [{0: 4.0}])], [Event(4.0, EventType.MAINTENANCE, machine=0, duration=1.0)])
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert (result.schedule.downtime_start.tolist(), result.schedule.downtime_end.tolist()) == ([4.0], [5.0])
+    assert rollout(inst, "SPT").downtime_start.tolist() == [4.0]
+
+
 def test_maintenance_waits_for_the_running_operation():
     inst = one_machine([Job("J0", [{0: 4.0}])], [Event(2.0, EventType.MAINTENANCE, machine=0, duration=1.0)])
     result = solve_clairvoyant(inst, "makespan")

@@ -1,4 +1,5 @@
-"""Tests of the independent schedule validator on hand-written schedules (no simulator involved)."""
+"""Tests of the independent schedule validator: hand-written schedules (no simulator involved), then
+simulator schedules tampered with, and random mid-episode simulator schedules."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import instances
 
+from dynasched_gym.core import Simulator, rollout
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 from dynasched_gym.metrics import compute_metrics
 from dynasched_gym.schedule import DOWNTIME_KINDS, SCHEDULE_FORMAT, SEGMENT_STATUSES, Schedule
@@ -149,8 +154,25 @@ def priority_due() -> dict[str, Any]:
                 {0: {"completion": 5, "due": 3.0, "weight": 5.0}, 1: {"completion": 8}})
 
 
+def breakdown_extended() -> dict[str, Any]:
+    """A later, longer breakdown extends the downtime; a shorter one inside it changes nothing."""
+    i = inst(Job("J0", [{0: 10}]), events=[Event(2, E.BREAKDOWN, machine=0, duration=4),
+                                           Event(4, E.BREAKDOWN, machine=0, duration=5),
+                                           Event(5, E.BREAKDOWN, machine=0, duration=1)])
+    return make(i, [(0, 0, 0, 0, 2, 0.2, "preempted"), (0, 0, 0, 9, 17, 0.8, "completed")],
+                [(0, 2, 9, "breakdown")], {0: {"completion": 17}})
+
+
+def maintenance_after_repair() -> dict[str, Any]:
+    """A maintenance queued behind job 0 still waits when a breakdown preempts it, and starts at the REPAIR."""
+    i = inst(Job("J0", [{0: 4}]), events=[Event(1, E.MAINTENANCE, machine=0, duration=3),
+                                          Event(2, E.BREAKDOWN, machine=0, duration=2), Event(3, E.REPAIR, machine=0)])
+    return make(i, [(0, 0, 0, 0, 2, 0.5, "preempted"), (0, 0, 0, 6, 8, 0.5, "completed")],
+                [(0, 2, 3, "breakdown"), (0, 3, 6, "maintenance")], {0: {"completion": 8}})
+
+
 VALID = [breakdown_resume, breakdown_restart, maintenance, breakdown_during_maintenance, cancellation, rework,
-         route_change, ptime_change, priority_due]
+         route_change, ptime_change, priority_due, breakdown_extended, maintenance_after_repair]
 
 
 @pytest.mark.parametrize("case", VALID, ids=lambda c: c.__name__)
@@ -185,7 +207,8 @@ def test_overlap() -> None:
 def test_overlapping_downtime() -> None:
     i = inst(Job("J0", [{1: 5}]), events=[Event(0, E.MAINTENANCE, machine=0, duration=4),
                                           Event(1, E.MAINTENANCE, machine=0, duration=4)])
-    data = make(i, [(0, 0, 1, 0, 5)], [(0, 0, 4, "maintenance"), (0, 2, 6, "maintenance")], {0: {"completion": 5}})
+    # back to back the two maintenances cover 0-8; the records cover it too, but overlap
+    data = make(i, [(0, 0, 1, 0, 5)], [(0, 0, 4, "maintenance"), (0, 2, 8, "maintenance")], {0: {"completion": 5}})
     assert kinds(data) == {"overlap"}
 
 
@@ -422,4 +445,164 @@ def test_unexplained_maintenance() -> None:
     data["downtime"][0]["end"] = 9.5  # longer than the 4 units of maintenance queued
     report = validate_schedule(data)
     assert report.kinds() == {"downtime": 2, "metrics": 1}  # job 1 runs from 9 in it, utilization changes
-    assert sum("explained by no MAINTENANCE" in v.message for v in report.violations) == 1
+    assert sum("downtime 0 (maintenance 5-9.5) ends at 9.5, expected 9 (MAINTENANCE at 2 for 4"
+               in v.message for v in report.violations) == 1
+
+
+# ------------------------------------------------------------- downtime against the machine's events
+ONE = (Machine("M0"),)
+
+
+def messages(report: ValidationReport) -> list[str]:
+    return [v.message for v in report.violations]
+
+
+def test_breakdown_shortened() -> None:
+    """Regression: a breakdown's downtime must last until its end (only its start used to be checked)."""
+    i = inst(Job("J0", [{0: 5.0}]), Job("J1", [{0: 5.0}], release=4.0), machines=ONE,
+             events=[Event(5.0, E.BREAKDOWN, machine=0, duration=10.0)])
+    data = rollout(i, "FIFO").to_dict()
+    assert validate_schedule(data).ok
+    assert data["downtime"] == [{"machine": 0, "start": 5.0, "end": 15.0, "kind": "breakdown"}]
+    data["downtime"][0]["end"] = 5.5
+    data["segments"][1].update(start=5.5, end=10.5)
+    data["jobs"][1]["completion"] = 10.5
+    data["metrics"].update(makespan=10.5, mean_flow_time=5.75, utilization=1.0)
+    report = validate_schedule(data)
+    assert report.kinds() == {"downtime": 1}
+    assert messages(report) == ["machine 0: downtime 0 (breakdown 5-5.5) ends at 5.5, expected 15 "
+                                "(BREAKDOWN at 5 for 10)"]
+
+
+@pytest.mark.parametrize(("case", "index", "end", "expected"), [
+    (breakdown_extended, 0, 6.0, "expected 9 (BREAKDOWN at 2 for 4; extended by BREAKDOWN at 4 for 5)"),
+    (breakdown_restart, 0, 10.0, "expected 7 (BREAKDOWN at 4 for 6; cut by REPAIR at 7)"),
+    (breakdown_during_maintenance, 1, 3.0,
+     "expected 5 (BREAKDOWN at 2 for 1; absorbing the maintenance planned until 5)"),
+    (maintenance_after_repair, 1, 5.0,
+     "expected 6 (MAINTENANCE at 1 for 3; queued until the machine is free at 3)"),
+])
+def test_downtime_end(case: Callable[[], dict[str, Any]], index: int, end: float, expected: str) -> None:
+    """Each downtime ends where the machine's events put it: extended, cut by a REPAIR, absorbing a maintenance."""
+    data = case()
+    data["downtime"][index]["end"] = end
+    data["metrics"] = validate_schedule(data).metrics
+    report = validate_schedule(data)
+    assert set(report.kinds()) == {"downtime"}
+    assert any(f"downtime {index} (" in m and f"ends at {end:g}, {expected}" in m for m in messages(report)), \
+        messages(report)
+
+
+@pytest.mark.parametrize("record", [None, (11.0, 21.0)], ids=["skipped", "after-job-1"])
+def test_maintenance_skipped_or_late(record: tuple[float, float] | None) -> None:
+    """Regression: a MAINTENANCE queued behind the running op starts when it ends, and no op starts before it."""
+    i = inst(Job("J0", [{0: 5.0}]), Job("J1", [{0: 5.0}], release=6.0), machines=ONE,
+             events=[Event(2.0, E.MAINTENANCE, machine=0, duration=10.0)])
+    data = rollout(i, "FIFO").to_dict()
+    assert validate_schedule(data).ok and data["metrics"]["makespan"] == 20.0
+    assert data["downtime"] == [{"machine": 0, "start": 5.0, "end": 15.0, "kind": "maintenance"}]
+    data["segments"][1].update(start=6.0, end=11.0)
+    data["jobs"][1]["completion"] = 11.0
+    if record is None:
+        data["downtime"] = []
+    else:
+        data["downtime"][0].update(start=record[0], end=record[1])
+    data["metrics"] = validate_schedule(data).metrics
+    report = validate_schedule(data)
+    assert set(report.kinds()) == {"downtime"}
+    assert ("machine 0: expected maintenance downtime 5-15 (MAINTENANCE at 2 for 10; queued until the machine is "
+            "free at 5), found no maintenance downtime starting at 5") in messages(report)
+    if record is not None:
+        assert any(m.startswith("machine 0: downtime 0 (maintenance 11-21) is explained by no event")
+                   for m in messages(report))
+
+
+def test_unexplained_breakdown() -> None:
+    data = breakdown_resume()
+    data["downtime"].append({"machine": 1, "start": 12.0, "end": 13.0, "kind": "breakdown"})
+    report = validate_schedule(data)
+    assert report.kinds() == {"downtime": 1}
+    assert messages(report)[0].startswith("machine 1: downtime 1 (breakdown 12-13) is explained by no event: "
+                                          "expected no breakdown downtime starting at 12 (the events imply: none)")
+
+
+# ------------------------------------------------------------------------------ mid-episode schedules
+def test_mid_episode_schedule() -> None:
+    """Regression: events after the clock have not applied to a schedule taken mid-episode."""
+    i = inst(Job("J0", [{0: 5.0}, {0: 5.0}], due=20.0), machines=ONE, events=[Event(7.0, E.CANCELLATION, job=0)])
+    sim = Simulator(i)
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 5.0 and not sim.done
+    schedule = sim.schedule()
+    assert validate_schedule(schedule, require_finished=False).ok
+    assert validate_schedule(schedule, require_finished=False, now=5.0).ok
+    assert validate_schedule(schedule, now=5.0).kinds() == {"unfinished": 1}
+    report = validate_schedule(schedule, require_finished=False, now=4.0)
+    assert report.kinds() == {"now": 1} and "records reach time 5, after now=4" in messages(report)[0]
+    assert validate_schedule(schedule, require_finished=False, now=7.0).kinds() == {"cancellation": 1, "metrics": 1}
+    with pytest.raises(ValueError, match="now"):
+        validate_schedule(schedule, now=float("nan"))
+
+
+def test_mid_episode_downtime() -> None:
+    """Mid-episode, a breakdown in progress ends at its planned end: a later REPAIR has not applied yet."""
+    i = inst(Job("J0", [{0: 5.0}]), Job("J1", [{1: 3.0}, {1: 3.0}]),
+             events=[Event(1.0, E.BREAKDOWN, machine=0, duration=10.0), Event(8.0, E.REPAIR, machine=0)])
+    sim = Simulator(i)
+    sim.reset()
+    sim.step(0, 0)
+    sim.step(1, 1)
+    data = sim.schedule().to_dict()
+    assert sim.now == 3.0 and data["downtime"] == [{"machine": 0, "start": 1.0, "end": 11.0, "kind": "breakdown"}]
+    for now in (None, 3.0):
+        assert validate_schedule(data, require_finished=False, now=now).ok
+    data["downtime"][0]["end"] = 8.0  # as if the REPAIR had applied
+    data["metrics"] = validate_schedule(data, require_finished=False).metrics
+    assert messages(validate_schedule(data, require_finished=False, now=3.0)) == [
+        "machine 0: downtime 0 (breakdown 1-8) ends at 8, expected 11 (BREAKDOWN at 1 for 10)"]
+    for now in (None, 8.0):  # right if the clock is 8 or later (without now, the clock is only known to be >= 3)
+        assert validate_schedule(data, require_finished=False, now=now).ok
+
+
+def test_mid_episode_unseen_operation() -> None:
+    """An operation still running is not in a mid-episode schedule, yet it holds a MAINTENANCE back."""
+    jobs = (Job("J0", [{0: 10.0}]), Job("J1", [{1: 3.0}, {1: 3.0}]))
+    maintenance = Event(2.0, E.MAINTENANCE, machine=0, duration=4.0)
+    sim = Simulator(inst(*jobs, events=[maintenance]))
+    sim.reset()
+    sim.step(0, 0)  # J0 runs 0-10 on M0: the maintenance at 2 waits for it
+    sim.step(1, 1)
+    schedule = sim.schedule()
+    assert sim.now == 3.0 and len(schedule.downtime_start) == 0 and list(schedule.segment_machine) == [1]
+    for now in (None, 3.0):
+        assert validate_schedule(schedule, require_finished=False, now=now).ok
+    # a BREAKDOWN of M0 before the clock would have preempted that operation (and recorded it)
+    i = inst(*jobs, events=[maintenance, Event(2.5, E.BREAKDOWN, machine=0, duration=1.0)])
+    data = {**schedule.to_dict(), "instance": i.to_dict()}
+    assert messages(validate_schedule(data, require_finished=False, now=3.0)) == [
+        "machine 0: expected maintenance downtime 2-2.5 (MAINTENANCE at 2 for 4; cut by BREAKDOWN at 2.5), "
+        "found no maintenance downtime starting at 2",
+        "machine 0: expected breakdown downtime 2.5-6 (BREAKDOWN at 2.5 for 1; absorbing the maintenance planned "
+        "until 6), found no breakdown downtime starting at 2.5"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instance=instances(max_jobs=6, max_machines=4, max_events=14), seed=st.integers(0, 2**32 - 1),
+       steps=st.integers(0, 25))
+def test_random_mid_episode_schedules_are_valid(instance: Instance, seed: int, steps: int) -> None:
+    """Random decisions for a random number of steps: the schedule so far validates, with the clock or without."""
+    sim = Simulator(instance)
+    sim.reset()
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        if sim.done:
+            break
+        jobs, machines, _ = sim.candidates()
+        k = int(rng.integers(len(jobs)))
+        sim.step(jobs[k], machines[k])
+    schedule = sim.schedule()
+    for now in (None, sim.now):
+        report = validate_schedule(schedule, require_finished=False, now=now)
+        assert report.ok, f"now={now} (clock {sim.now})\n{instance.to_json()}\n{report}"
+        assert report.metrics == pytest.approx(schedule.metrics, rel=1e-9, abs=1e-9)
