@@ -14,7 +14,10 @@ draft, calibration and build), the ratio of that median to SESC's, and the media
 evaluations (``measure`` calls, SESC's bisection included).
 
 Resumable: every finished run is appended to ``<out>.jsonl`` (the whole file rewritten atomically,
-one row per run key) and skipped on restart. The summary and all rows go to ``--out`` as JSON.
+one row per run key) and skipped on restart. A run is keyed by its target vector itself, not its index
+in the grid (the Latin-hypercube points depend on ``--vectors``), so rows of another grid in the same
+journal are kept but never reused; an unreadable line (e.g. a partial one left by an older writer) is
+skipped with a warning. The summary and this grid's rows go to ``--out`` as JSON.
 
 Usage: ``python -m scripts.calibrate_compare [--size medium] [--vectors 20] [--seeds 3] [--budget 600]
 [--out .bench/calibrate_compare.json]``
@@ -26,6 +29,7 @@ import argparse
 import contextlib
 import json
 import statistics
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,7 @@ from tqdm import tqdm
 from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
+from scripts.journal import JournalWarning, read_rows
 
 GRID_SEED = 20260
 RANGES = {"utilization": (0.5, 0.9), "due_date_tightness": (1.5, 5.0), "arrival_scv": (0.5, 2.5),
@@ -68,8 +73,9 @@ def counting_measure() -> Iterator[list[int]]:
 
 
 def run_key(row: dict[str, Any]) -> tuple:
-    """What identifies one run (rows with the same key are the same run)."""
-    return row["size"], row["vector"], row["seed"], row["method"], row["budget"]
+    """What identifies one run (rows with the same key are the same run): size, target vector (its items,
+    sorted), seed, method and budget. The vector's index is not part of it: it depends on ``--vectors``."""
+    return row["size"], tuple(sorted(row["targets"].items())), row["seed"], row["method"], row["budget"]
 
 
 def run_one(scenario: Scenario, size: str, index: int, targets: dict[str, float], seed: int, method: str,
@@ -84,11 +90,16 @@ def run_one(scenario: Scenario, size: str, index: int, targets: dict[str, float]
 
 
 def load_rows(path: Path) -> dict[tuple, dict[str, Any]]:
-    """Finished runs by key (the file is only ever replaced whole, so every line is complete)."""
-    if not path.is_file():
-        return {}
-    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    return {run_key(row): row for row in rows}
+    """Finished runs by key (:func:`run_key`); unreadable lines and rows without the key's fields are skipped
+    with a warning (the file is only ever replaced whole, so such lines come from elsewhere)."""
+    out = {}
+    for row in read_rows(path):
+        try:
+            out[run_key(row)] = row
+        except (KeyError, AttributeError, TypeError):
+            warnings.warn(f"{path}: skipping a row without the run key's fields: {str(row)[:120]}", JournalWarning,
+                          stacklevel=2)
+    return out
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -127,13 +138,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=int, default=600)
     parser.add_argument("--out", type=Path, default=Path(".bench/calibrate_compare.json"))
     args = parser.parse_args(argv)
+    for name in ("vectors", "seeds", "budget"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
 
     scenario = Scenario.preset(args.size)
     vectors = target_vectors(args.vectors)
     journal = args.out.with_suffix(".jsonl")
     rows = load_rows(journal)
     plan = [(i, seed, method) for i in range(len(vectors)) for seed in range(args.seeds) for method in METHODS]
-    keys = [(args.size, i, seed, method, args.budget) for i, seed, method in plan]
+    keys = [run_key({"size": args.size, "targets": vectors[i], "seed": seed, "method": method, "budget": args.budget})
+            for i, seed, method in plan]
     pending = [job for job, key in zip(plan, keys) if key not in rows]
     if pending:
         for method in METHODS:  # untimed warm-up: imports of cma / pymoo, first-call caches

@@ -15,6 +15,10 @@ post-hoc comparison on N seeds is.
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
 [--agent lookahead [--horizon 20 | --futures 4 | --clairvoyant] | --agent ppo --checkpoint model.zip]
 [--subset-size 50]``
+
+``--seeds`` must be >= 1; the lookahead's options (``--top-k``, ``--rule``, ``--rollout-rules``,
+``--horizon``, ``--futures``, ``--clairvoyant``) are refused with ``--agent ppo``, and ``--checkpoint``
+with ``--agent lookahead``.
 """
 
 from __future__ import annotations
@@ -34,9 +38,13 @@ from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 
 HELD_OUT = 10_000
+#: The lookahead agent's options: flag -> keyword argument of ``make("lookahead", ...)`` (None: not a keyword).
+LOOKAHEAD_OPTIONS = {"--top-k": "top_k", "--rule": "rule", "--rollout-rules": "rollout_rules", "--horizon": "horizon",
+                     "--futures": "futures", "--clairvoyant": None}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Parse ``argv`` (default: the command line), play, print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tier", default="hard")
     parser.add_argument("--size", default="small")
@@ -45,26 +53,34 @@ def main() -> None:
     parser.add_argument("--objective", default="weighted_tardiness", choices=sorted(OBJECTIVE_METRICS))
     parser.add_argument("--agent", default="lookahead", choices=["lookahead", "ppo"])
     parser.add_argument("--checkpoint", default=None, help="ppo: the model .zip")
-    parser.add_argument("--top-k", type=int, default=16, help="lookahead: pairs tried per decision")
+    parser.add_argument("--top-k", type=int, default=None, help="lookahead: pairs tried per decision (default: 16)")
     parser.add_argument("--rule", default=None, help="lookahead base rule (default: the agent's for the objective)")
     parser.add_argument("--rollout-rules", default=None, help="lookahead: comma-separated rules of the rollouts")
     parser.add_argument("--horizon", type=int, default=None, help="lookahead: decisions per rollout (default: all)")
-    parser.add_argument("--futures", type=int, default=0,
+    parser.add_argument("--futures", type=int, default=None,
                         help="lookahead: roll out in this many sampled futures of the tier's pool (default: none)")
     parser.add_argument("--clairvoyant", action="store_true",
                         help="lookahead: the clairvoyant reference (lookahead-oracle), its rollouts see the future")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.subset_size > args.seeds:
         parser.error(f"--subset-size {args.subset_size} exceeds --seeds {args.seeds}")
+    given = {flag: getattr(args, flag[2:].replace("-", "_")) for flag in LOOKAHEAD_OPTIONS}
+    given = {flag: value for flag, value in given.items() if value is not None and value is not False}
     if args.agent == "ppo":
+        if given:
+            parser.error(f"lookahead option(s) {', '.join(given)} given with --agent ppo (they apply to --agent "
+                         "lookahead only)")
         if not args.checkpoint:
             parser.error("--agent ppo needs --checkpoint")
         agent = make("ppo", checkpoint=args.checkpoint)
     else:
-        options = {"top_k": args.top_k, "horizon": args.horizon, "futures": args.futures}
-        if args.rule:
-            options["rule"] = args.rule
+        if args.checkpoint:
+            parser.error(f"--checkpoint {args.checkpoint} given with --agent lookahead (it applies to --agent ppo "
+                         "only)")
+        options = {LOOKAHEAD_OPTIONS[flag]: value for flag, value in given.items() if LOOKAHEAD_OPTIONS[flag]}
         if args.rollout_rules:
             options["rollout_rules"] = args.rollout_rules.split(",")
         agent = make("lookahead-oracle" if args.clairvoyant else "lookahead", **options)

@@ -15,6 +15,13 @@ schedule is validated: an invalid one, or an episode that raises, becomes a fail
 Rows (fields: docs/leaderboard.md) go to :class:`~dynasched_gym.results.ResultStore`, keyed by
 (agent config hash, tier, size, seed, objective): rows already in the store are reused, so an
 interrupted run resumes where it stopped, and concurrent runs (launcher workers) never store a key twice.
+
+Failures a rerun may not repeat are kept out of the store: an episode in which decisions fell back to
+the rule because requests failed (an LLM agent's ``usage["fallback_error"]``) is a failed row with
+``retry: true`` that is reported but not stored, so the next run plays it again; an exception whose
+class sets ``stops_run`` (the LLM agent's ``LLMUnavailableError``: the endpoint failed several
+decisions in a row) stops the whole evaluation with :class:`EvaluationStopped`. Ctrl-C stops it too
+(also during a CP-SAT solve); the episode it interrupted is not stored.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import hydra
@@ -49,6 +57,12 @@ SHIPPED = "shipped"
 ALL = "all"
 #: Modules whose absence skips an agent with a note (an optional extra, or the oracle module) instead of failing.
 OPTIONAL = ("dynasched_gym.oracle", "ortools", "torch", "stable_baselines3", "sb3_contrib", "openai")
+
+
+class EvaluationStopped(SystemExit):
+    """An agent raised an error that stops the run (its class sets ``stops_run``, e.g. an unreachable LLM
+    endpoint); the message says why and how to resume. A ``SystemExit``: the scripts exit with status 1 and
+    the message, without a traceback."""
 
 
 # ------------------------------------------------------------------------------------------- players
@@ -105,7 +119,7 @@ class OraclePlayer:
 
     def play(self, instance: dynasched_gym.Instance, objective: str, seed: int) -> tuple[Schedule, dict[str, Any]]:
         began = time.perf_counter()
-        result = self.solve(instance, objective=objective, **self.kwargs)
+        result = self.solve(instance, objective=objective, **self.kwargs)  # Ctrl-C stops it: nothing stored
         return result.schedule, {"wall_time": time.perf_counter() - began, "decisions": None, "oracle": {
             "status": str(result.status), "objective": result.objective, "bound": result.bound,
             "seconds": result.seconds}}
@@ -189,28 +203,45 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def agent_specs(cfg: DictConfig) -> list[dict[str, Any]]:
-    """The configured agents as ``{"name", "kwargs", "env", "label"}`` dicts (``cfg.agent`` entries + ``cfg.ppo``)."""
+    """The configured agents as ``{"name", "kwargs", "env", "label", "key"}`` dicts (``cfg.agent`` entries +
+    ``cfg.ppo``; ``key``: the config key of a checkpoint, for error messages)."""
     specs = []
     groups = OmegaConf.to_container(cfg.agent, resolve=True) if cfg.get("agent") else {}
-    for group in groups.values():
+    for group_name, group in groups.items():
         for name in _as_list(group["names"]):
             specs.append({"name": name, "kwargs": dict(group.get("kwargs") or {}), "env": dict(group.get("env") or {}),
-                          "label": group.get("label")})
+                          "label": group.get("label"), "key": f"agent.{group_name}.kwargs.checkpoint"})
     if cfg.get("ppo") and not any(s["name"] == "ppo" for s in specs):
-        specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None})
+        specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None, "key": "ppo"})
     return specs
 
 
+def is_shipped(checkpoint: Any) -> bool:
+    """True for a checkpoint setting ``shipped`` / ``shipped:<observability>`` (resolved per tier and size)."""
+    return str(checkpoint).partition(":")[0] == SHIPPED
+
+
+def existing_checkpoint(path: Any, key: str) -> str:
+    """An explicit checkpoint ``path`` made absolute (against Hydra's original working directory); a ValueError
+    naming the config ``key`` and the path when there is no such file, nor one with ``.zip`` added (SB3's
+    convention). Never skipped: only a missing *shipped* checkpoint is."""
+    absolute = hydra.utils.to_absolute_path(str(path))
+    if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()):
+        raise ValueError(f"{key}={path}: no such checkpoint file ({absolute})")
+    return absolute
+
+
 def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
-    """``spec`` for one (tier, size): a ``shipped`` PPO checkpoint becomes the tier's file (or FileNotFoundError)."""
+    """``spec`` for one (tier, size): a ``shipped`` PPO checkpoint becomes the tier's file (or FileNotFoundError,
+    the agent is skipped); an explicit checkpoint path must exist (:func:`existing_checkpoint`)."""
     kwargs = dict(spec["kwargs"])
-    shipped, _, observability = str(kwargs.get("checkpoint")).partition(":")
-    if shipped == SHIPPED:
+    if is_shipped(kwargs.get("checkpoint")):
         from dynasched_gym.agents.ppo import shipped_checkpoint
 
+        observability = str(kwargs["checkpoint"]).partition(":")[2]
         kwargs["checkpoint"] = str(shipped_checkpoint(tier, size, observability or "concise"))
     elif kwargs.get("checkpoint"):
-        kwargs["checkpoint"] = hydra.utils.to_absolute_path(kwargs["checkpoint"])
+        kwargs["checkpoint"] = existing_checkpoint(kwargs["checkpoint"], spec.get("key", "checkpoint"))
     return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"])}
 
 
@@ -247,7 +278,10 @@ def plan(cfg: DictConfig) -> Plan:
 # ------------------------------------------------------------------------------------------- episodes
 def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: str, validate: bool = True
                  ) -> dict[str, Any]:
-    """Play one episode and return its row (status ``ok``, ``invalid`` or ``error``)."""
+    """Play one episode and return its row (status ``ok``, ``invalid`` or ``error``; ``retry: true`` on an error
+    row that must not be stored: decisions fell back to the rule because requests failed).
+
+    An exception whose class sets ``stops_run`` is raised, not made a row (module docstring)."""
     from dynasched_gym.generation.difficulty import normalised_weighted_tardiness
 
     row: dict[str, Any] = {
@@ -268,7 +302,13 @@ def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: s
         row.update(extra, decisions=decisions,
                    decisions_per_second=decisions / wall if decisions is not None and wall > 0 else None)
         report = dynasched_gym.validate_schedule(schedule) if validate else None
-        if report is not None and not report.ok:
+        failed_requests = int((extra.get("usage") or {}).get("fallback_error", 0))
+        if failed_requests:
+            row.update(status="error", retry=True, error=(
+                f"{failed_requests} of {decisions} decisions fell back to the rule because requests to the model "
+                "failed (endpoint errors); not stored: a rerun plays the episode again (the response cache "
+                "replays the decisions that succeeded)"))
+        elif report is not None and not report.ok:
             row.update(status="invalid", error=f"{len(report.violations)} violation(s)",
                        violations=[f"{v.kind}: {v.message}" for v in report.violations[:10]])
         else:
@@ -276,6 +316,8 @@ def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: s
             row.update(metrics, status="ok", objective_value=metrics[OBJECTIVE_METRICS[objective]],
                        normalised_weighted_tardiness=normalised_weighted_tardiness(schedule))
     except Exception as exc:  # a failed row, reported by the caller; never a silent number
+        if getattr(exc, "stops_run", False):
+            raise
         row.update(status="error", error=f"{type(exc).__name__}: {exc}")
     row.update(versions={"dynasched_gym": dynasched_gym.__version__}, host=platform.node(), pid=os.getpid(),
                finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -299,10 +341,12 @@ def _one_thread() -> None:
 
 def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str, validate: bool, workers: int
                ) -> Iterator[dict[str, Any]]:
-    """Rows of the tasks as they finish (in this process when ``workers <= 1``)."""
+    """Rows of the tasks as they finish (in this process when ``workers <= 1``: episode by episode, so an
+    interruption loses only the episode being played)."""
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
-            yield from _play_instance(task, objective, validate)
+            for job in task:
+                yield play_episode(*job, objective, validate)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_one_thread) as pool:
@@ -317,7 +361,10 @@ def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str,
 
 @dataclass
 class Summary:
-    """What an evaluation did: rows of its selection already stored, run now, failed (of all), its rows."""
+    """What an evaluation did: rows of its selection already stored, run (and stored) now, failed (of all), its rows.
+
+    ``rows`` and ``failed`` also hold the failed rows of this run that were not stored (``retry``: a rerun
+    plays them again)."""
 
     total: int
     reused: int
@@ -326,10 +373,12 @@ class Summary:
     skipped: list[str]
     seconds: float
     rows: list[dict[str, Any]]
+    retry: list[dict[str, Any]] = field(default_factory=list)
 
     def __str__(self) -> str:
+        retry = f" ({len(self.retry)} not stored: a rerun retries them)" if self.retry else ""
         return (f"{self.total} episodes: {self.reused} reused from the store, {self.ran} run now, "
-                f"{len(self.failed)} failed, {len(self.skipped)} agent(s) skipped; {self.seconds:.1f} s")
+                f"{len(self.failed)} failed{retry}, {len(self.skipped)} agent(s) skipped; {self.seconds:.1f} s")
 
 
 def _report_failure(row: Mapping[str, Any]) -> str:
@@ -359,19 +408,34 @@ def run(cfg: DictConfig) -> Summary:
 
     for (tier, size), wanted in seeds.items():
         tier_pool(tier, size, workers=int(cfg.workers)).prepare(wanted, progress=bool(cfg.progress))
-    ran = 0
+    ran, retry = 0, []
     with tqdm(total=len(pending), desc="episodes", unit="ep", disable=not cfg.progress) as bar:
-        for row in _run_tasks(list(by_instance.values()), the_plan.objective, bool(cfg.validate), int(cfg.workers)):
-            if store.append(row):
-                ran += 1
-            if row["status"] != "ok":
-                tqdm.write(_report_failure(row), file=sys.stderr)
-            bar.update()
+        try:
+            for row in _run_tasks(list(by_instance.values()), the_plan.objective, bool(cfg.validate),
+                                  int(cfg.workers)):
+                if row.get("retry"):
+                    retry.append(row)
+                elif store.append(row):
+                    ran += 1
+                if row["status"] != "ok":
+                    tqdm.write(_report_failure(row), file=sys.stderr)
+                bar.update()
+        except KeyboardInterrupt:
+            tqdm.write(f"interrupted: {ran} episode(s) of this run are stored in {store.path} (none of the "
+                       "episode that was playing); rerun the same command to resume", file=sys.stderr)
+            raise
+        except Exception as exc:
+            if not getattr(exc, "stops_run", False):
+                raise
+            raise EvaluationStopped(
+                f"evaluation stopped: {type(exc).__name__}: {exc}\n{ran} episode(s) of this run are stored in "
+                f"{store.path}; once the cause is fixed, rerun the same command: it resumes with the episodes "
+                "missing") from exc
     wanted_keys = the_plan.keys()
-    rows = [r for r in store.rows() if row_key(r) in wanted_keys]
+    rows = [r for r in store.rows() if row_key(r) in wanted_keys] + retry
     failed = [r for r in rows if r["status"] != "ok"]
     return Summary(len(wanted_keys), len(wanted_keys & done), ran, failed, the_plan.skipped,
-                   time.perf_counter() - began, rows)
+                   time.perf_counter() - began, rows, retry)
 
 
 def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
@@ -385,7 +449,8 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; exits with status 1 when a selected row failed."""
+    """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
+    :class:`EvaluationStopped` when an agent stopped the run."""
     summary = run(cfg)
     print(f"store: {hydra.utils.to_absolute_path(str(cfg.store))}")
     print(summary)
@@ -394,7 +459,8 @@ def main(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
-__all__ = ["KEY_FIELDS", "Plan", "Summary", "agent_specs", "main", "plan", "play_episode", "report_failures", "run"]
+__all__ = ["KEY_FIELDS", "EvaluationStopped", "Plan", "Summary", "agent_specs", "existing_checkpoint", "is_shipped",
+           "main", "plan", "play_episode", "report_failures", "run"]
 
 if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name
     from scripts.evaluate import main as entry

@@ -59,8 +59,9 @@ def _groups(board: Sequence[Entry]) -> dict[tuple[str, str], dict[str, list[Entr
 
 
 def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence[Mapping[str, Any]],
-             skipped: Sequence[str]) -> str:
-    """The leaderboard as Markdown (see the module docstring)."""
+             skipped: Sequence[str], resamples: int) -> str:
+    """The leaderboard as Markdown (see the module docstring); ``resamples``: those of the board's bootstrap
+    intervals (:func:`~dynasched_gym.results.aggregate`), stated under the tables."""
     lines = ["# Leaderboard", ""]
     trend = difficulty_trend(board)
     for (objective, size), tiers in _groups(board).items():
@@ -92,8 +93,9 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
                   "| agent | " + " | ".join(tiers) + " |", "|---|" + "---:|" * len(tiers)]
         lines += [f"| {a} | " + " | ".join(_num(nwt.get((t, a), math.nan), 3) for t in tiers) + " |" for a in agents]
         lines.append("")
-    lines += ["Columns: *mean* objective over the instances with its percentile bootstrap 95 % CI (10,000 "
-              "resamples); *vs best rule*: mean / the best rule's mean (< 1 beats it); *vs clairvoyant*: mean / "
+    lines += ["Columns: *mean* objective over the instances with its percentile bootstrap 95 % CI "
+              f"({resamples:,} resamples); *vs best rule*: mean / the best rule's mean (< 1 beats it); "
+              "*vs clairvoyant*: mean / "
               f"the {CLAIRVOYANT}'s mean, the reference being per instance the best value any clairvoyant agent "
               "reached; *regret*: mean difference to that reference (paired bootstrap CI); *norm. w. tardiness*: "
               "total weighted tardiness / total weighted expected work (comparable across tiers); clairvoyant "
@@ -184,10 +186,11 @@ def plot_ssi(rows: Sequence[Mapping[str, Any]], board: Sequence[Entry], objectiv
 
 
 def write(board: Sequence[Entry], rows: Sequence[Mapping[str, Any]], failed: Sequence[Mapping[str, Any]],
-          skipped: Sequence[str], out: Path) -> str:
-    """Write the Markdown, CSV and plots into ``out`` (each file atomically); the Markdown."""
+          skipped: Sequence[str], out: Path, resamples: int) -> str:
+    """Write the Markdown, CSV and plots into ``out`` (each file atomically); the Markdown (``resamples``: those
+    the board was aggregated with)."""
     metric = {r["objective"]: r.get("objective_metric", r["objective"]) for r in rows}
-    text = markdown(board, metric, failed, skipped)
+    text = markdown(board, metric, failed, skipped, resamples)
     write_text_atomic(out / "leaderboard.md", text)
     write_text_atomic(out / "leaderboard.csv", csv_text(board))
     for objective, size in _groups(board):
@@ -211,9 +214,10 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         rows = ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows()
     if not rows:
         raise SystemExit("no rows to aggregate: run with run_missing=true, or check the store and the selection")
-    board = aggregate(rows, resamples=int(cfg.resamples))
+    resamples = int(cfg.resamples)
+    board = aggregate(rows, resamples=resamples)
     failed = [r for r in rows if r["status"] != "ok"]
-    text = write(board, rows, failed, skipped, Path(hydra.utils.to_absolute_path(str(cfg.out))))
+    text = write(board, rows, failed, skipped, Path(hydra.utils.to_absolute_path(str(cfg.out))), resamples)
     return board, failed, text
 
 

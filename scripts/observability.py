@@ -71,12 +71,15 @@ def _model(cfg: DictConfig) -> str:
     return "no LLM" if OmegaConf.is_missing(cfg.agent, "model") else cfg.agent.model
 
 
-def _checkpoint(value: Any, tier: str) -> str | None:
-    """A PPO checkpoint setting for ``tier``: ``shipped`` / ``shipped:full``, a path, or a {tier: path} mapping
-    (None: none)."""
+def _checkpoint(value: Any, tier: str, key: str) -> str | None:
+    """A PPO checkpoint setting ``key`` (``ppo.<level>``) for ``tier``: ``shipped`` / ``shipped:full`` (resolved by
+    ``scripts.evaluate``, skipped with a note where none ships), a path (made absolute; a ValueError naming the key
+    when the file does not exist), or a {tier: path} mapping (None: none)."""
     if isinstance(value, Mapping):
-        value = value.get(tier)
-    return None if value in (None, "") else str(value)
+        value, key = value.get(tier), f"{key}.{tier}"
+    if value in (None, ""):
+        return None
+    return str(value) if evaluate.is_shipped(value) else evaluate.existing_checkpoint(value, key)
 
 
 def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -100,7 +103,7 @@ def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], lis
         groups[rule] = {"names": [rule], "kwargs": {}, "env": env}
     notes = []
     for label, level in PPO_LEVELS.items():
-        checkpoint = _checkpoint(cfg.ppo.get(level), tier)
+        checkpoint = _checkpoint(cfg.ppo.get(level), tier, f"ppo.{level}")
         if checkpoint is None:
             notes.append(f"{label} on {tier}: not run, no checkpoint given (ppo.{level}=null); no numbers are "
                          f"reported for it." + (f" Train one with {TRAIN_FULL}." if level == "full" else ""))
@@ -298,7 +301,8 @@ def run(cfg: DictConfig) -> Report:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="observability", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; exits with status 1 when a row failed (listed on stderr)."""
+    """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped
+    (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why)."""
     report = run(cfg)
     print(report.markdown)
     print("wrote " + ", ".join(str(f) for f in report.files))

@@ -10,21 +10,32 @@ forecast, and an optional warm start imitates a rule (``train.imitation``: behav
 regression on its returns; off by default).
 Writes into Hydra's run dir (``out``):
 
-- ``tb/``: TensorBoard logs (SB3's training curves; ``eval/mean_<metric>`` on the held-out seeds);
+- ``tb/``: TensorBoard logs (SB3's training curves; ``eval/mean_<metric>``: the deterministic policy's mean
+  objective on the validation seeds ``train.validation_seeds``, every ``train.eval_every`` timesteps);
 - ``checkpoints/ppo_<timesteps>_steps.zip``: every ``train.checkpoint_every`` timesteps;
-- ``model.zip``: the final model; ``model.yaml``: the resolved config, seed, reward scale, timesteps,
-  wall time, throughput and the final evaluation;
-- ``report.md``: the final evaluation on the held-out pool seeds ``train.eval_seeds``: PPO
-  (deterministic) against every deterministic rule of the library (in-kernel rollouts), with the
-  paired bootstrap 95 % CI of PPO minus the best rule.
+- ``best.zip``: the policy with the best validation mean so far (``train.keep_best``, the warm start
+  included); ``last.zip``: the policy at the end of training;
+- ``model.zip``: the policy tested and shipped: a copy of ``best.zip`` (the policy selected on the
+  validation seeds) when ``train.keep_best`` and ``train.eval_every`` are on, else of ``last.zip``;
+  ``model.yaml``: the resolved config, seed, reward scale, timesteps, which policy was selected, wall
+  time, throughput and the final evaluation;
+- ``report.md``: the final evaluation of ``model.zip`` on the held-out test pool seeds ``train.eval_seeds``:
+  PPO (deterministic) against every deterministic rule of the library (in-kernel rollouts), with the
+  paired bootstrap 95 % CI of PPO minus the best rule (chosen on the test seeds, and on the validation seeds).
 
 ``train.resume=path.zip`` loads that checkpoint (its hyperparameters and timestep count) and trains on
-up to ``train.total_timesteps`` timesteps in all.
+up to ``train.total_timesteps`` timesteps in all. Ctrl-C during training saves ``interrupted.zip`` (the
+model at that timestep count) and prints the command that resumes from it.
+
+Every ``env.*`` choice, rule name and ``train.resume`` file is checked before any setup
+(:func:`check_config`): a bad one is refused naming its config key and value.
 """
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,15 +57,68 @@ from dynasched_gym import Instance, rollout, validate_schedule
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_objectives
+from dynasched_gym.core.rules import parse_rule, rule_list
+from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
+from dynasched_gym.envs.dfjsp.types import check_choice
 from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
-from dynasched_gym.generation import tier_pool
+from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 
 ENV_ID = "DynaSched/DFJSP-v0"
 #: Rule whose mean objective on the first pool instances sets the automatic reward scale.
 SCALE_RULE, SCALE_SEEDS = "FIFO:EET", 32
+#: Value of ``env.forecast_rule`` / ``train.imitation.rule`` meaning: chosen on the training seeds.
+AUTO = "auto"
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped training; the model was saved to ``path`` at ``timesteps`` and ``command`` resumes it."""
+
+    def __init__(self, path: Path, timesteps: int, command: str) -> None:
+        super().__init__(f"training interrupted at {timesteps} timesteps; the model is saved in {path}. "
+                         f"Resume with:\n  {command}")
+        self.path, self.timesteps, self.command = path, timesteps, command
+
+
+# ------------------------------------------------------------------------------------------- config
+def _check_rules(key: str, value: Any, auto: bool = False) -> None:
+    """Every rule of the setting ``key`` (one rule, a list, null, or ``auto`` where ``auto``) must parse."""
+    if value is None or (auto and value == AUTO):
+        return
+    for rule in rule_list(value if isinstance(value, str) else list(value)):
+        try:
+            parse_rule(str(rule))
+        except ValueError as exc:
+            raise ValueError(f"{key}={value}: {exc}") from None
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Refuse bad settings before any setup, each error naming the config key and the value given."""
+    tc, ec = cfg.train, cfg.env
+    check_choice("env.tier", ec.tier, TIERS)
+    check_choice("env.size", ec.size, size_presets())
+    check_choice("env.objective", ec.objective, tuple(OBJECTIVE_METRICS))
+    check_choice("env.observability", ec.observability, OBSERVABILITY)
+    if tc.total_timesteps < 1:
+        raise ValueError(f"train.total_timesteps must be >= 1, got {tc.total_timesteps}")
+    if ec.forecast_auto_rules < 1:
+        raise ValueError(f"env.forecast_auto_rules must be >= 1, got {ec.forecast_auto_rules}")
+    _check_rules("env.forecast_rule", ec.forecast_rule, auto=True)
+    _check_rules("env.forecast_features", ec.forecast_features)
+    _check_rules("train.imitation.rule", tc.imitation.rule, auto=True)
+    if tc.resume and not (Path(tc.resume).is_file() or Path(f"{tc.resume}.zip").is_file()):
+        raise FileNotFoundError(f"train.resume={tc.resume}: no such checkpoint file")
+    check_disjoint(tc.validation_seeds, tc.eval_seeds)
+
+
+def resume_command(path: Path, overrides: Sequence[str] | None) -> str:
+    """The command line that resumes from ``path`` with the run's other ``overrides`` (None: unknown, a
+    placeholder says where they go)."""
+    kept = ["<the run's other overrides>"] if overrides is None else \
+        [shlex.quote(o) for o in overrides if not o.startswith(("train.resume=", "+train.resume="))]
+    return " ".join(["python -m scripts.train", *kept, shlex.quote(f"train.resume={path}")])
 
 
 # ------------------------------------------------------------------------------------------- envs
@@ -284,15 +348,15 @@ def pretrain(model: MaskablePPO, data: Demonstrations,
 
 
 # ------------------------------------------------------------------------------------------ train
-def train(cfg: DictConfig) -> Path:
-    """Train (or resume), save, evaluate; returns the path of the final model."""
+def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
+    """Train (or resume), save, evaluate; returns the path of the final model.
+
+    ``overrides``: the command line's config overrides, for the resume command printed on Ctrl-C
+    (:class:`TrainingInterrupted`, raised after ``interrupted.zip`` is saved).
+    """
     began = time.perf_counter()
     tc, ec = cfg.train, cfg.env
-    if tc.total_timesteps < 1:
-        raise ValueError(f"train.total_timesteps must be >= 1, got {tc.total_timesteps}")
-    if ec.forecast_auto_rules < 1:
-        raise ValueError(f"env.forecast_auto_rules must be >= 1, got {ec.forecast_auto_rules}")
-    check_disjoint(tc.validation_seeds, tc.eval_seeds)
+    check_config(cfg)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     th.set_num_threads(tc.torch_threads)
@@ -301,9 +365,9 @@ def train(cfg: DictConfig) -> Path:
     tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
     scale = auto_reward_scale(ec)
     auto_rules = (best_rules(ec, tc.imitation.episodes, ec.forecast_auto_rules)
-                  if "auto" in (ec.forecast_rule, tc.imitation.rule) else [])
+                  if AUTO in (ec.forecast_rule, tc.imitation.rule) else [])
     forecast_rule = ec.forecast_rule
-    if forecast_rule == "auto":
+    if forecast_rule == AUTO:
         forecast_rule = auto_rules[0] if len(auto_rules) == 1 else auto_rules
     elif OmegaConf.is_list(forecast_rule):  # several rules: the potential is the lowest of their forecasts
         forecast_rule = list(forecast_rule)
@@ -329,7 +393,7 @@ def train(cfg: DictConfig) -> Path:
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation
-            rule = auto_rules[0] if ic.rule == "auto" else ic.rule
+            rule = auto_rules[0] if ic.rule == AUTO else ic.rule
             data = demonstrations(ec, rule, ic.episodes, tc.gamma, scale, forecast_rule, tc.progress_bar)
             imitation = {"rule": rule, "samples": len(data[1]), **pretrain(model, data, ic, tc.progress_bar)}
     start_steps = model.num_timesteps
@@ -341,8 +405,14 @@ def train(cfg: DictConfig) -> Path:
     if tc.eval_every:
         callbacks.append(validator)
     learn_began = time.perf_counter()
-    model.learn(max(tc.total_timesteps - start_steps, 0), callback=callbacks, tb_log_name="ppo",
-                reset_num_timesteps=False, progress_bar=tc.progress_bar)
+    try:
+        model.learn(max(tc.total_timesteps - start_steps, 0), callback=callbacks, tb_log_name="ppo",
+                    reset_num_timesteps=False, progress_bar=tc.progress_bar)
+    except KeyboardInterrupt:  # keep what was learnt since the last checkpoint
+        venv.close()
+        path = (out / "interrupted.zip").resolve()
+        model.save(path)
+        raise TrainingInterrupted(path, int(model.num_timesteps), resume_command(path, overrides)) from None
     learn_wall = time.perf_counter() - learn_began
     trained_steps = model.num_timesteps - start_steps
     model.save(out / "last.zip")
@@ -372,8 +442,14 @@ def train(cfg: DictConfig) -> Path:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="train/ppo", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point."""
-    path = train(cfg)
+    """Hydra entry point; on Ctrl-C during training prints the resume command and exits with status 130."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        path = train(cfg, list(HydraConfig.get().overrides.task))
+    except TrainingInterrupted as exc:
+        print(f"\n{exc}", file=sys.stderr)
+        sys.exit(130)
     print((path.parent / "report.md").read_text(encoding="utf-8"))
     print(f"wrote {path}")
 

@@ -9,7 +9,10 @@ tardiness over the rule portfolio, :mod:`dynasched_gym.generation.difficulty`).
 Reports Spearman's rank correlation, per-tier median and inter-quartile range of the empirical
 difficulty, whether medians strictly increase and adjacent IQRs are disjoint, and writes a scatter
 plot and the rows (JSONL) under ``--out``. Finished rows are appended as they complete, so an
-interrupted run resumes where it stopped.
+interrupted run resumes where it stopped. A row is reused only for the design it was computed for: its
+index, size and target vector must be this run's (the Latin-hypercube targets depend on
+``--instances``), so rows of another ``--instances`` in the same file are ignored (and kept); a partial
+last line (a killed writer) is skipped with a warning and cut off.
 
 Usage: ``python -m scripts.validate_ssi [--instances 320] [--out .bench/ssi]``
 """
@@ -19,13 +22,16 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.generation import TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
+from scripts.journal import read_rows
 
 RANGES = {
     "utilization": (0.2, 0.95),
@@ -72,25 +78,41 @@ def evaluate(index: int, targets: dict[str, float]) -> dict:
             "difficulty": empirical_difficulty(result.instance)}
 
 
-def main() -> None:
+def design_rows(stored: list[dict[str, Any]], vectors: list[dict[str, float]]) -> tuple[dict[int, dict], int]:
+    """The stored rows of this design by index (index, size and target vector all match), and how many rows
+    belong to another design."""
+    rows, foreign = {}, 0
+    for row in stored:
+        i = row.get("index")
+        if isinstance(i, int) and 0 <= i < len(vectors) and row.get("size") == SIZES[i % len(SIZES)] \
+                and row.get("targets") == vectors[i]:
+            rows.setdefault(i, row)
+        else:
+            foreign += 1
+    return rows, foreign
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Compute (or resume) the rows of ``--instances`` target vectors, print and write the statistics."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=320)
     parser.add_argument("--out", default=".bench/ssi")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.instances < 2:
+        parser.error(f"--instances must be >= 2 (a rank correlation needs two points), got {args.instances}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
-    rows = {}
-    if rows_path.exists():
-        for line in rows_path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                rows[row["index"]] = row
     vectors = target_vectors(args.instances)
+    rows, foreign = design_rows(read_rows(rows_path, repair=True), vectors)
+    if foreign:
+        print(f"{rows_path}: ignoring {foreign} row(s) of another design (another --instances: other "
+              "Latin-hypercube targets)", file=sys.stderr)
+    pending = [i for i in range(args.instances) if i not in rows]
+    print(f"{args.instances} instances: {args.instances - len(pending)} reused from {rows_path}, "
+          f"{len(pending)} to compute", file=sys.stderr)
     with rows_path.open("a") as fh:
-        for i in tqdm(range(args.instances), desc="instances", initial=sum(i in rows for i in range(args.instances))):
-            if i in rows:
-                continue
+        for i in tqdm(pending, desc="instances", unit="instance"):
             rows[i] = evaluate(i, vectors[i])
             fh.write(json.dumps(rows[i]) + "\n")
             fh.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import subprocess
 import sys
@@ -83,3 +84,80 @@ def test_unexpressible_instance_is_written_without_rework_and_says_so(tmp_path: 
     assert any(e.type.name == "REWORK" for e in load_instance(out / "instance.json").events)
     assert not any(e.type.name == "REWORK" for e in load_instance(out / "dsbx").events)
     assert "dropped" in (out / "report.md").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------ resumable benchmark scripts
+def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Rows are reused only for the target vector they were computed for (the Latin-hypercube targets depend on
+    ``--instances``); the progress bar counts the pending instances; a partial last line is skipped and cut off."""
+    from scripts import validate_ssi
+    from scripts.journal import JournalWarning
+
+    computed: list[tuple[int, dict]] = []
+    stop_at: list[int] = []
+
+    def fake(index: int, targets: dict) -> dict:
+        if index in stop_at:
+            raise KeyboardInterrupt  # the run is interrupted here
+        computed.append((index, targets))
+        return {"index": index, "size": validate_ssi.SIZES[index % 2], "targets": targets, "converged": True,
+                "ssi": 10.0 * index, "tier": "easy", "components": {}, "difficulty": float(index)}
+
+    monkeypatch.setattr(validate_ssi, "evaluate", fake)
+    monkeypatch.setattr(validate_ssi, "_plot", lambda *args: None)
+    out, rows = tmp_path / "ssi", tmp_path / "ssi" / "rows.jsonl"
+    stop_at.append(2)
+    with pytest.raises(KeyboardInterrupt):
+        validate_ssi.main(["--instances", "3", "--out", str(out)])
+    stop_at.clear()
+    capsys.readouterr()
+    validate_ssi.main(["--instances", "3", "--out", str(out)])  # resumes with the one instance left
+    assert [i for i, _ in computed] == [0, 1, 2]
+    err = capsys.readouterr().err
+    assert "3 instances: 2 reused" in err and "1/1" in err and "3/3" not in err
+    with open(rows, "a") as fh:  # a writer killed mid-row
+        fh.write('{"index": 0, "size": "sm')
+    computed.clear()
+    with pytest.warns(JournalWarning, match="partial last line"):
+        validate_ssi.main(["--instances", "2", "--out", str(out)])  # another design: nothing of it is stored
+    assert computed == [(i, t) for i, t in enumerate(validate_ssi.target_vectors(2))]
+    assert "ignoring 3 row(s) of another design" in capsys.readouterr().err
+    assert json.loads((out / "summary.json").read_text())["instances"] == 2
+    assert len(rows.read_text().splitlines()) == 5 and rows.read_text().endswith("}\n")  # the partial line is gone
+    computed.clear()
+    validate_ssi.main(["--instances", "3", "--out", str(out)])  # both designs stay resumable
+    assert computed == []
+
+
+def test_calibrate_compare_resumes_only_runs_of_its_own_grid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripts import calibrate_compare
+    from scripts.journal import JournalWarning
+
+    calls: list[tuple] = []
+
+    def fake_run(scenario, size, index, targets, seed, method, budget) -> dict:
+        calls.append((index, seed, method))
+        return {"size": size, "vector": index, "seed": seed, "method": method, "budget": budget, "targets": targets,
+                "converged": True, "max_error": 0.01, "errors": {}, "seconds": 0.1, "evaluations": 5, "steps": 1}
+
+    monkeypatch.setattr(calibrate_compare, "run_one", fake_run)
+    monkeypatch.setattr(calibrate_compare, "calibrate", lambda *args, **kwargs: None)  # the untimed warm-up
+    out = tmp_path / "cmp.json"
+    args = ["--size", "small", "--seeds", "1", "--budget", "20", "--out", str(out)]
+    methods = len(calibrate_compare.METHODS)
+    calibrate_compare.main(["--vectors", "3", *args])
+    assert len(calls) == 3 * methods
+    calls.clear()
+    with open(out.with_suffix(".jsonl"), "a") as fh:
+        fh.write('{"size": "small", "vec')
+    with pytest.warns(JournalWarning, match="partial last line"):
+        calibrate_compare.main(["--vectors", "2", *args])  # other Latin-hypercube points: nothing reused
+    assert len(calls) == 2 * methods
+    result = json.loads(out.read_text())
+    assert [r["targets"] for r in result["rows"][::methods]] == calibrate_compare.target_vectors(2)
+    calls.clear()
+    calibrate_compare.main(["--vectors", "3", *args])  # the first grid's runs are still there
+    assert calls == []
+    with pytest.raises(SystemExit):
+        calibrate_compare.main(["--vectors", "0", *args])

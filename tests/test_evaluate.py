@@ -357,3 +357,129 @@ def test_missing_extras_skip_agents_but_broken_modules_fail(monkeypatch: pytest.
 def test_bad_objective_or_seeds_are_refused_before_any_episode(override: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate.plan(config("evaluate", "tiers=easy", "agent=[random]", "ppo=null", override))
+
+
+# ------------------------------------------------------------------------------------------- LLM endpoint errors
+def _llm_config(tmp_path: Path, base_url: str, *overrides: str):
+    """scripts.evaluate with the random agent and an LLM agent (docs/llm.md's group syntax) on one easy seed."""
+    return config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", "workers=1",
+                  "progress=false", f"store={tmp_path / 'store.jsonl'}", "+agent@agent.llm.kwargs=llm",
+                  "+agent.llm.names=[llm]", "+agent.llm.env={max_candidates: all}", "agent.llm.kwargs.model=test-model",
+                  f"agent.llm.kwargs.base_url={base_url}", "agent.llm.kwargs.cache=false",
+                  "agent.llm.kwargs.max_retries=0", "agent.llm.kwargs.timeout=2.0", *overrides)
+
+
+def test_an_episode_with_failed_requests_is_not_stored_and_a_rerun_retries_it(cache: Path, tmp_path: Path,
+                                                                              server) -> None:
+    from test_llm_client import first_id
+
+    def first_fails(body: dict) -> dict:
+        return {"status": 500} if server.requests == 1 else first_id(body)
+
+    server.responder = first_fails  # one decision falls back to the rule because its request failed
+    cfg = _llm_config(tmp_path, server.url)
+    evaluate._player.cache_clear()
+    summary = evaluate.run(cfg)
+    llm = [r for r in summary.rows if r["agent"] == "llm:L2"]
+    assert len(llm) == 1 and llm[0]["status"] == "error" and llm[0]["retry"]
+    assert "1 of" in llm[0]["error"] and llm[0]["objective_value"] is None
+    assert summary.failed == llm and summary.retry == llm and summary.ran == 1  # the random agent's row
+    assert "1 failed (1 not stored: a rerun retries them)" in str(summary)
+    assert [r["agent"] for r in ResultStore(cfg.store).rows()] == ["random"]
+    again = evaluate.run(cfg)  # the endpoint answers now: the episode is played again and stored
+    assert (again.reused, again.ran, again.failed) == (1, 1, [])
+    stored = {r["agent"]: r for r in ResultStore(cfg.store).rows()}
+    assert stored["llm:L2"]["status"] == "ok" and stored["llm:L2"]["usage"]["fallbacks"] == 0
+    evaluate._player.cache_clear()
+
+
+def test_an_unreachable_llm_endpoint_stops_the_evaluation(cache: Path, tmp_path: Path) -> None:
+    cfg = _llm_config(tmp_path, "http://127.0.0.1:9/v1", "agent.llm.kwargs.timeout=0.5")
+    evaluate._player.cache_clear()
+    with pytest.raises(evaluate.EvaluationStopped, match=r"(?s)LLMUnavailableError: the LLM endpoint "
+                       r"http://127\.0\.0\.1:9/v1 failed 3 decisions in a row.*rerun the same command") as caught:
+        evaluate.run(cfg)
+    assert caught.value.code == str(caught.value)  # exits with status 1 and the message, no traceback
+    assert all(r["agent"] != "llm:L2" for r in ResultStore(cfg.store).rows())  # nothing stored for it
+    evaluate._player.cache_clear()
+
+
+# ------------------------------------------------------------------------------------------- Ctrl-C in CP-SAT
+def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CP-SAT would take SIGINT for itself and return a cut-short schedule stored as ``ok``; the player stops."""
+    if importlib.util.find_spec("ortools") is None:
+        pytest.skip("ortools is not installed (pip install 'dynasched-gym[oracle]')")
+    import threading
+
+    from ortools.sat.python import cp_model
+
+    from dynasched_gym.io import resolve_instance
+
+    real, solving, done = cp_model.CpSolver.solve, threading.Event(), threading.Event()
+
+    def observed(solver, *args, **kwargs):
+        solving.set()
+        try:
+            return real(solver, *args, **kwargs)
+        finally:
+            done.set()
+
+    def ctrl_c() -> None:
+        if solving.wait(60):
+            time.sleep(0.3)
+            if not done.is_set():
+                os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", observed)
+    player = evaluate.OraclePlayer("cpsat-oracle", {"time_limit": 60.0, "workers": 1}, {})
+    sender = threading.Thread(target=ctrl_c, daemon=True)
+    began = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):  # mk06 (makespan) is far from proven optimal within a minute
+        sender.start()
+        player.play(resolve_instance("mk06"), "makespan", 0)
+    sender.join()
+    assert done.is_set() and time.perf_counter() - began < 15  # the search stopped, long before its time limit
+
+
+# ------------------------------------------------------------------------------------------- PPO checkpoints
+def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^ppo=/nope/model\.zip: no such checkpoint file"):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=/nope/model.zip"))
+    with pytest.raises(ValueError, match=r"^agent\.mine\.kwargs\.checkpoint=nope\.zip: no such checkpoint file"):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null",
+                             "+agent.mine.names=[ppo]", "+agent.mine.kwargs.checkpoint=nope.zip"))
+    shipped = evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=shipped:full"))
+    assert [e[0].agent for e in shipped.episodes] == ["random"]  # no shipped full checkpoint for easy: skipped
+    assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
+
+
+def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path) -> None:
+    from scripts import observability
+
+    base = ["tiers=[easy]", "seeds.count=1", "levels=[]", "variants=[]", "baselines=[]", "ppo.concise=null",
+            f"store={tmp_path / 'store.jsonl'}", f"out={tmp_path / 'out'}", "progress=false"]
+    with pytest.raises(ValueError, match=r"^ppo\.full=/nope/full\.zip: no such checkpoint file"):
+        observability.run(config("observability", *base, "ppo.full=/nope/full.zip"))
+    with pytest.raises(ValueError, match=r"^ppo\.full\.easy=/nope/full\.zip: no such checkpoint file"):
+        observability.run(config("observability", *base, "ppo.full={easy: /nope/full.zip}"))
+    assert not (tmp_path / "store.jsonl").exists()
+
+
+# ------------------------------------------------------------------------------------------- compare_agents options
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seeds", "0"], "--seeds must be >= 1, got 0"),
+    (["--agent", "ppo", "--checkpoint", "m.zip", "--horizon", "5", "--top-k", "16"],
+     "lookahead option(s) --top-k, --horizon given with --agent ppo"),
+    (["--agent", "ppo", "--checkpoint", "m.zip", "--clairvoyant"], "option(s) --clairvoyant given with --agent ppo"),
+    (["--agent", "ppo", "--checkpoint", "m.zip", "--futures", "0"], "option(s) --futures given with --agent ppo"),
+    (["--agent", "ppo", "--checkpoint", "m.zip", "--rule", "EDD", "--rollout-rules", "SPT"],
+     "option(s) --rule, --rollout-rules given"),
+    (["--checkpoint", "m.zip"], "--checkpoint m.zip given with --agent lookahead"),
+])
+def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(args: list[str], message: str,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from scripts import compare_agents
+
+    with pytest.raises(SystemExit) as caught:
+        compare_agents.main(args)
+    assert caught.value.code == 2 and message in capsys.readouterr().err

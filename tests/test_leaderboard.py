@@ -58,7 +58,8 @@ def test_markdown_lists_failures_skips_and_the_difficulty_check() -> None:
     rows = _board_rows()
     board = aggregate(rows, resamples=200)
     text = leaderboard.markdown(board, {"makespan": "makespan"}, [r for r in rows if r["status"] != "ok"],
-                                ["ppo on easy/small: no checkpoint"])
+                                ["ppo on easy/small: no checkpoint"], resamples=200)
+    assert "bootstrap 95 % CI (200 resamples)" in text and "10,000" not in text  # the count aggregate used
     assert "easy 0.5 < hard 1: **strictly increasing**" in text
     assert "**1 FAILED EPISODE(S)**" in text and "FAILED [invalid] rule:A on easy/small seed 9" in text
     assert "Skipped agents: ppo on easy/small: no checkpoint." in text

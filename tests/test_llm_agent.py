@@ -9,14 +9,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from test_llm_client import ChatServer, table_ids
+from test_llm_client import ChatServer, first_id, table_ids
 from test_llm_prompts import dynamic_instance, env_of
 
 import dynasched_gym
 from dynasched_gym import Simulator, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.llm import LLMAgent
-from dynasched_gym.agents.llm.client import LLMConfigError
+from dynasched_gym.agents.llm.client import LLMConfigError, LLMUnavailableError
 from dynasched_gym.agents.lookahead import DEFAULTS
 from dynasched_gym.agents.rules import RuleAgent
 
@@ -204,6 +204,39 @@ def test_a_refused_request_stops_the_run(server: ChatServer) -> None:
         agent.act(obs, info)
 
 
+def test_an_unreachable_endpoint_stops_the_episode_after_consecutive_failed_decisions() -> None:
+    """Nothing listens on port 9: each decision's request fails; the third failed decision in a row stops the
+    episode instead of letting the fallback rule play all of it as if it were the model."""
+    agent = make("llm", model="test-model", base_url="http://127.0.0.1:9/v1", cache=False, timeout=0.5,
+                 max_retries=0)
+    with pytest.raises(LLMUnavailableError, match=r"127\.0\.0\.1:9/v1 failed 3 decisions in a row .*test-model"):
+        run_episode(agent, env_of(), seed=0)
+    usage = agent.episode_usage
+    assert usage["fallback_error"] == usage["errors"] == 3
+    assert [r.reason for r in agent.log if r.source != "single"] == ["error"] * 3
+    assert LLMUnavailableError.stops_run  # scripts.evaluate stops the run on it
+    patient = make("llm", model="test-model", base_url="http://127.0.0.1:9/v1", cache=False, timeout=0.5,
+                   max_retries=0, max_consecutive_errors=0)  # 0: never stop, every decision falls back
+    schedule = run_episode(patient, env_of(), seed=0)
+    assert schedule.finished and patient.episode_usage["fallback_error"] > 3
+    with pytest.raises(ValueError, match="max_consecutive_errors must be an integer >= 0, got -1"):
+        make("llm", model="m", cache=False, max_consecutive_errors=-1)
+
+
+def test_failed_decisions_that_are_not_consecutive_do_not_stop_the_episode(server: ChatServer) -> None:
+    failing = {0, 2, 4}  # requests answered with a 500: never two in a row
+
+    def flaky(body: dict[str, Any]) -> dict[str, Any]:
+        return {"status": 500} if server.requests - 1 in failing else first_id(body)
+
+    server.responder = flaky
+    agent = agent_for(server, max_retries=0, ask_single=False, max_consecutive_errors=2)
+    schedule = run_episode(agent, env_of(), seed=0)
+    assert schedule.finished and validate_schedule(schedule).ok
+    asked = [r.reason for r in agent.log if r.source != "single"]
+    assert asked[:6] == ["error", None, "error", None, "error", None] and agent.episode_usage["fallback_error"] == 3
+
+
 # ------------------------------------------------------------------------------------------ accounting
 def test_tokens_are_the_servers_usage_and_the_cache_makes_no_request(server: ChatServer, tmp_path: Path) -> None:
     cache = tmp_path / "llm-cache"
@@ -241,6 +274,14 @@ def test_config_hides_the_key_and_bad_settings_name_the_field(server: ChatServer
                          ("prune_rules", ["SPT", "NOPE"]), ("rollout_rules", ["NOPE:EET"])):
         with pytest.raises(ValueError, match="unknown rule" if field.endswith(("fallback", "rules")) else field):
             make("llm", model="m", cache=False, **{field: value})
+
+
+def test_one_rule_given_as_a_string_is_one_rule(server: ChatServer) -> None:
+    agent = agent_for(server, prune_rules="EDD:EET", rollout_rules="SPT")  # not split into letters
+    assert (agent.prune_rules, agent.rollout_rules) == (("EDD:EET",), ("SPT",))
+    assert agent.config()["prune_rules"] == ["EDD:EET"] and agent.config()["rollout_rules"] == ["SPT"]
+    with pytest.raises(ValueError, match="unknown rule 'NOPE'"):
+        agent_for(server, prune_rules="NOPE")
 
 
 # ------------------------------------------------------------------------------------------ episodes

@@ -4,6 +4,7 @@ the shipped checkpoints load and play."""
 from __future__ import annotations
 
 import importlib
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -259,3 +260,56 @@ def test_ppo_plays_an_env_with_forecast_rewards_around_its_forecasts(tmp_path, m
     schedule = run_episode(agent, env, seed=0)
     assert schedule.finished and env.potential_rules == ("SPT:EET", "LPT:LIT")
     assert env.get_wrapper_attr("rules") == rules
+
+
+def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishes(cache, train_script, tmp_path,
+                                                                                   monkeypatch):
+    """A KeyboardInterrupt inside ``learn`` (raised here by a callback, as Ctrl-C would be) keeps the steps learnt
+    since the last checkpoint in ``interrupted.zip``; the printed command resumes from it."""
+
+    class CtrlC(train_script.CheckpointCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= 512:
+                raise KeyboardInterrupt
+            return super()._on_step()
+
+    monkeypatch.setattr(train_script, "CheckpointCallback", CtrlC)
+    short = ("train.total_timesteps=1024", "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null")
+    with pytest.raises(train_script.TrainingInterrupted) as caught:
+        train_script.train(_config(tmp_path / "run", *short), overrides=["env.tier=medium", "train.resume=old.zip",
+                                                                         "train.n_epochs=1"])
+    interrupted = caught.value
+    assert isinstance(interrupted, KeyboardInterrupt) and interrupted.timesteps == 512
+    assert interrupted.path == (tmp_path / "run" / "interrupted.zip").resolve() and interrupted.path.is_file()
+    assert interrupted.command == f"python -m scripts.train env.tier=medium train.n_epochs=1 " \
+                                  f"train.resume={interrupted.path}"  # the old train.resume is replaced
+    assert interrupted.command in str(interrupted) and not (tmp_path / "run" / "model.zip").exists()
+    assert make("ppo", checkpoint=interrupted.path).model.num_timesteps == 512
+    monkeypatch.undo()
+    monkeypatch.setenv("DYNASCHED_CACHE", str(cache))
+    resumed = train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={interrupted.path}"))
+    record = yaml.safe_load(resumed.with_suffix(".yaml").read_text(encoding="utf-8"))
+    assert record["timesteps"] == 1024 and record["resumed_from"] == str(interrupted.path)
+    assert make("ppo", checkpoint=resumed).model.num_timesteps == 1024
+
+
+@pytest.mark.parametrize(("override", "error", "message"), [
+    ("env.objective=foo", ValueError, r"env\.objective must be one of .* got 'foo'"),
+    ("env.tier=trivial", ValueError, r"env\.tier must be one of .* got 'trivial'"),
+    ("env.size=huge", ValueError, r"env\.size must be one of .* got 'huge'"),
+    ("env.observability=partial", ValueError, r"env\.observability must be one of .* got 'partial'"),
+    ("train.resume=/nope.zip", FileNotFoundError, r"^train\.resume=/nope\.zip: no such checkpoint file$"),
+    ("env.forecast_rule=FOO", ValueError, r"^env\.forecast_rule=FOO: unknown rule 'FOO'"),
+    ("env.forecast_rule=[EDD:EET,FOO:EET]", ValueError, r"^env\.forecast_rule=\['EDD:EET', 'FOO:EET'\]: unknown rule"),
+    ("env.forecast_features=[FOO]", ValueError, r"^env\.forecast_features=\['FOO'\]: unknown rule 'FOO'"),
+    ("train.imitation.rule=FOO", ValueError, r"^train\.imitation\.rule=FOO: unknown rule 'FOO'"),
+])
+def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path, monkeypatch, override, error,
+                                                         message):
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    cfg = _config(tmp_path / "run", override)
+    began = time.perf_counter()
+    with pytest.raises(error, match=message):
+        train_script.train(cfg)
+    assert time.perf_counter() - began < 3.0  # before any setup: no pool, no env, no model
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()

@@ -16,7 +16,9 @@ One decision (:meth:`LLMAgent.act`):
    estimate, then the lower id).
 4. An answer is parsed by :func:`~dynasched_gym.agents.llm.parsing.parse_answer`. When no valid
    answer comes (empty, invalid JSON, an illegal id, or the request failed after its retries) the
-   ``fallback`` rule plays and the reason is counted.
+   ``fallback`` rule plays and the reason is counted. After ``max_consecutive_errors`` decisions of an
+   episode in a row whose requests failed, :class:`~.client.LLMUnavailableError` stops the episode: the
+   endpoint is down, and a schedule of fallback decisions would pass for the model's.
 
 Accounting: :attr:`LLMAgent.usage` (cumulative since construction), :attr:`LLMAgent.episode_usage`
 (since the last :meth:`~LLMAgent.reset`) and :attr:`LLMAgent.log` (one :class:`DecisionRecord`
@@ -38,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 from dynasched_gym.agents.base import Agent
-from dynasched_gym.agents.llm.client import ChatClient, Completion, LLMError
+from dynasched_gym.agents.llm.client import ChatClient, Completion, LLMError, LLMUnavailableError
 from dynasched_gym.agents.llm.parsing import REASONS, Answer, answer_schema, parse_answer
 from dynasched_gym.agents.llm.prompts import (
     LEVELS,
@@ -55,7 +57,7 @@ from dynasched_gym.agents.llm.prompts import (
 from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
-from dynasched_gym.core.rules import MACHINE_RULES, parse_rule
+from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.types import check_at_least, check_choice
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -110,9 +112,10 @@ class LLMAgent(Agent):
         objective: the objective stated in the prompt; ``None``: the env's.
         max_rows: most candidate rows in a prompt (pruning: :mod:`.prompts`).
         prune_rules: rules whose choices and rankings choose the rows kept (``JOB:MACHINE``, or a job rule
-            with the fallback's machine rule); ``None``: the fallback, SPT, EDD, MWKR, FIFO.
+            with the fallback's machine rule; one string is one rule); ``None``: the fallback, SPT, EDD, MWKR,
+            FIFO.
         rollout_rules: rules of the ``simulate_action`` rollouts (``JOB:MACHINE``, or a job rule with the
-            fallback's machine rule); ``None``: the lookahead's for the objective.
+            fallback's machine rule; one string is one rule); ``None``: the lookahead's for the objective.
         future_events: events listed at the ``oracle`` level.
         priors: design priors shown at L3 instead of those of the episode's tier.
         temperature, top_p, max_tokens, seed: sampling of greedy and reflection requests (None: not sent).
@@ -123,6 +126,9 @@ class LLMAgent(Agent):
         ask_single: ask the model also when only one pair can start (else it is played without a request
             and counted in ``single_candidate``).
         timeout, max_retries, backoff, max_concurrency, cache, cache_dir: the client (:class:`.client.ChatClient`).
+        max_consecutive_errors: decisions of an episode in a row whose requests failed (after their retries)
+            before :class:`~.client.LLMUnavailableError` stops the episode; 0: never (every failed decision
+            falls back to the rule). Not part of :meth:`config` (it changes no decision that is kept).
     """
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
@@ -134,8 +140,8 @@ class LLMAgent(Agent):
                  response_format: str = "json_schema", samples: int = 5, sample_temperature: float = 0.7,
                  sample_top_p: float = 0.95, reflection_rounds: int = 1, reflection_temperature: float = 0.3,
                  max_tool_rounds: int = 3, ask_single: bool = False, timeout: float = 60.0, max_retries: int = 4,
-                 backoff: float = 1.0, max_concurrency: int = 4, cache: bool = True, cache_dir: str | None = None
-                 ) -> None:
+                 backoff: float = 1.0, max_concurrency: int = 4, cache: bool = True, cache_dir: str | None = None,
+                 max_consecutive_errors: int = 3) -> None:
         check_choice("level", level, LEVELS)
         check_choice("variant", variant, VARIANTS)
         check_choice("mode", mode, MODES)
@@ -147,10 +153,11 @@ class LLMAgent(Agent):
             check_choice("objective", objective, OBJECTIVES)
         for name, value, minimum in (("max_rows", max_rows, 1), ("future_events", future_events, 0),
                                      ("samples", samples, 1), ("reflection_rounds", reflection_rounds, 1),
-                                     ("max_tool_rounds", max_tool_rounds, 1)):
+                                     ("max_tool_rounds", max_tool_rounds, 1),
+                                     ("max_consecutive_errors", max_consecutive_errors, 0)):
             check_at_least(name, value, minimum)
-        self.prune_rules = None if prune_rules is None else tuple(prune_rules)
-        self.rollout_rules = None if rollout_rules is None else tuple(rollout_rules)
+        self.prune_rules = None if prune_rules is None else rule_list(prune_rules)
+        self.rollout_rules = None if rollout_rules is None else rule_list(rollout_rules)
         for rule in (*([fallback] if fallback else ()), *(self.prune_rules or ()), *(self.rollout_rules or ())):
             parse_rule(rule)  # fail now on a bad name, not in the first episode
         self.client = ChatClient(model, base_url, api_key_env, timeout, max_retries, backoff,
@@ -163,6 +170,8 @@ class LLMAgent(Agent):
         self.samples, self.sample_temperature, self.sample_top_p = samples, sample_temperature, sample_top_p
         self.reflection_rounds, self.reflection_temperature = reflection_rounds, reflection_temperature
         self.max_tool_rounds, self.ask_single = max_tool_rounds, ask_single
+        self.max_consecutive_errors = max_consecutive_errors
+        self._consecutive_errors = 0  # decisions in a row (this episode) whose requests failed
         self.name = agent_name(level, variant)
         self.clairvoyant = level == "oracle"
         self._usage: dict[str, float] = dict.fromkeys(USAGE_FIELDS, 0)
@@ -190,6 +199,7 @@ class LLMAgent(Agent):
         self._stats = MachineStats(instance.num_jobs, instance.num_machines)
         self._episode_priors: dict[str, Any] | None = None
         self._at_reset = self.usage
+        self._consecutive_errors = 0
         self.log = []
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
@@ -221,7 +231,21 @@ class LLMAgent(Agent):
                 self._usage["fallbacks"] += 1
                 self._usage[f"fallback_{answer.reason}"] += 1
         self.log.append(record)
+        self._check_endpoint(record)
         return action
+
+    def _check_endpoint(self, record: DecisionRecord) -> None:
+        """Count decisions in a row whose requests failed; at ``max_consecutive_errors`` stop the episode."""
+        if record.source == "single":  # no request: says nothing about the endpoint
+            return
+        self._consecutive_errors = self._consecutive_errors + 1 if record.reason == "error" else 0
+        if self.max_consecutive_errors and self._consecutive_errors >= self.max_consecutive_errors:
+            count, self._consecutive_errors = self._consecutive_errors, 0
+            raise LLMUnavailableError(
+                f"the LLM endpoint {self.base_url or '(the openai default)'} failed {count} decisions in a row for "
+                f"model {self.model!r} (last: {record.detail}); is the server running and reachable at base_url? "
+                f"(each request: timeout={self.client.timeout} s, max_retries={self.client.max_retries}; "
+                f"max_consecutive_errors={self.max_consecutive_errors})")
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "model": self.model, "base_url": self.base_url, "level": self.level,

@@ -57,6 +57,15 @@ class LLMConfigError(RuntimeError):
     """The endpoint refused the request for a reason retries cannot fix (key, model, parameters)."""
 
 
+class LLMUnavailableError(RuntimeError):
+    """The endpoint failed several decisions in a row (:class:`~.agent.LLMAgent`'s ``max_consecutive_errors``):
+    it is down or unreachable, so the episode (and an evaluation, ``stops_run``) stops instead of letting the
+    fallback rule play every decision."""
+
+    #: ``scripts.evaluate`` stops the whole run on this error instead of storing a failed row.
+    stops_run = True
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """A function call the model asked for; ``arguments`` is the raw JSON text it wrote."""
