@@ -18,10 +18,11 @@ interrupted run resumes where it stopped, and concurrent runs (launcher workers)
 
 Failures a rerun may not repeat are kept out of the store: an episode in which decisions fell back to
 the rule because requests failed (an LLM agent's ``usage["fallback_error"]``) is a failed row with
-``retry: true`` that is reported but not stored, so the next run plays it again; an exception whose
-class sets ``stops_run`` (the LLM agent's ``LLMUnavailableError``: the endpoint failed several
-decisions in a row) stops the whole evaluation with :class:`EvaluationStopped`. Ctrl-C stops it too
-(also during a CP-SAT solve); the episode it interrupted is not stored.
+``retry: true`` that is reported but not stored, so the next run plays it again; an exception that
+sets ``stops_run`` (the LLM agent's ``LLMUnavailableError``: the endpoint failed several decisions in a
+row; an ``LLMConfigError`` for a wrong key or model) stops the whole evaluation with
+:class:`EvaluationStopped`. Ctrl-C stops it too (also during a CP-SAT solve); the episode it
+interrupted is not stored.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ OPTIONAL = ("dynasched_gym.oracle", "ortools", "torch", "stable_baselines3", "sb
 
 
 class EvaluationStopped(SystemExit):
-    """An agent raised an error that stops the run (its class sets ``stops_run``, e.g. an unreachable LLM
+    """An agent raised an error that stops the run (it sets ``stops_run``, e.g. an unreachable LLM
     endpoint); the message says why and how to resume. A ``SystemExit``: the scripts exit with status 1 and
     the message, without a traceback."""
 

@@ -192,9 +192,14 @@ def test_timeout_is_an_error_after_its_retries(server: ChatServer, tmp_path: Pat
 
 def test_refused_requests_raise_at_once_naming_the_key_variable(server: ChatServer, tmp_path: Path) -> None:
     server.push({"status": 401})
-    with pytest.raises(LLMConfigError, match=r"HTTP 401.*\$MY_LLM_KEY"):
+    with pytest.raises(LLMConfigError, match=r"HTTP 401.*\$MY_LLM_KEY") as refused:
         _client(server, tmp_path, api_key_env="MY_LLM_KEY").complete(MESSAGES)
     assert server.requests == 1  # not retried
+    assert refused.value.stops_run  # a wrong key fails every episode: an evaluation stops
+    server.push({"status": 400})
+    with pytest.raises(LLMConfigError, match=r"HTTP 400") as refused:
+        _client(server, tmp_path, cache=False).complete(MESSAGES)
+    assert not refused.value.stops_run  # e.g. one over-long prompt: that episode fails, the run goes on
 
 
 def test_api_key_comes_from_the_named_variable(server: ChatServer, tmp_path: Path,

@@ -54,7 +54,18 @@ class LLMError(RuntimeError):
 
 
 class LLMConfigError(RuntimeError):
-    """The endpoint refused the request for a reason retries cannot fix (key, model, parameters)."""
+    """The endpoint refused the request for a reason retries cannot fix (key, model, parameters).
+
+    ``stops_run`` (read by ``scripts.evaluate``) is true for HTTP 401, 403 and 404 (the key or the model
+    name): every episode would fail the same way, and failed rows stored under an agent hash that does not
+    include the key would never be retried. Other refusals (e.g. 400 for one over-long prompt) fail that
+    episode only.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.stops_run = status in (401, 403, 404)
 
 
 class LLMUnavailableError(RuntimeError):
@@ -216,7 +227,7 @@ class ChatClient:
                         f"{self.base_url or 'the default OpenAI endpoint'} refused the request for model "
                         f"{self.model!r} (HTTP {status}: {exc.message}); check the model name, the key in "
                         f"${self.api_key_env} and response_format (json_schema is not supported everywhere: try "
-                        "json_object or text)") from exc
+                        "json_object or text)", status) from exc
                 if attempt == self.max_retries:
                     raise LLMError(f"{type(exc).__name__} after {attempt + 1} attempt(s): {exc}", attempt + 1) from exc
                 time.sleep(self._delay(attempt, exc))
