@@ -115,7 +115,11 @@ class ResultStore:
         return {row_key(row) for row in self.rows()}
 
     def append(self, row: Mapping[str, Any]) -> bool:
-        """Append ``row`` durably unless its key is already stored; True when it was written."""
+        """Append ``row`` durably unless its key is already stored; True when it was written.
+
+        Its ``status`` must be one of :data:`STATUSES` (a ValueError otherwise: nothing is written)."""
+        if row.get("status") not in STATUSES:
+            raise ValueError(f"a row's status must be one of {STATUSES}, got {row.get('status')!r}")
         key = row_key(row)
         line = (json.dumps(row, allow_nan=False, default=str) + "\n").encode("utf-8")
         with self._locked(exclusive=True):

@@ -56,7 +56,8 @@ def cache(pools: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _row(i: int, **fields) -> dict:
-    return {"agent_hash": "h", "tier": "easy", "size": "small", "seed": i, "objective": "makespan", **fields}
+    return {"agent_hash": "h", "tier": "easy", "size": "small", "seed": i, "objective": "makespan", "status": "ok",
+            **fields}
 
 
 # ------------------------------------------------------------------------------------------- the store
@@ -71,6 +72,9 @@ def test_store_appends_each_key_once(tmp_path: Path) -> None:
     assert [r["v"] for r in store.rows()] == [1, 2, 3]
     assert store.keys() == {("h", "easy", "small", s, "makespan") for s in (1, 2, 3)}
     assert KEY_FIELDS == ("agent_hash", "tier", "size", "seed", "objective")
+    with pytest.raises(ValueError, match=r"status must be one of .*, got 'done'"):
+        store.append(_row(4, status="done"))
+    assert len(store.rows()) == 3
 
 
 def test_truncated_last_line_is_ignored_then_cut_off(tmp_path: Path) -> None:
