@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tolerances, calibrate, ssi
+from dynasched_gym.generation.scenario import check_integer
 from dynasched_gym.io import dsbx_dir
 
 
@@ -122,14 +123,17 @@ def _save_dsbx(result: CalibrationResult, directory: Path) -> list[str]:
 
 
 def run(cfg: DictConfig) -> Path:
-    """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory."""
+    """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory.
+
+    ``seed`` must be an integer >= 0 (``seed=1.7`` is refused, not truncated).
+    """
     out = Path(cfg.out)
     if out.exists():
         raise FileExistsError(f"{out} exists; choose another out=")
+    seed = check_integer("seed", cfg.seed, 0)
     scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
     targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
     options = OmegaConf.to_container(cfg.options, resolve=True)
-    seed = int(cfg.seed)
     result = calibrate(scenario, targets, method=cfg.method, seed=seed, **options)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed to out when complete

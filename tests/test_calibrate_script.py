@@ -79,6 +79,16 @@ def test_refuses_an_existing_output_directory(tmp_path: Path, script) -> None:
     assert list((tmp_path / "cal").iterdir()) == []
 
 
+@pytest.mark.parametrize(("seed", "error"), [("1.7", TypeError), ("-1", ValueError), ("true", TypeError)])
+def test_seed_must_be_a_non_negative_integer(tmp_path: Path, script, monkeypatch: pytest.MonkeyPatch, seed: str,
+                                             error: type) -> None:
+    monkeypatch.setattr(script, "calibrate", lambda *args, **kwargs: pytest.fail("calibrated with a bad seed"))
+    cfg = _config(tmp_path / "cal", f"seed={seed}")
+    with pytest.raises(error, match=rf"seed must be an integer >= 0, got {cfg.seed!r}"):
+        script.run(cfg)  # seed=1.7 was truncated to 1
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unexpressible_instance_is_written_without_rework_and_says_so(tmp_path: Path, script) -> None:
     out = script.run(_config(tmp_path / "cal", "size.scenario.events.rework=1.0"))
     assert any(e.type.name == "REWORK" for e in load_instance(out / "instance.json").events)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -186,3 +187,126 @@ def test_calibration_history_is_json_serialisable(small):
     result = calibrate(small, seed=0)
     json.dumps(result.history)
     assert result.history[0]["step"] == 0 and "errors" in result.history[-1]
+
+
+# ------------------------------------------------------------------------------ argument and config validation
+@pytest.mark.parametrize(("seed", "error"), [(None, TypeError), (True, TypeError), (1.5, TypeError),
+                                             ("3", TypeError), (-1, ValueError)])
+def test_seeds_must_be_non_negative_integers(small, seed, error):
+    # None drew OS entropy (a different instance on every call, all named "...-seedNone"), True was seed 1
+    for entry in (lambda: generate(small, seed), lambda: draft(small, seed), lambda: calibrate(small, seed=seed)):
+        with pytest.raises(error, match=rf"seed must be an integer >= 0, got {seed!r}"):
+            entry()
+
+
+def test_numpy_integer_seeds_are_the_same_seeds(small):
+    assert generate(small, np.int64(7)).to_json() == generate(small, 7).to_json()
+    assert draft(small, np.uint8(7)).seed == 7 and type(draft(small, np.uint8(7)).seed) is int
+
+
+def _with(data: dict, path: tuple, value) -> dict:
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return data
+
+
+_FJSP = {"ops_per_job": [3, 5], "eligible_machines": [1, 4], "mean_time": [2.0, 10.0], "time_spread": 0.3}
+
+
+@pytest.mark.parametrize(("path", "value", "field", "bad"), [
+    (("events", "ptime_change_factors"), [1.2, math.inf], "events.ptime_change_factors[1]", math.inf),
+    (("events", "ptime_change_factors"), [True], "events.ptime_change_factors[0]", True),
+    (("events", "ptime_change_factors"), 1.2, "events.ptime_change_factors", 1.2),
+    (("plant", "groups", 0, "speeds"), [True, 1.0], "plant.groups[0].speeds[0]", True),
+    (("targets", "arrival_scv"), True, "targets.arrival_scv", True),
+    (("scale", "warm_start_jobs"), True, "scale.warm_start_jobs", True),
+    (("name",), None, "name", None),
+])
+def test_bools_infinities_and_non_strings_are_rejected_naming_the_field(small, path, value, field, bad):
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict(_with(small.to_dict(), path, value))
+    assert err.value.field == field
+    assert err.value.value is bad or err.value.value == bad  # the offending element, named in the message
+    assert repr(bad) in str(err.value)
+
+
+@pytest.mark.parametrize(("key", "value"), [("ops_per_job", [1.5, 3]), ("eligible_machines", [True, 2]),
+                                            ("ops_per_job", [2.0, 3.0])])
+def test_fjsp_counts_must_be_integers_not_truncated(small, key, value):
+    data = _with(_with(small.to_dict(), ("plant", "families"), []), ("plant", "fjsp"), {**_FJSP, key: value})
+    with pytest.raises(InstanceFormatError, match="of integers") as err:
+        Scenario.from_dict(data)
+    assert err.value.field == f"plant.fjsp.{key}" and err.value.value == value
+
+
+def test_fjsp_and_families_together_are_rejected_naming_both(small):
+    # the generator would use the fjsp ranges and silently ignore the families
+    with pytest.raises(InstanceFormatError, match=r"plant\.families or plant\.fjsp, not both") as err:
+        Scenario.from_dict(_with(small.to_dict(), ("plant", "fjsp"), dict(_FJSP)))
+    assert err.value.field == "plant.families"
+
+
+@pytest.mark.parametrize(("path", "value"), [(("targets", "utilisation"), 0.5), (("targets", "utilization"), 1.5),
+                                             (("bogus",), 1), (("plant", "groups", 0, "colour"), "red")])
+def test_field_paths_are_relative_to_the_scenario_in_every_error(small, path, value):
+    # unknown-field errors said "scenario.targets.utilisation", range errors "targets.utilization"
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict(_with(small.to_dict(), path, value))
+    expected = ".".join(f"[{k}]" if isinstance(k, int) else k for k in path).replace(".[", "[")
+    assert err.value.field == expected
+
+
+def test_preset_errors_name_the_field_by_its_path_in_the_file(tmp_path, monkeypatch):
+    from dynasched_gym import conf
+
+    (tmp_path / "size").mkdir()
+    for text, field in (("utilization: 0.8", "utilization: 1.8"), ("utilization: 0.8", "utilisation: 0.8")):
+        preset = (conf.CONF_DIR / "size" / "small.yaml").read_text(encoding="utf-8").replace(text, field)
+        (tmp_path / "size" / "small.yaml").write_text(preset, encoding="utf-8")
+        with monkeypatch.context() as patch:
+            patch.setattr(conf, "CONF_DIR", tmp_path)
+            with pytest.raises(InstanceFormatError) as err:
+                Scenario.preset("small")
+        assert err.value.source == str(tmp_path / "size" / "small.yaml")
+        assert err.value.field == f"scenario.targets.{field.split(':')[0]}"  # a range error said targets.utilization
+
+
+def test_calibration_options_are_validated(small):
+    with pytest.raises(ValueError, match=r"max_steps must be an integer >= 0, got -1"):
+        calibrate(small, seed=0, max_steps=-1)
+    with pytest.raises(TypeError, match=r"max_steps must be an integer >= 0, got 2\.5"):
+        calibrate(small, seed=0, max_steps=2.5)
+    assert len(calibrate(small, seed=0, max_steps=0).history) == 1  # 0: measure the draft, edit nothing
+    with pytest.raises(ValueError, match=r"popsize must be an integer >= 1, got 0"):
+        calibrate(small, method="nsga2", seed=0, popsize=0)  # ran with 12 (`popsize or 12`)
+    with pytest.raises(ValueError, match=r"popsize must be an integer >= 2, got 1"):
+        calibrate(small, method="cmaes", seed=0, popsize=1)
+    with pytest.raises(ValueError, match=r"sigma0 is a CMA-ES option; nsga2"):
+        calibrate(small, method="nsga2", seed=0, sigma0=0.2)  # was accepted and ignored
+    with pytest.raises(ValueError, match=r"sigma0 must be a finite number > 0, got -0\.1"):
+        calibrate(small, method="cmaes", seed=0, sigma0=-0.1)
+    with pytest.raises(TypeError, match=r"budget must be an integer >= 1, got 1\.5"):
+        calibrate(small, method="cmaes", seed=0, budget=1.5)
+
+
+# ------------------------------------------------------------------------------ docstrings say what the code does
+def test_only_load_cv_may_be_left_uncalibrated(small):
+    assert calibrate(small, seed=0).targets.keys() == {"utilization", "due_date_tightness", "arrival_scv",
+                                                       "processing_scv", "disturbance"}
+    with pytest.raises(InstanceFormatError) as err:
+        replace_targets(small, utilization=None)
+    assert err.value.field == "targets.utilization"
+
+
+def test_bottleneck_utilization_is_the_one_unclamped_component(small):
+    components = ssi(calibrate(replace_targets(small, utilization=0.9), seed=0).instance).components
+    assert components["bottleneck_utilization"] > 1.0
+    assert all(0.0 <= v <= 1.0 for k, v in components.items() if k != "bottleneck_utilization")
+
+
+def test_fjsp_machines_keep_the_configured_groups(small):
+    data = _with(_with(small.to_dict(), ("plant", "families"), []), ("plant", "fjsp"), dict(_FJSP))
+    inst = generate(Scenario.from_dict(data), 0)
+    assert list(inst.machine_groups) == [g["name"] for g in data["plant"]["groups"] for _ in g["speeds"]]

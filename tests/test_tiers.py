@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import dynasched_gym.generation.tiers as tiers
-from dynasched_gym import load_instance
+from dynasched_gym import InstanceFormatError, conf, load_instance
 from dynasched_gym.generation import TIERS, Scenario, TierPool, realised_metrics, ssi, stress_index, tier_pool
 
 
@@ -144,10 +145,111 @@ def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown tier"):
         tier_pool("impossible", cache_dir=tmp_path)
     pool = tier_pool("easy", cache_dir=tmp_path)
-    with pytest.raises(ValueError, match="seeds are integers >= 0"):
+    with pytest.raises(ValueError, match=r"seed must be an integer >= 0, got -1"):
         pool.instance(-1)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"seed must be an integer >= 0, got 1\.5"):
         pool.instance(1.5)
+
+
+@pytest.mark.parametrize("seed", [True, 1.0, None])
+def test_bool_and_float_seeds_are_rejected_naming_seed(tmp_path: Path, seed: object,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = tier_pool("easy", cache_dir=tmp_path)
+    monkeypatch.setattr(tiers, "calibrate", _no_calibration)
+    with pytest.raises(TypeError, match=rf"seed must be an integer >= 0, got {seed!r}"):
+        pool.instance(seed)  # True was seed 1
+    with pytest.raises(TypeError, match=rf"seed must be an integer >= 0, got {seed!r}"):
+        pool.prepare([0, seed], progress=False)
+    assert not list(pool.directory.glob("seed-*"))
+
+
+@pytest.mark.parametrize(("workers", "error"), [(-3, ValueError), (0, ValueError), (True, TypeError),
+                                                (1.5, TypeError)])
+def test_workers_must_be_a_positive_integer(tmp_path: Path, workers: object, error: type) -> None:
+    with pytest.raises(error, match=rf"workers must be an integer >= 1, got {workers!r}"):
+        tier_pool("easy", cache_dir=tmp_path, workers=workers)
+    assert tier_pool("easy", cache_dir=tmp_path, workers=1).workers == 1
+
+
+# ------------------------------------------------------------------------------ tier prior files
+@pytest.fixture
+def conf_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the size presets and tier priors that ``tier_prior`` reads instead of conf/."""
+    root = tmp_path / "conf"
+    for sub in ("size", "tier"):
+        shutil.copytree(conf.CONF_DIR / sub, root / sub)
+    monkeypatch.setattr(conf, "CONF_DIR", root)
+    return root
+
+
+def _edit_tier_file(root: Path, tier: str, edit) -> Path:
+    import yaml
+
+    path = root / "tier" / f"{tier}.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_shipped_priors_are_valid_and_read_as_before(conf_copy: Path) -> None:
+    assert tiers.tier_prior("hard", "large")["utilization"] == [0.33, 0.42]  # sizes.large replaces prior
+    assert tiers.tier_prior("hard", "medium")["utilization"] == [0.35, 0.55]
+    assert list(tiers.tier_prior("easy", "small")) == ["utilization", "due_date_tightness", "arrival_scv",
+                                                       "processing_scv", "disturbance"]
+
+
+def test_a_typo_in_a_sizes_key_is_an_error_naming_file_and_key(conf_copy: Path, tmp_path: Path) -> None:
+    path = _edit_tier_file(conf_copy, "easy", lambda d: d.update(sizes={"smal": d["sizes"]["small"]}))
+    for load in (lambda: tiers.tier_prior("easy", "small"), lambda: tier_pool("easy", cache_dir=tmp_path / "c")):
+        with pytest.raises(InstanceFormatError, match="unknown size preset") as err:
+            load()  # was silently ignored: the small pool used the medium ranges
+        assert err.value.source == str(path) and err.value.field == "sizes.smal"
+
+
+@pytest.mark.parametrize(("where", "field"), [(("prior",), "prior.disturbance[1]"),
+                                              (("sizes", "large"), "sizes.large.disturbance[1]")])
+def test_prior_ranges_outside_the_target_range_fail_on_load(conf_copy: Path, where: tuple, field: str) -> None:
+    def edit(data: dict) -> None:
+        node = data
+        for key in where:
+            node = node.setdefault(key, {})
+        node["disturbance"] = [0.04, 0.9]  # disturbance targets are in [0, 0.5)
+
+    path = _edit_tier_file(conf_copy, "hard", edit)
+    with pytest.raises(InstanceFormatError, match=r"must be a number in \[0\.0, 0\.5\)") as err:
+        tiers.tier_prior("hard", "small")  # found on load, whatever seed would draw there, even for another size
+    assert err.value.source == str(path) and err.value.field == field and err.value.value == 0.9
+
+
+def test_malformed_prior_ranges_name_file_and_key(conf_copy: Path) -> None:
+    path = _edit_tier_file(conf_copy, "medium", lambda d: d["prior"].update(utilization=[0.5, 0.3]))
+    with pytest.raises(InstanceFormatError, match="low <= high") as err:
+        tiers.tier_prior("medium", "medium")
+    assert err.value.source == str(path) and err.value.field == "prior.utilization"
+    _edit_tier_file(conf_copy, "medium", lambda d: d["prior"].update(utilisation=[0.3, 0.5]))
+    with pytest.raises(InstanceFormatError, match="unknown target") as err:
+        tiers.tier_prior("medium", "medium")
+    assert err.value.field == "prior.utilisation"
+
+
+# ------------------------------------------------------------------------------ warnings point at the caller
+def test_cache_warnings_point_at_the_callers_line(tmp_path: Path) -> None:
+    pool = tier_pool("easy", cache_dir=tmp_path)
+    pool.instance(0)
+    (pool.directory / tiers.MANIFEST).write_text("{not json", encoding="utf-8")
+    with pytest.warns(tiers.CacheWarning, match="manifest.json") as caught:
+        pool = tier_pool("easy", cache_dir=tmp_path)  # was reported at tiers.py (tier_pool's own line)
+    assert [w.filename for w in caught] == [__file__]
+    (pool.directory / tiers.MANIFEST).write_text("{not json", encoding="utf-8")
+    with pytest.warns(tiers.CacheWarning, match="manifest.json") as caught:
+        TierPool("easy", cache_dir=tmp_path)
+    assert [w.filename for w in caught] == [__file__]
+    pool.instance(0)
+    pool._paths(0)[1].unlink()
+    with pytest.warns(tiers.CacheWarning, match="seed-0.json") as caught:
+        pool.instance(0)
+    assert [w.filename for w in caught] == [__file__]
 
 
 def _openblas_dynamic_arch() -> bool:

@@ -40,6 +40,7 @@ evaluations so far and the best-so-far ``errors``, ``score``, ``worst``, ``worst
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -47,10 +48,13 @@ import numpy as np
 
 from dynasched_gym.generation.generator import Draft
 from dynasched_gym.generation.realised import measure
-from dynasched_gym.generation.scenario import Tolerances
+from dynasched_gym.generation.scenario import Tolerances, check_integer
 from dynasched_gym.generation.sesc import knobs, relative_errors, set_knobs, within, worst_target
 
 EVOLUTIONARY_METHODS = ("cmaes", "nsga2")
+_DEFAULT_SIGMA0 = 0.1  # CMA-ES initial step size on the unit box
+_NSGA2_POPSIZE = 12  # NSGA-II default population
+_MIN_POPSIZE = {"cmaes": 2, "nsga2": 1}  # CMA-ES needs two samples to recombine
 _LOG_KNOBS = ("horizon", "due_scale", "downtime_scale", "group_scale")
 
 
@@ -125,23 +129,32 @@ class _Search:
 
 
 def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, method: str, seed: int,
-           budget: int = 600, popsize: int | None = None, sigma0: float = 0.1) -> list[dict[str, Any]]:
+           budget: int = 600, popsize: int | None = None, sigma0: float | None = None) -> list[dict[str, Any]]:
     """Calibrate draft ``d`` in place with ``method`` (``cmaes`` | ``nsga2``); one history record per generation.
 
-    ``budget`` caps the evaluations; ``popsize`` overrides the population (CMA-ES default
-    4 + 3 ln n, NSGA-II 12); ``sigma0`` is CMA-ES's initial step size on the unit box.
+    ``budget`` (an integer >= 1) caps the evaluations; ``popsize`` overrides the population (an
+    integer >= 2 for CMA-ES, >= 1 for NSGA-II; ``None``: CMA-ES default 4 + 3 ln n, NSGA-II 12);
+    ``sigma0`` is CMA-ES's initial step size on the unit box (a finite number > 0, default 0.1),
+    refused with ``nsga2``, which has no step size.
     """
     if method not in EVOLUTIONARY_METHODS:
         raise ValueError(f"unknown evolutionary method {method!r}; one of {EVOLUTIONARY_METHODS}")
-    if budget < 1:
-        raise ValueError(f"budget must be >= 1, got {budget}")
+    check_integer("budget", budget, 1)
+    if popsize is not None:
+        check_integer("popsize", popsize, _MIN_POPSIZE[method])
+    if sigma0 is not None:
+        if method != "cmaes":
+            raise ValueError(f"sigma0 is a CMA-ES option; {method} has no step size (got sigma0={sigma0!r})")
+        if isinstance(sigma0, bool) or not isinstance(sigma0, (int, float)) or not math.isfinite(sigma0) \
+                or sigma0 <= 0:
+            raise ValueError(f"sigma0 must be a finite number > 0, got {sigma0!r}")
     if method == "cmaes":
         search = _Search(d, targets, tolerances, budget,
                          lambda e: sum((v / getattr(tolerances, k)) ** 2 for k, v in e.items()))
-        _cmaes(search, seed, popsize, sigma0)
+        _cmaes(search, seed, popsize, _DEFAULT_SIGMA0 if sigma0 is None else sigma0)
     else:
         search = _Search(d, targets, tolerances, budget, lambda e: sum(e.values()))
-        _nsga2(search, seed, popsize or 12)
+        _nsga2(search, seed, _NSGA2_POPSIZE if popsize is None else popsize)
     return search.finish()
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure
-from dynasched_gym.generation.scenario import Scenario
+from dynasched_gym.generation.scenario import PlantConfig, Scenario, check_integer
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 #: Bumped whenever the same (scenario, seed) would give a different instance; part of pool cache keys.
@@ -228,7 +228,12 @@ def _gamma(rng: np.random.Generator, scv: float, size: int) -> np.ndarray:
 
 
 def draft(scenario: Scenario, seed: int) -> Draft:
-    """Draw an instance of ``scenario`` (deterministic in ``seed``) with knobs set from the targets."""
+    """Draw an instance of ``scenario`` (deterministic in ``seed``) with knobs set from the targets.
+
+    ``seed`` must be an integer >= 0 (NumPy integers too, bools not): ``None`` would draw OS entropy,
+    a different instance on every call under the same name.
+    """
+    seed = check_integer("seed", seed, 0)
     rngs = dict(zip(_STREAMS, (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(_STREAMS)))))
     plant, targets, rates = scenario.plant, scenario.targets, scenario.events
     speeds = np.array([v for g in plant.groups for v in g.speeds], dtype=np.float64)
@@ -266,7 +271,7 @@ def draft(scenario: Scenario, seed: int) -> Draft:
     if rates.maintenance_interval > 0:
         rng = rngs["maintenance"]
         interval = rates.maintenance_interval
-        work = _expected_work(plant, group_machines)
+        work = _expected_work(plant)
         horizon_guess = num_jobs * work / (targets.utilization * speeds.sum())
         frac = interval if interval <= 1 else interval / horizon_guess
         for m in range(num_m):
@@ -307,11 +312,12 @@ def draft(scenario: Scenario, seed: int) -> Draft:
 
 
 def generate(scenario: Scenario, seed: int) -> Instance:
-    """An uncalibrated instance of ``scenario`` (knobs set analytically from the targets)."""
+    """An uncalibrated instance of ``scenario`` (knobs set analytically from the targets); ``seed`` as in
+    :func:`draft`."""
     return draft(scenario, seed).build()
 
 
-def _expected_work(plant, group_machines) -> float:
+def _expected_work(plant: PlantConfig) -> float:
     """Mean nominal work per job under the family mix (FJSP: from the ranges)."""
     if plant.fjsp is not None:
         f = plant.fjsp

@@ -11,7 +11,8 @@ target and its measurement are always called the same.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import numbers
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -45,10 +46,13 @@ class FamilyConfig:
 
 @dataclass
 class FJSPConfig:
-    """Random flexible-job-shop ranges (Song et al. style) used instead of families when set.
+    """Random flexible-job-shop ranges (Song et al. style), used instead of process families.
 
-    Every machine is its own group; an operation is eligible on a random subset of machines with
-    times drawn uniformly around a base time (``time_spread`` is the relative half-width).
+    Machines keep the groups (names and speeds) of ``plant.groups``; each job has a random number
+    of operations in ``ops_per_job``, each eligible on a random subset of ``eligible_machines``
+    machines drawn from all machines, whatever their group, with a base time drawn uniformly in
+    ``mean_time`` and per-machine times spread uniformly around it (``time_spread`` is the relative
+    half-width). ``ops_per_job`` and ``eligible_machines`` are integer ``[min, max]`` pairs.
     """
 
     ops_per_job: list[int] = field(default_factory=lambda: [4, 6])  # [min, max]
@@ -85,7 +89,11 @@ class ArrivalConfig:
 
 @dataclass
 class Targets:
-    """Calibration targets (realised-metric names); ``None`` leaves a metric uncalibrated."""
+    """Calibration targets (realised-metric names); allowed values: :data:`TARGET_RANGES`.
+
+    Every target is calibrated except ``load_cv``, the only one that may be ``None`` (the default),
+    which leaves it uncalibrated.
+    """
 
     utilization: float = 0.8
     load_cv: float | None = None
@@ -151,12 +159,18 @@ class Scenario:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
-        """Build from a nested mapping (e.g. a Hydra/OmegaConf config converted to a container)."""
-        return _from_mapping(cls, data, "scenario")
+        """Build from a nested mapping (e.g. a Hydra/OmegaConf config converted to a container).
+
+        Errors name fields by their path in ``data`` (``targets.utilization``, ``plant.groups[0].speeds[1]``).
+        """
+        return _from_mapping(cls, data, "")
 
     @classmethod
     def preset(cls, size: str) -> Scenario:
-        """The size preset ``small`` | ``medium`` | ``large`` (``conf/size/<size>.yaml``)."""
+        """The size preset ``small`` | ``medium`` | ``large`` (``conf/size/<size>.yaml``).
+
+        Errors name the file and the field by its path in the file (``scenario.targets.utilization``).
+        """
         import yaml
 
         from dynasched_gym import conf
@@ -169,10 +183,20 @@ class Scenario:
         try:
             return cls.from_dict(data["scenario"])
         except InstanceFormatError as exc:
-            raise exc.located(str(path)) from None
+            raise exc.located(str(path), field_prefix="scenario") from None
 
 
 TARGET_NAMES = tuple(f.name for f in fields(Targets))
+
+#: Allowed values of each target: (low, high, low_open, high_open), in validation order.
+TARGET_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "utilization": (0.0, 1.0, True, True),
+    "due_date_tightness": (0.0, 100.0, True, False),
+    "arrival_scv": (0.0, 10.0, False, False),
+    "processing_scv": (0.0, 4.0, False, False),
+    "disturbance": (0.0, 0.5, False, True),
+    "load_cv": (0.0, 1.5, False, False),
+}
 
 
 def size_presets() -> tuple[str, ...]:
@@ -183,20 +207,28 @@ def size_presets() -> tuple[str, ...]:
 
 
 def _from_mapping(cls: type, data: Any, where: str) -> Any:
+    """Build dataclass ``cls`` from mapping ``data`` found at field path ``where`` ("" for the scenario itself).
+
+    Field paths are relative to the scenario (``targets.utilization``), as in :func:`validate_scenario`.
+    """
     if data is None:
         return None
     if not isinstance(data, Mapping):
-        raise InstanceFormatError("expected a mapping", source="<scenario>", field=where, value=data)
+        raise InstanceFormatError("expected a mapping", source="<scenario>", field=where or None, value=data)
     known = {f.name: f for f in fields(cls)}
     unknown = set(data) - set(known)
     if unknown:
-        name = sorted(unknown)[0]
+        name = sorted(unknown, key=str)[0]
         raise InstanceFormatError(f"unknown field (known: {', '.join(known)})", source="<scenario>",
-                                  field=f"{where}.{name}", value=data[name])
+                                  field=_join(where, name), value=data[name])
     kwargs = {}
     for name, value in data.items():
-        kwargs[name] = _convert(_NESTED.get((cls, name)), value, f"{where}.{name}")
+        kwargs[name] = _convert(_NESTED.get((cls, name)), value, _join(where, name))
     return cls(**kwargs)
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
 
 
 def _convert(kind: Any, value: Any, where: str) -> Any:
@@ -219,18 +251,51 @@ def _fail(field_name: str, reason: str, value: Any) -> InstanceFormatError:
     return InstanceFormatError(reason, source="<scenario>", field=field_name, value=value)
 
 
+def _is_int(value: Any) -> bool:
+    """An integer, bools excluded (``True`` is not a count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite real number, bools excluded (``True`` is not a speed or a rate)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_range(field_name: str, value: Any, lo: float, hi: float, lo_open: bool = False,
                  hi_open: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and math.isfinite(value)
-    ok = ok and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
+    """Raise naming ``field_name`` and ``value`` unless ``value`` is a finite number (not a bool) in the interval."""
+    ok = _is_number(value) and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
     if not ok:
         lo_s = f"({lo}" if lo_open else f"[{lo}"
         hi_s = f"{hi})" if hi_open else f"{hi}]"
-        raise _fail(field_name, f"must be in {lo_s}, {hi_s}", value)
+        raise _fail(field_name, f"must be a number in {lo_s}, {hi_s}", value)
+
+
+def check_target(name: str, value: Any, field_name: str | None = None) -> None:
+    """Raise :class:`InstanceFormatError` naming ``field_name`` (default ``targets.<name>``) and ``value``
+    unless ``value`` is an allowed value of target ``name`` (:data:`TARGET_RANGES`)."""
+    _check_range(field_name or f"targets.{name}", value, *TARGET_RANGES[name])
+
+
+def check_integer(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an ``int``; raise naming argument ``name`` and ``value`` unless it is an integer (NumPy
+    integers included, bools not; :class:`TypeError`) >= ``minimum`` (:class:`ValueError`)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _is_pair(value: Any, kind: Callable[[Any], bool]) -> bool:
+    """A ``[min, max]`` list (or tuple) of two values of ``kind``."""
+    return isinstance(value, (list, tuple)) and len(value) == 2 and all(kind(v) for v in value)
 
 
 def validate_scenario(s: Scenario) -> None:
     """Raise :class:`InstanceFormatError` naming the first invalid field (e.g. ``targets.utilization``)."""
+    if not isinstance(s.name, str):
+        raise _fail("name", "must be a string", s.name)
     plant = s.plant
     if not plant.groups:
         raise _fail("plant.groups", "at least one machine group is needed", [])
@@ -242,6 +307,9 @@ def validate_scenario(s: Scenario) -> None:
             raise _fail(f"plant.groups[{i}].speeds", "a group needs at least one machine", g.speeds)
         for k, v in enumerate(g.speeds):
             _check_range(f"plant.groups[{i}].speeds[{k}]", v, 0.0, math.inf, lo_open=True, hi_open=True)
+    if plant.fjsp is not None and plant.families:
+        raise _fail("plant.families", "give either plant.families or plant.fjsp, not both (an fjsp plant would "
+                    "ignore the families)", [fam.name for fam in plant.families])
     if plant.fjsp is None:
         if not plant.families:
             raise _fail("plant.families", "give process families or an fjsp block", [])
@@ -261,29 +329,26 @@ def validate_scenario(s: Scenario) -> None:
         num_m = sum(len(g.speeds) for g in plant.groups)
         for name, pair, lo, hi in (("ops_per_job", f.ops_per_job, 1, 1000), ("eligible_machines",
                                                                                f.eligible_machines, 1, num_m)):
-            if len(pair) != 2 or not (lo <= pair[0] <= pair[1] <= hi):
-                raise _fail(f"plant.fjsp.{name}", f"must be [min, max] with {lo} <= min <= max <= {hi}", pair)
-        if len(f.mean_time) != 2 or not (0 < f.mean_time[0] <= f.mean_time[1] < math.inf):
+            if not _is_pair(pair, _is_int) or not (lo <= pair[0] <= pair[1] <= hi):
+                raise _fail(f"plant.fjsp.{name}", f"must be [min, max] of integers with {lo} <= min <= max <= {hi}",
+                            pair)
+        if not _is_pair(f.mean_time, _is_number) or not 0 < f.mean_time[0] <= f.mean_time[1]:
             raise _fail("plant.fjsp.mean_time", "must be [min, max] with 0 < min <= max", f.mean_time)
         _check_range("plant.fjsp.time_spread", f.time_spread, 0.0, 1.0, hi_open=True)
-    if not isinstance(s.scale.num_jobs, int) or s.scale.num_jobs < 2:
+    if not _is_int(s.scale.num_jobs) or s.scale.num_jobs < 2:
         raise _fail("scale.num_jobs", "must be an integer >= 2", s.scale.num_jobs)
-    if not isinstance(s.scale.warm_start_jobs, int) or not 0 <= s.scale.warm_start_jobs < s.scale.num_jobs:
+    if not _is_int(s.scale.warm_start_jobs) or not 0 <= s.scale.warm_start_jobs < s.scale.num_jobs:
         raise _fail("scale.warm_start_jobs", "must be an integer in [0, num_jobs)", s.scale.warm_start_jobs)
     if s.arrivals.pattern not in ("constant", "periodic", "trend"):
         raise _fail("arrivals.pattern", "must be constant, periodic or trend", s.arrivals.pattern)
     _check_range("arrivals.amplitude", s.arrivals.amplitude, 0.0, 1.0, hi_open=True)
     _check_range("arrivals.period_fraction", s.arrivals.period_fraction, 0.0, 1.0, lo_open=True)
     t = s.targets
-    _check_range("targets.utilization", t.utilization, 0.0, 1.0, lo_open=True, hi_open=True)
-    _check_range("targets.due_date_tightness", t.due_date_tightness, 0.0, 100.0, lo_open=True)
-    _check_range("targets.arrival_scv", t.arrival_scv, 0.0, 10.0)
-    _check_range("targets.processing_scv", t.processing_scv, 0.0, 4.0)
-    _check_range("targets.disturbance", t.disturbance, 0.0, 0.5, hi_open=True)
-    if t.load_cv is not None:
-        _check_range("targets.load_cv", t.load_cv, 0.0, 1.5)
-        if len(plant.groups) < 2 and t.load_cv > 0:
-            raise _fail("targets.load_cv", "a load CV > 0 needs at least two machine groups", t.load_cv)
+    for name in TARGET_RANGES:
+        if name != "load_cv" or t.load_cv is not None:  # load_cv alone may be None: not calibrated
+            check_target(name, getattr(t, name))
+    if t.load_cv is not None and len(plant.groups) < 2 and t.load_cv > 0:
+        raise _fail("targets.load_cv", "a load CV > 0 needs at least two machine groups", t.load_cv)
     for f_ in fields(Tolerances):
         _check_range(f"tolerances.{f_.name}", getattr(s.tolerances, f_.name), 0.0, 1.0, lo_open=True)
     e = s.events
@@ -294,8 +359,10 @@ def validate_scenario(s: Scenario) -> None:
         _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, lo_open=True, hi_open=True)
     for name in ("maintenance_interval", "maintenance_duration_std", "batch_size_std", "due_date_change_factor"):
         _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, hi_open=True)
-    if not e.ptime_change_factors or any(not (isinstance(x, (int, float)) and x > 0) for x in e.ptime_change_factors):
+    if not isinstance(e.ptime_change_factors, (list, tuple)) or not e.ptime_change_factors:
         raise _fail("events.ptime_change_factors", "must be a non-empty list of numbers > 0", e.ptime_change_factors)
+    for k, x in enumerate(e.ptime_change_factors):
+        _check_range(f"events.ptime_change_factors[{k}]", x, 0.0, math.inf, lo_open=True, hi_open=True)
     if s.breakdown_policy not in ("resume", "restart"):
         raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
 

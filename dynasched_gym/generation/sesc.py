@@ -20,7 +20,7 @@ import numpy as np
 
 from dynasched_gym.generation.generator import Draft, draft
 from dynasched_gym.generation.realised import column_sums, measure, realised_metrics
-from dynasched_gym.generation.scenario import Scenario, Targets, Tolerances, replace_targets
+from dynasched_gym.generation.scenario import Scenario, Targets, Tolerances, check_integer, replace_targets
 from dynasched_gym.instance import Instance
 
 METHODS = ("sesc", "cmaes", "nsga2")
@@ -89,7 +89,8 @@ def _solve(d: Draft, attr: str, metric: str, target: float, lo: float, hi: float
         lo, hi = (mid, hi) if got < target else (lo, mid)
 
 
-def _edit_load_cv(d: Draft, metrics: Mapping[str, float], target: float) -> None:
+def _edit_load_cv(d: Draft, target: float) -> None:
+    """Spread the group loads around their mean so that their CV becomes ``target`` (via the group scales)."""
     inputs = d.metric_inputs()
     machine_work = column_sums(inputs.op_work, inputs.op_machine_share)
     num_groups = len(d.group_names)
@@ -103,20 +104,26 @@ def _edit_load_cv(d: Draft, metrics: Mapping[str, float], target: float) -> None
     d.group_scale = d.group_scale * wanted / rho
 
 
-# metric -> how SESC edits its knob
+# metric -> how SESC edits its knob. :func:`sesc` calls every edit the same way, edit(draft, metrics,
+# target, tolerance), so each takes all four; the `_`-prefixed ones are those that edit does not need
+# (closed-form edits need no tolerance, bisections and the load-CV edit measure for themselves).
 _EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], None]] = {
-    "utilization": lambda d, m, t, tol: setattr(d, "horizon", d.horizon * m["utilization"] / t),
-    "due_date_tightness": lambda d, m, t, tol: setattr(d, "due_scale", d.due_scale * t / m["due_date_tightness"]),
-    "arrival_scv": lambda d, m, t, tol: _solve(d, "arrival_exponent", "arrival_scv", t, 0.0, 8.0, tol),
-    "processing_scv": lambda d, m, t, tol: _solve(d, "processing_exponent", "processing_scv", t, 0.0, 6.0, tol),
-    "disturbance": lambda d, m, t, tol: _solve(d, "downtime_scale", "disturbance", t, 0.0, 50.0, tol),
-    "load_cv": lambda d, m, t, tol: _edit_load_cv(d, m, t),
+    "utilization": lambda d, m, t, _tol: setattr(d, "horizon", d.horizon * m["utilization"] / t),
+    "due_date_tightness": lambda d, m, t, _tol: setattr(d, "due_scale", d.due_scale * t / m["due_date_tightness"]),
+    "arrival_scv": lambda d, _m, t, tol: _solve(d, "arrival_exponent", "arrival_scv", t, 0.0, 8.0, tol),
+    "processing_scv": lambda d, _m, t, tol: _solve(d, "processing_exponent", "processing_scv", t, 0.0, 6.0, tol),
+    "disturbance": lambda d, _m, t, tol: _solve(d, "downtime_scale", "disturbance", t, 0.0, 50.0, tol),
+    "load_cv": lambda d, _m, t, _tol: _edit_load_cv(d, t),
 }
 
 
 def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_steps: int = 25,
          ) -> tuple[bool, list[dict[str, Any]]]:
-    """Run SESC on draft ``d`` in place; returns (converged, per-step history)."""
+    """Run SESC on draft ``d`` in place; returns (converged, per-step history).
+
+    ``max_steps`` (an integer >= 0) caps the edits; 0 measures the draft as drawn and edits nothing.
+    """
+    check_integer("max_steps", max_steps, 0)
     history = []
     best: tuple[float, dict[str, Any]] | None = None
     for step in range(max_steps + 1):
@@ -148,7 +155,10 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
 
     ``method`` is ``"sesc"`` (``max_steps``), or an evolutionary baseline ``"cmaes"`` / ``"nsga2"``
     searching the same knobs (``budget`` evaluations); see :mod:`dynasched_gym.generation.evolutionary`.
+    ``seed`` is an integer >= 0 (NumPy integers too, bools not), as in
+    :func:`~dynasched_gym.generation.generator.draft`.
     """
+    seed = check_integer("seed", seed, 0)
     if method not in METHODS:
         raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
     if targets is not None:

@@ -2,24 +2,33 @@
 
 The SSI is a queueing estimate of the quantity that empirical difficulty measures — weighted
 tardiness relative to weighted work (:mod:`dynasched_gym.generation.difficulty`) — mapped onto
-0..100. Formula and rationale: docs/ssi.md. In short, per machine group g:
+0..100. Formula and rationale: docs/ssi.md. In short, per machine group g (H: the last release time):
 
-1. Effective work W_g: static work routed to g plus the work the event stream adds or removes
-   (processing-time changes, rework, route changes, cancellations); capacity rate
-   c_g = S_g * A_g (speed times availability = 1 - observed downtime share); load
-   rho_g = W_g / (H * c_g).
-2. The group's workload is a reflected Brownian motion started empty, with drift
-   mu = c_g (rho_g - 1) and variance rate sigma^2 = (N_g / H) (c_a^2 + c_e^2) (W_g / N_g)^2
-   (N_g operations, c_a^2 = arrival_scv, c_e^2 = processing_scv + 2 A (1 - A) MTTR / t_g for
-   breakdowns). Its expected value E[Z(t)] = mu t Phi(a) + sigma sqrt(t) phi(a) +
-   sigma^2 / (2 mu) (2 Phi(a) - 1), a = mu sqrt(t) / sigma, averaged over [0, H] and divided by
-   c_g, is the mean wait per operation (finite horizon, any rho: no clamping, no saturation),
-   scaled by rho^(sqrt(2(m+1)) - 2) for the pooling of m parallel machines (Sakasegawa).
-3. Job flow time F_j = sum over operations of (t_o / A_g + wait_g), with squared coefficient of
-   variation (sum t_o^2 c_s^2 + sum wait_g^2) / F_j^2, taken as log-normal.
-4. Expected tardiness E[(F_j - s_j)+] (s_j = due in force - release), weighted by the weight in
-   force after priority changes: stress = sum_j w_j E[T_j] / sum_j w_j P_j.
-5. score = 100 * sqrt(stress) / (sqrt(stress) + sqrt(STRESS_HALF)): 50 when the expected weighted
+1. Effective work W_g: static work routed to g (each operation's work split evenly over its
+   eligible machines) plus the work the event stream adds or removes (processing-time changes,
+   rework, route changes, cancellations); capacity rate c_g = S_g * A_g (group speed times
+   observed availability A_g = 1 - speed-weighted downtime share in [0, H], at least 0.05);
+   load rho_g = W_g / (H * c_g).
+2. Load over time: [0, H] is cut into K = min(max(J // 8, 1), 32) equal bins (J jobs: about 8
+   arrivals per bin), each job in the bin of its release; the fluid backlog
+   B_k = max(0, B_(k-1) + work arriving in bin k - c_g H / K) follows the binned arrival rate.
+3. Variability around it: per bin, a reflected Brownian motion started empty with drift
+   mu_k = arriving work rate_k - c_g and variance rate sigma^2 = (N_g / H) (c_a^2 + c_e^2) (W_g / N_g)^2
+   (N_g operations at g; c_a^2 = p_g * realised arrival_scv + (1 - p_g), thinned by the share
+   p_g = min(N_g / J, 1); c_e^2 = c_s,g^2 + 2 A_g (1 - A_g) MTTR / t_g, with c_s,g^2 the SCV of
+   the work of g's operations, MTTR the mean downtime length and t_g the mean operation time at g).
+   Its expected value E[Z(t)] = mu t Phi(a) + sigma sqrt(t) phi(a) + sigma^2 / (2 mu) (2 Phi(a) - 1),
+   a = mu sqrt(t) / sigma, averaged over [0, H], less the part already in the fluid backlog
+   (max(mu_k, 0) H / 2), is the diffusion term (finite for any load: no clamping, no saturation).
+4. Wait at g in bin k = (mean fluid backlog over the bin + diffusion term) / c_g, scaled by
+   rho_k^(sqrt(2(m+1)) - 2) for the pooling of m parallel machines (Sakasegawa), with rho_k the
+   bin's arriving work over its capacity, capped at 1.
+5. Job flow time F_j = sum over operations of (t_o / A_g + wait_g in the job's arrival bin), with
+   variance sum (t_o / A_g)^2 * realised processing_scv + sum wait_g^2, taken as log-normal;
+   expected tardiness E[(F_j - s_j)+] (s_j = due in force - release), weighted by the weight in
+   force after priority changes: stress = sum_j w_j E[T_j] (jobs with a due date) / sum_j w_j P_j
+   (all jobs; P_j the expected processing time).
+6. score = 100 * sqrt(stress) / (sqrt(stress) + sqrt(STRESS_HALF)): 50 when the expected weighted
    tardiness is STRESS_HALF times the weighted work; each tier spans a factor 9 of stress.
 
 Tiers are score bands: easy [0, 25), medium [25, 50), hard [50, 75), extreme [75, 100].
@@ -50,7 +59,12 @@ STRESS_HALF = 0.3
 
 @dataclass(frozen=True)
 class SSIResult:
-    """SSI ``score`` (0..100), its ``tier`` and the ``components`` that drive it (each 0..1)."""
+    """SSI ``score`` (0..100), its ``tier`` and the ``components`` that drive it.
+
+    Components are on comparable scales, in 0..1 except ``bottleneck_utilization``, the largest
+    effective group load rho_g, unclamped: above 1 when a group gets more work than it can do by
+    the horizon (docs/ssi.md, "Components").
+    """
 
     score: float
     tier: str

@@ -43,9 +43,9 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
-import operator
 import os
 import shutil
+import sys
 import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -57,8 +57,9 @@ import yaml
 from tqdm import tqdm
 
 from dynasched_gym import conf
+from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import generator, stress_index
-from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario
+from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_integer, check_target, size_presets
 from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic
@@ -82,20 +83,56 @@ def default_cache_dir() -> Path:
 
 
 def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
-    """The prior of ``tier`` for size preset ``size``: target -> [low, high] (``conf/tier/<tier>.yaml``)."""
+    """The prior of ``tier`` for size preset ``size``: target -> [low, high] (``conf/tier/<tier>.yaml``).
+
+    The whole file is checked, every ``sizes`` entry included: ``sizes`` keys must be size presets
+    (:func:`~dynasched_gym.generation.scenario.size_presets`), and every range a ``[low, high]`` with
+    low <= high and both ends allowed values of the target
+    (:data:`~dynasched_gym.generation.scenario.TARGET_RANGES`), so that no draw can fall outside them.
+    An :class:`~dynasched_gym.errors.InstanceFormatError` names the file, the key and the value.
+    """
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; one of {TIERS}")
     path = conf.CONF_DIR / "tier" / f"{tier}.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    ranges = {**data["prior"], **(data.get("sizes") or {}).get(size, {})}
-    unknown = set(ranges) - set(TARGET_NAMES)
+    sizes = data.get("sizes") or {}
+    _check_mapping(path, "sizes", sizes)
+    unknown = sorted(set(sizes) - set(size_presets()), key=str)
     if unknown:
-        raise ValueError(f"{path}: unknown target(s) {sorted(unknown)}; known: {TARGET_NAMES}")
-    prior = {name: [float(v) for v in ranges[name]] for name in TARGET_NAMES if name in ranges}
-    for name, bounds in prior.items():
-        if len(bounds) != 2 or bounds[0] > bounds[1]:
-            raise ValueError(f"{path}: prior of {name} must be [low, high] with low <= high, got {bounds}")
-    return prior
+        raise InstanceFormatError(f"unknown size preset (known: {', '.join(size_presets())})", source=str(path),
+                                  field=f"sizes.{unknown[0]}", value=unknown[0])
+    sections = {"prior": _prior_ranges(path, "prior", data.get("prior")),
+                **{f"sizes.{z}": _prior_ranges(path, f"sizes.{z}", ranges) for z, ranges in sizes.items()}}
+    ranges = {**sections["prior"], **sections.get(f"sizes.{size}", {})}
+    return {name: ranges[name] for name in TARGET_NAMES if name in ranges}
+
+
+def _check_mapping(path: Path, key: str, value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise InstanceFormatError("expected a mapping", source=str(path), field=key, value=value)
+
+
+def _prior_ranges(path: Path, key: str, ranges: Any) -> dict[str, list[float]]:
+    """The checked ranges of one section (``prior`` or ``sizes.<preset>``) of tier file ``path``."""
+    _check_mapping(path, key, ranges)
+    out = {}
+    for name, bounds in ranges.items():
+        where = f"{key}.{name}"
+        if name not in TARGET_NAMES:
+            raise InstanceFormatError(f"unknown target (known: {', '.join(TARGET_NAMES)})", source=str(path),
+                                      field=where, value=bounds)
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            raise InstanceFormatError("must be [low, high]", source=str(path), field=where, value=bounds)
+        try:
+            for i, bound in enumerate(bounds):
+                check_target(name, bound, f"{where}[{i}]")
+        except InstanceFormatError as exc:
+            raise exc.located(str(path)) from None
+        if bounds[0] > bounds[1]:
+            raise InstanceFormatError("must be [low, high] with low <= high", source=str(path), field=where,
+                                      value=bounds)
+        out[name] = [float(v) for v in bounds]
+    return out
 
 
 def key_inputs(tier: str, size: str) -> dict[str, Any]:
@@ -132,14 +169,14 @@ def generate_member(inputs: Mapping[str, Any], seed: int) -> str:
 class TierPool:
     """Calibrated instances of one tier and size preset, by seed, cached under ``cache_dir`` (module docstring).
 
-    ``workers``: processes used by :meth:`prepare` (default ``min(2, cpu_count)``).
+    ``workers``: processes used by :meth:`prepare`, an integer >= 1 (default ``min(2, cpu_count)``).
     """
 
     def __init__(self, tier: str, size: str = "small", cache_dir: str | os.PathLike[str] | None = None,
                  workers: int | None = None) -> None:
         self.tier = tier
         self.size = size
-        self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        self.workers = check_integer("workers", workers, 1) if workers is not None else min(2, os.cpu_count() or 1)
         self._inputs = key_inputs(tier, size)
         self.key = hashlib.sha256(_canonical(self._inputs).encode("utf-8")).hexdigest()
         self.directory = Path(cache_dir if cache_dir is not None else default_cache_dir()) / self.key
@@ -149,7 +186,7 @@ class TierPool:
         return f"TierPool(tier={self.tier!r}, size={self.size!r}, directory='{self.directory}')"
 
     def instance(self, seed: int) -> Instance:
-        """The pool's instance for ``seed`` (an integer >= 0), generated and cached on first use."""
+        """The pool's instance for ``seed`` (an integer >= 0, bools not), generated and cached on first use."""
         seed = _check_seed(seed)
         text = self._read(seed)
         if text is None:
@@ -199,7 +236,8 @@ class TierPool:
         else:
             problem = None
         if problem is not None:
-            warnings.warn(f"tier pool cache: {problem}; rebuilding {self.directory}", CacheWarning, stacklevel=3)
+            warnings.warn(f"tier pool cache: {problem}; rebuilding {self.directory}", CacheWarning,
+                          stacklevel=_caller_stacklevel())
             shutil.rmtree(self.directory)
         write_text_atomic(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
@@ -217,7 +255,7 @@ class TierPool:
         if problem is None:
             return data.decode("utf-8")
         warnings.warn(f"tier pool cache: {data_path} is corrupt or incomplete ({problem}); regenerating it",
-                      CacheWarning, stacklevel=3)
+                      CacheWarning, stacklevel=_caller_stacklevel())
         return None
 
     def _write(self, seed: int, text: str) -> None:
@@ -228,10 +266,20 @@ class TierPool:
 
 
 def _check_seed(seed: int) -> int:
-    value = operator.index(seed)
-    if value < 0:
-        raise ValueError(f"pool seeds are integers >= 0, got {seed}")
-    return value
+    """``seed`` as an ``int``; an error naming ``seed`` unless it is an integer >= 0 (NumPy ones too, bools not)."""
+    return check_integer("seed", seed, 0)
+
+
+def _caller_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel, for its caller, of the first frame outside this module.
+
+    A warning then points at the user's line whichever public entry point (:func:`tier_pool`,
+    :class:`TierPool`, :meth:`TierPool.instance`) led to it.
+    """
+    frame, level = sys._getframe(1), 1  # the function that calls warnings.warn
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def tier_pool(tier: str, size: str = "small", **kwargs: Any) -> TierPool:
