@@ -10,10 +10,10 @@ import numpy as np
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
+from dynasched_gym.checks import check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
-from dynasched_gym.envs.dfjsp.types import check_at_least
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -67,10 +67,10 @@ class LookaheadAgent(Agent):
                  objective: str | None = None, clairvoyant: bool = False, horizon: int | None = None,
                  futures: int = 0, future_tier: str | None = None, future_size: str | None = None,
                  future_seed: int = 0) -> None:
-        check_at_least("top_k", top_k, 1)
-        check_at_least("futures", futures, 0)
+        check_integer("top_k", top_k, 1)
+        check_integer("futures", futures, 0)
         if horizon is not None:
-            check_at_least("horizon", horizon, 0)
+            check_integer("horizon", horizon, 0)
         if futures and (horizon is not None or clairvoyant):
             raise ValueError(f"futures={futures} rolls out to the end in sampled futures: it cannot be combined "
                              f"with horizon={horizon} or clairvoyant={clairvoyant}")

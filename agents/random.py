@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from dynasched_gym.agents.base import Agent
-from dynasched_gym.envs.dfjsp.types import check_at_least
+from dynasched_gym.checks import check_integer
 
 
 class RandomAgent(Agent):
@@ -17,7 +17,7 @@ class RandomAgent(Agent):
     name = "random"
 
     def __init__(self, seed: int = 0) -> None:
-        check_at_least("seed", seed, 0)
+        check_integer("seed", seed, 0)
         self.seed = int(seed)
 
     def reset(self, env: gym.Env) -> None:

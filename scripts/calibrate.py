@@ -27,9 +27,9 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tolerances, calibrate, ssi
-from dynasched_gym.generation.scenario import check_integer
 from dynasched_gym.io import dsbx_dir
 
 

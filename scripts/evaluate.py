@@ -46,7 +46,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import dynasched_gym
-from dynasched_gym.envs.dfjsp.types import check_choice
+from dynasched_gym.checks import check_choice
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import KEY_FIELDS, ROW_FORMAT, Key, ResultStore, canonical_json, config_hash, row_key
 from dynasched_gym.schedule import Schedule

@@ -36,7 +36,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, agent_name
-from dynasched_gym.envs.dfjsp.types import check_choice
+from dynasched_gym.checks import check_choice
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate

@@ -57,9 +57,9 @@ from dynasched_gym import Instance, rollout, validate_schedule
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_objectives
+from dynasched_gym.checks import check_choice
 from dynasched_gym.core.rules import parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
-from dynasched_gym.envs.dfjsp.types import check_choice
 from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import TIERS, size_presets, tier_pool

@@ -108,8 +108,8 @@ def test_lookahead_horizon_beyond_the_episode_plays_as_the_full_rollouts():
     np.testing.assert_array_equal(full.segment_machine, long.segment_machine)
     assert short.finished and validate_schedule(short).ok
     assert LookaheadAgent(horizon=5).config()["horizon"] == 5 and "horizon" not in LookaheadAgent().config()
-    for bad in (-1, 2.5, True):
-        with pytest.raises(ValueError, match="horizon"):
+    for bad, error in ((-1, ValueError), (2.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match=f"horizon must be an integer >= 0, got {bad!r}"):
             LookaheadAgent(horizon=bad)
 
 
@@ -170,8 +170,8 @@ def test_a_horizon_stops_the_rollouts_after_that_many_decisions():
 def test_bad_agent_arguments_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"'.*missing\.zip' is not a file"):
         make("ppo", checkpoint=tmp_path / "missing.zip")
-    for bad in ("x", -1, 1.5):
-        with pytest.raises(ValueError, match="seed must be an integer"):
+    for bad, error in (("x", TypeError), (-1, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match="seed must be an integer"):
             make("random", seed=bad)
 
 

@@ -237,8 +237,8 @@ def test_bad_arguments_raise_helpful_errors():
                         ("reward_scale", float("nan")), ("time_scale", "5"), ("time_scale", 0.0)]:
         with pytest.raises(ValueError, match=f"{name} must be a finite number > 0, got {value!r}"):
             DFJSPEnv(instance="mk01", **{name: value})
-    for value in (2.5, True, "10", None, 0):
-        with pytest.raises(ValueError, match=f"pool_size must be an integer >= 1, got {value!r}"):
+    for value, error in ((2.5, TypeError), (True, TypeError), ("10", TypeError), (None, TypeError), (0, ValueError)):
+        with pytest.raises(error, match=f"pool_size must be an integer >= 1, got {value!r}"):
             DFJSPEnv(pool_size=value)
     with pytest.raises(ValueError, match=r"tier must be one of .* got 'bogus'"):  # checked even when unused
         DFJSPEnv(instance="mk01", tier="bogus")

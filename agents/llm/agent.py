@@ -57,8 +57,8 @@ from dynasched_gym.agents.llm.prompts import (
 from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
+from dynasched_gym.checks import check_choice, check_integer
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
-from dynasched_gym.envs.dfjsp.types import check_at_least, check_choice
 from dynasched_gym.metrics import OBJECTIVES
 
 REFINEMENTS = ("greedy", "reflection", "best-of-n")
@@ -155,7 +155,7 @@ class LLMAgent(Agent):
                                      ("samples", samples, 1), ("reflection_rounds", reflection_rounds, 1),
                                      ("max_tool_rounds", max_tool_rounds, 1),
                                      ("max_consecutive_errors", max_consecutive_errors, 0)):
-            check_at_least(name, value, minimum)
+            check_integer(name, value, minimum)
         self.prune_rules = None if prune_rules is None else rule_list(prune_rules)
         self.rollout_rules = None if rollout_rules is None else rule_list(rollout_rules)
         for rule in (*([fallback] if fallback else ()), *(self.prune_rules or ()), *(self.rollout_rules or ())):

@@ -46,9 +46,10 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.generation.generator import Draft
 from dynasched_gym.generation.realised import measure
-from dynasched_gym.generation.scenario import Tolerances, check_integer
+from dynasched_gym.generation.scenario import Tolerances
 from dynasched_gym.generation.sesc import knobs, relative_errors, set_knobs, within, worst_target
 
 EVOLUTIONARY_METHODS = ("cmaes", "nsga2")

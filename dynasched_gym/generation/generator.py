@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure
-from dynasched_gym.generation.scenario import PlantConfig, Scenario, check_integer
+from dynasched_gym.generation.scenario import PlantConfig, Scenario
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 #: Bumped whenever the same (scenario, seed) would give a different instance; part of pool cache keys.

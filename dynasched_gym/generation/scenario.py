@@ -11,7 +11,6 @@ target and its measurement are always called the same.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -277,14 +276,6 @@ def check_target(name: str, value: Any, field_name: str | None = None) -> None:
     _check_range(field_name or f"targets.{name}", value, *TARGET_RANGES[name])
 
 
-def check_integer(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an ``int``; raise naming argument ``name`` and ``value`` unless it is an integer (NumPy
-    integers included, bools not; :class:`TypeError`) >= ``minimum`` (:class:`ValueError`)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _is_pair(value: Any, kind: Callable[[Any], bool]) -> bool:

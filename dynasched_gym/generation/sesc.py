@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.generation.generator import Draft, draft
 from dynasched_gym.generation.realised import column_sums, measure, realised_metrics
-from dynasched_gym.generation.scenario import Scenario, Targets, Tolerances, check_integer, replace_targets
+from dynasched_gym.generation.scenario import Scenario, Targets, Tolerances, replace_targets
 from dynasched_gym.instance import Instance
 
 METHODS = ("sesc", "cmaes", "nsga2")

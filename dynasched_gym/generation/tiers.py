@@ -57,9 +57,10 @@ import yaml
 from tqdm import tqdm
 
 from dynasched_gym import conf
+from dynasched_gym.checks import check_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import generator, stress_index
-from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_integer, check_target, size_presets
+from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_target, size_presets
 from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic

@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from dynasched_gym.envs.dfjsp.types import check_at_least, check_choice
+from dynasched_gym.checks import check_choice, check_integer
 from dynasched_gym.instance import BREAKDOWN_POLICIES, Instance
 from dynasched_gym.io import resolve_instance
 
@@ -55,7 +55,7 @@ class InstanceSource:
 
         check_choice("tier", tier, TIERS)  # checked with a fixed instance too: a typo must not pass unnoticed
         check_choice("size", size, size_presets())
-        check_at_least("pool_size", pool_size, 1)
+        check_integer("pool_size", pool_size, 1)
         if breakdown_policy is not None and breakdown_policy not in BREAKDOWN_POLICIES:
             raise ValueError(f"breakdown_policy must be one of {BREAKDOWN_POLICIES} or None, got {breakdown_policy!r}")
         self.tier = tier

@@ -18,12 +18,12 @@ A single env is a batch of one.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
 
+from dynasched_gym.checks import check_choice, check_integer, check_positive
 from dynasched_gym.core.compiled import State, Static
 from dynasched_gym.core.rules import COMPOSITE_RULES
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
@@ -145,7 +145,7 @@ class EnvConfig:
         check_choice("objective", self.objective, OBJECTIVES)
         check_choice("observability", self.observability, OBSERVABILITY)
         check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
-        check_at_least("max_candidates", self.max_candidates, 1)
+        check_integer("max_candidates", self.max_candidates, 1)
         check_positive("reward_scale", self.reward_scale)
         if self.time_scale is not None:
             check_positive("time_scale", self.time_scale)
@@ -170,24 +170,10 @@ class EnvConfig:
         return row
 
 
-def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
-    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
-def check_at_least(name: str, value: object, minimum: int) -> None:
-    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is an integer (numpy ones included,
-    bools not) >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
-def check_positive(name: str, value: object) -> None:
-    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is a finite real number > 0 (bools not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 # ------------------------------------------------------------------------------ batch layout

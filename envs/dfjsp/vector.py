@@ -14,6 +14,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.core.kernels import DONE, ERR_STALLED
 from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
@@ -25,7 +26,7 @@ from dynasched_gym.envs.dfjsp.env import (
     instance_option,
 )
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
-from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, S_TIME_SCALE, Observation, check_at_least
+from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, S_TIME_SCALE, Observation
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -75,7 +76,7 @@ class DFJSPVectorEnv(VectorEnv):
         parallel: bool = False,
         **kwargs: Any,
     ) -> None:
-        check_at_least("num_envs", num_envs, 1)
+        check_integer("num_envs", num_envs, 1)
         render_mode = kwargs.get("render_mode")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode of a vector env must be one of {self.metadata['render_modes']} or None, "
