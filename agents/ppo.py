@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import yaml
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from tqdm import tqdm
@@ -48,6 +50,18 @@ def shipped_checkpoint(tier: str, size: str = "small", observability: str = "con
     return path
 
 
+def training_objective(checkpoint: Path) -> str | None:
+    """The objective ``checkpoint`` was trained for, from the config saved beside it (a shipped model's
+    ``<name>.yaml``; ``model.yaml`` of a ``scripts.train`` run, for its models and ``checkpoints/``); ``None``
+    when there is none."""
+    for sidecar in (checkpoint.with_suffix(".yaml"), checkpoint.parent / "model.yaml",
+                    checkpoint.parent.parent / "model.yaml"):
+        if sidecar.is_file():
+            record = yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}
+            return ((record.get("config") or {}).get("env") or {}).get("objective")
+    return None
+
+
 class PPOAgent(Agent):
     """Plays a ``MaskablePPO`` policy on ``DynaSched/DFJSP-v0`` (masks from ``env.action_masks()``).
 
@@ -57,6 +71,8 @@ class PPOAgent(Agent):
     from the env's state unless the env already adds them (:class:`~dynasched_gym.envs.wrappers.ForecastFeatures`).
     A policy with an asymmetric critic (``SlotPolicy(critic_hindsight=True)``) gets zeros for the critic's
     privileged ``hindsight_forecasts``: its actor never reads them, and the env never has to reveal the future.
+    :meth:`reset` warns when the env's objective is not :attr:`trained_objective` (read from the config saved
+    beside the checkpoint, :func:`training_objective`).
 
     Args:
         checkpoint: a ``.zip`` saved by ``MaskablePPO.save`` (or a model in memory, e.g. while training).
@@ -78,12 +94,18 @@ class PPOAgent(Agent):
             # the training schedules are not needed to act (and may not unpickle across cloudpickle versions)
             self.model = MaskablePPO.load(path, device="cpu", custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
             self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()
+        self.trained_objective = None if self.checkpoint is None else training_objective(Path(self.checkpoint))
         self.deterministic = deterministic
         self._forecaster: SlotForecaster | None = None
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
         self.require_pair_env()
+        if self.trained_objective not in (None, self.env.config.objective):
+            warnings.warn(f"the PPO policy {self.checkpoint} was trained for {self.trained_objective}, the env's "
+                          f"objective is {self.env.config.objective}: make the env with "
+                          f"objective={self.trained_objective!r} to play it on its own objective",
+                          RuntimeWarning, stacklevel=2)
         rules, futures, pool = self._forecast_settings()
         expected = self._played_space()
         if rules and FORECASTS_KEY not in env.observation_space.spaces:  # the agent adds them itself

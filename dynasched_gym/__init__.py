@@ -33,10 +33,12 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name == "data":  # the embedded instances: dg.data.path("mk01")
+        return importlib.import_module("dynasched_gym.data")
     raise AttributeError(f"module 'dynasched_gym' has no attribute {name!r}")
 
 

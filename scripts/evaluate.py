@@ -248,7 +248,7 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
 
 def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
-    checkpoint is missing is skipped, with the reason."""
+    checkpoint is missing, or a policy trained for another objective, is skipped, with the reason."""
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
     if int(cfg.seeds.count) < 1 or int(cfg.seeds.start) < 0:
         raise ValueError(f"seeds must have start >= 0 and count >= 1, got start={cfg.seeds.start}, "
@@ -266,6 +266,11 @@ def plan(cfg: DictConfig) -> Plan:
                     if isinstance(exc, ImportError) and not _optional_missing(exc):
                         raise  # a broken module of this package is an error, not a missing extra
                     skipped.append(f"{spec['name']} on {tier}/{size}: {exc}")
+                    continue
+                trained = getattr(getattr(player, "agent", None), "trained_objective", None)
+                if trained not in (None, cfg.objective):  # a policy is ranked on the objective it was trained for
+                    skipped.append(f"{spec['name']} on {tier}/{size}: trained for {trained}, this evaluation's "
+                                   f"objective is {cfg.objective}")
                     continue
                 config = player.config()
                 entrant = Entrant(resolved, spec.get("label") or player.name, config_hash(config), player.clairvoyant,

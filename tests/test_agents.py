@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -173,6 +175,18 @@ def test_bad_agent_arguments_are_named(tmp_path):
     for bad, error in (("x", TypeError), (-1, ValueError), (1.5, TypeError)):
         with pytest.raises(error, match="seed must be an integer"):
             make("random", seed=bad)
+
+
+def test_ppo_warns_when_played_on_another_objective():
+    from dynasched_gym.agents.ppo import shipped_checkpoint
+
+    agent = make("ppo", checkpoint=shipped_checkpoint("hard"))
+    assert agent.trained_objective == "weighted_tardiness"
+    with pytest.warns(RuntimeWarning, match="trained for weighted_tardiness, the env's objective is makespan"):
+        agent.reset(gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.reset(gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness"))
 
 
 def test_make_ppo_without_a_checkpoint_says_what_to_pass():

@@ -356,6 +356,20 @@ def test_missing_extras_skip_agents_but_broken_modules_fail(monkeypatch: pytest.
     evaluate._player.cache_clear()
 
 
+def test_a_policy_is_only_ranked_on_the_objective_it_was_trained_for() -> None:
+    evaluate._player.cache_clear()
+    plan = evaluate.plan(config("evaluate", "tiers=hard", "seeds.count=1", "agent=[random]", "ppo=shipped",
+                                "objective=makespan"))
+    assert [e[0].agent for e in plan.episodes] == ["random"]
+    assert plan.skipped == ["ppo on hard/small: trained for weighted_tardiness, "
+                            "this evaluation's objective is makespan"]
+    evaluate._player.cache_clear()
+    plan = evaluate.plan(config("evaluate", "tiers=hard", "seeds.count=1", "agent=[random]", "ppo=shipped",
+                                "objective=weighted_tardiness"))
+    assert sorted(e[0].agent for e in plan.episodes) == ["ppo", "random"]
+    evaluate._player.cache_clear()
+
+
 @pytest.mark.parametrize(("override", "message"), [("objective=bar", "objective must be one of"),
                                                    ("seeds.count=0", "count >= 1"), ("seeds.start=-2", "start >= 0")])
 def test_bad_objective_or_seeds_are_refused_before_any_episode(override: str, message: str) -> None:

@@ -705,3 +705,12 @@ def test_a_key_repeated_in_one_json_object_is_refused(tmp_path: Path, reference_
     with pytest.raises(InstanceFormatError, match="appears twice") as exc:
         load_instance(d)
     assert_located(exc, events, line, line=1, field="duration")
+
+
+def test_an_embedded_name_given_as_a_path_says_how_to_load_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dynasched_gym
+
+    monkeypatch.chdir(tmp_path)  # no file called mk01 here
+    with pytest.raises(InstanceFormatError, match=r"'mk01' is an embedded instance: .*data\.path\('mk01'\)"):
+        load_instance("mk01")
+    assert load_instance(dynasched_gym.data.path("mk01")).name == "mk01"

@@ -50,7 +50,11 @@ def load_instance(path: str | os.PathLike[str], format: str | None = None) -> In
 def _detect(p: Path) -> tuple[str, Any]:
     """The format of ``p`` and, for a JSON file, its parsed content (``None`` for other formats)."""
     if not p.exists():
-        raise InstanceFormatError("no such file or directory", source=str(p), value=str(p))
+        from dynasched_gym import data
+
+        hint = (f" ({p.name!r} is an embedded instance: load_instance(dynasched_gym.data.path({p.name!r})), or "
+                f"resolve_instance({p.name!r}))") if str(p) in data.EMBEDDED else ""
+        raise InstanceFormatError(f"no such file or directory{hint}", source=str(p), value=str(p))
     head = ""
     if p.is_file():
         with p.open("r", encoding="utf-8", errors="replace") as fh:
