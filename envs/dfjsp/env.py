@@ -121,7 +121,9 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         reward_scale: positive factor of every reward.
         time_scale: time unit of the features; ``None``: each instance's mean processing time.
         render_mode: ``human``, ``rgb_array`` (Gantt chart) or ``ansi`` (text).
-        pool_size: a tier pool's episodes draw its instances of seeds ``0 .. pool_size - 1``; each is
+        pool_start: the first pool seed episodes draw: 0 (the default) for the seeds PPO trains on,
+            e.g. 10_000 for held-out test instances.
+        pool_size: a tier pool's episodes draw its instances of seeds ``pool_start .. pool_start + pool_size - 1``; each is
             generated once and cached on disk (build them ahead with ``tier_pool(...).prepare``).
 
     Example:
@@ -148,12 +150,13 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         time_scale: float | None = None,
         render_mode: str | None = None,
         pool_size: int = 1000,
+        pool_start: int = 0,
     ) -> None:
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
         self.config = EnvConfig(self.action_kind, objective, observability, max_candidates, invalid_action,
                                 reward_scale, time_scale)
-        self.source = InstanceSource(instance, tier, size, breakdown_policy, pool_size)
+        self.source = InstanceSource(instance, tier, size, breakdown_policy, pool_size, pool_start)
         probe = self.source.probe()
         self.observation_space, self.action_space = make_spaces(self.config, probe.num_machines)
         self.render_mode = render_mode

@@ -45,23 +45,26 @@ class InstanceSource:
         tier: the tier of the pool (``instance=None`` only).
         size: the size of the pool (``instance=None`` only).
         breakdown_policy: ``"resume"`` or ``"restart"`` overrides every instance's policy; ``None`` keeps it.
-        pool_size: episodes draw the pool's instances of seeds ``0 .. pool_size - 1`` (``instance=None``
+        pool_start: the first pool seed episodes draw (``instance=None`` only; e.g. 10 000 for held-out
+            instances when training used ``0 .. 999``).
+        pool_size: episodes draw the pool's instances of seeds ``pool_start .. pool_start + pool_size - 1`` (``instance=None``
             only); each is generated once and cached on disk.
     """
 
     def __init__(self, instance: InstanceSpec | None, tier: str, size: str, breakdown_policy: str | None,
-                 pool_size: int = 1000) -> None:
+                 pool_size: int = 1000, pool_start: int = 0) -> None:
         from dynasched_gym.generation import TIERS, size_presets
 
         check_choice("tier", tier, TIERS)  # checked with a fixed instance too: a typo must not pass unnoticed
         check_choice("size", size, size_presets())
         check_integer("pool_size", pool_size, 1)
+        check_integer("pool_start", pool_start, 0)
         if breakdown_policy is not None and breakdown_policy not in BREAKDOWN_POLICIES:
             raise ValueError(f"breakdown_policy must be one of {BREAKDOWN_POLICIES} or None, got {breakdown_policy!r}")
         self.tier = tier
         self.size = size
         self.breakdown_policy = breakdown_policy
-        self.pool_size = pool_size
+        self.pool_size, self.pool_start = pool_size, pool_start
         self._pool: Any = None
         self._last: tuple[Any, Instance] | None = None  # (spec, prepared instance) of the last resolve
         self._info: tuple[Instance, str | None, dict[str, Any]] | None = None
@@ -85,22 +88,22 @@ class InstanceSource:
         return self._pool
 
     def probe(self) -> Instance:
-        """An instance that fixes the spaces: the fixed one, or the pool's instance of seed 0."""
+        """An instance that fixes the spaces: the fixed one, or the pool's instance of seed ``pool_start``."""
         if self.fixed is not None:
             return self.fixed
-        return self.resolve(self._tier_pool().instance(0))
+        return self.resolve(self._tier_pool().instance(self.pool_start))
 
     def draw(self, rng: np.random.Generator, override: InstanceSpec | None = None) -> tuple[Instance, str | None]:
         """The next episode's instance and the tier it comes from (``None`` unless drawn from a pool).
 
         ``override`` (``reset(options={"instance": ...})``) replaces the source for this episode.
-        A pool draw takes the instance of seed ``rng.integers(pool_size)``.
+        A pool draw takes the instance of seed ``pool_start + rng.integers(pool_size)``.
         """
         if override is not None:
             return self.resolve(override), None
         if self.fixed is not None:
             return self.fixed, None
-        return self.resolve(self._tier_pool().instance(int(rng.integers(self.pool_size)))), self.tier
+        return self.resolve(self._tier_pool().instance(self.pool_start + int(rng.integers(self.pool_size)))), self.tier
 
     def info(self, instance: Instance, tier: str | None) -> dict[str, Any]:
         """:func:`episode_info`, memoised for the last instance (a new dict each call)."""
