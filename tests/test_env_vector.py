@@ -238,14 +238,19 @@ def test_sb3_adapter():
     venv.seed(0)
     venv.reset()
     dones = np.zeros(3, dtype=bool)
+    steps = 0
     while not dones.any():
         masks = np.stack(venv.env_method("action_masks"))
         assert masks[:, 0].all()
         observation, rewards, dones, infos = venv.step(np.zeros(3, dtype=np.int64))
         _, reward, done, _, single_info = env.step(0)
+        steps += 1
         assert rewards[0] == np.float32(reward)
     assert done and dones.all()
     assert infos[0]["metrics"] == single_info["metrics"]
+    # Monitor's record, for SB3's rollout/ep_rew_mean: the return here is minus the makespan
+    assert infos[0]["episode"]["l"] == steps
+    assert infos[0]["episode"]["r"] == pytest.approx(-infos[0]["metrics"]["makespan"])
     assert infos[0]["terminal_observation"].shape == observation.shape[1:]
     assert infos[0]["TimeLimit.truncated"] is False
     assert venv.get_attr("render_mode") == [None] * 3

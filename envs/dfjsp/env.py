@@ -123,8 +123,8 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         render_mode: ``human``, ``rgb_array`` (Gantt chart) or ``ansi`` (text).
         pool_start: the first pool seed episodes draw: 0 (the default) for the seeds PPO trains on,
             e.g. 10_000 for held-out test instances.
-        pool_size: a tier pool's episodes draw its instances of seeds ``pool_start .. pool_start + pool_size - 1``; each is
-            generated once and cached on disk (build them ahead with ``tier_pool(...).prepare``).
+        pool_size: a tier pool's episodes draw its instances of seeds ``pool_start .. pool_start + pool_size - 1``;
+            each is generated once and cached on disk (build them ahead with ``tier_pool(...).prepare``).
 
     Example:
         >>> import gymnasium as gym, dynasched_gym

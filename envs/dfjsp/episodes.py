@@ -47,8 +47,8 @@ class InstanceSource:
         breakdown_policy: ``"resume"`` or ``"restart"`` overrides every instance's policy; ``None`` keeps it.
         pool_start: the first pool seed episodes draw (``instance=None`` only; e.g. 10 000 for held-out
             instances when training used ``0 .. 999``).
-        pool_size: episodes draw the pool's instances of seeds ``pool_start .. pool_start + pool_size - 1`` (``instance=None``
-            only); each is generated once and cached on disk.
+        pool_size: episodes draw the pool's instances of seeds ``pool_start .. pool_start + pool_size - 1``
+            (``instance=None`` only); each is generated once and cached on disk.
     """
 
     def __init__(self, instance: InstanceSpec | None, tier: str, size: str, breakdown_policy: str | None,
