@@ -29,6 +29,12 @@ class Agent(ABC):
         """Start an episode in ``env`` (called after ``env.reset``)."""
         self.env = env.unwrapped
 
+    def __getattr__(self, name: str) -> Any:
+        if name == "env":  # only reached before the first reset
+            raise AttributeError(f"{type(self).__name__} has no env yet: call agent.reset(env) after env.reset() "
+                                 "and before act() (run_episode does both)")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def require_pair_env(self) -> None:
         """Refuse the rule-selection env ``DFJSP-Rules-v0``: this agent plays (operation, machine) pair slots."""
         if hasattr(self.env, "rules"):

@@ -101,6 +101,10 @@ class PPOAgent(Agent):
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
         self.require_pair_env()
+        if not isinstance(env.observation_space, spaces.Dict):
+            raise ValueError(f"the PPO agent reads the Dict observations of DynaSched/DFJSP-v0, got "
+                             f"{type(env.observation_space).__name__}: play it on the env without "
+                             "FlattenDictObservation / FlattenObservation")
         if self.trained_objective not in (None, self.env.config.objective):
             warnings.warn(f"the PPO policy {self.checkpoint} was trained for {self.trained_objective}, the env's "
                           f"objective is {self.env.config.objective}: make the env with "

@@ -220,3 +220,16 @@ def test_complementary_rules_cover_the_instances_greedily():
     assert complementary_rules(values, 4) == ["A", "D", "B", "C"]
     with pytest.raises(ValueError, match=r"count must be in 1\.\.5"):
         complementary_rules(values, 0)
+
+
+def test_agent_misuse_gets_a_clear_error():
+    from dynasched_gym.agents.ppo import shipped_checkpoint
+
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01")
+    observation, info = env.reset(seed=0)
+    with pytest.raises(AttributeError, match=r"call agent\.reset\(env\)"):
+        make("lookahead").act(observation, info)
+    flat = gym.wrappers.FlattenObservation(env)
+    flat.reset(seed=0)
+    with pytest.raises(ValueError, match=r"reads the Dict observations .* got Box"):
+        make("ppo", checkpoint=shipped_checkpoint("hard")).reset(flat)

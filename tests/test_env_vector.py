@@ -257,3 +257,12 @@ def test_sb3_adapter():
     assert venv.env_is_wrapped(gym.Wrapper) == [False] * 3
     with pytest.raises(ValueError, match="SAME_STEP"):
         SB3VecEnv(DFJSPVectorEnv(2, instance="mk01"))
+
+
+@pytest.mark.parametrize("mode", ["same_step", "SameStep", "SAME_STEP", "same-step"])
+def test_autoreset_mode_may_be_named_as_a_string(mode):
+    venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point", instance="mk01",
+                        autoreset_mode=mode)
+    assert venv.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    with pytest.raises(ValueError, match=r"autoreset_mode must be one of .* got 'sometimes'"):
+        DFJSPVectorEnv(2, instance="mk01", autoreset_mode="sometimes")

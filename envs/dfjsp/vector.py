@@ -86,7 +86,7 @@ class DFJSPVectorEnv(VectorEnv):
         self.config = template.config
         self.source = template.source  # where each episode's instance comes from (tier pool or fixed)
         self.render_mode = render_mode
-        self.metadata = {**self.metadata, "autoreset_mode": AutoresetMode(autoreset_mode)}
+        self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode_of(autoreset_mode)}
         self.single_observation_space = template.observation_space
         self.single_action_space = template.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -256,6 +256,18 @@ class DFJSPVectorEnv(VectorEnv):
                     "action_mask": w.action_mask.copy()}
         return {"candidates": w.candidates, "machines": w.machines, "global": w.global_,
                 "action_mask": w.action_mask}
+
+
+def autoreset_mode_of(mode: AutoresetMode | str) -> AutoresetMode:
+    """``mode`` as an ``AutoresetMode``; a string may be its value (``"SameStep"``) or name, in any case and with
+    ``_`` or ``-`` (``"same_step"``, ``"SAME_STEP"``)."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    key = str(mode).replace("_", "").replace("-", "").lower()
+    for member in AutoresetMode:
+        if key in (member.value.lower(), member.name.replace("_", "").lower()):
+            return member
+    raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} (or their names), got {mode!r}")
 
 
 class DFJSPRulesVectorEnv(DFJSPVectorEnv):
