@@ -156,7 +156,8 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert schedule.finished and validate_schedule(schedule).ok
     assert schedule.metrics["total_weighted_tardiness"] == pytest.approx(record["evaluation"]["ppo_values"][0])
     with pytest.raises(ValueError, match="observation space"):
-        agent.reset(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance, max_candidates=16))
+        agent.reset(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance, max_candidates=16,
+                             objective="weighted_tardiness"))
     rules = tuple(record["config"]["env"]["forecast_features"])
     assert rules and agent.model.policy.forecast_rules == rules  # the default config trains with forecasts
     wrapped = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance,
