@@ -342,3 +342,25 @@ def test_the_env_simulator_follows_the_episode():
     offered_jobs, offered_machines = env.unwrapped.offered_pairs()
     offered = {(j, m) for j, m in zip(offered_jobs.tolist(), offered_machines.tolist()) if j >= 0}
     assert set(zip(jobs.tolist(), machines.tolist())) == offered
+
+
+def test_copying_an_env_says_how_to_branch_the_simulation_instead():
+    import copy
+    import pickle
+
+    env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium")
+    env.reset(seed=0)
+    for _ in range(20):
+        env.step(0)
+    for attempt in (lambda: copy.deepcopy(env.unwrapped), lambda: pickle.dumps(env.unwrapped)):
+        with pytest.raises(TypeError, match=r"branch\.restore\(env\.unwrapped\.simulator\.snapshot\(\)\)"):
+            attempt()
+    sim = env.unwrapped.simulator
+    branch = dynasched_gym.Simulator(env.unwrapped.instance)
+    branch.reset()
+    branch.restore(sim.snapshot())
+    before = (sim.now, sim.decisions)
+    while not branch.done:
+        jobs, machines, _ = branch.candidates()
+        branch.step(jobs[0], machines[0])
+    assert branch.schedule().finished and (sim.now, sim.decisions) == before  # the env's episode is untouched

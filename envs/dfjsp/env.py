@@ -169,6 +169,12 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         self._done = True
         self._viewer: Any = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the numba batch buffers cannot be pickled; say how to branch a simulation instead
+        raise TypeError(f"{type(self).__name__} cannot be pickled or copied (it holds numba state). To branch the "
+                        "simulation (search, MCTS): branch = dynasched_gym.Simulator(env.unwrapped.instance); "
+                        "branch.reset(); branch.restore(env.unwrapped.simulator.snapshot()), then step the branch")
+
     # ---------------------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
         """Start an episode; ``options={"instance": ...}`` plays that instance in this episode."""
