@@ -46,7 +46,7 @@ from dynasched_gym.core.simulator import rollout
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
-from dynasched_gym.validate import validate_schedule
+from dynasched_gym.validate import machine_downtime, validate_schedule
 
 __all__ = ["OracleResult", "solve_clairvoyant"]
 
@@ -66,6 +66,7 @@ _Key = tuple[Any, ...]  # a slot's identity within its job: ("op", k), ("rework"
 _Cond = tuple[int, _Key, float]  # (kind, slot, t)
 _COMPLETED, _PREEMPTED = SEGMENT_STATUSES.index("completed"), SEGMENT_STATUSES.index("preempted")
 _BREAKDOWN, _MAINTENANCE = DOWNTIME_KINDS.index("breakdown"), DOWNTIME_KINDS.index("maintenance")
+_MACHINE_EVENTS = (EventType.BREAKDOWN, EventType.REPAIR, EventType.MAINTENANCE)
 
 
 @dataclass(frozen=True)
@@ -635,7 +636,6 @@ class _Model:
         segs: list[tuple[int, int, int, float, float, float, int]] = []
         completion = np.full(inst.num_jobs, np.nan)
         cancelled = np.full(inst.num_jobs, np.nan)
-        busy: list[list[tuple[int, float]]] = [[] for _ in range(inst.num_machines)]  # (start tick, float end)
         for j, (xs, variants) in enumerate(zip(self.chosen, self.variants)):
             v_idx = next(i for i, x in enumerate(xs) if solver.boolean_value(x))
             if variants[v_idx].cancelled_at is not None:
@@ -654,10 +654,9 @@ class _Model:
                             work -= (b_s - cur) / p
                         cur = b_e
                 segs.append((j, k, m, cur, cur + work * p, work, _COMPLETED))
-                busy[m].append((tick, cur + work * p))
                 completion[j] = cur + work * p
         end = float(np.nanmax(np.fmax(completion, cancelled)))
-        down = self._downtime(busy, [[solver.value(s) for s in starts] for starts in self.maint_vars], end)
+        down = self._downtime(segs, end)
         due, weight = _in_force(inst, completion)
         cols = list(zip(*segs)) if segs else [()] * 7
         return Schedule(
@@ -673,43 +672,19 @@ class _Model:
             job_due=due, job_weight=weight, job_completion=completion, job_cancelled_at=cancelled,
         )
 
-    def _downtime(self, busy: list[list[tuple[int, float]]], maint_ticks: list[list[int]],
+    def _downtime(self, segs: Sequence[tuple[int, int, int, float, float, float, int]],
                   end: float) -> list[tuple[int, float, float, int]]:
-        """Downtime records up to the episode's ``end`` (events at ``end`` included, as the simulator applies every
-        event of its last instant): each maintenance starts at the first moment at or
-        after its event when its machine is idle and up; a breakdown during it ends it and lasts at least
-        as long (docs/semantics.md)."""
+        """Downtime records up to the episode's ``end``: what each machine's events imply given when it runs
+        operations (:func:`~dynasched_gym.validate.machine_downtime`, docs/semantics.md: maintenance queued
+        behind operations and run back to back as one block, a breakdown absorbing the block in progress, the
+        events of the last instant applied). The model's own downtime never ends earlier, so the operations it
+        placed never overlap these records."""
         out = []
         for m in range(self.inst.num_machines):
-            windows = [list(w) for w in self.windows[m] if w[0] <= end]  # the end instant's events apply too
-            maint = []
-            items = sorted([(tick, 0, f_end) for tick, f_end in busy[m]]
-                           + [(tick, 1, i) for i, tick in enumerate(maint_ticks[m])])
-            free = 0.0
-            for _, is_maint, val in items:
-                if not is_maint:
-                    free = max(free, val)
-                    continue
-                t, d = self.maint[m][val]
-                s = max(t, free)
-                for w in windows:
-                    if w[0] < s < w[1]:
-                        s = w[1]
-                free = s + d
-                if t <= end:
-                    maint.append([s, s + d])
-            for mt in maint:
-                hit = next((w for w in windows if mt[0] <= w[0] < mt[1]), None)
-                if hit is not None:
-                    hit[1] = max(hit[1], mt[1])
-                    mt[1] = hit[0]
-            merged: list[list[float]] = []
-            for w in sorted(windows):
-                if merged and w[0] < merged[-1][1]:
-                    merged[-1][1] = max(merged[-1][1], w[1])
-                else:
-                    merged.append(w)
-            out += [(m, s, e, _MAINTENANCE) for s, e in maint if e > s] + [(m, s, e, _BREAKDOWN) for s, e in merged]
+            events = [e for e in self.inst.events if e.machine == m and e.type in _MACHINE_EVENTS]
+            runs = [(seg[3], seg[4], SEGMENT_STATUSES[seg[6]]) for seg in segs if seg[2] == m]
+            out += [(m, start, stop, _MAINTENANCE if kind == "maintenance" else _BREAKDOWN)
+                    for kind, start, stop in machine_downtime(events, runs, end)]
         return out
 
 

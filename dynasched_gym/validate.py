@@ -392,6 +392,29 @@ class _MachineReplay:
                 self._open("breakdown", t, t + d, [what])
 
 
+def machine_downtime(events: Sequence[Event], segments: Sequence[tuple[float, float, str]], end: float
+                     ) -> list[tuple[str, float, float]]:
+    """The downtime records one machine's events imply (``docs/semantics.md``) in an episode that ends at ``end``.
+
+    Args:
+        events: the machine's BREAKDOWN, REPAIR and MAINTENANCE events.
+        segments: when the machine runs operations: ``(start, end, status)`` with status ``completed``,
+            ``preempted`` or ``aborted``.
+        end: the episode's end; the events of that instant apply, later ones do not, and downtime still open
+            then runs to its planned end.
+
+    Returns:
+        ``(kind, start, end)`` per record, kind ``breakdown`` or ``maintenance``: what a schedule builder that
+        places operations itself (the CP-SAT oracle) records, and what :func:`validate_schedule` expects.
+    """
+    runs = [_Seg(i, -1, -1, -1, start, stop, 0.0, status) for i, (start, stop, status) in enumerate(segments)]
+    replay = _MachineReplay(events, runs)
+    for lo, hi in replay.stops():
+        if hi > end + _SIM_EPS and lo <= end + _SIM_EPS:
+            break
+    return [(x.kind, x.start, x.end) for x in replay.spans() if x.end > x.start]
+
+
 def _f(x: float | None) -> str:
     return "null" if x is None else f"{x:.10g}"
 

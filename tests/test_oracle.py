@@ -101,6 +101,23 @@ def test_downtime_opened_at_the_last_instant_is_recorded():
     assert rollout(inst, "SPT").downtime_start.tolist() == [4.0]
 
 
+def test_a_breakdown_absorbs_the_whole_block_of_queued_maintenance():
+    # two maintenances queued behind J0 run back to back from 10 as one block, [10, 13]; the breakdown at 10.5
+    # absorbs all of it (the simulator's downtime), and a maintenance arriving meanwhile waits for its end
+    events = [Event(1.0, EventType.MAINTENANCE, machine=0, duration=1.0),
+              Event(2.0, EventType.MAINTENANCE, machine=0, duration=2.0),
+              Event(10.5, EventType.BREAKDOWN, machine=0, duration=0.1),
+              Event(11.0, EventType.MAINTENANCE, machine=0, duration=0.5)]
+    inst = one_machine([Job("J0", [{0: 10.0}]), Job("J1", [{0: 1.0}], release=10.0)], events)
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    simulated = rollout(inst, "SPT")
+    for schedule in (result.schedule, simulated):
+        downtime = list(zip(schedule.downtime_start.tolist(), schedule.downtime_end.tolist()))
+        assert downtime == [(10.0, 10.5), (10.5, 13.0), (13.0, 13.5)]
+    assert result.objective == simulated.metrics["makespan"] == 14.5
+
+
 def test_maintenance_waits_for_the_running_operation():
     inst = one_machine([Job("J0", [{0: 4.0}])], [Event(2.0, EventType.MAINTENANCE, machine=0, duration=1.0)])
     result = solve_clairvoyant(inst, "makespan")
