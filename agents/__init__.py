@@ -35,9 +35,6 @@ def _random(name: str, **kwargs: Any) -> Agent:
 def _ppo(name: str, **kwargs: Any) -> Agent:
     from dynasched_gym.agents.ppo import PPOAgent
 
-    if "checkpoint" not in kwargs:
-        raise TypeError("make('ppo') needs checkpoint=: a model .zip of scripts.train, or a shipped one, e.g. "
-                        "checkpoint=dynasched_gym.agents.ppo.shipped_checkpoint('hard')")
     return PPOAgent(**kwargs)
 
 

@@ -81,7 +81,11 @@ class PPOAgent(Agent):
 
     name = "ppo"
 
-    def __init__(self, checkpoint: str | os.PathLike[str] | MaskablePPO, deterministic: bool = True) -> None:
+    def __init__(self, checkpoint: str | os.PathLike[str] | MaskablePPO | None = None,
+                 deterministic: bool = True) -> None:
+        if checkpoint is None:
+            raise TypeError("make('ppo') needs checkpoint=: a model .zip of scripts.train, or a shipped one, e.g. "
+                            "checkpoint=dynasched_gym.agents.ppo.shipped_checkpoint('hard')")
         if isinstance(checkpoint, MaskablePPO):
             self.model, self.checkpoint, self.sha256 = checkpoint, None, None
         else:

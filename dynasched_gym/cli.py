@@ -119,18 +119,21 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
-    from dynasched_gym.schedule import SCHEDULE_FORMAT, load_schedule
+    from dynasched_gym.io import instance_from_json
+    from dynasched_gym.io.text import read_json
+    from dynasched_gym.schedule import SCHEDULE_FORMAT, schedule_dict, schedule_from_dict
     from dynasched_gym.viz import save_timeline
 
     began = time.perf_counter()
-    from dynasched_gym.io.text import read_json
-
     path = Path(args.source)
-    is_schedule = False
-    if path.is_file() and path.suffix == ".json":
+    source = None
+    if path.is_file() and path.suffix == ".json":  # parsed once, a schedule or an instance by its content
         content = read_json(path)
-        is_schedule = isinstance(content, dict) and content.get("format") == SCHEDULE_FORMAT
-    save_timeline(load_schedule(path) if is_schedule else resolve_instance(args.source), args.out, bins=args.bins)
+        if isinstance(content, dict) and content.get("format") == SCHEDULE_FORMAT:
+            source = schedule_from_dict(schedule_dict(content, path), source=str(path))
+        elif isinstance(content, dict):
+            source = instance_from_json(content, path)
+    save_timeline(source if source is not None else resolve_instance(args.source), args.out, bins=args.bins)
     return _written(args.out, began)
 
 

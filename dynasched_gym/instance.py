@@ -273,21 +273,19 @@ class Instance:
                     elig_time.append(t)
                 op_elig_ptr.append(len(elig_machine))
             job_op_ptr.append(len(op_elig_ptr) - 1)
-        # Each array is made here once and then held by the instance without a further copy.
-        return cls(
+        return cls(  # lists: __post_init__ makes each array once
             name=name,
             machine_names=tuple(m.name for m in machines),
             machine_groups=tuple(m.group for m in machines),
-            machine_speed=_owned_array([_real(m.speed, f"machines[{i}].speed") for i, m in enumerate(machines)],
-                                       np.float64),
+            machine_speed=[_real(m.speed, f"machines[{i}].speed") for i, m in enumerate(machines)],
             job_names=tuple(job.name for job in jobs),
-            job_release=_owned_array(release, np.float64),
-            job_due=_owned_array(due, np.float64),
-            job_weight=_owned_array(weight, np.float64),
-            job_op_ptr=_owned_array(job_op_ptr, np.int64),
-            op_elig_ptr=_owned_array(op_elig_ptr, np.int64),
-            elig_machine=_owned_array(elig_machine, np.int64),
-            elig_time=_owned_array(elig_time, np.float64),
+            job_release=release,
+            job_due=due,
+            job_weight=weight,
+            job_op_ptr=job_op_ptr,
+            op_elig_ptr=op_elig_ptr,
+            elig_machine=elig_machine,
+            elig_time=elig_time,
             events=tuple(events),
             breakdown_policy=breakdown_policy,
         )

@@ -66,7 +66,6 @@ _Key = tuple[Any, ...]  # a slot's identity within its job: ("op", k), ("rework"
 _Cond = tuple[int, _Key, float]  # (kind, slot, t)
 _COMPLETED, _PREEMPTED = SEGMENT_STATUSES.index("completed"), SEGMENT_STATUSES.index("preempted")
 _BREAKDOWN, _MAINTENANCE = DOWNTIME_KINDS.index("breakdown"), DOWNTIME_KINDS.index("maintenance")
-_MACHINE_EVENTS = (EventType.BREAKDOWN, EventType.REPAIR, EventType.MAINTENANCE)
 
 
 @dataclass(frozen=True)
@@ -679,13 +678,15 @@ class _Model:
         behind operations and run back to back as one block, a breakdown absorbing the block in progress, the
         events of the last instant applied). The model's own downtime never ends earlier, so the operations it
         placed never overlap these records."""
-        out = []
-        for m in range(self.inst.num_machines):
-            events = [e for e in self.inst.events if e.machine == m and e.type in _MACHINE_EVENTS]
-            runs = [(seg[3], seg[4], SEGMENT_STATUSES[seg[6]]) for seg in segs if seg[2] == m]
-            out += [(m, start, stop, _MAINTENANCE if kind == "maintenance" else _BREAKDOWN)
-                    for kind, start, stop in machine_downtime(events, runs, end)]
-        return out
+        events: list[list[Event]] = [[] for _ in range(self.inst.num_machines)]
+        runs: list[list[tuple[float, float, str]]] = [[] for _ in range(self.inst.num_machines)]
+        for e in self.inst.events:
+            if e.machine is not None:  # only BREAKDOWN, REPAIR and MAINTENANCE name a machine
+                events[e.machine].append(e)
+        for seg in segs:
+            runs[seg[2]].append((seg[3], seg[4], SEGMENT_STATUSES[seg[6]]))
+        return [(m, start, stop, DOWNTIME_KINDS.index(kind)) for m in range(self.inst.num_machines)
+                for kind, start, stop in machine_downtime(events[m], runs[m], end)]
 
 
 def _pieces(instance: Instance, j: int) -> list[tuple[float, float | None, float]]:

@@ -31,12 +31,14 @@ import math
 import os
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from dynasched_gym.checks import check_choice
 
 ROW_FORMAT = "dynasched-result/1"
 #: The fields that identify a row; the store holds each key once.
@@ -94,13 +96,9 @@ class ResultStore:
         if not self.path.exists():
             return []
         with self._locked(exclusive=False):
-            data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            warnings.warn(f"{self.path}: ignoring a truncated last line ({len(data) - end} bytes; a writer was "
-                          "killed mid-row, the row will be recomputed)", StoreWarning, stacklevel=2)
+            stored = read_jsonl(self.path, row_key, StoreWarning)
         rows, seen = [], set()
-        for row in _parse(data[:end], self.path):
+        for row in stored:
             key = row_key(row)
             if key in seen:
                 warnings.warn(f"{self.path}: duplicate row for key {key} ignored (first kept)", StoreWarning,
@@ -118,8 +116,7 @@ class ResultStore:
         """Append ``row`` durably unless its key is already stored; True when it was written.
 
         Its ``status`` must be one of :data:`STATUSES` (a ValueError otherwise: nothing is written)."""
-        if row.get("status") not in STATUSES:
-            raise ValueError(f"a row's status must be one of {STATUSES}, got {row.get('status')!r}")
+        check_choice("a row's status", row.get("status"), STATUSES)
         key = row_key(row)
         line = (json.dumps(row, allow_nan=False, default=str) + "\n").encode("utf-8")
         with self._locked(exclusive=True):
@@ -143,7 +140,7 @@ class ResultStore:
         fh.seek(self._offset)
         data = fh.read()
         end = data.rfind(b"\n") + 1
-        self._keys.update(row_key(row) for row in _parse(data[:end], self.path))
+        self._keys.update(row_key(row) for row in _parse(data[:end], self.path, row_key, StoreWarning))
         if end < len(data):
             warnings.warn(f"{self.path}: cutting off a truncated last line ({len(data) - end} bytes) left by a "
                           "killed writer", StoreWarning, stacklevel=3)
@@ -151,16 +148,42 @@ class ResultStore:
         self._offset += end
 
 
-def _parse(data: bytes, path: Path) -> Iterator[dict[str, Any]]:
+def read_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, Any]], Any] | None,
+               category: type[Warning], repair: bool = False) -> list[dict[str, Any]]:
+    """The rows (JSON objects) of the complete lines of a JSONL journal (none when it does not exist).
+
+    A partial last line (a writer killed mid-row) and lines that do not parse, are not objects or lack what
+    ``key`` reads are skipped with a ``category`` warning: the rows they held are computed again. With
+    ``repair`` the partial last line is cut off, so that the next append starts on a line of its own.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        warnings.warn(f"{path}: skipping a partial last line ({len(data) - end} bytes: a truncated last line left "
+                      "by a killed writer; its row will be computed again)", category, stacklevel=2)
+        if repair:
+            with open(path, "r+b") as fh:
+                fh.truncate(end)
+    return list(_parse(data[:end], path, key, category))
+
+
+def _parse(data: bytes, path: Path, key: Callable[[dict[str, Any]], Any] | None,
+           category: type[Warning]) -> Iterator[dict[str, Any]]:
     """The rows of complete lines; unreadable lines are skipped with a warning."""
     for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            row_key(row)
-        except (ValueError, KeyError, TypeError) as exc:
-            warnings.warn(f"{path}: ignoring unreadable line {number} ({exc})", StoreWarning, stacklevel=3)
+            if not isinstance(row, dict):
+                raise TypeError("not a JSON object")
+            if key is not None:
+                key(row)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            warnings.warn(f"{path}: ignoring unreadable line {number} ({exc})", category, stacklevel=3)
             continue
         yield row
 

@@ -114,8 +114,13 @@ def load_schedule_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a schedule JSON file into a dict, resolving ``instance.path`` relative to the file."""
     from dynasched_gym.io.text import read_json
 
+    return schedule_dict(read_json(Path(path)), path)
+
+
+def schedule_dict(data: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON content ``data`` of the schedule file ``path``, checked to be a schedule, with ``instance.path``
+    resolved relative to the file."""
     p = Path(path)
-    data = read_json(p)
     if not isinstance(data, Mapping) or data.get("format") != SCHEDULE_FORMAT:
         raise InstanceFormatError(f"not a {SCHEDULE_FORMAT} file", source=str(p), field="format",
                                   value=data.get("format") if isinstance(data, Mapping) else data)

@@ -682,6 +682,7 @@ class _Checker:
             m_segs[s.machine].append(s)
         for d in sorted(self.downs, key=lambda d: (d.start, d.end)):
             m_downs[d.machine].append(d)
+        self.machine_segs, self.machine_downs = m_segs, m_downs  # per machine, by start: also for _check_downtime
         for m in range(self.inst.num_machines):
             self._check_overlaps(m_segs[m])
             self._check_overlaps(m_downs[m])
@@ -769,16 +770,11 @@ class _Checker:
         done = [x for x in ends if x is not None]
         finished = len(done) == len(ends)
         clock = max(done) if finished else self.now if self.now is not None else self.latest
-        recorded: list[list[_Span]] = [[] for _ in range(self.inst.num_machines)]
-        for d in self.downs:
-            recorded[d.machine].append(_Span(d.kind, d.start, d.end, [f"downtime {d.index}"]))
-        segs: list[list[_Seg]] = [[] for _ in range(self.inst.num_machines)]
-        for s in self.segs:
-            segs[s.machine].append(s)
         for m in range(self.inst.num_machines):
-            found = self._merged(recorded[m])
+            found = self._merged([_Span(d.kind, d.start, d.end, [f"downtime {d.index}"])
+                                  for d in self.machine_downs[m]])
             best: list[str] | None = None
-            for expected in self._expected_downtime(m, segs[m], clock, finished):
+            for expected in self._expected_downtime(m, self.machine_segs[m], clock, finished):
                 problems = self._downtime_diff(m, expected, found)
                 if not problems:
                     break

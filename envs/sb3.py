@@ -11,13 +11,13 @@ Example:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorWrapper
+from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 import dynasched_gym  # noqa: F401  (registers the ids)
@@ -31,10 +31,8 @@ class SB3VecEnv(VecEnv):
     SB3 resets a finished sub-environment within the same step and passes the last observation as
     ``info["terminal_observation"]``, so the wrapped vector env must use
     ``autoreset_mode=SAME_STEP`` (:func:`make_sb3_vec_env` sets it). Per-env infos carry
-    ``invalid_actions``, and at an episode's end ``metrics`` (the schedule's metrics),
-    ``TimeLimit.truncated`` (always ``False``: episodes end by themselves) and ``episode``
-    (``{"r": return, "l": length, "t": seconds}``, as SB3's ``Monitor`` writes it, so ``rollout/ep_rew_mean``
-    and ``ep_len_mean`` are logged; the return is of the rewards given, shaped ones included).
+    ``invalid_actions``, and at an episode's end ``metrics`` (the schedule's metrics) and
+    ``TimeLimit.truncated`` (always ``False``: episodes end by themselves).
 
     ``env_method(name)`` calls the vector env's method once and returns its per-env results (rows),
     so ``env_method("action_masks")`` gives the masks sb3-contrib's ``MaskablePPO`` needs;
@@ -58,9 +56,6 @@ class SB3VecEnv(VecEnv):
         space = venv.single_observation_space
         super().__init__(venv.num_envs, flat_space(space, keep_mask) if flatten else space, venv.single_action_space)
         self._actions = np.zeros(venv.num_envs, dtype=np.int64)
-        self._returns = np.zeros(venv.num_envs)
-        self._lengths = np.zeros(venv.num_envs, dtype=np.int64)
-        self._began = time.perf_counter()
 
     def _observation(self, observation: dict[str, np.ndarray], batched: bool = True) -> VecEnvObs:
         if not self.flatten:
@@ -72,7 +67,6 @@ class SB3VecEnv(VecEnv):
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
         options = self._options[0] or None
         observation, infos = self.venv.reset(seed=seeds, options=options)
-        self._returns[:], self._lengths[:] = 0.0, 0
         self.reset_infos = [{key: infos[key][i] for key in ("tier", "ssi")} for i in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()
@@ -86,8 +80,6 @@ class SB3VecEnv(VecEnv):
         """Step every sub-environment; finished ones are reset (SB3 semantics)."""
         observation, rewards, terminated, truncated, infos = self.venv.step(self._actions)
         dones = terminated | truncated
-        self._returns += rewards
-        self._lengths += 1
         invalid = infos["invalid_actions"]
         env_infos: list[dict[str, Any]] = [{"invalid_actions": int(invalid[i])} for i in range(self.num_envs)]
         for i in np.flatnonzero(dones):
@@ -96,9 +88,6 @@ class SB3VecEnv(VecEnv):
             env_infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
             env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()
                                        if not key.startswith("_")}
-            env_infos[i]["episode"] = {"r": float(self._returns[i]), "l": int(self._lengths[i]),
-                                       "t": round(time.perf_counter() - self._began, 6)}
-            self._returns[i], self._lengths[i] = 0.0, 0
             self.reset_infos[i] = {key: infos[key][i] for key in ("tier", "ssi")}
         return self._observation(observation), rewards.astype(np.float32), dones, env_infos
 
@@ -134,8 +123,10 @@ class SB3VecEnv(VecEnv):
 def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
                      keep_mask: bool = True, forecast_rule: str | Sequence[str] | None = None, hindsight: bool = False,
                      forecast_features: Sequence[str] = (), forecast_futures: int = 0, critic_hindsight: bool = False,
-                     **kwargs: Any) -> SB3VecEnv:
-    """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``.
+                     **kwargs: Any) -> VecMonitor:
+    """An :class:`SB3VecEnv` over ``gym.make_vec(env_id, num_envs, "vector_entry_point", **kwargs)``, in SB3's
+    ``VecMonitor`` (finished episodes' ``info["episode"]``, so ``rollout/ep_rew_mean`` and ``ep_len_mean`` are
+    logged; the return is of the rewards given, shaped ones included).
 
     With ``forecast_rule``, rewards come from that rule's forecast of the final objective (with several
     rules, the lowest of their forecasts), seeing the future if ``hindsight``
@@ -157,4 +148,4 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
         venv = ForecastFeaturesVector(venv, forecast_features, hindsight=True)
     if forecast_rule:
         venv = ForecastRewardVector(venv, forecast_rule, hindsight)
-    return SB3VecEnv(venv, flatten=flatten, keep_mask=keep_mask)
+    return VecMonitor(SB3VecEnv(venv, flatten=flatten, keep_mask=keep_mask))

@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import json
 import statistics
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,8 @@ from tqdm import tqdm
 from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
-from scripts.journal import JournalWarning, read_rows
+from dynasched_gym.results import read_jsonl
+from scripts.journal import JournalWarning
 
 GRID_SEED = 20260
 RANGES = {"utilization": (0.5, 0.9), "due_date_tightness": (1.5, 5.0), "arrival_scv": (0.5, 2.5),
@@ -92,14 +92,7 @@ def run_one(scenario: Scenario, size: str, index: int, targets: dict[str, float]
 def load_rows(path: Path) -> dict[tuple, dict[str, Any]]:
     """Finished runs by key (:func:`run_key`); unreadable lines and rows without the key's fields are skipped
     with a warning (the file is only ever replaced whole, so such lines come from elsewhere)."""
-    out = {}
-    for row in read_rows(path):
-        try:
-            out[run_key(row)] = row
-        except (KeyError, AttributeError, TypeError):
-            warnings.warn(f"{path}: skipping a row without the run key's fields: {str(row)[:120]}", JournalWarning,
-                          stacklevel=2)
-    return out
+    return {run_key(row): row for row in read_jsonl(path, run_key, JournalWarning)}
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

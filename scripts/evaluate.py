@@ -242,7 +242,7 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
         observability = str(kwargs["checkpoint"]).partition(":")[2]
         kwargs["checkpoint"] = str(shipped_checkpoint(tier, size, observability or "concise"))
     elif kwargs.get("checkpoint"):
-        kwargs["checkpoint"] = existing_checkpoint(kwargs["checkpoint"], spec.get("key", "checkpoint"))
+        kwargs["checkpoint"] = existing_checkpoint(kwargs["checkpoint"], spec["key"])
     return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"])}
 
 

@@ -51,6 +51,7 @@ from omegaconf import DictConfig, OmegaConf
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from stable_baselines3.common.utils import LinearSchedule
+from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from dynasched_gym import Instance, rollout, validate_schedule
@@ -60,7 +61,7 @@ from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_obje
 from dynasched_gym.checks import check_choice
 from dynasched_gym.core.rules import parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
-from dynasched_gym.envs.sb3 import SB3VecEnv, make_sb3_vec_env
+from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
@@ -139,7 +140,7 @@ def auto_reward_scale(env_cfg: DictConfig) -> float:
     return float(1.0 / mean) if mean > 0 else 1.0
 
 
-def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str | list[str] | None) -> SB3VecEnv:
+def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str | list[str] | None) -> VecEnv:
     """The SB3 vector env of ``env.num_envs`` envs on the tier pool (forecast rewards when a rule is given)."""
     return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
                             pool_size=env_cfg.pool_size, reward_scale=reward_scale, forecast_rule=forecast_rule,

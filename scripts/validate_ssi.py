@@ -31,7 +31,8 @@ from tqdm import tqdm
 
 from dynasched_gym.generation import TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
-from scripts.journal import read_rows
+from dynasched_gym.results import read_jsonl
+from scripts.journal import JournalWarning
 
 RANGES = {
     "utilization": (0.2, 0.95),
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
     vectors = target_vectors(args.instances)
-    rows, foreign = design_rows(read_rows(rows_path, repair=True), vectors)
+    rows, foreign = design_rows(read_jsonl(rows_path, None, JournalWarning, repair=True), vectors)
     if foreign:
         print(f"{rows_path}: ignoring {foreign} row(s) of another design (another --instances: other "
               "Latin-hypercube targets)", file=sys.stderr)

@@ -21,6 +21,7 @@ import pytest
 from hydra import compose, initialize_config_module
 
 import dynasched_gym
+from dynasched_gym.agents.rules import rule_objectives
 from dynasched_gym.metrics import METRIC_KEYS
 from dynasched_gym.results import (
     KEY_FIELDS,
@@ -161,9 +162,14 @@ def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_b
     from scripts import compare_agents
 
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
-    monkeypatch.setattr(sys, "argv", ["compare_agents", "--tier", "medium", "--seeds", "3", "--start", "20000",
-                                      "--clairvoyant"])
-    compare_agents.main()
+    tables = []
+
+    def spy(*args, **kwargs):
+        tables.append(rule_objectives(*args, **kwargs))
+        return tables[-1]
+
+    monkeypatch.setattr(compare_agents, "rule_objectives", spy)
+    compare_agents.main(["--tier", "medium", "--seeds", "3", "--start", "20000", "--clairvoyant"])
     out = capsys.readouterr().out
     table = out.split("(every schedule validated)\n")[1].split("\n(")[0]
     means = {name: float(value) for name, value in (line.split() for line in table.splitlines())}
@@ -171,6 +177,8 @@ def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_b
     assert "lookahead-oracle" in means and "lookahead-oracle - best rule" in out
     assert "of the 52 rules chosen per instance" in out
     assert per_instance <= min(v for name, v in means.items() if name != "lookahead-oracle")
+    rules = [v for name, v in tables[0].items() if name != "lookahead-oracle"]  # main adds the agent's row
+    assert len(rules) == 52 and per_instance == pytest.approx(np.min(rules, axis=0).mean(), abs=5e-4)
 
 
 def _board_rows() -> list[dict]:
@@ -460,7 +468,7 @@ def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypat
 
 
 # ------------------------------------------------------------------------------------------- PPO checkpoints
-def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key(tmp_path: Path) -> None:
+def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key() -> None:
     with pytest.raises(ValueError, match=r"^ppo=/nope/model\.zip: no such checkpoint file"):
         evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=/nope/model.zip"))
     with pytest.raises(ValueError, match=r"^agent\.mine\.kwargs\.checkpoint=nope\.zip: no such checkpoint file"):

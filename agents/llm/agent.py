@@ -182,9 +182,7 @@ class LLMAgent(Agent):
     # ------------------------------------------------------------------------------ the interface
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
-        if hasattr(self.env, "rules"):
-            raise ValueError("the LLM agent picks (operation, machine) pairs: play it on DynaSched/DFJSP-v0 or "
-                             "FJSP-v0, not on the rule-selection env DFJSP-Rules-v0")
+        self.require_pair_env()
         objective = self.objective or self.env.config.objective
         base, rollouts = DEFAULTS[objective]
         fallback = self.fallback or base

@@ -43,6 +43,8 @@ from dynasched_gym.results import canonical_json
 NO_KEY = "not-needed"
 #: HTTP statuses below 500 that are retried (timeout, conflict, rate limit); other 4xx raise at once.
 RETRY_STATUSES = (408, 409, 429)
+#: Refusals that stop an evaluation (:class:`LLMConfigError`): a wrong key or model fails every episode alike.
+STOP_STATUSES = (401, 403, 404)
 
 
 class LLMError(RuntimeError):
@@ -64,8 +66,7 @@ class LLMConfigError(RuntimeError):
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
-        self.status = status
-        self.stops_run = status in (401, 403, 404)
+        self.stops_run = status in STOP_STATUSES
 
 
 class LLMUnavailableError(RuntimeError):

@@ -40,13 +40,12 @@ evaluations so far and the best-so-far ``errors``, ``score``, ``worst``, ``worst
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_integer
+from dynasched_gym.checks import check_integer, check_positive
 from dynasched_gym.generation.generator import Draft
 from dynasched_gym.generation.realised import measure
 from dynasched_gym.generation.scenario import Tolerances
@@ -146,9 +145,7 @@ def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, metho
     if sigma0 is not None:
         if method != "cmaes":
             raise ValueError(f"sigma0 is a CMA-ES option; {method} has no step size (got sigma0={sigma0!r})")
-        if isinstance(sigma0, bool) or not isinstance(sigma0, (int, float)) or not math.isfinite(sigma0) \
-                or sigma0 <= 0:
-            raise ValueError(f"sigma0 must be a finite number > 0, got {sigma0!r}")
+        check_positive("sigma0", sigma0)
     if method == "cmaes":
         search = _Search(d, targets, tolerances, budget,
                          lambda e: sum((v / getattr(tolerances, k)) ** 2 for k, v in e.items()))

@@ -276,8 +276,6 @@ def check_target(name: str, value: Any, field_name: str | None = None) -> None:
     _check_range(field_name or f"targets.{name}", value, *TARGET_RANGES[name])
 
 
-
-
 def _is_pair(value: Any, kind: Callable[[Any], bool]) -> bool:
     """A ``[min, max]`` list (or tuple) of two values of ``kind``."""
     return isinstance(value, (list, tuple)) and len(value) == 2 and all(kind(v) for v in value)

@@ -41,7 +41,7 @@ def load_instance(path: str | os.PathLike[str], format: str | None = None) -> In
     p = Path(path)
     if format is None:
         name, data = _detect(p)
-        return FORMATS[name].load(p) if data is None else FORMATS[name].from_json(data, p)
+        return FORMATS[name].load(p) if data is None else instance_from_json(data, p)
     if format not in FORMATS:
         raise InstanceFormatError(f"unknown format name (known: {', '.join(FORMATS)})", field="format", value=format)
     return FORMATS[format].load(p)
@@ -67,6 +67,12 @@ def _detect(p: Path) -> tuple[str, Any]:
             return name, None
     raise InstanceFormatError(f"unrecognised instance format (known: {', '.join(FORMATS)})", source=str(p),
                               line=1, value=head[:40])
+
+
+def instance_from_json(data: Any, path: str | os.PathLike[str]) -> Instance:
+    """The instance of the JSON object ``data`` already read from ``path`` (native or JMS, by its content)."""
+    p = Path(path)
+    return FORMATS[_json_format(data, p)].from_json(data, p)
 
 
 def _json_format(data: Any, p: Path) -> str:
@@ -97,4 +103,4 @@ def resolve_instance(spec: Instance | str | os.PathLike[str]) -> Instance:
                     f"got {type(spec).__name__}")
 
 
-__all__ = ["FORMATS", "detect_format", "load_instance", "resolve_instance"]
+__all__ = ["FORMATS", "detect_format", "instance_from_json", "load_instance", "resolve_instance"]

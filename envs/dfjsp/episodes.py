@@ -57,14 +57,13 @@ class InstanceSource:
 
         check_choice("tier", tier, TIERS)  # checked with a fixed instance too: a typo must not pass unnoticed
         check_choice("size", size, size_presets())
-        check_integer("pool_size", pool_size, 1)
-        check_integer("pool_start", pool_start, 0)
         if breakdown_policy is not None and breakdown_policy not in BREAKDOWN_POLICIES:
             raise ValueError(f"breakdown_policy must be one of {BREAKDOWN_POLICIES} or None, got {breakdown_policy!r}")
         self.tier = tier
         self.size = size
         self.breakdown_policy = breakdown_policy
-        self.pool_size, self.pool_start = pool_size, pool_start
+        self.pool_size = check_integer("pool_size", pool_size, 1)
+        self.pool_start = check_integer("pool_start", pool_start, 0)
         self._pool: Any = None
         self._last: tuple[Any, Instance] | None = None  # (spec, prepared instance) of the last resolve
         self._info: tuple[Instance, str | None, dict[str, Any]] | None = None
@@ -72,8 +71,9 @@ class InstanceSource:
 
     def resolve(self, spec: InstanceSpec) -> Instance:
         """``spec`` as an instance with the policy override applied (the last one is memoised)."""
-        if self._last is not None and (self._last[0] is spec or (isinstance(spec, str) and self._last[0] == spec)):
-            return self._last[1]
+        if self._last is not None and (self._last[0] is spec or self._last[1] is spec
+                                       or (isinstance(spec, str) and self._last[0] == spec)):
+            return self._last[1]  # also the prepared instance itself (a vector reset resolves its overrides first)
         instance = resolve_instance(spec)
         if self.breakdown_policy is not None and instance.breakdown_policy != self.breakdown_policy:
             instance = instance.replace(breakdown_policy=self.breakdown_policy)

@@ -170,12 +170,6 @@ class EnvConfig:
         return row
 
 
-
-
-
-
-
-
 # ------------------------------------------------------------------------------ batch layout
 # Size dimensions: the columns of EnvBatch.dims (each env's sizes) and of the batch capacities.
 D_JOBS = 0  # J
