@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
+
+def is_integer(value: object) -> bool:
+    """``value`` is a Python or NumPy integer; bools are not (``True`` is no count or id)."""
+    return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
+
+
+def is_real(value: object) -> bool:
+    """``value`` is a Python or NumPy integer or float; bools are not (``True`` is no time or rate)."""
+    return (type(value) is float or type(value) is int  # the common case first: loaders call it per field
+            or (isinstance(value, numbers.Real) and not isinstance(value, bool)))
+
+
+def is_finite_real(value: object) -> bool:
+    """``value`` is a finite real number (:func:`is_real`; an integer beyond the float range is not)."""
+    try:
+        return is_real(value) and math.isfinite(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return False
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
@@ -18,7 +36,7 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
 def check_integer(name: str, value: Any, minimum: int) -> int:
     """``value`` as an ``int``; raise naming argument ``name`` and ``value`` unless it is an integer (NumPy
     integers included, bools not; :class:`TypeError`) >= ``minimum`` (:class:`ValueError`)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -27,6 +45,5 @@ def check_integer(name: str, value: Any, minimum: int) -> int:
 
 def check_positive(name: str, value: object) -> None:
     """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is a finite real number > 0 (bools not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not (np.isfinite(value) and value > 0):
+    if not is_finite_real(value) or value <= 0:  # type: ignore[operator]
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import is_finite_real, is_integer, is_real
 from dynasched_gym.errors import InstanceFormatError
 
 INSTANCE_FORMAT = "dynasched-instance/1"
@@ -256,7 +257,7 @@ class Instance:
             weight.append(_real(job.weight, f"jobs[{j}].weight"))
             if job.due is None:
                 due.append(math.nan)  # NaN stands for "no due date" in job_due, so a NaN due is refused
-            elif not _finite(job.due):
+            elif not is_finite_real(job.due):
                 raise InstanceFormatError("due must be a finite time or null", field=f"jobs[{j}].due", value=job.due)
             else:
                 due.append(float(job.due))
@@ -265,9 +266,9 @@ class Instance:
                 if not isinstance(op, Mapping):
                     raise InstanceFormatError("an operation must map machine ids to times", field=where, value=op)
                 for m, t in op.items():
-                    if not _is_int(m):
+                    if not is_integer(m):
                         raise InstanceFormatError("machine id must be an integer", field=where, value=m)
-                    if not _is_real(t):
+                    if not is_real(t):
                         raise InstanceFormatError("expected a number", field=f"{where}.{m}", value=t)
                     elig_machine.append(m)  # NumPy scalars too: the array below converts them
                     elig_time.append(t)
@@ -383,25 +384,9 @@ def _operation_to_dict(op: Operation) -> dict[str, float]:
     return {str(int(m)): float(t) for m, t in op.items()}
 
 
-def _is_int(x: Any) -> bool:
-    """``x`` is a Python or NumPy integer (bools are not)."""
-    return type(x) is int or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
-
-
-def _is_real(x: Any) -> bool:
-    """``x`` is a Python or NumPy integer or float (bools are not)."""
-    return (type(x) is float or type(x) is int  # the common case, tested first (build and validation loops)
-            or (isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)))
-
-
-def _finite(x: Any) -> bool:
-    """``x`` is a finite Python or NumPy number."""
-    return _is_real(x) and math.isfinite(float(x))
-
-
 def _real(x: Any, field: str) -> float:
     """``x`` as a Python float; anything but a number raises naming ``field``."""
-    if not _is_real(x):
+    if not is_real(x):
         raise InstanceFormatError("expected a number", field=field, value=x)
     return float(x)
 
@@ -489,12 +474,12 @@ def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> Non
         raise InstanceFormatError("an operation needs at least one eligible machine", field=where, value={})
     seen: set[int] = set()
     for m, t in pairs:
-        if not (_is_int(m) and 0 <= m < num_m):
+        if not (is_integer(m) and 0 <= m < num_m):
             raise InstanceFormatError(f"unknown machine id (machines are 0..{num_m - 1})", field=where, value=m)
         if m in seen:
             raise InstanceFormatError("machine listed twice", field=where, value=m)
         seen.add(int(m))
-        if not (_finite(t) and t > 0):
+        if not is_finite_real(t) or t <= 0:
             raise InstanceFormatError(
                 "processing time must be a finite number > 0", field=f"{where}.{m}", value=t
             )
@@ -506,7 +491,7 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
         where = f"events[{i}]"
         if not isinstance(e, Event):
             raise InstanceFormatError("not an Event", field=where, value=e)
-        if not (_finite(e.time) and e.time >= 0):
+        if not is_finite_real(e.time) or e.time < 0:
             raise InstanceFormatError("time must be a finite number >= 0", field=f"{where}.time", value=e.time)
         if e.time < prev:
             raise InstanceFormatError(
@@ -526,25 +511,25 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
                 raise InstanceFormatError(f"{e.type.name} needs field {name!r}", field=f"{where}.{name}", value=None)
             if name not in allowed and val is not None:
                 raise InstanceFormatError(f"{e.type.name} takes no field {name!r}", field=f"{where}.{name}", value=val)
-        if e.machine is not None and not (_is_int(e.machine) and 0 <= e.machine < num_m):
+        if e.machine is not None and not (is_integer(e.machine) and 0 <= e.machine < num_m):
             raise InstanceFormatError(
                 f"unknown machine id (machines are 0..{num_m - 1})", field=f"{where}.machine", value=e.machine
             )
-        if e.job is not None and not (_is_int(e.job) and 0 <= e.job < num_j):
+        if e.job is not None and not (is_integer(e.job) and 0 <= e.job < num_j):
             raise InstanceFormatError(f"unknown job id (jobs are 0..{num_j - 1})", field=f"{where}.job", value=e.job)
-        if e.op is not None and not (_is_int(e.op) and e.op >= 0):
+        if e.op is not None and not (is_integer(e.op) and e.op >= 0):
             raise InstanceFormatError("op must be an operation index >= 0", field=f"{where}.op", value=e.op)
         for name in ("duration", "factor", "value"):
             val = getattr(e, name)
-            if val is not None and not (_finite(val) and val > 0):
+            if val is not None and (not is_finite_real(val) or val <= 0):
                 raise InstanceFormatError("must be a finite number > 0", field=f"{where}.{name}", value=val)
         if e.type == EventType.PTIME_CHANGE and (e.factor is None) == (e.value is None):
             raise InstanceFormatError(
                 "PTIME_CHANGE needs exactly one of 'factor' and 'value'", field=f"{where}.factor", value=e.factor
             )
-        if e.weight is not None and not (_finite(e.weight) and e.weight >= 0):
+        if e.weight is not None and (not is_finite_real(e.weight) or e.weight < 0):
             raise InstanceFormatError("must be a finite number >= 0", field=f"{where}.weight", value=e.weight)
-        if e.due is not None and not _finite(e.due):
+        if e.due is not None and not is_finite_real(e.due):
             raise InstanceFormatError("must be a finite time", field=f"{where}.due", value=e.due)
         if e.ops is not None:
             if len(e.ops) == 0:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dynasched_gym.checks import is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import compute_metrics
@@ -421,14 +422,12 @@ def _f(x: float | None) -> str:
 
 def _num(x: Any) -> float | None:
     """A finite real number as float, else None."""
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        return None
-    return float(x) if math.isfinite(float(x)) else None
+    return float(x) if is_finite_real(x) else None
 
 
 def _index(x: Any, n: int | None) -> int | None:
     """An integer id in ``0..n-1`` (``n`` None: any id >= 0), else None."""
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+    if not is_integer(x):
         return None
     return int(x) if 0 <= x and (n is None or x < n) else None
 

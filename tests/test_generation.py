@@ -221,6 +221,7 @@ _FJSP = {"ops_per_job": [3, 5], "eligible_machines": [1, 4], "mean_time": [2.0, 
     (("events", "ptime_change_factors"), 1.2, "events.ptime_change_factors", 1.2),
     (("plant", "groups", 0, "speeds"), [True, 1.0], "plant.groups[0].speeds[0]", True),
     (("targets", "arrival_scv"), True, "targets.arrival_scv", True),
+    (("targets", "arrival_scv"), 10**400, "targets.arrival_scv", 10**400),  # beyond float: was an OverflowError
     (("scale", "warm_start_jobs"), True, "scale.warm_start_jobs", True),
     (("name",), None, "name", None),
 ])

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, describe_event, fmt, op_times, pending_events
+from dynasched_gym.checks import is_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.simulator import Simulator
@@ -97,7 +98,7 @@ class Toolbox:
         try:
             args = json.loads(arguments or "{}")
             action_id = args["action_id"]
-            if isinstance(action_id, bool) or not isinstance(action_id, (int, np.integer)):
+            if not is_integer(action_id):
                 raise TypeError
         except (ValueError, KeyError, TypeError):
             return json.dumps({"error": f"arguments must be a JSON object with an integer action_id: {arguments!r}"})

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from dynasched_gym.checks import is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 
 
@@ -251,13 +252,14 @@ def _fail(field_name: str, reason: str, value: Any) -> InstanceFormatError:
 
 
 def _is_int(value: Any) -> bool:
-    """An integer, bools excluded (``True`` is not a count)."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    """A Python integer, bools excluded (``True`` is not a count). Unlike :func:`~dynasched_gym.checks.is_integer`
+    NumPy integers are refused too: a scenario stays JSON-ready (:meth:`Scenario.to_dict`)."""
+    return isinstance(value, int) and is_integer(value)
 
 
 def _is_number(value: Any) -> bool:
-    """A finite real number, bools excluded (``True`` is not a speed or a rate)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite Python real number, bools excluded (``True`` is not a speed or a rate): JSON-ready, as ``_is_int``."""
+    return isinstance(value, (int, float)) and is_finite_real(value)
 
 
 def _check_range(field_name: str, value: Any, lo: float, hi: float, lo_open: bool = False,

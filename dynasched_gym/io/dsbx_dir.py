@@ -48,7 +48,6 @@ be expressed: they raise unless ``drop_unsupported=True``, which drops them with
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -59,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dynasched_gym.checks import is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine, current_umask
 from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
@@ -116,7 +116,7 @@ class Where:
 
     def check_number(self, val: Any, field: str, *, positive: bool = False, minimum: float | None = None) -> float:
         """``val`` as a float: a finite number (bools not), > 0 with ``positive``, >= ``minimum`` if given."""
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
+        if not is_finite_real(val):
             raise self.fail("expected a finite number", field, val)
         if positive and val <= 0:
             raise self.fail("must be > 0", field, val)
@@ -127,7 +127,7 @@ class Where:
     def index(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> int:
         """``obj[key]``, an integer >= 0."""
         val = self.get(obj, key, field, default)
-        if isinstance(val, bool) or not isinstance(val, int) or val < 0:
+        if not is_integer(val) or val < 0:
             raise self.fail("expected an integer >= 0", field, val)
         return val
 

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dynasched_gym.checks import is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 from dynasched_gym.io.dsbx_dir import Where
@@ -85,7 +86,7 @@ def _pairs(where: Where, events: Mapping[str, Any], key: str) -> list[tuple[int,
         if not (isinstance(item, list) and len(item) == 2):
             raise where.fail("expected an [id, time] pair", field, item)
         ident, time = item
-        if isinstance(ident, bool) or not isinstance(ident, int):
+        if not is_integer(ident):
             raise where.fail("expected an integer id", field, ident)
         out.append((ident, where.check_number(time, field, minimum=0.0), field))
     return out
@@ -138,7 +139,7 @@ def _ops(where: Where, spec: Any, jobs: Sequence[tuple[int, int | None]], field:
                 raise where.fail("expected an object {machine: time}", f, pt)
             op: dict[int, float] = {}
             for m in ms:
-                if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m < num_m or m in op:
+                if not is_integer(m) or not 0 <= m < num_m or m in op:
                     raise where.fail(f"bad or repeated machine id (machines are 0..{num_m - 1})",
                                      f'{field}.candidates["{key}"]', m)
                 if str(m) not in pt:
@@ -171,7 +172,7 @@ def from_json(data: Any, file: Path) -> Instance:
     if not isinstance(per_job, list) or len(per_job) != num_j:
         raise where.fail(f"expected a list of {num_j} operation counts", "static_info.ops_per_job", per_job)
     for j, count in enumerate(per_job):
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        if not is_integer(count) or count < 1:
             raise where.fail("expected an operation count >= 1", f"static_info.ops_per_job[{j}]", count)
     static_ops = _ops(where, info, [(j + 1, c) for j, c in enumerate(per_job)], "static_info", num_m)
     jobs = [{"name": f"J{j + 1}", "ops": ops, "release": 0.0, "weight": 1.0} for j, ops in enumerate(static_ops)]
@@ -201,7 +202,7 @@ def from_json(data: Any, file: Path) -> Instance:
         if ident not in emergency_release:
             raise where.fail("emergency job without a job_emergency time", field, ident)
         count = emergency[key].get("ops_per_job") if isinstance(emergency[key], Mapping) else None
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        if count is not None and (not is_integer(count) or count < 1):
             raise where.fail("expected an operation count >= 1", f"{field}.ops_per_job", count)
         index[ident] = len(jobs)
         jobs.append({"name": f"J{ident}", "ops": _ops(where, emergency[key], [(ident, count)], field, num_m)[0],

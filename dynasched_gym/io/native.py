@@ -9,11 +9,11 @@ written (``"0"``, ``"12"``; not ``"00"``, ``" 0"`` or ``"+1"``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dynasched_gym.checks import is_finite_real, is_integer, is_real
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import INSTANCE_FORMAT, PAYLOAD_FIELDS, Event, EventType, Instance, Job, Machine
 from dynasched_gym.io.text import read_json
@@ -92,20 +92,16 @@ def as_number(val: Any, where: str, source: str, allow_none: bool = False) -> fl
     infinities included (Python's ``json`` reads them), raises naming the field."""
     if val is None and allow_none:
         return None
-    if isinstance(val, bool) or not isinstance(val, (int, float)):
+    if not is_real(val):
         raise InstanceFormatError("expected a number", source=source, field=where, value=val)
-    try:
-        num = float(val)
-    except OverflowError:  # an integer literal beyond the float range
-        num = math.inf
-    if not math.isfinite(num):
+    if not is_finite_real(val):  # NaN, infinities, an integer literal beyond the float range
         raise InstanceFormatError("expected a finite number", source=source, field=where, value=val)
-    return num
+    return float(val)
 
 
 def as_int(val: Any, where: str, source: str) -> int:
     """``val`` as an integer id; anything else (bools included) raises naming the field."""
-    if isinstance(val, bool) or not isinstance(val, int):
+    if not is_integer(val):
         raise InstanceFormatError("expected an integer id", source=source, field=where, value=val)
     return val
 

@@ -1,0 +1,40 @@
+"""The argument predicates and checks every layer shares (dynasched_gym/checks.py)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dynasched_gym.checks import check_integer, check_positive, is_finite_real, is_integer, is_real
+
+INTEGERS = [0, -3, 2**70, np.int64(5), np.uint8(1)]
+REALS = [0.5, -1e300, np.float32(2.5), np.float64(-0.0), Fraction(1, 3)]
+NON_FINITE = [float("nan"), float("inf"), np.float64("-inf"), 10**400]  # 10**400: beyond the float range
+NOT_NUMBERS = [True, np.bool_(False), None, "1", [1], 1j]
+
+
+@pytest.mark.parametrize("value", INTEGERS + REALS + NON_FINITE + NOT_NUMBERS)
+def test_predicates(value: object) -> None:
+    integer = any(value is x for x in INTEGERS) or any(value is x for x in NON_FINITE[-1:])
+    real = integer or any(value is x for x in REALS + NON_FINITE)
+    assert is_integer(value) == integer
+    assert is_real(value) == real
+    assert is_finite_real(value) == (real and not any(value is x for x in NON_FINITE))
+
+
+@pytest.mark.parametrize(("value", "error"), [(True, TypeError), (2.0, TypeError), (np.int32(0), ValueError),
+                                              (-1, ValueError)])
+def test_check_integer_names_the_argument(value: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match=re.escape(f"count must be an integer >= 1, got {value!r}")):
+        check_integer("count", value, 1)
+    assert check_integer("count", np.int16(3), 1) == 3
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), 10**400, True, "2"])
+def test_check_positive_names_the_argument(value: object) -> None:
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+        check_positive("scale", value)
+    check_positive("scale", np.float32(0.5))
