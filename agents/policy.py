@@ -9,7 +9,10 @@ from 0/1 flags to clipped 1e6 times).
 - **Context** ``c``: each machine row is embedded by a shared MLP, pooled (mean and max over the
   machines) and mixed with the global features by an MLP.
 - **Slots**: each candidate row, with ``c`` appended, is embedded by a shared MLP into ``e_k``;
-  one DeepSets interaction round adds ``MLP([e_k, mean e, max e])`` (pools over the valid slots).
+  one interaction round lets the slots see each other: ``interaction="deepsets"`` (default) adds
+  ``MLP([e_k, mean e, max e])`` (pools over the valid slots); ``"attention"`` is a pre-norm
+  transformer block instead (multi-head self-attention over the valid slots, then a feed-forward
+  layer, each added to ``e_k``), so a slot's embedding can depend on each other slot, not only on pools.
 - **Actor**: a shared head scores each slot, ``logit_k = head(e_k)``; padding slots are removed
   by the action mask (``MaskablePPO``).
 - **Critic**: an MLP of the pooled slot embeddings (mean and max over valid slots) and ``c``. With
@@ -35,7 +38,11 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
+from dynasched_gym.checks import check_choice
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, HINDSIGHT_KEY
+
+#: The slots' interaction round (:class:`SlotEncoder`): pooled DeepSets, or a self-attention block.
+INTERACTIONS = ("deepsets", "attention")
 
 
 def mlp(sizes: list[int], last_activation: bool = True) -> nn.Sequential:
@@ -70,7 +77,8 @@ class SlotEncoder(BaseFeaturesExtractor):
     embeddings. :class:`SlotHeads` splits it again: the actor reads the slot embeddings only.
     """
 
-    def __init__(self, observation_space: spaces.Dict, hidden: int = 64) -> None:
+    def __init__(self, observation_space: spaces.Dict, hidden: int = 64, interaction: str = "deepsets",
+                 attention_heads: int = 4) -> None:
         num_slots, cand_dim = observation_space["candidates"].shape
         self.with_forecasts = FORECASTS_KEY in observation_space.spaces
         if self.with_forecasts:
@@ -84,7 +92,14 @@ class SlotEncoder(BaseFeaturesExtractor):
         self.machine_net = mlp([machine_dim, hidden, hidden])
         self.context_net = mlp([2 * hidden + global_dim, hidden])
         self.slot_net = mlp([cand_dim + hidden, hidden, hidden])
-        self.interact_net = mlp([3 * hidden, hidden, hidden])
+        check_choice("interaction", interaction, INTERACTIONS)
+        self.interaction = interaction
+        if interaction == "deepsets":
+            self.interact_net = mlp([3 * hidden, hidden, hidden])
+        else:
+            self.attention_norm, self.feedforward_norm = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+            self.attention = nn.MultiheadAttention(hidden, attention_heads, batch_first=True)
+            self.feedforward = mlp([hidden, 2 * hidden, hidden], last_activation=False)
         if self.with_hindsight:
             self.hindsight_net = mlp([observation_space[HINDSIGHT_KEY].shape[1], hidden, hidden])
 
@@ -98,12 +113,23 @@ class SlotEncoder(BaseFeaturesExtractor):
         context = self.context_net(th.cat([machines.mean(dim=1), machines.amax(dim=1),
                                            symlog(observations["global"])], dim=-1))
         slots = self.slot_net(th.cat([candidates, context.unsqueeze(1).expand(-1, self.num_slots, -1)], dim=-1))
-        pooled = masked_pool(slots, valid).unsqueeze(1).expand(-1, self.num_slots, -1)
-        slots = slots + self.interact_net(th.cat([slots, pooled], dim=-1))
+        slots = self.interact(slots, valid)
         features = [slots.flatten(1), masked_pool(slots, valid), context]
         if self.with_hindsight:
             features.append(masked_pool(self.hindsight_net(symlog(observations[HINDSIGHT_KEY])), valid))
         return th.cat(features, dim=-1)
+
+    def interact(self, slots: th.Tensor, valid: th.Tensor) -> th.Tensor:
+        """One interaction round over the valid slots (module docstring); ``slots`` (B, K, H) -> (B, K, H)."""
+        if self.interaction == "deepsets":
+            pooled = masked_pool(slots, valid).unsqueeze(1).expand(-1, self.num_slots, -1)
+            return slots + self.interact_net(th.cat([slots, pooled], dim=-1))
+        # a final observation offers nothing: let its padding rows attend to each other rather than to none (NaN)
+        ignored = ~valid & valid.any(dim=1, keepdim=True)
+        queries = self.attention_norm(slots)
+        attended, _ = self.attention(queries, queries, queries, key_padding_mask=ignored, need_weights=False)
+        slots = slots + attended
+        return slots + self.feedforward(self.feedforward_norm(slots))
 
 
 class SlotHeads(nn.Module):
@@ -130,7 +156,8 @@ class SlotHeads(nn.Module):
 class SlotPolicy(MaskableActorCriticPolicy):
     """``MaskableActorCriticPolicy`` whose logits are the per-slot scores of :class:`SlotHeads`.
 
-    ``hidden`` sets the width of every layer. Use with ``MaskablePPO(SlotPolicy, venv,
+    ``hidden`` sets the width of every layer, ``interaction`` the slots' interaction round
+    (``"deepsets"`` or ``"attention"``, module docstring). Use with ``MaskablePPO(SlotPolicy, venv,
     policy_kwargs={"hidden": 64})`` on the ``Dict`` observations (``make_sb3_vec_env(flatten=False)``).
     ``forecast_rules`` names the rollout rules of the ``forecasts`` block the policy was trained
     with (saved with the model, so that :class:`~dynasched_gym.agents.ppo.PPOAgent` can rebuild it),
@@ -141,8 +168,10 @@ class SlotPolicy(MaskableActorCriticPolicy):
 
     def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule,
                  hidden: int = 64, forecast_rules: Sequence[str] = (), forecast_futures: int = 0,
-                 future_pool: Sequence[str] | None = None, critic_hindsight: bool = False, **kwargs: Any) -> None:
+                 future_pool: Sequence[str] | None = None, critic_hindsight: bool = False,
+                 interaction: str = "deepsets", **kwargs: Any) -> None:
         self.hidden = hidden
+        self.interaction = interaction
         self.forecast_rules = tuple(forecast_rules)
         self.forecast_futures = forecast_futures
         self.future_pool = None if future_pool is None else (str(future_pool[0]), str(future_pool[1]))
@@ -155,7 +184,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
             raise ValueError(f"critic_hindsight={critic_hindsight} but the observations "
                              f"{'carry' if HINDSIGHT_KEY in observation_space.spaces else 'lack'} {HINDSIGHT_KEY!r}")
         super().__init__(observation_space, action_space, lr_schedule, features_extractor_class=SlotEncoder,
-                         features_extractor_kwargs={"hidden": hidden}, **kwargs)
+                         features_extractor_kwargs={"hidden": hidden, "interaction": interaction}, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
         num_slots = self.observation_space["candidates"].shape[0]
@@ -174,4 +203,4 @@ class SlotPolicy(MaskableActorCriticPolicy):
             data.pop(key)
         return {**data, "hidden": self.hidden, "forecast_rules": self.forecast_rules,
                 "forecast_futures": self.forecast_futures, "future_pool": self.future_pool,
-                "critic_hindsight": self.critic_hindsight}
+                "critic_hindsight": self.critic_hindsight, "interaction": self.interaction}

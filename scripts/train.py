@@ -390,7 +390,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
                             vf_coef=tc.vf_coef, max_grad_norm=tc.max_grad_norm,
                             policy_kwargs={"hidden": tc.hidden, "forecast_rules": tuple(ec.forecast_features),
                                            "forecast_futures": ec.forecast_futures, "future_pool": (ec.tier, ec.size),
-                                           "critic_hindsight": ec.critic_hindsight},
+                                           "critic_hindsight": ec.critic_hindsight, "interaction": tc.interaction},
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation

@@ -56,9 +56,11 @@ def _config(out: Path, *overrides: str):
             f"train.eval_seeds.count={len(EVAL_SEEDS)}", "train.progress_bar=false", *overrides])
 
 
-def test_policy_logits_follow_a_permutation_of_the_candidates():
+@pytest.mark.parametrize("interaction", ["deepsets", "attention"])
+def test_policy_logits_follow_a_permutation_of_the_candidates(interaction: str):
     env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8), ("EDD:EET",))
-    policy = SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, hidden=16, forecast_rules=("EDD:EET",))
+    policy = SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, hidden=16, forecast_rules=("EDD:EET",),
+                        interaction=interaction)
     rng = np.random.default_rng(0)
     obs = {key: rng.normal(size=(3, *space.shape)).astype(np.float32)
            for key, space in env.observation_space.spaces.items()}
@@ -80,6 +82,13 @@ def test_policy_logits_follow_a_permutation_of_the_candidates():
     th.testing.assert_close(value_p, value, rtol=1e-5, atol=1e-5)
     other = {**obs, FORECASTS_KEY: obs[FORECASTS_KEY] + 1.0}
     assert not th.allclose(logits_and_value(other)[0], logits)  # the forecasts reach the logits
+    one_slot = {**obs, "candidates": obs["candidates"].copy()}
+    one_slot["candidates"][:, 1:] += 1.0  # every slot but 0 changes: slot 0's logit moves only through the interaction
+    assert not th.allclose(logits_and_value(one_slot)[0][:, 0], logits[:, 0])
+    final = {k: th.as_tensor(v) for k, v in obs.items()}
+    final["action_mask"] = th.zeros_like(final["action_mask"])  # a final observation offers nothing
+    with th.no_grad():
+        assert th.isfinite(policy.extract_features(final, policy.features_extractor)).all()
 
 
 def test_asymmetric_critic_reads_the_hindsight_forecasts_and_the_actor_does_not():
