@@ -16,8 +16,7 @@ from dynasched_gym.instance import INSTANCE_FORMAT, Instance
 from dynasched_gym.io import dsbx_dir, dsbx_jms, fjsp, jssp, native
 from dynasched_gym.io.text import read_json
 
-# Order matters: the first format whose sniff() accepts the path loads it. native.sniff() accepts
-# every file holding a JSON object; such a file is parsed once and recognised by its content.
+# Every loader by name (``load_instance(path, format=name)``).
 FORMATS = {
     "native": native,
     "dsbx-dir": dsbx_dir,
@@ -25,6 +24,9 @@ FORMATS = {
     "fjsp": fjsp,
     "jssp": jssp,
 }
+# Detection parses a file holding a JSON object once and tells native from JMS by its content; any other
+# path goes to the first of these formats whose sniff() accepts it (order matters).
+SNIFFED = ("dsbx-dir", "dsbx-jms", "fjsp", "jssp")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -59,11 +61,11 @@ def _detect(p: Path) -> tuple[str, Any]:
     if p.is_file():
         with p.open("r", encoding="utf-8", errors="replace") as fh:
             head = fh.read(4096)
-    for name, module in FORMATS.items():
-        if module.sniff(p, head):
-            if module is native:
-                data = read_json(p)
-                return _json_format(data, p), data
+    if p.is_file() and head.lstrip().startswith("{"):
+        data = read_json(p)
+        return _json_format(data, p), data
+    for name in SNIFFED:
+        if FORMATS[name].sniff(p, head):
             return name, None
     raise InstanceFormatError(f"unrecognised instance format (known: {', '.join(FORMATS)})", source=str(p),
                               line=1, value=head[:40])

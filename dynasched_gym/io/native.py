@@ -27,15 +27,6 @@ OP_KEYS = ("eligible",)
 EVENT_KEYS = ("time", "type", *PAYLOAD_FIELDS)
 
 
-def sniff(path: Path, head: str) -> bool:
-    """True when ``path`` is a file holding a JSON object (its text starts with ``{``).
-
-    Such a file may be a native instance or another JSON format: :func:`dynasched_gym.io.detect_format`
-    parses it and decides on its content (the ``format`` field, wherever it is in the file).
-    """
-    return path.is_file() and head.lstrip().startswith("{")
-
-
 def load(path: Path) -> Instance:
     """Read a native instance file."""
     return from_json(read_json(path), path)
