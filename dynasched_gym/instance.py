@@ -268,8 +268,8 @@ class Instance:
                 for m, t in op.items():
                     if not is_integer(m):
                         raise InstanceFormatError("machine id must be an integer", field=where, value=m)
-                    if not is_real(t):
-                        raise InstanceFormatError("expected a number", field=f"{where}.{m}", value=t)
+                    if not is_finite_real(t):
+                        raise InstanceFormatError("expected a finite number", field=f"{where}.{m}", value=t)
                     elig_machine.append(m)  # NumPy scalars too: the array below converts them
                     elig_time.append(t)
                 op_elig_ptr.append(len(elig_machine))
@@ -385,9 +385,11 @@ def _operation_to_dict(op: Operation) -> dict[str, float]:
 
 
 def _real(x: Any, field: str) -> float:
-    """``x`` as a Python float; anything but a number raises naming ``field``."""
+    """``x`` as a Python float; anything but a finite number raises naming ``field``."""
     if not is_real(x):
         raise InstanceFormatError("expected a number", field=field, value=x)
+    if not is_finite_real(x):  # NaN, infinities, an integer beyond the float range (float() would overflow)
+        raise InstanceFormatError("expected a finite number", field=field, value=x)
     return float(x)
 
 

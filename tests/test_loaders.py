@@ -714,3 +714,15 @@ def test_an_embedded_name_given_as_a_path_says_how_to_load_it(tmp_path: Path, mo
     with pytest.raises(InstanceFormatError, match=r"'mk01' is an embedded instance: .*data\.path\('mk01'\)"):
         load_instance("mk01")
     assert load_instance(dynasched_gym.data.path("mk01")).name == "mk01"
+
+
+@pytest.mark.parametrize(("job", "field"), [
+    ({"release": 10**400}, "jobs[0].release"),  # an integer beyond the float range: float() overflowed (a crash)
+    ({"weight": 10**400}, "jobs[0].weight"),
+    ({"ops": [{0: 10**400}]}, "jobs[0].ops[0].eligible.0"),
+    ({"release": math.nan}, "jobs[0].release"),
+])
+def test_build_refuses_numbers_beyond_the_float_range(job: dict, field: str) -> None:
+    with pytest.raises(InstanceFormatError, match="expected a finite number") as exc:
+        Instance.build("x", [Machine("m0")], [Job("J", **{"ops": [{0: 1.0}], **job})])
+    assert exc.value.field == field
