@@ -56,7 +56,10 @@ def report(scenario: Scenario, seed: int, result: CalibrationResult, index: SSIR
         "",
         f"Scenario preset `{scenario.name}`, seed {seed}, method `{result.method}`; "
         f"{result.instance.num_jobs} jobs, {result.instance.num_machines} machines, "
-        f"{len(result.instance.events)} events.",
+        f"{len(result.instance.events)} events."
+        + ("" if scenario.scale.horizon is None else
+           f" Scale: horizon {scenario.scale.horizon:g} requested, the last release at "
+           f"{float(result.instance.job_release.max()):.6g} (calibration keeps the utilization exact)."),
         "",
         f"- converged: **{'yes' if result.converged else 'no'}** (every target within its tolerance)",
         f"- SSI score: **{index.score:.2f}**, tier **{index.tier}** (stress {index.stress:.4g})",

@@ -96,6 +96,15 @@ def test_unexpressible_instance_is_written_without_rework_and_says_so(tmp_path: 
     assert "dropped" in (out / "report.md").read_text(encoding="utf-8")
 
 
+def test_horizon_scale_from_the_command_line(tmp_path: Path, script) -> None:
+    out = script.run(_config(tmp_path / "cal", "size=medium", "size.scenario.scale.num_jobs=null",
+                             "+size.scenario.scale.horizon=1000"))
+    inst = load_instance(out / "instance.json")
+    last = float(inst.job_release.max())
+    assert 900 < last < 1100  # the horizon, up to the draw's total work (docs/generation.md)
+    assert f"Scale: horizon 1000 requested, the last release at {last:.6g}" in (out / "report.md").read_text("utf-8")
+
+
 # ------------------------------------------------------------------------------ resumable benchmark scripts
 def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -22,7 +23,7 @@ from dynasched_gym.generation import (
     ssi,
     tier_of,
 )
-from dynasched_gym.generation.scenario import replace_targets
+from dynasched_gym.generation.scenario import planned_jobs, replace_targets
 
 
 @pytest.fixture(scope="module")
@@ -311,3 +312,66 @@ def test_fjsp_machines_keep_the_configured_groups(small):
     data = _with(_with(small.to_dict(), ("plant", "families"), []), ("plant", "fjsp"), dict(_FJSP))
     inst = generate(Scenario.from_dict(data), 0)
     assert list(inst.machine_groups) == [g["name"] for g in data["plant"]["groups"] for _ in g["speeds"]]
+
+
+# Instances of the presets and pool members are part of the benchmark: a change of these bytes needs a
+# GENERATOR_VERSION bump (pool cache keys, docs/generation.md "Determinism").
+PINNED_SHA256 = {
+    "small preset, seed 0": "c91762d190ec74f34749992006595b085d781dde13e470e732afeb71fe2cab55",
+    "medium tier, small, pool seed 0": "609370bf4ad1bd1886592ced1a3f34ac3409cbb8ca284da5fb4cc4f3223563c9",
+}
+
+
+def test_preset_instances_and_pool_members_keep_their_bytes(small):
+    from dynasched_gym.generation.tiers import generate_member, key_inputs
+
+    texts = {"small preset, seed 0": generate(small, 0).to_json(),
+             "medium tier, small, pool seed 0": generate_member(key_inputs("medium", "small"), 0)}
+    got = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()}
+    assert got == PINNED_SHA256
+
+
+def _with_horizon(scenario: Scenario, horizon: float | None, **scale) -> dict:
+    data = scenario.to_dict()
+    data["scale"].update({"num_jobs": None, "horizon": horizon, **scale})
+    return data
+
+
+def test_horizon_scale_fills_the_horizon_at_the_utilization_target():
+    medium = Scenario.preset("medium")
+    lengths = {}
+    for horizon in (1000.0, 3000.0):
+        scenario = Scenario.from_dict(_with_horizon(medium, horizon))
+        results = [calibrate(scenario, seed=seed) for seed in range(4)]
+        assert all(r.converged and abs(r.metrics["utilization"] - 0.8) <= 0.03 * 0.8 for r in results)
+        lengths[horizon] = np.mean([r.instance.job_release.max() for r in results])  # the realised horizon
+        assert lengths[horizon] == pytest.approx(horizon, rel=0.1)  # batches included, in expectation
+    jobs = Scenario.from_dict(_with_horizon(medium, 3000.0))
+    assert planned_jobs(jobs) == pytest.approx(3 * planned_jobs(Scenario.from_dict(_with_horizon(medium, 1000.0))),
+                                               abs=2)
+
+
+def test_jobs_per_arrival_is_the_generators_batch_mean(small):
+    from dynasched_gym.generation.scenario import jobs_per_arrival
+
+    rates = Scenario.preset("medium").events
+    rng = np.random.default_rng(0)
+    sizes = np.maximum(2, np.round(rng.normal(rates.batch_size_mean, rates.batch_size_std, 400_000)))
+    assert jobs_per_arrival(rates) == pytest.approx(1 + rates.batch_arrival * (sizes.mean() - 1), abs=1e-3)
+    assert jobs_per_arrival(small.events) >= 1.0
+
+
+@pytest.mark.parametrize(("scale", "field", "message"), [
+    ({"num_jobs": 20, "horizon": 100.0}, "scale.horizon", "exactly one of"),
+    ({"num_jobs": None, "horizon": None}, "scale.horizon", "exactly one of"),
+    ({"num_jobs": None, "horizon": 0.0}, "scale.horizon", "must be a number in"),
+    ({"num_jobs": None, "horizon": math.inf}, "scale.horizon", "must be a number in"),
+    ({"num_jobs": None, "horizon": 10.0, "warm_start_jobs": 5}, "scale.warm_start_jobs", "the horizon holds"),
+    ({"num_jobs": 20, "warm_start_jobs": 20}, "scale.warm_start_jobs", "must be < num_jobs"),
+])
+def test_scale_errors_name_the_field(small, scale, field, message):
+    data = small.to_dict()
+    data["scale"].update(scale)
+    with pytest.raises(InstanceFormatError, match=message) as err:
+        Scenario.from_dict(data)
+    assert err.value.field == field

@@ -28,7 +28,7 @@ import numpy as np
 
 from dynasched_gym.checks import check_integer
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure
-from dynasched_gym.generation.scenario import PlantConfig, Scenario
+from dynasched_gym.generation.scenario import Scenario, expected_job_work, planned_jobs
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 #: Bumped whenever the same (scenario, seed) would give a different instance; part of pool cache keys.
@@ -243,7 +243,7 @@ def draft(scenario: Scenario, seed: int) -> Draft:
     group_machines = [np.flatnonzero(machine_group == i) for i in range(len(group_names))]
 
     # planned arrivals, warm-start jobs and batches
-    num_planned = scenario.scale.num_jobs - scenario.scale.warm_start_jobs
+    num_planned = planned_jobs(scenario) - scenario.scale.warm_start_jobs
     job_arrival = [-1] * scenario.scale.warm_start_jobs
     rng = rngs["batches"]
     for a in range(num_planned):
@@ -272,7 +272,7 @@ def draft(scenario: Scenario, seed: int) -> Draft:
     if rates.maintenance_interval > 0:
         rng = rngs["maintenance"]
         interval = rates.maintenance_interval
-        work = _expected_work(plant)
+        work = expected_job_work(plant)
         horizon_guess = num_jobs * work / (targets.utilization * speeds.sum())
         frac = interval if interval <= 1 else interval / horizon_guess
         for m in range(num_m):
@@ -316,16 +316,6 @@ def generate(scenario: Scenario, seed: int) -> Instance:
     """An uncalibrated instance of ``scenario`` (knobs set analytically from the targets); ``seed`` as in
     :func:`draft`."""
     return draft(scenario, seed).build()
-
-
-def _expected_work(plant: PlantConfig) -> float:
-    """Mean nominal work per job under the family mix (FJSP: from the ranges)."""
-    if plant.fjsp is not None:
-        f = plant.fjsp
-        return (f.ops_per_job[0] + f.ops_per_job[1]) / 2 * (f.mean_time[0] + f.mean_time[1]) / 2
-    weights = np.array([fam.mix_weight for fam in plant.families])
-    works = np.array([sum(step.mean_time for step in fam.route) for fam in plant.families])
-    return float(np.sum(weights * works) / weights.sum())
 
 
 Route = list[tuple[np.ndarray, np.ndarray, float]]  # per operation: (machines, relative factors, mean time)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from dynasched_gym.checks import is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 
@@ -72,9 +74,12 @@ class PlantConfig:
 
 @dataclass
 class ScaleConfig:
-    """How many planned jobs (batches add more) and how many are already waiting at t = 0."""
+    """The instance's size: ``num_jobs`` planned jobs (batches add more), or a ``horizon`` (time units) that
+    the utilization target fills (``num_jobs: null``; :func:`planned_jobs`); ``warm_start_jobs`` of the planned
+    jobs already wait at t = 0. Give exactly one of ``num_jobs`` and ``horizon``."""
 
-    num_jobs: int = 200
+    num_jobs: int | None = 200
+    horizon: float | None = None
     warm_start_jobs: int = 0
 
 
@@ -326,10 +331,16 @@ def validate_scenario(s: Scenario) -> None:
         if not _is_pair(f.mean_time, _is_number) or not 0 < f.mean_time[0] <= f.mean_time[1]:
             raise _fail("plant.fjsp.mean_time", "must be [min, max] with 0 < min <= max", f.mean_time)
         _check_range("plant.fjsp.time_spread", f.time_spread, 0.0, 1.0, hi_open=True)
-    if not _is_int(s.scale.num_jobs) or s.scale.num_jobs < 2:
-        raise _fail("scale.num_jobs", "must be an integer >= 2", s.scale.num_jobs)
-    if not _is_int(s.scale.warm_start_jobs) or not 0 <= s.scale.warm_start_jobs < s.scale.num_jobs:
-        raise _fail("scale.warm_start_jobs", "must be an integer in [0, num_jobs)", s.scale.warm_start_jobs)
+    scale = s.scale
+    if (scale.num_jobs is None) == (scale.horizon is None):
+        raise _fail("scale.horizon", "give exactly one of scale.num_jobs and scale.horizon (the other null)",
+                    scale.horizon)
+    if scale.num_jobs is not None and (not _is_int(scale.num_jobs) or scale.num_jobs < 2):
+        raise _fail("scale.num_jobs", "must be an integer >= 2", scale.num_jobs)
+    if scale.horizon is not None:
+        _check_range("scale.horizon", scale.horizon, 0.0, math.inf, lo_open=True, hi_open=True)
+    if not _is_int(scale.warm_start_jobs) or scale.warm_start_jobs < 0:
+        raise _fail("scale.warm_start_jobs", "must be an integer >= 0", scale.warm_start_jobs)
     if s.arrivals.pattern not in ("constant", "periodic", "trend"):
         raise _fail("arrivals.pattern", "must be constant, periodic or trend", s.arrivals.pattern)
     _check_range("arrivals.amplitude", s.arrivals.amplitude, 0.0, 1.0, hi_open=True)
@@ -356,6 +367,47 @@ def validate_scenario(s: Scenario) -> None:
         _check_range(f"events.ptime_change_factors[{k}]", x, 0.0, math.inf, lo_open=True, hi_open=True)
     if s.breakdown_policy not in ("resume", "restart"):
         raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
+    jobs = planned_jobs(s)
+    if s.scale.warm_start_jobs >= jobs:
+        where = "num_jobs" if s.scale.num_jobs is not None else f"the {jobs} jobs the horizon holds"
+        raise _fail("scale.warm_start_jobs", f"must be < {where}", s.scale.warm_start_jobs)
+
+
+def expected_job_work(plant: PlantConfig) -> float:
+    """Mean nominal work of a job under the family mix (FJSP: from the ranges)."""
+    if plant.fjsp is not None:
+        f = plant.fjsp
+        return (f.ops_per_job[0] + f.ops_per_job[1]) / 2 * (f.mean_time[0] + f.mean_time[1]) / 2
+    weights = np.array([fam.mix_weight for fam in plant.families])
+    works = np.array([sum(step.mean_time for step in fam.route) for fam in plant.families])
+    return float(np.sum(weights * works) / weights.sum())
+
+
+def jobs_per_arrival(rates: EventRates) -> float:
+    """Expected number of jobs a planned arrival brings: 1, or with probability ``batch_arrival`` a batch of
+    ``max(2, round(N(batch_size_mean, batch_size_std)))`` jobs (as the generator draws it)."""
+    mean, std = rates.batch_size_mean, rates.batch_size_std
+    if std == 0:
+        batch = max(2.0, float(round(mean)))
+    else:
+        def below(x: float) -> float:  # P(N(mean, std) < x)
+            return 0.5 * (1.0 + math.erf((x - mean) / (std * math.sqrt(2.0))))
+
+        top = math.ceil(mean + 10.0 * std)
+        batch = 2.0 * below(2.5) + sum(k * (below(k + 0.5) - below(k - 0.5)) for k in range(3, top + 1))
+    return 1.0 + rates.batch_arrival * (batch - 1.0)
+
+
+def planned_jobs(s: Scenario) -> int:
+    """The number of planned jobs (warm-start jobs included, batch members not): ``scale.num_jobs``, or for a
+    ``scale.horizon`` H as many as fill it at the utilization target, in expectation over batches:
+    ``warm + (utilization * H * total speed / expected_job_work - warm) / jobs_per_arrival``, rounded (>= 2)."""
+    if s.scale.num_jobs is not None:
+        return s.scale.num_jobs
+    speed = sum(v for g in s.plant.groups for v in g.speeds)
+    total = s.targets.utilization * s.scale.horizon * speed / expected_job_work(s.plant)
+    warm = s.scale.warm_start_jobs
+    return max(2, warm + round(max(total - warm, 0.0) / jobs_per_arrival(s.events)))
 
 
 def replace_targets(scenario: Scenario, **targets: float | None) -> Scenario:
