@@ -30,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from dynasched_gym.checks import check_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tolerances, calibrate, ssi
+from dynasched_gym.generation.sesc import tolerance
 from dynasched_gym.io import dsbx_dir
 
 
@@ -44,7 +45,7 @@ def report(scenario: Scenario, seed: int, result: CalibrationResult, index: SSIR
     rows = []
     for name, value in result.metrics.items():
         if name in result.targets:
-            error, limit = result.errors[name], getattr(tol, name)
+            error, limit = result.errors[name], tolerance(tol, name)
             rows.append([name, f"{result.targets[name]:.6g}", f"{value:.6g}", f"{error:.3g}", f"{limit:.3g}",
                          "yes" if error <= limit else "**no**"])
         else:
@@ -100,7 +101,7 @@ def plot_convergence(result: CalibrationResult, tolerances: Tolerances, path: Pa
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for name in result.targets:
-        ratios = [max(rec["errors"][name] / getattr(tolerances, name), 1e-4) for rec in result.history]
+        ratios = [max(rec["errors"][name] / tolerance(tolerances, name), 1e-4) for rec in result.history]
         ax.plot(range(len(ratios)), ratios, marker="o", label=name)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="tolerance")
     ax.set_yscale("log")

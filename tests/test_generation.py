@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import instances
 
-from dynasched_gym import Instance, InstanceFormatError, load_instance, rollout, validate_schedule
+from dynasched_gym import EventType, Instance, InstanceFormatError, load_instance, rollout, validate_schedule
 from dynasched_gym.generation import (
     TIER_BANDS,
     Scenario,
@@ -373,5 +373,75 @@ def test_scale_errors_name_the_field(small, scale, field, message):
     data = small.to_dict()
     data["scale"].update(scale)
     with pytest.raises(InstanceFormatError, match=message) as err:
+        Scenario.from_dict(data)
+    assert err.value.field == field
+
+
+WINDOWS = [{"group": "GroupA", "start": 0.2, "end": 0.4, "utilization": 0.9},
+           {"group": "GroupB", "start": 0.5, "end": 0.6, "utilization": 0.95}]
+
+
+@pytest.fixture(scope="module")
+def windowed() -> Scenario:
+    return Scenario.from_dict({**Scenario.preset("medium").to_dict(), "bottleneck_windows": WINDOWS})
+
+
+def _window_utilization(inst: Instance, window: dict) -> float:
+    """The window metric from the instance's own events, without the generator's code (realised.py docstring)."""
+    horizon = float(inst.job_release.max())
+    t0, t1 = window["start"] * horizon, window["end"] * horizon
+    group = [m for m, g in enumerate(inst.machine_groups) if g == window["group"]]
+    work = 0.0  # each operation's nominal work (mean of time x speed) split evenly over its eligible machines
+    for o in range(inst.num_ops):
+        machines = inst.elig_machine[inst.op_elig_ptr[o]:inst.op_elig_ptr[o + 1]]
+        times = inst.elig_time[inst.op_elig_ptr[o]:inst.op_elig_ptr[o + 1]]
+        work += float(np.mean(times * inst.machine_speed[machines])) * np.isin(machines, group).mean()
+    speed = float(inst.machine_speed[group].sum())
+    lost = 0.0
+    for m in group:
+        covered = np.zeros(20001, dtype=bool)  # a fine grid over the window: overlaps count once
+        grid = np.linspace(t0, t1, covered.size)
+        for i, e in enumerate(inst.events):
+            if e.machine == m and e.type in (EventType.BREAKDOWN, EventType.MAINTENANCE):
+                end = e.time + e.duration
+                repair = [r.time for r in inst.events[i + 1:] if r.type == EventType.REPAIR and r.machine == m
+                          and e.time <= r.time < end] if e.type == EventType.BREAKDOWN else []
+                covered |= (grid >= e.time) & (grid < min([end, *repair]))
+        lost += inst.machine_speed[m] * covered.mean() * (t1 - t0)
+    return work / horizon * (t1 - t0) / (speed * (t1 - t0) - lost)
+
+
+def test_bottleneck_windows_are_calibrated_and_measured_on_the_instance(windowed):
+    for seed in range(3):
+        result = calibrate(windowed, seed=seed)
+        assert result.converged
+        for i, window in enumerate(WINDOWS):
+            name = f"bottleneck_window[{i}]"
+            assert result.targets[name] == window["utilization"]
+            assert abs(result.metrics[name] - window["utilization"]) <= 0.05 * window["utilization"]
+            assert result.metrics[name] == pytest.approx(_window_utilization(result.instance, window), rel=2e-3)
+        assert validate_schedule(rollout(result.instance, "EDD:EET")).ok
+    d = draft(windowed, 3)
+    d.window_downtime[:] = [0.5, 0.3]
+    built = realised_metrics(d.build(), windowed.bottleneck_windows)
+    for name, value in d.metrics().items():
+        assert built[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
+
+
+def test_bottleneck_windows_need_sesc(windowed):
+    with pytest.raises(ValueError, match="bottleneck windows are calibrated by SESC only"):
+        calibrate(windowed, method="cmaes", budget=10)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"group": "GroupZ"}, "bottleneck_windows[0].group"),
+    ({"start": 0.5, "end": 0.5}, "bottleneck_windows[0].end"),
+    ({"end": 1.5}, "bottleneck_windows[0].end"),
+    ({"utilization": 1.0}, "bottleneck_windows[0].utilization"),
+    ({"utilization": True}, "bottleneck_windows[0].utilization"),
+])
+def test_bottleneck_window_errors_name_the_field(change, field):
+    data = {**Scenario.preset("medium").to_dict(), "bottleneck_windows": [{**WINDOWS[0], **change}]}
+    with pytest.raises(InstanceFormatError) as err:
         Scenario.from_dict(data)
     assert err.value.field == field

@@ -2,7 +2,7 @@
 
 from dynasched_gym.generation.generator import GENERATOR_VERSION, Draft, draft, generate
 from dynasched_gym.generation.realised import METRIC_NAMES, realised_metrics
-from dynasched_gym.generation.scenario import Scenario, Targets, Tolerances, size_presets
+from dynasched_gym.generation.scenario import BottleneckWindow, Scenario, Targets, Tolerances, size_presets
 from dynasched_gym.generation.sesc import CalibrationResult, calibrate
 from dynasched_gym.generation.stress_index import SSI_VERSION, TIER_BANDS, TIERS, SSIResult, ssi, tier_of
 from dynasched_gym.generation.tiers import TierPool, tier_pool
@@ -13,6 +13,7 @@ __all__ = [
     "SSI_VERSION",
     "TIERS",
     "TIER_BANDS",
+    "BottleneckWindow",
     "CalibrationResult",
     "Draft",
     "SSIResult",

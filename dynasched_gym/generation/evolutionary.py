@@ -49,7 +49,7 @@ from dynasched_gym.checks import check_integer, check_positive
 from dynasched_gym.generation.generator import Draft
 from dynasched_gym.generation.realised import measure
 from dynasched_gym.generation.scenario import Tolerances
-from dynasched_gym.generation.sesc import knobs, relative_errors, set_knobs, within, worst_target
+from dynasched_gym.generation.sesc import knobs, relative_errors, set_knobs, tolerance, within, worst_target
 
 EVOLUTIONARY_METHODS = ("cmaes", "nsga2")
 _DEFAULT_SIGMA0 = 0.1  # CMA-ES initial step size on the unit box
@@ -148,7 +148,7 @@ def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, metho
         check_positive("sigma0", sigma0)
     if method == "cmaes":
         search = _Search(d, targets, tolerances, budget,
-                         lambda e: sum((v / getattr(tolerances, k)) ** 2 for k, v in e.items()))
+                         lambda e: sum((v / tolerance(tolerances, k)) ** 2 for k, v in e.items()))
         _cmaes(search, seed, popsize, _DEFAULT_SIGMA0 if sigma0 is None else sigma0)
     else:
         search = _Search(d, targets, tolerances, budget, lambda e: sum(e.values()))

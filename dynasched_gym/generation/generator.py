@@ -13,7 +13,10 @@ calibrators (SESC and the evolutionary baselines) edit without drawing anything 
 - ``processing_exponent`` b and ``group_scale``: nominal times are c * s_g * base**b, with c
   keeping the total work fixed (processing_scv grows with b; s_g moves load between groups);
 - ``due_scale``: due dates are r_j + due_scale * q_j * P_j (due_date_tightness ~ due_scale);
-- ``downtime_scale``: breakdown and maintenance durations (fractions of H) are multiplied by it.
+- ``downtime_scale``: breakdown and maintenance durations (fractions of H) are multiplied by it;
+- ``window_downtime[i]``: for bottleneck window i (``Scenario.bottleneck_windows``), one breakdown
+  on every machine of the window's group, lasting this fraction of the window (window utilization
+  grows with it), at a position inside the window drawn once.
 
 Batch arrivals and every dynamic event are drawn here, before calibration, so the realised
 metrics are always those of the exported instance.
@@ -27,14 +30,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dynasched_gym.checks import check_integer
-from dynasched_gym.generation.realised import MetricInputs, group_columns, measure
+from dynasched_gym.generation.realised import MetricInputs, group_columns, measure, window_arrays
 from dynasched_gym.generation.scenario import Scenario, expected_job_work, planned_jobs
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 #: Bumped whenever the same (scenario, seed) would give a different instance; part of pool cache keys.
 GENERATOR_VERSION = "1"
 
-_STREAMS = ("routes", "ptimes", "arrivals", "batches", "due", "breakdowns", "maintenance", "events")
+# Append new streams at the end: SeedSequence children are numbered, so the others keep their draws.
+_STREAMS = ("routes", "ptimes", "arrivals", "batches", "due", "breakdowns", "maintenance", "events", "windows")
 _DUE_SPREAD = 0.3  # log-normal sigma of individual due-date allowances
 _PRIORITY_WEIGHTS = (0.5, 2.0, 3.0)
 
@@ -44,7 +48,7 @@ class Draft:
     """Random draws of one instance plus the calibration knobs (see the module docstring).
 
     Arrays: J jobs, A planned arrivals, O operations, E eligible pairs, M machines,
-    B breakdowns, K maintenance windows, V job events.
+    B breakdowns, K maintenance windows, V job events, W bottleneck windows, X window breakdowns.
     """
 
     scenario: Scenario
@@ -72,12 +76,16 @@ class Draft:
     event_op: np.ndarray  # (V,) op index (PTIME_CHANGE, REWORK), -1 otherwise
     event_value: np.ndarray  # (V,) factor | weight | due-allowance change (in units of P_j)
     event_route: list[tuple[dict[int, float], ...] | None]  # (V,) ROUTE_CHANGE operations (times as drawn)
+    window_index: np.ndarray  # (X,) the bottleneck window of each window breakdown
+    window_machine: np.ndarray  # (X,)
+    window_position: np.ndarray  # (X,) start: window start + position * (window length - duration)
     horizon: float = 1.0
     arrival_exponent: float = 1.0
     processing_exponent: float = 1.0
     group_scale: np.ndarray = field(default_factory=lambda: np.ones(0))  # (G,)
     due_scale: float = 1.0
     downtime_scale: float = 1.0
+    window_downtime: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (W,) fraction of each window
 
     # ------------------------------------------------------------------ derived quantities
     def op_nominal(self) -> np.ndarray:
@@ -98,7 +106,7 @@ class Draft:
         return np.add.reduceat(nominal * self._op_time_factor, self.job_op_ptr[:-1])
 
     def downtime(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(machine, start, end) of breakdowns, then maintenance windows, in time units."""
+        """(machine, start, end) of breakdowns, window breakdowns, then maintenance windows, in time units."""
         lengths = self.breakdown_length * self.downtime_scale
         starts = np.empty_like(lengths)
         for m in np.unique(self.breakdown_machine):
@@ -112,7 +120,15 @@ class Draft:
         machines = np.concatenate([self.breakdown_machine, self.maintenance_machine])
         start = np.concatenate([starts, self.maintenance_position]) * self.horizon
         length = np.concatenate([lengths, np.minimum(self.maintenance_length * self.downtime_scale, 0.5)])
-        return machines, start, start + length * self.horizon
+        end = start + length * self.horizon
+        windows = self.scenario.bottleneck_windows
+        window_start = np.array([w.start for w in windows])[self.window_index] * self.horizon
+        window_length = np.array([w.end for w in windows])[self.window_index] * self.horizon - window_start
+        duration = self.window_downtime[self.window_index] * window_length
+        begin = window_start + self.window_position * (window_length - duration)
+        b = len(self.breakdown_machine)
+        return (np.concatenate([machines[:b], self.window_machine, machines[b:]]),
+                np.concatenate([start[:b], begin, start[b:]]), np.concatenate([end[:b], begin + duration, end[b:]]))
 
     def metric_inputs(self) -> MetricInputs:
         """The realised-metric inputs of the instance this draft builds (no Instance needed)."""
@@ -131,6 +147,7 @@ class Draft:
             down_machine=machines,
             down_start=start,
             down_end=end,
+            **window_arrays(self.scenario.bottleneck_windows, self.group_names),
         )
 
     def metrics(self) -> dict[str, float]:
@@ -161,7 +178,7 @@ class Draft:
             jobs.append(Job(f"Job-{j + 1}", ops, release=float(release[j]), due=float(due[j])))
         events = []
         machine, start, end = self.downtime()
-        num_breakdowns = len(self.breakdown_machine)
+        num_breakdowns = len(self.breakdown_machine) + len(self.window_machine)
         for i, (m, t0, t1) in enumerate(zip(machine, start, end)):
             if t1 > t0:  # calibration may scale downtime to nothing (a disturbance target of 0)
                 kind = EventType.BREAKDOWN if i < num_breakdowns else EventType.MAINTENANCE
@@ -185,6 +202,8 @@ class Draft:
         self._op_machine_share = share
         if self.group_scale.size == 0:
             self.group_scale = np.ones(len(self.group_names))
+        if self.window_downtime.size == 0:
+            self.window_downtime = np.zeros(len(self.scenario.bottleneck_windows))
         self._base_work = float(np.sum(self.op_base * self._op_work_factor))
 
     def _op_group_share(self) -> np.ndarray:
@@ -296,6 +315,15 @@ def draft(scenario: Scenario, seed: int) -> Draft:
             bd_len.extend(rng.dirichlet(np.ones(count)) * budget)
             bd_gap.extend(weights[:count])
 
+    # one breakdown per machine of each bottleneck window's group, sized by the window_downtime knob
+    rng = rngs["windows"]
+    window_index, window_machine = [], []
+    for i, window in enumerate(scenario.bottleneck_windows):
+        for m in group_machines[group_names.index(window.group)]:
+            window_index.append(i)
+            window_machine.append(int(m))
+    window_position = rng.uniform(0.0, 1.0, len(window_index))
+
     draft_ = Draft(
         scenario=scenario, seed=seed, machine_speed=speeds, machine_group=machine_group, group_names=group_names,
         job_arrival=np.array(job_arrival, dtype=np.int64), base_gap=base_gap, job_due_allowance=due_allowance,
@@ -306,6 +334,8 @@ def draft(scenario: Scenario, seed: int) -> Draft:
         maintenance_machine=np.array(mt_machine, dtype=np.int64), maintenance_position=np.array(mt_pos),
         maintenance_length=np.array(mt_len),
         **_job_events(scenario, routes, rngs["events"], group_machines),
+        window_index=np.array(window_index, dtype=np.int64), window_machine=np.array(window_machine, dtype=np.int64),
+        window_position=window_position,
     )
     draft_.due_scale = targets.due_date_tightness
     draft_.horizon = draft_._base_work / (targets.utilization * speeds.sum())

@@ -20,18 +20,31 @@ released at 0, H = total work / total speed, so its utilization is 1):
 - ``disturbance``: speed-weighted share of machine time lost to downtime inside [0, H]:
   sum_m speed_m * |down_m ∩ [0, H]| / (H * sum_m speed_m). A breakdown lasts until its end or an
   earlier REPAIR; maintenance counts from its event time; overlaps count once.
+- ``bottleneck_window[i]`` (only for the windows passed in, ``Scenario.bottleneck_windows``): the
+  utilization of window i's group g inside the window [s H, e H] of length L, its load spread evenly
+  over the horizon: rho_g * S_g L / (S_g L - lost), with S_g the group's total speed and lost the
+  speed-weighted downtime of its machines inside the window (overlaps once); a window whose whole
+  capacity is down measures ``WINDOW_SATURATED``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from dynasched_gym.generation.scenario import BottleneckWindow
 from dynasched_gym.instance import EventType, Instance
 
 METRIC_NAMES = ("utilization", "load_cv", "due_date_tightness", "arrival_scv", "processing_scv", "disturbance")
+WINDOW_SATURATED = 1e6  # the utilization of a window without capacity left
+
+
+def window_metric(index: int) -> str:
+    """The metric (and target) name of bottleneck window ``index``."""
+    return f"bottleneck_window[{index}]"
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,9 @@ class MetricInputs:
     down_machine: np.ndarray  # (D,)
     down_start: np.ndarray  # (D,)
     down_end: np.ndarray  # (D,)
+    window_group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (W,) group index
+    window_start: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (W,) fraction of the horizon
+    window_end: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (W,) fraction of the horizon
 
 
 # Reductions below avoid BLAS (``@``): its rounding depends on the CPU kernel, and generated
@@ -100,12 +116,15 @@ def measure(inputs: MetricInputs) -> dict[str, float]:
     job_time = np.add.reduceat(inputs.op_time, inputs.job_op_ptr[:-1])
     has_due = ~np.isnan(inputs.due)
     gaps = np.diff(np.sort(inputs.release))
-    lost = 0.0
-    for m in range(speed.shape[0]):
-        mine = inputs.down_machine == m
-        if mine.any():
-            start, end = np.clip(inputs.down_start[mine], 0, h), np.clip(inputs.down_end[mine], 0, h)
-            lost += speed[m] * _union_length(start, end)
+    lost = sum(_machine_downtime(inputs, m, 0.0, h) for m in range(speed.shape[0]))
+    windows = {}
+    for i, (g, s, e) in enumerate(zip(inputs.window_group, inputs.window_start, inputs.window_end)):
+        t0, t1 = s * h, e * h
+        window_capacity = group_speed[g] * (t1 - t0)
+        machines = np.flatnonzero(inputs.machine_group == g)
+        free = window_capacity - sum(_machine_downtime(inputs, m, t0, t1) for m in machines)
+        saturated = free <= 1e-12 * window_capacity
+        windows[window_metric(i)] = WINDOW_SATURATED if saturated else float(group_rho[g] * window_capacity / free)
     return {
         "utilization": float(inputs.op_work.sum() / capacity),
         "load_cv": float(group_rho.std() / group_rho.mean()) if num_groups > 1 else 0.0,
@@ -114,11 +133,22 @@ def measure(inputs: MetricInputs) -> dict[str, float]:
         "arrival_scv": _scv(gaps),
         "processing_scv": _scv(inputs.op_work),
         "disturbance": float(lost / capacity),
+        **windows,
     }
 
 
-def instance_inputs(instance: Instance) -> MetricInputs:
-    """Reduce an instance to :class:`MetricInputs` (static operations; downtime from its events)."""
+def _machine_downtime(inputs: MetricInputs, machine: int, t0: float, t1: float) -> float:
+    """Speed-weighted downtime of ``machine`` inside [t0, t1] (overlaps count once)."""
+    mine = inputs.down_machine == machine
+    if not mine.any():
+        return 0.0
+    start, end = np.clip(inputs.down_start[mine], t0, t1), np.clip(inputs.down_end[mine], t0, t1)
+    return float(inputs.machine_speed[machine]) * _union_length(start, end)
+
+
+def instance_inputs(instance: Instance, windows: Sequence[BottleneckWindow] = ()) -> MetricInputs:
+    """Reduce an instance to :class:`MetricInputs` (static operations; downtime from its events; ``windows``
+    to measure, of the scenario that generated it)."""
     num_m = instance.num_machines
     rows = np.repeat(np.arange(instance.num_ops), np.diff(instance.op_elig_ptr))
     counts = np.diff(instance.op_elig_ptr).astype(np.float64)
@@ -154,9 +184,22 @@ def instance_inputs(instance: Instance) -> MetricInputs:
         down_machine=np.array(machines, dtype=np.int64),
         down_start=np.array(starts, dtype=np.float64),
         down_end=np.array(ends, dtype=np.float64),
+        **window_arrays(windows, list(groups)),
     )
 
 
-def realised_metrics(instance: Instance) -> dict[str, float]:
-    """The realised metrics of ``instance`` (module docstring)."""
-    return measure(instance_inputs(instance))
+def window_arrays(windows: Sequence[BottleneckWindow], group_names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The ``window_*`` fields of :class:`MetricInputs` for ``windows`` of a plant with ``group_names``."""
+    names = list(group_names)
+    for w in windows:
+        if w.group not in names:
+            raise ValueError(f"bottleneck window group {w.group!r} is not a machine group of the plant ({names})")
+    return {"window_group": np.array([names.index(w.group) for w in windows], dtype=np.int64),
+            "window_start": np.array([w.start for w in windows], dtype=np.float64),
+            "window_end": np.array([w.end for w in windows], dtype=np.float64)}
+
+
+def realised_metrics(instance: Instance, windows: Sequence[BottleneckWindow] = ()) -> dict[str, float]:
+    """The realised metrics of ``instance`` (module docstring), with those of the bottleneck ``windows`` of the
+    scenario that generated it."""
+    return measure(instance_inputs(instance, windows))

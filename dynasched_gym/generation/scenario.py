@@ -118,6 +118,19 @@ class Tolerances:
     arrival_scv: float = 0.10
     processing_scv: float = 0.10
     disturbance: float = 0.05
+    bottleneck_window: float = 0.05  # every window of Scenario.bottleneck_windows
+
+
+@dataclass
+class BottleneckWindow:
+    """A stretch of the horizon in which machine group ``group`` runs at ``utilization`` (a calibration target):
+    downtime of the group's machines inside the window takes away the capacity that the group's load,
+    spread evenly over the horizon, does not fill. ``start`` < ``end`` are fractions of the horizon."""
+
+    group: str = ""
+    start: float = 0.0
+    end: float = 1.0
+    utilization: float = 0.9
 
 
 @dataclass
@@ -154,6 +167,7 @@ class Scenario:
     tolerances: Tolerances = field(default_factory=Tolerances)
     events: EventRates = field(default_factory=EventRates)
     breakdown_policy: str = "resume"
+    bottleneck_windows: list[BottleneckWindow] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         validate_scenario(self)
@@ -247,6 +261,7 @@ def _convert(kind: Any, value: Any, where: str) -> Any:
 _NESTED: dict[tuple[type, str], Any] = {
     (Scenario, "plant"): PlantConfig, (Scenario, "scale"): ScaleConfig, (Scenario, "arrivals"): ArrivalConfig,
     (Scenario, "targets"): Targets, (Scenario, "tolerances"): Tolerances, (Scenario, "events"): EventRates,
+    (Scenario, "bottleneck_windows"): [BottleneckWindow],
     (PlantConfig, "groups"): [MachineGroupConfig], (PlantConfig, "families"): [FamilyConfig],
     (PlantConfig, "fjsp"): FJSPConfig, (FamilyConfig, "route"): [RouteStepConfig],
 }
@@ -367,6 +382,17 @@ def validate_scenario(s: Scenario) -> None:
         _check_range(f"events.ptime_change_factors[{k}]", x, 0.0, math.inf, lo_open=True, hi_open=True)
     if s.breakdown_policy not in ("resume", "restart"):
         raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
+    if not isinstance(s.bottleneck_windows, list):
+        raise _fail("bottleneck_windows", "must be a list of windows", s.bottleneck_windows)
+    for i, w in enumerate(s.bottleneck_windows):
+        where = f"bottleneck_windows[{i}]"
+        if w.group not in names:
+            raise _fail(f"{where}.group", f"unknown group (groups: {names})", w.group)
+        _check_range(f"{where}.start", w.start, 0.0, 1.0, hi_open=True)
+        _check_range(f"{where}.end", w.end, 0.0, 1.0, lo_open=True)
+        if w.end <= w.start:
+            raise _fail(f"{where}.end", f"must be > start ({w.start})", w.end)
+        _check_range(f"{where}.utilization", w.utilization, 0.0, 1.0, lo_open=True, hi_open=True)
     jobs = planned_jobs(s)
     if s.scale.warm_start_jobs >= jobs:
         where = "num_jobs" if s.scale.num_jobs is not None else f"the {jobs} jobs the horizon holds"

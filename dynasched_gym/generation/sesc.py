@@ -5,14 +5,15 @@ SESC measures the realised metrics of a draft, picks the target furthest outside
 the one knob (see :mod:`dynasched_gym.generation.generator`) that moves that metric onto its
 target with every other knob held, then measures again. Knobs and metrics are nearly decoupled
 (utilization <- horizon, arrival_scv <- arrival exponent, processing_scv <- processing exponent,
-due_date_tightness <- due scale, disturbance <- downtime scale, load_cv <- group scales), so a
-handful of steps suffice. Every measurement is of the instance that is finally exported.
+due_date_tightness <- due scale, disturbance <- downtime scale, load_cv <- group scales,
+bottleneck window i <- its window downtime), so a handful of steps suffice. Every measurement is
+of the instance that is finally exported.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +21,8 @@ import numpy as np
 
 from dynasched_gym.checks import check_integer
 from dynasched_gym.generation.generator import Draft, draft
-from dynasched_gym.generation.realised import column_sums, measure, realised_metrics
-from dynasched_gym.generation.scenario import Scenario, Targets, Tolerances, replace_targets
+from dynasched_gym.generation.realised import column_sums, measure, realised_metrics, window_metric
+from dynasched_gym.generation.scenario import BottleneckWindow, Scenario, Targets, Tolerances, replace_targets
 from dynasched_gym.instance import Instance
 
 METHODS = ("sesc", "cmaes", "nsga2")
@@ -42,9 +43,15 @@ class CalibrationResult:
     knobs: dict[str, Any] = field(default_factory=dict)
 
 
-def active_targets(targets: Targets) -> dict[str, float]:
-    """The targets that are set (``load_cv`` may be None)."""
-    return {k: v for k, v in vars(targets).items() if v is not None}
+def active_targets(targets: Targets, windows: Sequence[BottleneckWindow] = ()) -> dict[str, float]:
+    """The targets that are set (``load_cv`` may be None), then the utilization of each bottleneck window."""
+    return {**{k: v for k, v in vars(targets).items() if v is not None},
+            **{window_metric(i): w.utilization for i, w in enumerate(windows)}}
+
+
+def tolerance(tolerances: Tolerances, name: str) -> float:
+    """The tolerance of target ``name`` (every bottleneck window shares ``tolerances.bottleneck_window``)."""
+    return getattr(tolerances, "bottleneck_window" if name.startswith("bottleneck_window[") else name)
 
 
 def relative_errors(metrics: Mapping[str, float], targets: Mapping[str, float]) -> dict[str, float]:
@@ -54,12 +61,12 @@ def relative_errors(metrics: Mapping[str, float], targets: Mapping[str, float]) 
 
 def within(errors: Mapping[str, float], tolerances: Tolerances) -> bool:
     """True when every error is inside its tolerance."""
-    return all(err <= getattr(tolerances, k) for k, err in errors.items())
+    return all(err <= tolerance(tolerances, k) for k, err in errors.items())
 
 
 def worst_target(errors: Mapping[str, float], tolerances: Tolerances) -> tuple[str, float]:
     """The target furthest outside its tolerance, and its error / tolerance ratio."""
-    ratio = {k: err / getattr(tolerances, k) for k, err in errors.items()}
+    ratio = {k: err / tolerance(tolerances, k) for k, err in errors.items()}
     worst = max(ratio, key=ratio.get)
     return worst, ratio[worst]
 
@@ -68,14 +75,19 @@ def knobs(d: Draft) -> dict[str, Any]:
     """The calibration knobs of a draft (for reports and reproducibility)."""
     return {"horizon": d.horizon, "arrival_exponent": d.arrival_exponent,
             "processing_exponent": d.processing_exponent, "due_scale": d.due_scale,
-            "downtime_scale": d.downtime_scale, "group_scale": d.group_scale.tolist()}
+            "downtime_scale": d.downtime_scale, "group_scale": d.group_scale.tolist(),
+            "window_downtime": d.window_downtime.tolist()}
 
 
-def _solve(d: Draft, attr: str, metric: str, target: float, lo: float, hi: float, tol: float) -> None:
-    """Set knob ``attr`` in [lo, hi] so that ``metric`` (increasing in the knob) reaches ``target``."""
+def _solve(d: Draft, attr: str | int, metric: str, target: float, lo: float, hi: float, tol: float) -> None:
+    """Set knob ``attr`` (an attribute name, or the index of a window in ``window_downtime``) in [lo, hi] so
+    that ``metric`` (increasing in the knob) reaches ``target``."""
 
     def value(x: float) -> float:
-        setattr(d, attr, x)
+        if isinstance(attr, str):
+            setattr(d, attr, x)
+        else:
+            d.window_downtime[attr] = x
         return measure(d.metric_inputs())[metric]
 
     if value(hi) <= target:
@@ -118,6 +130,15 @@ _EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], None]] = 
 }
 
 
+def _edit(name: str) -> Callable[[Draft, Mapping[str, float], float, float], None]:
+    """The edit of target ``name``: one of :data:`_EDITS`, or the bisection of a bottleneck window's downtime
+    (up to 95 % of the window on each of the group's machines)."""
+    if name in _EDITS:
+        return _EDITS[name]
+    index = int(name[len("bottleneck_window["):-1])
+    return lambda d, _m, t, tol: _solve(d, index, name, t, 0.0, 0.95, tol)
+
+
 def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_steps: int = 25,
          ) -> tuple[bool, list[dict[str, Any]]]:
     """Run SESC on draft ``d`` in place; returns (converged, per-step history).
@@ -139,7 +160,7 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
         if ratio <= 1.0 or step == max_steps:
             break
         record["edit"] = worst
-        _EDITS[worst](d, metrics, targets[worst], getattr(tolerances, worst))
+        _edit(worst)(d, metrics, targets[worst], tolerance(tolerances, worst))
     set_knobs(d, best[1])
     return best[0] <= 1.0, history
 
@@ -147,7 +168,7 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
 def set_knobs(d: Draft, values: Mapping[str, Any]) -> None:
     """Set a draft's knobs from a :func:`knobs` snapshot."""
     for name, value in values.items():
-        setattr(d, name, np.array(value) if name == "group_scale" else value)
+        setattr(d, name, np.array(value) if isinstance(value, list) else value)
 
 
 def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None = None, method: str = "sesc",
@@ -162,10 +183,12 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
     seed = check_integer("seed", seed, 0)
     if method not in METHODS:
         raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
+    if method != "sesc" and scenario.bottleneck_windows:
+        raise ValueError(f"bottleneck windows are calibrated by SESC only (method='sesc'), not by {method!r}")
     if targets is not None:
         values = vars(targets) if isinstance(targets, Targets) else dict(targets)
         scenario = replace_targets(scenario, **values)
-    wanted = active_targets(scenario.targets)
+    wanted = active_targets(scenario.targets, scenario.bottleneck_windows)
     began = time.perf_counter()
     d = draft(scenario, seed)
     if method == "sesc":
@@ -176,7 +199,7 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
         history = evolve(d, wanted, scenario.tolerances, method=method, seed=seed, **options)
     instance = d.build()
     seconds = time.perf_counter() - began
-    metrics = realised_metrics(instance)
+    metrics = realised_metrics(instance, scenario.bottleneck_windows)
     errors = relative_errors(metrics, wanted)
     return CalibrationResult(instance=instance, metrics=metrics, targets=wanted, errors=errors,
                              converged=within(errors, scenario.tolerances), seconds=seconds, method=method,
