@@ -428,9 +428,10 @@ def test_bottleneck_windows_are_calibrated_and_measured_on_the_instance(windowed
         assert built[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
 
 
-def test_bottleneck_windows_need_sesc(windowed):
-    with pytest.raises(ValueError, match="bottleneck windows are calibrated by SESC only"):
-        calibrate(windowed, method="cmaes", budget=10)
+def test_the_evolutionary_baseline_searches_the_window_knobs_too(windowed):
+    result = calibrate(windowed, method="cmaes", seed=0, budget=600)
+    assert result.converged and set(result.targets) >= {"bottleneck_window[0]", "bottleneck_window[1]"}
+    assert all(0.0 <= x <= 0.95 for x in result.knobs["window_downtime"]) and result.knobs["window_downtime"][0] > 0
 
 
 @pytest.mark.parametrize(("change", "field"), [

@@ -13,6 +13,7 @@ knob                        coordinate   bounds                      why
 ``due_scale``               log          [x0 / 2, 2 x0]              tightness ~ due_scale, x0 ~ exact
 ``downtime_scale``          log          [x0 / 50, 50 x0]            small plants need ~0.05 (SESC: <= 50)
 ``group_scale[g]``          log          [x0 / 4, 4 x0]              only when ``load_cv`` is targeted
+``window_downtime[i]``      linear       [0, 0.95]                   per bottleneck window, as SESC
 ==========================  ===========  ==========================  =================================
 
 Both evaluate a candidate exactly as SESC does: set the knobs, ``measure(d.metric_inputs())``,
@@ -67,6 +68,7 @@ def bounds(d: Draft, load_cv: bool = False) -> dict[str, tuple[float, float]]:
            "downtime_scale": (d.downtime_scale / 50, d.downtime_scale * 50)}
     if load_cv:
         out.update({f"group_scale[{g}]": (s / 4, s * 4) for g, s in enumerate(d.group_scale.tolist())})
+    out.update({f"window_downtime[{i}]": (0.0, 0.95) for i in range(len(d.window_downtime))})
     for name, (lo, _) in out.items():
         if name.startswith(_LOG_KNOBS) and not lo > 0:
             raise ValueError(f"knob {name} must be > 0 to be searched on a log scale")
@@ -85,6 +87,7 @@ class _Search:
         self.lo = np.array([w(lo) for w, (lo, _) in zip(warp, box.values())])
         self.hi = np.array([w(hi) for w, (_, hi) in zip(warp, box.values())])
         self.is_log = np.array([n.startswith(_LOG_KNOBS) for n in self.names])
+        self.num_groups = sum(n.startswith("group_scale[") for n in self.names)  # 0 unless load_cv is targeted
         self.x0 = self.encode(knobs(d))
         self.evaluations = 0
         self.best: tuple[tuple[bool, float], dict[str, float], dict[str, Any]] | None = None
@@ -92,8 +95,11 @@ class _Search:
 
     def encode(self, values: Mapping[str, Any]) -> np.ndarray:
         """Unit-box point of a knob snapshot (as :func:`~dynasched_gym.generation.sesc.knobs` returns)."""
-        flat = [*(values[n] for n in self.names[:5]), *values["group_scale"][: len(self.names) - 5]]
-        return (np.where(self.is_log, np.log(flat), flat) - self.lo) / (self.hi - self.lo)
+        flat = [*(values[n] for n in self.names[:5]), *values["group_scale"][: self.num_groups],
+                *values["window_downtime"]]
+        flat = np.array(flat, dtype=np.float64)
+        coordinate = np.where(self.is_log, np.log(np.where(self.is_log, flat, 1.0)), flat)  # no log of a linear 0
+        return (coordinate - self.lo) / (self.hi - self.lo)
 
     def __call__(self, u: np.ndarray) -> dict[str, float]:
         """Set the knobs from unit-box point ``u``, measure, record; the relative errors."""
@@ -101,8 +107,9 @@ class _Search:
         x = np.where(self.is_log, np.exp(x), x)
         d = self.d
         d.horizon, d.arrival_exponent, d.processing_exponent, d.due_scale, d.downtime_scale = map(float, x[:5])
-        if len(x) > 5:
-            d.group_scale = x[5:].copy()
+        if self.num_groups:
+            d.group_scale = x[5:5 + self.num_groups].copy()
+        d.window_downtime = x[5 + self.num_groups:].copy()
         errors = relative_errors(measure(d.metric_inputs()), self.targets)
         self.evaluations += 1
         key = (not within(errors, self.tolerances), self.score(errors))

@@ -183,8 +183,6 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
     seed = check_integer("seed", seed, 0)
     if method not in METHODS:
         raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
-    if method != "sesc" and scenario.bottleneck_windows:
-        raise ValueError(f"bottleneck windows are calibrated by SESC only (method='sesc'), not by {method!r}")
     if targets is not None:
         values = vars(targets) if isinstance(targets, Targets) else dict(targets)
         scenario = replace_targets(scenario, **values)
