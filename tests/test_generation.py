@@ -82,6 +82,20 @@ def test_unreachable_target_is_reported_not_hidden(small):
     assert result.history[-1]["worst"] == "arrival_scv" or result.history[0]["worst"] == "arrival_scv"
 
 
+def test_an_unreachable_target_does_not_keep_sesc_from_the_others():
+    # validate_ssi's instance 47 (rounded): arrival_scv is below the batches' floor; processing_scv was missed too
+    targets = {"utilization": 0.8542, "due_date_tightness": 2.2881, "arrival_scv": 0.3602, "processing_scv": 0.7782,
+               "disturbance": 0.1877}
+    result = calibrate(Scenario.preset("medium"), targets, seed=47)
+    tolerances = Scenario.preset("medium").tolerances
+    assert not result.converged
+    assert [k for k, e in result.errors.items() if e > getattr(tolerances, k)] == ["arrival_scv"]
+    edits = [record.get("edit") for record in result.history]
+    first = edits.index("arrival_scv")
+    assert any(e not in (None, "arrival_scv") for e in edits[first + 1:])  # it went on with the others
+    assert len(result.history) < 26  # and stopped once only the unreachable one was left
+
+
 @pytest.mark.parametrize(("path", "value", "field"), [
     (("targets", "utilization"), 1.0, "targets.utilization"),
     (("targets", "utilization"), -0.2, "targets.utilization"),

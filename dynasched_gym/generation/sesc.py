@@ -144,10 +144,17 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
     """Run SESC on draft ``d`` in place; returns (converged, per-step history).
 
     ``max_steps`` (an integer >= 0) caps the edits; 0 measures the draft as drawn and edits nothing.
+
+    An edit that changes no knob (its target is beyond the knob's range, e.g. an ``arrival_scv`` below
+    the floor batch arrivals set) marks that target out of reach: SESC then edits the worst of the
+    others, and tries it again after any edit that changes a knob. It stops when only out-of-reach
+    targets are left out of tolerance. Unconverged, the draft ends at the state with the fewest targets
+    out of tolerance (then the least sum of their error / tolerance ratios).
     """
     check_integer("max_steps", max_steps, 0)
     history = []
-    best: tuple[float, dict[str, Any]] | None = None
+    best: tuple[tuple[int, float], dict[str, Any]] | None = None
+    out_of_reach: set[str] = set()
     for step in range(max_steps + 1):
         metrics = measure(d.metric_inputs())
         errors = relative_errors(metrics, targets)
@@ -155,14 +162,24 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
         record = {"step": step, "metrics": metrics, "errors": errors, "worst": worst, "worst_ratio": ratio,
                   "knobs": knobs(d)}
         history.append(record)
-        if best is None or ratio < best[0]:
-            best = (ratio, knobs(d))
+        missed = [err / tolerance(tolerances, k) for k, err in errors.items() if err > tolerance(tolerances, k)]
+        if best is None or (len(missed), sum(missed)) < best[0]:
+            best = ((len(missed), sum(missed)), knobs(d))
         if ratio <= 1.0 or step == max_steps:
             break
-        record["edit"] = worst
-        _edit(worst)(d, metrics, targets[worst], tolerance(tolerances, worst))
+        reachable = {k: err for k, err in errors.items() if k not in out_of_reach}
+        target, target_ratio = worst_target(reachable, tolerances) if reachable else (worst, 0.0)
+        if target_ratio <= 1.0:
+            break
+        record["edit"] = target
+        before = record["knobs"]
+        _edit(target)(d, metrics, targets[target], tolerance(tolerances, target))
+        if knobs(d) == before:
+            out_of_reach.add(target)
+        else:
+            out_of_reach.clear()
     set_knobs(d, best[1])
-    return best[0] <= 1.0, history
+    return best[0][0] == 0, history
 
 
 def set_knobs(d: Draft, values: Mapping[str, Any]) -> None:
