@@ -24,6 +24,7 @@ from dynasched_gym.generation import (
     tier_of,
 )
 from dynasched_gym.generation.scenario import planned_jobs, replace_targets
+from dynasched_gym.generation.sesc import tolerance
 
 
 @pytest.fixture(scope="module")
@@ -382,6 +383,10 @@ def test_jobs_per_arrival_is_the_generators_batch_mean(small):
     ({"num_jobs": None, "horizon": math.inf}, "scale.horizon", "must be a number in"),
     ({"num_jobs": None, "horizon": 10.0, "warm_start_jobs": 5}, "scale.warm_start_jobs", "the horizon holds"),
     ({"num_jobs": 20, "warm_start_jobs": 20}, "scale.warm_start_jobs", "must be < num_jobs"),
+    ({"num_jobs": None, "horizon": 1e-3}, "scale.horizon", "plans 0 jobs"),  # not silently raised to 2
+    ({"num_jobs": None, "horizon": 1e200}, "scale.horizon", "a scenario plans 2 to 100000"),
+    ({"num_jobs": None, "horizon": 1e308}, "scale.horizon", "plans inf jobs"),  # no OverflowError
+    ({"num_jobs": 10**6}, "scale.num_jobs", "a scenario plans 2 to 100000"),
 ])
 def test_scale_errors_name_the_field(small, scale, field, message):
     data = small.to_dict()
@@ -460,3 +465,43 @@ def test_bottleneck_window_errors_name_the_field(change, field):
     with pytest.raises(InstanceFormatError) as err:
         Scenario.from_dict(data)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize(("windows", "field", "message"), [
+    (None, "bottleneck_windows", "expected a list"),  # an empty `bottleneck_windows:` key in YAML
+    (3, "bottleneck_windows", "expected a list"),
+    ("GroupA", "bottleneck_windows", "expected a list"),
+    ([None], "bottleneck_windows[0]", "expected a mapping"),
+])
+def test_a_window_list_that_is_not_a_list_of_mappings_is_refused_naming_the_field(windows, field, message):
+    with pytest.raises(InstanceFormatError, match=message) as err:
+        Scenario.from_dict({**Scenario.preset("medium").to_dict(), "bottleneck_windows": windows})
+    assert err.value.field == field
+
+
+def _with_group_d(route_time: float | None, windows: list[dict]) -> dict:
+    """The medium preset with a fourth group, GroupD (two fast machines), visited by ProductC's route when
+    ``route_time`` is given."""
+    data = Scenario.preset("medium").to_dict()
+    data["plant"]["groups"].append({"name": "GroupD", "speeds": [5.0, 5.0]})
+    if route_time is not None:
+        data["plant"]["families"][2]["route"].append({"group": "GroupD", "mean_time": route_time})
+    return {**data, "bottleneck_windows": windows}
+
+
+def test_a_window_on_a_group_no_route_visits_is_refused():
+    window = {"group": "GroupD", "start": 0.1, "end": 0.6, "utilization": 0.9}
+    with pytest.raises(InstanceFormatError, match="no route visits") as err:
+        Scenario.from_dict(_with_group_d(None, [window]))
+    assert err.value.field == "bottleneck_windows[0].group"
+
+
+def test_an_unreachable_window_target_does_not_cost_the_disturbance_target():
+    # GroupD is lightly loaded: 95 % downtime in the window cannot lift it to 0.9, and that much downtime
+    # would put the disturbance target out of reach as well (it counts window breakdowns)
+    window = {"group": "GroupD", "start": 0.2, "end": 0.4, "utilization": 0.9}
+    scenario = Scenario.from_dict(_with_group_d(0.5, [window]))
+    result = calibrate(scenario, seed=0)
+    missed = [k for k, e in result.errors.items() if e > tolerance(scenario.tolerances, k)]
+    assert missed == ["bottleneck_window[0]"]
+    assert result.knobs["window_downtime"] == [0.0]

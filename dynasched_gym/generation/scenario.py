@@ -217,6 +217,12 @@ TARGET_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "load_cv": (0.0, 1.5, False, False),
 }
 
+#: Most planned jobs a scenario may have (``scale.num_jobs``, or what ``scale.horizon`` holds): the generator
+#: draws jobs one by one in Python, so a larger instance would take minutes to draw.
+MAX_PLANNED_JOBS = 100_000
+#: Largest ``events.batch_size_mean`` and ``events.batch_size_std``, a bound for the same reason.
+MAX_BATCH_SIZE = 1000.0
+
 
 def size_presets() -> tuple[str, ...]:
     """The names of the size presets, the files ``conf/size/<name>.yaml``."""
@@ -253,7 +259,13 @@ def _join(where: str, name: str) -> str:
 def _convert(kind: Any, value: Any, where: str) -> Any:
     if kind is None:
         return list(value) if isinstance(value, (list, tuple)) else value
-    if isinstance(kind, list):  # a list of dataclasses
+    if isinstance(kind, list):  # a list of dataclasses, each item a mapping
+        if not isinstance(value, (list, tuple)):
+            raise InstanceFormatError("expected a list", source="<scenario>", field=where, value=value)
+        for i, item in enumerate(value):
+            if not isinstance(item, Mapping):
+                raise InstanceFormatError("expected a mapping", source="<scenario>", field=f"{where}[{i}]",
+                                          value=item)
         return [_from_mapping(kind[0], item, f"{where}[{i}]") for i, item in enumerate(value)]
     return _from_mapping(kind, value, where)
 
@@ -372,10 +384,12 @@ def validate_scenario(s: Scenario) -> None:
     for name in ("cancellation", "emergency", "priority_change", "ptime_change", "batch_arrival", "route_change",
                  "rework", "due_date_change"):
         _check_range(f"events.{name}", getattr(e, name), 0.0, 1.0)
-    for name in ("emergency_weight", "maintenance_duration", "batch_size_mean"):
+    for name in ("emergency_weight", "maintenance_duration"):
         _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, lo_open=True, hi_open=True)
-    for name in ("maintenance_interval", "maintenance_duration_std", "batch_size_std", "due_date_change_factor"):
+    for name in ("maintenance_interval", "maintenance_duration_std", "due_date_change_factor"):
         _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, hi_open=True)
+    _check_range("events.batch_size_mean", e.batch_size_mean, 0.0, MAX_BATCH_SIZE, lo_open=True)
+    _check_range("events.batch_size_std", e.batch_size_std, 0.0, MAX_BATCH_SIZE)
     if not isinstance(e.ptime_change_factors, (list, tuple)) or not e.ptime_change_factors:
         raise _fail("events.ptime_change_factors", "must be a non-empty list of numbers > 0", e.ptime_change_factors)
     for k, x in enumerate(e.ptime_change_factors):
@@ -388,12 +402,19 @@ def validate_scenario(s: Scenario) -> None:
         where = f"bottleneck_windows[{i}]"
         if w.group not in names:
             raise _fail(f"{where}.group", f"unknown group (groups: {names})", w.group)
+        if plant.fjsp is None and all(step.group != w.group for fam in plant.families for step in fam.route):
+            raise _fail(f"{where}.group", "no route visits this group, so its window utilization is always 0",
+                        w.group)
         _check_range(f"{where}.start", w.start, 0.0, 1.0, hi_open=True)
         _check_range(f"{where}.end", w.end, 0.0, 1.0, lo_open=True)
         if w.end <= w.start:
             raise _fail(f"{where}.end", f"must be > start ({w.start})", w.end)
         _check_range(f"{where}.utilization", w.utilization, 0.0, 1.0, lo_open=True, hi_open=True)
     jobs = planned_jobs(s)
+    if not 2 <= jobs <= MAX_PLANNED_JOBS:
+        field_name, value = ("scale.num_jobs", scale.num_jobs) if scale.num_jobs is not None else ("scale.horizon",
+                                                                                                   scale.horizon)
+        raise _fail(field_name, f"plans {jobs:.4g} jobs; a scenario plans 2 to {MAX_PLANNED_JOBS}", value)
     if s.scale.warm_start_jobs >= jobs:
         where = "num_jobs" if s.scale.num_jobs is not None else f"the {jobs} jobs the horizon holds"
         raise _fail("scale.warm_start_jobs", f"must be < {where}", s.scale.warm_start_jobs)
@@ -413,27 +434,31 @@ def jobs_per_arrival(rates: EventRates) -> float:
     """Expected number of jobs a planned arrival brings: 1, or with probability ``batch_arrival`` a batch of
     ``max(2, round(N(batch_size_mean, batch_size_std)))`` jobs (as the generator draws it)."""
     mean, std = rates.batch_size_mean, rates.batch_size_std
+    if rates.batch_arrival == 0:
+        return 1.0
     if std == 0:
         batch = max(2.0, float(round(mean)))
     else:
         def below(x: float) -> float:  # P(N(mean, std) < x)
             return 0.5 * (1.0 + math.erf((x - mean) / (std * math.sqrt(2.0))))
 
-        top = math.ceil(mean + 10.0 * std)
-        batch = 2.0 * below(2.5) + sum(k * (below(k + 0.5) - below(k - 0.5)) for k in range(3, top + 1))
+        bottom, top = max(3, math.floor(mean - 10.0 * std)), math.ceil(mean + 10.0 * std)
+        batch = 2.0 * below(2.5) + sum(k * (below(k + 0.5) - below(k - 0.5)) for k in range(bottom, top + 1))
     return 1.0 + rates.batch_arrival * (batch - 1.0)
 
 
-def planned_jobs(s: Scenario) -> int:
+def planned_jobs(s: Scenario) -> float:
     """The number of planned jobs (warm-start jobs included, batch members not): ``scale.num_jobs``, or for a
     ``scale.horizon`` H as many as fill it at the utilization target, in expectation over batches:
-    ``warm + (utilization * H * total speed / expected_job_work - warm) / jobs_per_arrival``, rounded (>= 2)."""
+    ``warm + (utilization * H * total speed / expected_job_work - warm) / jobs_per_arrival``, rounded.
+    A float only when the horizon holds more than :data:`MAX_PLANNED_JOBS` (which validation refuses)."""
     if s.scale.num_jobs is not None:
         return s.scale.num_jobs
     speed = sum(v for g in s.plant.groups for v in g.speeds)
     total = s.targets.utilization * s.scale.horizon * speed / expected_job_work(s.plant)
     warm = s.scale.warm_start_jobs
-    return max(2, warm + round(max(total - warm, 0.0) / jobs_per_arrival(s.events)))
+    jobs = warm + max(total - warm, 0.0) / jobs_per_arrival(s.events)
+    return round(jobs) if jobs <= MAX_PLANNED_JOBS else jobs
 
 
 def replace_targets(scenario: Scenario, **targets: float | None) -> Scenario:

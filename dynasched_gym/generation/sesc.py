@@ -79,9 +79,13 @@ def knobs(d: Draft) -> dict[str, Any]:
             "window_downtime": d.window_downtime.tolist()}
 
 
-def _solve(d: Draft, attr: str | int, metric: str, target: float, lo: float, hi: float, tol: float) -> None:
+def _solve(d: Draft, attr: str | int, metric: str, target: float, lo: float, hi: float, tol: float) -> bool:
     """Set knob ``attr`` (an attribute name, or the index of a window in ``window_downtime``) in [lo, hi] so
-    that ``metric`` (increasing in the knob) reaches ``target``."""
+    that ``metric`` (increasing in the knob) reaches ``target``. A target beyond the range moves the knob to
+    the nearer end only if that brings the metric closer (else the knob keeps its value, e.g. downtime in a
+    window of an idle group); returns True when the target is beyond the range."""
+    original = getattr(d, attr) if isinstance(attr, str) else d.window_downtime[attr]
+    slack = tol * max(target, 1e-12) / 4  # "well inside the tolerance"
 
     def value(x: float) -> float:
         if isinstance(attr, str):
@@ -90,16 +94,20 @@ def _solve(d: Draft, attr: str | int, metric: str, target: float, lo: float, hi:
             d.window_downtime[attr] = x
         return measure(d.metric_inputs())[metric]
 
-    if value(hi) <= target:
-        return
-    if value(lo) >= target:
-        return
+    now = value(original)
+    for end, beyond in ((hi, lambda got: got <= target), (lo, lambda got: got >= target)):
+        got = value(end)
+        if beyond(got):
+            if abs(got - target) >= abs(now - target) - slack:
+                value(original)
+            return True
     for _ in range(60):  # bisection; stops as soon as the metric is well inside its tolerance
         mid = 0.5 * (lo + hi)
         got = value(mid)
-        if abs(got - target) <= tol * max(target, 1e-12) / 4:
-            return
+        if abs(got - target) <= slack:
+            break
         lo, hi = (mid, hi) if got < target else (lo, mid)
+    return False
 
 
 def _edit_load_cv(d: Draft, target: float) -> None:
@@ -119,8 +127,9 @@ def _edit_load_cv(d: Draft, target: float) -> None:
 
 # metric -> how SESC edits its knob. :func:`sesc` calls every edit the same way, edit(draft, metrics,
 # target, tolerance), so each takes all four; the `_`-prefixed ones are those that edit does not need
-# (closed-form edits need no tolerance, bisections and the load-CV edit measure for themselves).
-_EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], None]] = {
+# (closed-form edits need no tolerance, bisections and the load-CV edit measure for themselves). An edit
+# returns True when its target is beyond its knob's range (bisections only; the others return None).
+_EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], bool | None]] = {
     "utilization": lambda d, m, t, _tol: setattr(d, "horizon", d.horizon * m["utilization"] / t),
     "due_date_tightness": lambda d, m, t, _tol: setattr(d, "due_scale", d.due_scale * t / m["due_date_tightness"]),
     "arrival_scv": lambda d, _m, t, tol: _solve(d, "arrival_exponent", "arrival_scv", t, 0.0, 8.0, tol),
@@ -130,7 +139,7 @@ _EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], None]] = 
 }
 
 
-def _edit(name: str) -> Callable[[Draft, Mapping[str, float], float, float], None]:
+def _edit(name: str) -> Callable[[Draft, Mapping[str, float], float, float], bool | None]:
     """The edit of target ``name``: one of :data:`_EDITS`, or the bisection of a bottleneck window's downtime
     (up to 95 % of the window on each of the group's machines)."""
     if name in _EDITS:
@@ -147,9 +156,12 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
 
     An edit that changes no knob (its target is beyond the knob's range, e.g. an ``arrival_scv`` below
     the floor batch arrivals set) marks that target out of reach: SESC then edits the worst of the
-    others, and tries it again after any edit that changes a knob. It stops when only out-of-reach
-    targets are left out of tolerance. Unconverged, the draft ends at the state with the fewest targets
-    out of tolerance (then the least sum of their error / tolerance ratios).
+    others, and tries it again after any edit that changes a knob. An edit whose target is beyond its
+    knob's range is undone (and its target marked out of reach) when it would put more of the other
+    targets out of tolerance: a window's downtime held at 95 % still short of its target must not cost
+    the ``disturbance`` target too. SESC stops when only out-of-reach targets are left out of tolerance.
+    Unconverged, the draft ends at the state with the fewest targets out of tolerance (then the least sum
+    of their error / tolerance ratios).
     """
     check_integer("max_steps", max_steps, 0)
     history = []
@@ -162,9 +174,9 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
         record = {"step": step, "metrics": metrics, "errors": errors, "worst": worst, "worst_ratio": ratio,
                   "knobs": knobs(d)}
         history.append(record)
-        missed = [err / tolerance(tolerances, k) for k, err in errors.items() if err > tolerance(tolerances, k)]
-        if best is None or (len(missed), sum(missed)) < best[0]:
-            best = ((len(missed), sum(missed)), knobs(d))
+        missed = _missed(errors, tolerances)
+        if best is None or (len(missed), sum(missed.values())) < best[0]:
+            best = ((len(missed), sum(missed.values())), knobs(d))
         if ratio <= 1.0 or step == max_steps:
             break
         reachable = {k: err for k, err in errors.items() if k not in out_of_reach}
@@ -173,13 +185,22 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
             break
         record["edit"] = target
         before = record["knobs"]
-        _edit(target)(d, metrics, targets[target], tolerance(tolerances, target))
+        beyond = _edit(target)(d, metrics, targets[target], tolerance(tolerances, target))
+        if beyond:
+            others = set(_missed(relative_errors(measure(d.metric_inputs()), targets), tolerances)) - {target}
+            if len(others) > len(set(missed) - {target}):
+                set_knobs(d, before)
         if knobs(d) == before:
             out_of_reach.add(target)
         else:
             out_of_reach.clear()
     set_knobs(d, best[1])
     return best[0][0] == 0, history
+
+
+def _missed(errors: Mapping[str, float], tolerances: Tolerances) -> dict[str, float]:
+    """The error / tolerance ratio of each target out of tolerance."""
+    return {k: err / tolerance(tolerances, k) for k, err in errors.items() if err > tolerance(tolerances, k)}
 
 
 def set_knobs(d: Draft, values: Mapping[str, Any]) -> None:
