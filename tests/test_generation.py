@@ -133,6 +133,21 @@ def test_unknown_fields_groups_and_presets_are_rejected(small):
         Scenario.from_dict(one_group)
 
 
+def test_a_load_cv_no_split_of_the_load_can_reach_is_refused(small):
+    # two groups: the CV peaks at 1 (all the load on one); SESC used to cycle to its last step on 1.5
+    two_groups = small.to_dict()
+    two_groups["plant"]["groups"] = two_groups["plant"]["groups"][:2]
+    names = {g["name"] for g in two_groups["plant"]["groups"]}
+    for step in (step for family in two_groups["plant"]["families"] for step in family["route"]):
+        step["group"] = step["group"] if step["group"] in names else "GroupA"
+    two_groups["targets"]["load_cv"] = 1.5
+    with pytest.raises(InstanceFormatError, match=r"at most sqrt\(2 - 1\) = 1") as err:
+        Scenario.from_dict(two_groups)
+    assert err.value.field == "targets.load_cv"
+    two_groups["targets"]["load_cv"] = 0.9
+    assert Scenario.from_dict(two_groups).targets.load_cv == 0.9
+
+
 def test_load_cv_target_is_calibrated():
     scenario = replace_targets(Scenario.preset("medium"), load_cv=0.15)
     result = calibrate(scenario, seed=2)

@@ -97,7 +97,7 @@ class Targets:
     """Calibration targets (realised-metric names); allowed values: :data:`TARGET_RANGES`.
 
     Every target is calibrated except ``load_cv``, the only one that may be ``None`` (the default),
-    which leaves it uncalibrated.
+    which leaves it uncalibrated; with n machine groups it is at most sqrt(n - 1) (all load on one group).
     """
 
     utilization: float = 0.8
@@ -376,8 +376,10 @@ def validate_scenario(s: Scenario) -> None:
     for name in TARGET_RANGES:
         if name != "load_cv" or t.load_cv is not None:  # load_cv alone may be None: not calibrated
             check_target(name, getattr(t, name))
-    if t.load_cv is not None and len(plant.groups) < 2 and t.load_cv > 0:
-        raise _fail("targets.load_cv", "a load CV > 0 needs at least two machine groups", t.load_cv)
+    if t.load_cv is not None and t.load_cv > math.sqrt(len(plant.groups) - 1):
+        # the population CV of n non-negative loads peaks at sqrt(n - 1), all the load on one group
+        raise _fail("targets.load_cv", f"the load CV of {len(plant.groups)} machine group(s) is at most "
+                    f"sqrt({len(plant.groups)} - 1) = {math.sqrt(len(plant.groups) - 1):.3g}", t.load_cv)
     for f_ in fields(Tolerances):
         _check_range(f"tolerances.{f_.name}", getattr(s.tolerances, f_.name), 0.0, 1.0, lo_open=True)
     e = s.events
