@@ -92,7 +92,8 @@ def report(scenario: Scenario, seed: int, result: CalibrationResult, index: SSIR
 
 
 def plot_convergence(result: CalibrationResult, tolerances: Tolerances, path: Path) -> None:
-    """Relative error / tolerance of every target at each history record (log y; 1 = tolerance)."""
+    """Relative error / tolerance of every target at each history record (log y; 1 = tolerance); for SESC a
+    dotted line marks the state kept, an earlier step than the last when SESC did not converge."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,6 +105,9 @@ def plot_convergence(result: CalibrationResult, tolerances: Tolerances, path: Pa
         ratios = [max(rec["errors"][name] / tolerance(tolerances, name), 1e-4) for rec in result.history]
         ax.plot(range(len(ratios)), ratios, marker="o", label=name)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="tolerance")
+    kept = [i for i, rec in enumerate(result.history) if rec.get("knobs") == result.knobs]
+    if kept:
+        ax.axvline(kept[-1], color="grey", linestyle=":", linewidth=1, label="state kept")
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("SESC step" if result.method == "sesc" else "generation")

@@ -95,6 +95,7 @@ def test_an_unreachable_target_does_not_keep_sesc_from_the_others():
     first = edits.index("arrival_scv")
     assert any(e not in (None, "arrival_scv") for e in edits[first + 1:])  # it went on with the others
     assert len(result.history) < 26  # and stopped once only the unreachable one was left
+    assert any(record["knobs"] == result.knobs for record in result.history)  # the state kept is a step's
 
 
 @pytest.mark.parametrize(("path", "value", "field"), [
