@@ -31,7 +31,7 @@ class InstanceFormatError(ValueError):
             where += f", line {line}"
         if field is not None:
             where += f", field {field!r}"
-        super().__init__(f"{where}: {reason} (got {value!r})")
+        super().__init__(f"{where}: {reason} (got {_shown(value)})")
 
     def located(self, source: str, line: int | None = None, field_prefix: str = "") -> InstanceFormatError:
         """Return a copy that names ``source`` (and ``line``), keeping this error's field and value."""
@@ -45,3 +45,11 @@ class InstanceFormatError(ValueError):
             field=field,
             value=self.value,
         )
+
+
+def _shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, its middle cut out when longer than ``limit`` (the error keeps the whole value)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 40]}...<{len(text) - limit + 20} characters>...{text[-20:]}"

@@ -266,8 +266,7 @@ class Instance:
                 if not isinstance(op, Mapping):
                     raise InstanceFormatError("an operation must map machine ids to times", field=where, value=op)
                 for m, t in op.items():
-                    if not is_integer(m):
-                        raise InstanceFormatError("machine id must be an integer", field=where, value=m)
+                    _check_machine_id(m, len(machines), where)  # before the array conversion, which would overflow
                     if not is_finite_real(t):
                         raise InstanceFormatError("expected a finite number", field=f"{where}.{m}", value=t)
                     elig_machine.append(m)  # NumPy scalars too: the array below converts them
@@ -471,13 +470,17 @@ def _validate_operation(inst: Instance, o: int, where: str) -> None:
     )
 
 
+def _check_machine_id(m: Any, num_m: int, where: str) -> None:
+    if not (is_integer(m) and 0 <= m < num_m):
+        raise InstanceFormatError(f"unknown machine id (machines are 0..{num_m - 1})", field=where, value=m)
+
+
 def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> None:
     if not pairs:
         raise InstanceFormatError("an operation needs at least one eligible machine", field=where, value={})
     seen: set[int] = set()
     for m, t in pairs:
-        if not (is_integer(m) and 0 <= m < num_m):
-            raise InstanceFormatError(f"unknown machine id (machines are 0..{num_m - 1})", field=where, value=m)
+        _check_machine_id(m, num_m, where)
         if m in seen:
             raise InstanceFormatError("machine listed twice", field=where, value=m)
         seen.add(int(m))
@@ -513,14 +516,14 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
                 raise InstanceFormatError(f"{e.type.name} needs field {name!r}", field=f"{where}.{name}", value=None)
             if name not in allowed and val is not None:
                 raise InstanceFormatError(f"{e.type.name} takes no field {name!r}", field=f"{where}.{name}", value=val)
-        if e.machine is not None and not (is_integer(e.machine) and 0 <= e.machine < num_m):
-            raise InstanceFormatError(
-                f"unknown machine id (machines are 0..{num_m - 1})", field=f"{where}.machine", value=e.machine
-            )
+        if e.machine is not None:
+            _check_machine_id(e.machine, num_m, f"{where}.machine")
         if e.job is not None and not (is_integer(e.job) and 0 <= e.job < num_j):
             raise InstanceFormatError(f"unknown job id (jobs are 0..{num_j - 1})", field=f"{where}.job", value=e.job)
-        if e.op is not None and not (is_integer(e.op) and e.op >= 0):
-            raise InstanceFormatError("op must be an operation index >= 0", field=f"{where}.op", value=e.op)
+        if e.op is not None and not (is_integer(e.op) and 0 <= e.op < 2**31):
+            # the compiled event table holds op as a float64 column: beyond 2**53 it would round, beyond 2**63 wrap
+            raise InstanceFormatError("op must be an operation index in 0..2**31 - 1", field=f"{where}.op",
+                                      value=e.op)
         for name in ("duration", "factor", "value"):
             val = getattr(e, name)
             if val is not None and (not is_finite_real(val) or val <= 0):

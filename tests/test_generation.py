@@ -262,7 +262,7 @@ def test_bools_infinities_and_non_strings_are_rejected_naming_the_field(small, p
         Scenario.from_dict(_with(small.to_dict(), path, value))
     assert err.value.field == field
     assert err.value.value is bad or err.value.value == bad  # the offending element, named in the message
-    assert repr(bad) in str(err.value)
+    assert repr(bad)[:100] in str(err.value)  # (the middle of a long value is cut)
 
 
 @pytest.mark.parametrize(("key", "value"), [("ops_per_job", [1.5, 3]), ("eligible_machines", [True, 2]),

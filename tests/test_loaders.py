@@ -726,3 +726,96 @@ def test_build_refuses_numbers_beyond_the_float_range(job: dict, field: str) -> 
     with pytest.raises(InstanceFormatError, match="expected a finite number") as exc:
         Instance.build("x", [Machine("m0")], [Job("J", **{"ops": [{0: 1.0}], **job})])
     assert exc.value.field == field
+
+
+# ------------------------------------------------------------------------------------------ hostile input
+LONG = "9" * 5000  # beyond Python's 4300-digit limit for int(): json and int() raise a plain ValueError
+NESTED = '{"a":' * 100_000 + "1" + "}" * 100_000  # deeper than json's recursion allows
+
+
+@pytest.mark.parametrize(("name", "text", "line", "field"), [
+    ("deep.json", NESTED, 1, None),
+    ("digits.json", '{"format": "dynasched-instance/1", "name": ' + LONG + "}", 1, None),
+    ("long.fjs", f"1 {LONG} 1\n1 1 1 5\n", 1, "n_machines"),
+    ("long.txt", f"1 1\n{LONG} 3\n", 2, "jobs[0].ops[0].machine"),
+    ("wide.fjs", "1 " + "9" * 19 + " 1\n1 1 1 5\n", 1, "n_machines"),  # int() works, but no int64 holds it
+])
+def test_oversized_numbers_and_nesting_are_format_errors(tmp_path: Path, name: str, text: str, line: int,
+                                                          field: str | None) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert str(path) in str(exc.value) and exc.value.line == line and exc.value.field == field
+    assert len(str(exc.value)) < 400  # a 5000-character value is shown cut
+
+
+def test_dsbx_event_lines_nested_too_deep_are_located(reference_dir: Path, tmp_path: Path) -> None:
+    d = copy_reference(reference_dir, tmp_path)
+    path = _edit_events(d, 1, NESTED)
+    with pytest.raises(InstanceFormatError, match="nesting too deep") as exc:
+        load_instance(d)
+    assert str(path) in str(exc.value) and exc.value.line == 1
+
+
+@pytest.mark.parametrize("value", [0, [], "", False])
+def test_dsbx_dynamic_scenarios_that_is_not_an_object_is_refused(reference_dir: Path, tmp_path: Path,
+                                                                 value: object) -> None:
+    d = copy_reference(reference_dir, tmp_path)
+    model = d / dsbx_dir.INPUT_MODEL
+    model.write_text(json.dumps({**json.loads(model.read_text()), "dynamic_scenarios": value}))
+    with pytest.raises(InstanceFormatError, match="expected a JSON object") as exc:
+        load_instance(d)
+    assert exc.value.field == "dynamic_scenarios" and exc.value.value == value
+
+
+def test_a_byte_order_mark_is_dropped(shared: Path, tmp_path: Path) -> None:
+    for source in (shared / "benchmarks/fjsp/brandimarte/mk01.fjs", _native(tmp_path)):
+        path = tmp_path / f"bom-{source.name}"
+        path.write_text("\ufeff" + source.read_text(), encoding="utf-8")
+        assert load_instance(path).to_dict() | {"name": ""} == load_instance(source).to_dict() | {"name": ""}
+
+
+@pytest.mark.parametrize("data", [None, "format", [1, 2]])
+def test_instance_from_json_refuses_what_is_not_an_object(tmp_path: Path, data: object) -> None:
+    from dynasched_gym.io import instance_from_json
+
+    with pytest.raises(InstanceFormatError, match="holds a JSON object") as exc:
+        instance_from_json(data, tmp_path / "x.json")
+    assert exc.value.value == data
+
+
+def test_a_machine_id_beyond_int64_is_an_unknown_machine(tmp_path: Path) -> None:
+    path = _native(tmp_path)
+    path.write_text(path.read_text().replace('"0": 2.0', '"' + "9" * 20 + '": 2.0', 1))  # np.int64 overflowed
+    with pytest.raises(InstanceFormatError, match="unknown machine id") as exc:
+        load_instance(path)
+    assert str(path) in str(exc.value) and exc.value.field == "jobs[0].ops[0].eligible"
+
+
+@pytest.mark.parametrize("op", [2**31, 2**63 - 1, 10**30])
+def test_an_event_op_the_kernel_cannot_hold_is_refused(op: int) -> None:
+    # 2**63 - 1 went through the float64 event table to INT64_MIN, and the rollout crashed the interpreter
+    with pytest.raises(InstanceFormatError, match="operation index") as exc:
+        Instance.build("x", [Machine("m0")], [Job("J", [{0: 1.0}, {0: 2.0}])],
+                       events=[Event(time=1.0, type=EventType.REWORK, job=0, op=op)])
+    assert exc.value.field == "events[0].op"
+
+
+@pytest.mark.parametrize(("emergency", "field"), [
+    ({"²": {}}, "emergency_static.²"),  # str.isdigit() says yes, int() says no
+    ({LONG: {}}, f"emergency_static.{LONG}"),
+    ({"2": {"ops_per_job": 10**20, "candidates": {"(2,1)": [0]}, "proc_time": {"(2,1)": {"0": 1}}}},
+     "emergency_static.2.candidates"),  # range(1, 10**20 + 1) as a list overflowed
+])
+def test_jms_emergency_ids_and_counts_are_checked_before_conversion(tmp_path: Path, emergency: dict,
+                                                                     field: str) -> None:
+    path = _jms(tmp_path)
+    data = json.loads(path.read_text())
+    data["emergency_static"] = emergency
+    if "2" in emergency:  # a valid id needs its arrival
+        data["dynamic_events"]["job_emergency"] = [[2, 1.0]]
+    path.write_text(json.dumps(data))
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert str(path) in str(exc.value) and exc.value.field == field

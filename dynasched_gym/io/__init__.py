@@ -8,6 +8,7 @@ single-file JMS format (:mod:`.dsbx_jms`).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,11 @@ def _detect(p: Path) -> tuple[str, Any]:
         raise InstanceFormatError(f"no such file or directory{hint}", source=str(p), value=str(p))
     head = ""
     if p.is_file():
-        with p.open("r", encoding="utf-8", errors="replace") as fh:
-            head = fh.read(4096)
+        try:
+            with p.open("r", encoding="utf-8-sig", errors="replace") as fh:
+                head = fh.read(4096)
+        except OSError as exc:
+            raise InstanceFormatError(f"cannot read: {exc.strerror}", source=str(p), value=str(p)) from None
     if p.is_file() and head.lstrip().startswith("{"):
         data = read_json(p)
         return _json_format(data, p), data
@@ -74,6 +78,8 @@ def _detect(p: Path) -> tuple[str, Any]:
 def instance_from_json(data: Any, path: str | os.PathLike[str]) -> Instance:
     """The instance of the JSON object ``data`` already read from ``path`` (native or JMS, by its content)."""
     p = Path(path)
+    if not isinstance(data, Mapping):
+        raise InstanceFormatError("an instance file holds a JSON object", source=str(p), value=data)
     return FORMATS[_json_format(data, p)].from_json(data, p)
 
 

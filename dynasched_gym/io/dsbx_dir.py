@@ -199,10 +199,12 @@ def _read_plant(path: Path) -> tuple[_Plant, float]:
     if model_path.is_file():
         model = read_json(model_path)
         where = Where(str(model_path))
-        scenarios = where.get(model, "dynamic_scenarios", "dynamic_scenarios", {}) or {}
+        scenarios = where.get(model, "dynamic_scenarios", "dynamic_scenarios", None)
+        scenarios = {} if scenarios is None else scenarios  # null as absent; 0, [] or "" are refused below
         emergency_priority = where.number(scenarios, "emergency_priority", "dynamic_scenarios.emergency_priority",
                                           default=EMERGENCY_PRIORITY)
-        plant = where.get(model, "plant", "plant", {}) or {}
+        plant = where.get(model, "plant", "plant", None)
+        plant = {} if plant is None else plant
         if where.get(plant, "machines", "plant.machines", None) is not None:
             return _Plant(plant["machines"], where, "plant.machines"), emergency_priority
     machines_path = path / STATIC_MACHINES

@@ -49,7 +49,8 @@ from dynasched_gym.io.text import read_json
 EMERGENCY_WEIGHT = 10.0
 KEY = "static_info"
 MARKER = f'"{KEY}"'
-_KEY = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)\Z")
+_KEY = re.compile(r"\(\s*([0-9]{1,9})\s*,\s*([0-9]{1,9})\s*\)\Z")  # ASCII ids int() converts quickly
+_ID = re.compile(r"[0-9]{1,9}\Z")
 _EVENT_KEYS = ("job_arrival", "machine_break", "machine_repair", "job_cancel", "job_emergency")
 
 
@@ -101,7 +102,7 @@ def _keyed(where: Where, spec: Any, name: str, field: str) -> tuple[Mapping[str,
     for key in table:
         match = _KEY.match(str(key))
         if match is None:
-            raise where.fail('operation keys look like "(j,k)"', f"{field}.{name}", key)
+            raise where.fail('operation keys look like "(j,k)" (ids of up to 9 digits)', f"{field}.{name}", key)
         op = int(match[1]), int(match[2])
         if op in keys:
             raise where.fail(f'operation listed twice (also as "{keys[op]}")', f'{field}.{name}["{key}"]', key)
@@ -124,7 +125,7 @@ def _ops(where: Where, spec: Any, jobs: Sequence[tuple[int, int | None]], field:
     out = []
     for job, n in counts.items():
         mine = sorted(k for j, k in cand_keys if j == job)
-        if mine != list(range(1, n + 1)):
+        if len(mine) != n or mine != list(range(1, n + 1)):  # the length first: n may be huge
             raise where.fail(f"job {job} needs operations ({job},1)..({job},{n}) in candidates",
                              f"{field}.candidates", mine)
         ops = []
@@ -194,9 +195,9 @@ def from_json(data: Any, file: Path) -> Instance:
         if str(ident) not in emergency or ident in emergency_release:
             raise where.fail("job_emergency for a job not in emergency_static (or listed twice)", field, ident)
         emergency_release[ident] = time
-    for key in sorted(emergency, key=lambda k: int(k) if str(k).isdigit() else -1):
+    for key in sorted(emergency, key=lambda k: int(k) if _ID.match(str(k)) else -1):
         field = f"emergency_static.{key}"
-        if not str(key).isdigit() or int(key) in index:
+        if not _ID.match(str(key)) or int(key) in index:
             raise where.fail("emergency job ids are integers after the static jobs", field, key)
         ident = int(key)
         if ident not in emergency_release:

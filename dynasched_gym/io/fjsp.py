@@ -23,12 +23,12 @@ from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Instance, Job, Machine
 from dynasched_gym.io.text import read_text
 
-_INT = re.compile(r"[+-]?\d+\Z")
+_INT = re.compile(r"[+-]?[0-9]{1,18}\Z")  # ASCII digits; 18 fit an int64 (and int() of 5000 digits raises)
 _EOF = "<end of file>"
 
 
 def is_int(token: str) -> bool:
-    """True when ``token`` is an integer literal."""
+    """True when ``token`` is an integer literal of at most 18 digits."""
     return _INT.match(token) is not None
 
 

@@ -10,9 +10,10 @@ from dynasched_gym.errors import InstanceFormatError
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path``; a missing or unreadable file is an :class:`InstanceFormatError`."""
+    """The UTF-8 text of ``path`` (a leading byte-order mark dropped); a missing or unreadable file is an
+    :class:`InstanceFormatError`."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InstanceFormatError("not a UTF-8 text file", source=str(path), value=exc.object[:20]) from None
     except OSError as exc:
@@ -36,8 +37,17 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def parse_json(text: str) -> Any:
-    """``json.loads`` that refuses a key repeated in one object (:class:`DuplicateKeyError`)."""
-    return json.loads(text, object_pairs_hook=_unique_keys)
+    """``json.loads`` that refuses a key repeated in one object (:class:`DuplicateKeyError`); any other
+    failure is a :class:`json.JSONDecodeError`, including nesting too deep for the parser and an integer
+    beyond Python's digit limit (which ``json`` reports as a RecursionError and a plain ValueError)."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except (json.JSONDecodeError, DuplicateKeyError):
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nesting too deep", text, 0) from None
+    except ValueError as exc:  # the digit limit of int(); json does not say where
+        raise json.JSONDecodeError(str(exc).split(";")[0], text, 0) from None
 
 
 def read_json(path: Path) -> Any:
