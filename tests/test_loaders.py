@@ -739,6 +739,7 @@ NESTED = '{"a":' * 100_000 + "1" + "}" * 100_000  # deeper than json's recursion
     ("long.fjs", f"1 {LONG} 1\n1 1 1 5\n", 1, "n_machines"),
     ("long.txt", f"1 1\n{LONG} 3\n", 2, "jobs[0].ops[0].machine"),
     ("wide.fjs", "1 " + "9" * 19 + " 1\n1 1 1 5\n", 1, "n_machines"),  # int() works, but no int64 holds it
+    ("many.fjs", "1 1000000000 1\n1 1 1 5\n", 1, "n_machines"),  # a record per declared machine: all memory
 ])
 def test_oversized_numbers_and_nesting_are_format_errors(tmp_path: Path, name: str, text: str, line: int,
                                                           field: str | None) -> None:
@@ -748,6 +749,14 @@ def test_oversized_numbers_and_nesting_are_format_errors(tmp_path: Path, name: s
         load_instance(path)
     assert str(path) in str(exc.value) and exc.value.line == line and exc.value.field == field
     assert len(str(exc.value)) < 400  # a 5000-character value is shown cut
+
+
+def test_a_jms_file_declaring_a_billion_machines_is_refused(tmp_path: Path) -> None:
+    path = _jms(tmp_path)
+    path.write_text(path.read_text().replace('"num_machines": 2', '"num_machines": 1000000000'))
+    with pytest.raises(InstanceFormatError, match="at most 1000000 machines") as exc:
+        load_instance(path)
+    assert exc.value.field == "static_info.num_machines"
 
 
 def test_dsbx_event_lines_nested_too_deep_are_located(reference_dir: Path, tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ from dynasched_gym.checks import is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 from dynasched_gym.io.dsbx_dir import Where
-from dynasched_gym.io.text import read_json
+from dynasched_gym.io.text import MAX_DECLARED, read_json
 
 EMERGENCY_WEIGHT = 10.0
 KEY = "static_info"
@@ -169,6 +169,8 @@ def from_json(data: Any, file: Path) -> Instance:
     info = where.get(data, "static_info", "static_info")
     num_j = where.index(info, "num_jobs", "static_info.num_jobs")
     num_m = where.index(info, "num_machines", "static_info.num_machines")
+    if num_m > MAX_DECLARED:
+        raise where.fail(f"at most {MAX_DECLARED} machines", "static_info.num_machines", num_m)
     per_job = where.get(info, "ops_per_job", "static_info.ops_per_job")
     if not isinstance(per_job, list) or len(per_job) != num_j:
         raise where.fail(f"expected a list of {num_j} operation counts", "static_info.ops_per_job", per_job)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Instance, Job, Machine
-from dynasched_gym.io.text import read_text
+from dynasched_gym.io.text import MAX_DECLARED, read_text
 
 _INT = re.compile(r"[+-]?[0-9]{1,18}\Z")  # ASCII digits; 18 fit an int64 (and int() of 5000 digits raises)
 _EOF = "<end of file>"
@@ -82,7 +82,8 @@ class TokenReader:
         return InstanceFormatError(reason, source=self.source, line=line, field=field, value=value)
 
     def header_ints(self, names: tuple[str, ...], extra: tuple[str, ...] = ()) -> list[int]:
-        """Check the header has exactly ``names`` + ``extra`` fields; the ``names`` ones must be integers >= 1."""
+        """Check the header has exactly ``names`` + ``extra`` fields; the ``names`` ones must be integers in
+        1..:data:`~dynasched_gym.io.text.MAX_DECLARED`."""
         fields = names + extra
         if len(self.header) != len(fields):
             raise self.error(f"the first line must hold {len(fields)} fields ({' '.join(fields)})", "header",
@@ -92,8 +93,8 @@ class TokenReader:
                 raise self.error("expected a number", name, tok, self.header_line)
         out = []
         for name, tok in zip(names, self.header, strict=False):
-            if not is_int(tok) or int(tok) < 1:
-                raise self.error("expected an integer >= 1", name, tok, self.header_line)
+            if not is_int(tok) or not 1 <= int(tok) <= MAX_DECLARED:
+                raise self.error(f"expected an integer in 1..{MAX_DECLARED}", name, tok, self.header_line)
             out.append(int(tok))
         return out
 

@@ -8,6 +8,10 @@ from typing import Any
 
 from dynasched_gym.errors import InstanceFormatError
 
+#: Most jobs or machines a file may declare in a header: a loader builds one record per declared machine before
+#: it can notice that the file holds no more data, so a 10-byte file declaring 10**9 would take all memory.
+MAX_DECLARED = 1_000_000
+
 
 def read_text(path: Path) -> str:
     """The UTF-8 text of ``path`` (a leading byte-order mark dropped); a missing or unreadable file is an
