@@ -19,8 +19,9 @@ re-derives what must have happened following ``docs/semantics.md``:
   implementation, :func:`dynasched_gym.metrics.compute_metrics`; the result must equal the
   reported metrics.
 
-A bug in the simulator is thus caught by a second, independent reading of the contract. Times are
-compared with the tolerance ``tol * max(1, |t|)``. Every problem becomes a :class:`Violation`;
+A bug in the simulator is thus caught by a second, independent reading of the contract. Reported
+times are compared with the tolerance ``tol * max(1, |t|)``; the order of an event and a start or an
+end is decided with the simulator's absolute epsilon (docs/semantics.md). Every problem becomes a :class:`Violation`;
 only a record that cannot be read at all (no instance, no segment list, ...) ends the check early,
 with a single ``format`` violation. :data:`VIOLATION_KINDS` lists the kinds.
 
@@ -621,15 +622,17 @@ class _Checker:
         due = None if math.isnan(inst.job_due[j]) else float(inst.job_due[j])
         r = _Replay([_Slot(op) for op in inst.job_ops(j)], {}, due, float(inst.job_weight[j]))
 
+        # whether an event came before or after a start or an end is decided as the simulator decides it, with
+        # its absolute epsilon: the relative tolerance spans 0.01 time units at t = 1e4, where events do differ
         def untouched(k: int, t: float) -> bool:  # no segment of slot k started strictly before t
-            return k not in first or first[k] >= t - self.eps(t)
+            return k not in first or first[k] >= t - _SIM_EPS
 
         def completed(k: int, t: float) -> bool:  # a completed segment of slot k ended by t
-            return k in done and done[k] <= t + self.eps(t)
+            return k in done and done[k] <= t + _SIM_EPS
 
         def freeze(t: float | None) -> None:  # remember each slot as it stood when first started
             for k, s in first.items():
-                if k not in r.frozen and (t is None or s < t - self.eps(t)):
+                if k not in r.frozen and (t is None or s < t - _SIM_EPS):
                     r.frozen[k] = r.slots[k] if k < len(r.slots) else None
 
         for e in self.job_events[j]:

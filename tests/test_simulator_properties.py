@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import numpy as np
 import pytest
@@ -54,6 +55,27 @@ def test_random_decisions_give_valid_schedules(inst, seed):
     for key, value in schedule.metrics.items():
         assert report.metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
     assert 0.0 <= schedule.metrics["utilization"] <= 1.0 + 1e-12
+
+
+def shifted(inst, offset: float):
+    """``inst`` with every release, due date and event time moved ``offset`` later."""
+    events = tuple(dataclasses.replace(e, time=e.time + offset, due=None if e.due is None else e.due + offset)
+                   for e in inst.events)
+    return inst.replace(job_release=inst.job_release + offset, job_due=inst.job_due + offset, events=events)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=14), seed=st.integers(0, 2**32 - 1),
+       offset=st.sampled_from([1e4, 1e6, 1e9]))
+def test_schedules_far_from_time_zero_are_valid(inst, seed, offset):
+    # the validator once ordered an event and a start with its relative tolerance (1e-6 |t|: 1000 time units
+    # at 1e9, the scale of Unix timestamps), so it replayed events that came after a start as if before
+    far = shifted(inst, offset)
+    sim = Simulator(far)
+    sim.reset()
+    play_random(sim, np.random.default_rng(seed))
+    report = validate_schedule(sim.schedule())
+    assert report.ok, f"{far.to_json()}\n{report}"
 
 
 @settings(max_examples=100, deadline=None)
