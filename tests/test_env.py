@@ -157,7 +157,7 @@ def test_invalid_actions_are_replaced_by_slot_zero_and_counted():
     observation, _ = env.reset(seed=0)
     twin.reset(seed=0)
     padding = int(np.flatnonzero(observation["action_mask"] == 0)[0])
-    for count, action in enumerate([padding, -3, 10**6], start=1):
+    for count, action in enumerate([padding, -3, 10**6, 10**20, np.uint64(2**63 + 5)], start=1):  # int64 overflowed
         observation, reward, _, _, info = env.step(action)
         expected, expected_reward, _, _, _ = twin.step(0)
         assert info["invalid_actions"] == count
@@ -202,8 +202,26 @@ def test_reset_info_and_instance_override():
     assert env.unwrapped.instance.name == load_instance(embedded_path("mk01")).name
     with pytest.raises(ValueError, match="machines but this env's observation space"):
         env.reset(options={"instance": "ta01"})
-    with pytest.raises(ValueError, match="unknown reset option"):
-        env.reset(options={"instanse": other})
+    for option in ("instanse", "reset_mask"):  # a single env has no sub-environments to mask
+        with pytest.raises(ValueError, match="unknown reset option"):
+            env.reset(options={option: other})
+
+
+def test_an_instance_file_rewritten_between_resets_is_read_again(tmp_path):
+    def one_op(time: float) -> Instance:
+        return Instance.build("x", [Machine("M0")], [Job("J0", [{0: time}])])
+
+    path = tmp_path / "x.json"
+    env = DFJSPEnv(instance=one_op(1.0))
+    makespans, instances = [], []
+    for time in (3.0, 3.0, 7.0):  # the same bytes twice, then other bytes of the same length
+        one_op(time).to_json(path)
+        env.reset(options={"instance": str(path)})
+        instances.append(env.instance)
+        env.step(0)
+        makespans.append(env.schedule().metrics["makespan"])
+    assert makespans == [3.0, 3.0, 7.0]
+    assert instances[1] is instances[0] and instances[2] is not instances[1]  # read again only when rewritten
 
 
 def test_breakdown_policy_override():
@@ -248,7 +266,7 @@ def test_bad_arguments_raise_helpful_errors():
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(0)
     env.reset(seed=0)
-    for action in (1.7, "3", np.float32(2.0)):  # never truncated to a slot
+    for action in (1.7, "3", np.float32(2.0), True, np.bool_(True)):  # never read as a slot
         with pytest.raises(TypeError, match=re.escape(f"action must be an integer (an action slot), got {action!r}")):
             env.step(action)
     assert env.step(np.array(0))[4]["invalid_actions"] == 0

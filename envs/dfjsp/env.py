@@ -194,9 +194,13 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         if self._done:
             raise RuntimeError("the episode is over (or has not started): call reset()")
         try:
+            if isinstance(action, (bool, np.bool_)):  # True is not slot 1 (the vector env refuses bools too)
+                raise TypeError
             slot = operator.index(action)  # an integer (numpy ones and 0-d arrays too); 1.7 is not truncated to 1
         except TypeError:
             raise TypeError(f"action must be an integer (an action slot), got {action!r}") from None
+        if not 0 <= slot < 2**63:  # out of range, as the kernel reads every negative slot; int64 cannot hold it
+            slot = -1
         code = step_first(self._batch.handle, slot)
         if code == ERR_INVALID_ACTION:
             raise InvalidActionError(
@@ -303,11 +307,11 @@ class FJSPEnv(DFJSPEnv):
         super().__init__(instance=instance, **kwargs)
 
 
-def instance_option(options: dict[str, Any] | None) -> InstanceSpec | None:
+def instance_option(options: dict[str, Any] | None, vector: bool = False) -> InstanceSpec | None:
     """The ``instance`` reset option (the only one besides a vector env's ``reset_mask``)."""
     if not options:
         return None
-    unknown = set(options) - {"instance", "reset_mask"}
+    unknown = set(options) - ({"instance", "reset_mask"} if vector else {"instance"})
     if unknown:
         raise ValueError(f"unknown reset option(s) {sorted(unknown)}; the options are 'instance' "
                          "(and 'reset_mask' for vector envs)")

@@ -7,8 +7,10 @@ an embedded name or an :class:`~dynasched_gym.Instance`), or a draw from a tier'
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
+from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
@@ -65,19 +67,26 @@ class InstanceSource:
         self.pool_size = check_integer("pool_size", pool_size, 1)
         self.pool_start = check_integer("pool_start", pool_start, 0)
         self._pool: Any = None
-        self._last: tuple[Any, Instance] | None = None  # (spec, prepared instance) of the last resolve
+        # (spec, its path key, prepared instance) of the last resolve
+        self._last: tuple[Any, tuple[str, str | None] | None, Instance] | None = None
         self._info: tuple[Instance, str | None, dict[str, Any]] | None = None
         self.fixed = None if instance is None else self.resolve(instance)
 
     def resolve(self, spec: InstanceSpec) -> Instance:
-        """``spec`` as an instance with the policy override applied (the last one is memoised)."""
-        if self._last is not None and (self._last[0] is spec or self._last[1] is spec
-                                       or (isinstance(spec, str) and self._last[0] == spec)):
-            return self._last[1]  # also the prepared instance itself (a vector reset resolves its overrides first)
+        """``spec`` as an instance with the policy override applied. The last one is memoised: the same
+        instance object, or the same path while its files hold the same bytes (a rewritten file is read again)."""
+        key = _path_key(spec) if isinstance(spec, (str, os.PathLike)) else None
+        if self._last is not None:
+            last_spec, last_key, last_instance = self._last
+            # the prepared instance itself counts too (a vector reset resolves its overrides first)
+            hit = (spec is last_spec or spec is last_instance) if isinstance(spec, Instance) else (
+                key is not None and key == last_key)
+            if hit:
+                return last_instance
         instance = resolve_instance(spec)
         if self.breakdown_policy is not None and instance.breakdown_policy != self.breakdown_policy:
             instance = instance.replace(breakdown_policy=self.breakdown_policy)
-        self._last = (spec, instance)
+        self._last = (spec, key, instance)
         return instance
 
     def _tier_pool(self) -> Any:
@@ -117,3 +126,21 @@ def plan_scales(instance: Instance) -> tuple[float, float]:
     lengths = np.diff(instance.op_elig_ptr)
     op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / lengths
     return float(op_mean.mean()), instance.num_ops / instance.num_jobs
+
+
+def _path_key(spec: str | os.PathLike[str]) -> tuple[str, str | None] | None:
+    """The path (or embedded name) and a digest of the bytes of its file, or of every file of its directory
+    (``None`` for a name that is no path: an embedded instance, which does not change); ``None`` when a file
+    cannot be read (not memoised: the loader reports it)."""
+    path = Path(spec)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+    if not files:
+        return os.fspath(spec), None
+    digest = hashlib.sha256()
+    try:
+        for file in files:
+            digest.update(f"{file.relative_to(path) if file != path else ''}\0".encode())
+            digest.update(file.read_bytes())
+    except OSError:
+        return None
+    return os.fspath(spec), digest.hexdigest()

@@ -108,7 +108,7 @@ class DFJSPVectorEnv(VectorEnv):
         sub-environment (``None``: drawn as usual; entries of sub-environments not reset are ignored).
         """
         super().reset(seed=None if isinstance(seed, list) else seed)
-        override = instance_option(options)
+        override = instance_option(options, vector=True)
         overrides = list(override) if isinstance(override, (list, tuple)) else [override] * self.num_envs
         if len(overrides) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} instances (one per sub-environment), got {len(overrides)}")
