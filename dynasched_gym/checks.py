@@ -43,6 +43,14 @@ def check_integer(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """``value``; raise a TypeError naming ``name`` and ``value`` unless it is ``True`` or ``False`` (a string
+    such as ``"maybe"`` or ``"false"`` would otherwise be read as true)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
 def check_positive(name: str, value: object) -> None:
     """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is a finite real number > 0 (bools not)."""
     if not is_finite_real(value) or value <= 0:  # type: ignore[operator]

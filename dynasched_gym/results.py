@@ -13,8 +13,9 @@ leaves a partial last line: readers ignore it with a :class:`StoreWarning`, and 
 cuts it off (with a warning) before writing. So a row is either entirely in the store or not at
 all, and never twice; an interrupted evaluation resumes by skipping the keys already present.
 Readers take a shared lock, so they never see a line being written. Lines that do not parse
-(anywhere but the end) are ignored with a warning; duplicate keys (e.g. two stores concatenated by
-hand) keep the first row.
+(anywhere but the end), or whose row lacks what the leaderboard reads (:func:`checked_row_key`: a
+status, the key, a finite objective value of an ``ok`` row, ...), are ignored with a warning and their
+rows computed again; duplicate keys (e.g. two stores concatenated by hand) keep the first row.
 
 **Aggregation.** :func:`aggregate` turns rows into leaderboard entries per (objective, size, tier,
 agent): mean objective with a bootstrap 95 % interval (:func:`bootstrap_ci`), rank among fair agents,
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_choice
+from dynasched_gym.checks import check_choice, is_finite_real, is_integer
 
 ROW_FORMAT = "dynasched-result/1"
 #: The fields that identify a row; the store holds each key once.
@@ -69,6 +70,26 @@ def row_key(row: Mapping[str, Any]) -> Key:
     return tuple(row[name] for name in KEY_FIELDS)
 
 
+def checked_row_key(row: Mapping[str, Any]) -> Key:
+    """The key of a stored row after checking what the leaderboard reads from it: a ValueError names the first
+    field that is missing or of the wrong kind (the store then skips the line, and its row is computed again)."""
+    for name in ("agent", "agent_hash", "tier", "size", "objective"):
+        if not isinstance(row.get(name), str):
+            raise ValueError(f"field {name!r} must be a string, got {row.get(name, '<missing>')!r}")
+    if not (is_integer(row.get("seed")) and row["seed"] >= 0):
+        raise ValueError(f"field 'seed' must be an integer >= 0, got {row.get('seed', '<missing>')!r}")
+    if row.get("status") not in STATUSES:
+        raise ValueError(f"field 'status' must be one of {STATUSES}, got {row.get('status', '<missing>')!r}")
+    if not isinstance(row.get("clairvoyant", False), bool):
+        raise ValueError(f"field 'clairvoyant' must be true or false, got {row['clairvoyant']!r}")
+    if row["status"] == "ok":
+        for name in ("objective_value", "normalised_weighted_tardiness"):
+            if not is_finite_real(row.get(name)):
+                raise ValueError(f"field {name!r} of an ok row must be a finite number, got "
+                                 f"{row.get(name, '<missing>')!r}")
+    return row_key(row)
+
+
 class ResultStore:
     """The append-only JSONL results file at ``path`` (module docstring)."""
 
@@ -96,7 +117,7 @@ class ResultStore:
         if not self.path.exists():
             return []
         with self._locked(exclusive=False):
-            stored = read_jsonl(self.path, row_key, StoreWarning)
+            stored = read_jsonl(self.path, checked_row_key, StoreWarning)
         rows, seen = [], set()
         for row in stored:
             key = row_key(row)
@@ -140,7 +161,7 @@ class ResultStore:
         fh.seek(self._offset)
         data = fh.read()
         end = data.rfind(b"\n") + 1
-        self._keys.update(row_key(row) for row in _parse(data[:end], self.path, row_key, StoreWarning))
+        self._keys.update(row_key(row) for row in _parse(data[:end], self.path, checked_row_key, StoreWarning))
         if end < len(data):
             warnings.warn(f"{self.path}: cutting off a truncated last line ({len(data) - end} bytes) left by a "
                           "killed writer", StoreWarning, stacklevel=3)

@@ -33,7 +33,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.rules import rule_objectives
-from dynasched_gym.generation import tier_pool
+from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 
@@ -46,8 +46,8 @@ LOOKAHEAD_OPTIONS = {"--top-k": "top_k", "--rule": "rule", "--rollout-rules": "r
 def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the command line), play, print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tier", default="hard")
-    parser.add_argument("--size", default="small")
+    parser.add_argument("--tier", default="hard", choices=TIERS)
+    parser.add_argument("--size", default="small", choices=size_presets())
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--start", type=int, default=HELD_OUT, help="first pool seed")
     parser.add_argument("--objective", default="weighted_tardiness", choices=sorted(OBJECTIVE_METRICS))
@@ -65,8 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    if args.subset_size > args.seeds:
-        parser.error(f"--subset-size {args.subset_size} exceeds --seeds {args.seeds}")
+    if args.start < 0:
+        parser.error(f"--start must be >= 0, got {args.start}")
+    if not 0 <= args.subset_size <= args.seeds:
+        parser.error(f"--subset-size must be in 0..--seeds ({args.seeds}), got {args.subset_size}")
     given = {flag: getattr(args, flag[2:].replace("-", "_")) for flag in LOOKAHEAD_OPTIONS}
     given = {flag: value for flag, value in given.items() if value is not None and value is not False}
     if args.agent == "ppo":
@@ -75,7 +77,10 @@ def main(argv: list[str] | None = None) -> None:
                          "lookahead only)")
         if not args.checkpoint:
             parser.error("--agent ppo needs --checkpoint")
-        agent = make("ppo", checkpoint=args.checkpoint)
+        try:
+            agent = make("ppo", checkpoint=args.checkpoint)
+        except (FileNotFoundError, ValueError) as exc:  # a missing or unloadable checkpoint: a usage error
+            parser.error(f"--checkpoint {args.checkpoint}: {exc}")
     else:
         if args.checkpoint:
             parser.error(f"--checkpoint {args.checkpoint} given with --agent lookahead (it applies to --agent ppo "
@@ -83,7 +88,10 @@ def main(argv: list[str] | None = None) -> None:
         options = {LOOKAHEAD_OPTIONS[flag]: value for flag, value in given.items() if LOOKAHEAD_OPTIONS[flag]}
         if args.rollout_rules:
             options["rollout_rules"] = args.rollout_rules.split(",")
-        agent = make("lookahead-oracle" if args.clairvoyant else "lookahead", **options)
+        try:
+            agent = make("lookahead-oracle" if args.clairvoyant else "lookahead", **options)
+        except (TypeError, ValueError) as exc:  # e.g. --top-k 0 or an unknown --rule
+            parser.error(str(exc))
     key = OBJECTIVE_METRICS[args.objective]
     pool = tier_pool(args.tier, args.size)
     seeds = range(args.start, args.start + args.seeds)

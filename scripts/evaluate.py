@@ -46,7 +46,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import dynasched_gym
-from dynasched_gym.checks import check_choice
+from dynasched_gym.checks import check_bool, check_choice, check_integer
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import KEY_FIELDS, ROW_FORMAT, Key, ResultStore, canonical_json, config_hash, row_key
 from dynasched_gym.schedule import Schedule
@@ -250,10 +250,8 @@ def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
     checkpoint is missing, or a policy trained for another objective, is skipped, with the reason."""
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
-    if int(cfg.seeds.count) < 1 or int(cfg.seeds.start) < 0:
-        raise ValueError(f"seeds must have start >= 0 and count >= 1, got start={cfg.seeds.start}, "
-                         f"count={cfg.seeds.count}")
-    seeds = range(int(cfg.seeds.start), int(cfg.seeds.start) + int(cfg.seeds.count))
+    start = check_integer("seeds.start", cfg.seeds.start, 0)
+    seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1))
     episodes, skipped = [], []
     for tier in _as_list(cfg.tiers):
         for size in _as_list(cfg.sizes):
@@ -396,6 +394,8 @@ def _report_failure(row: Mapping[str, Any]) -> str:
 def run(cfg: DictConfig) -> Summary:
     """Evaluate what ``cfg`` asks for, appending the missing rows to ``cfg.store``; the selection's summary."""
     began = time.perf_counter()
+    workers = check_integer("workers", cfg.workers, 1)
+    validate, progress = check_bool("validate", cfg.validate), check_bool("progress", cfg.progress)
     store = ResultStore(hydra.utils.to_absolute_path(str(cfg.store)))
     _one_thread()
     the_plan = plan(cfg)
@@ -413,12 +413,11 @@ def run(cfg: DictConfig) -> Summary:
     from dynasched_gym.generation import tier_pool
 
     for (tier, size), wanted in seeds.items():
-        tier_pool(tier, size, workers=int(cfg.workers)).prepare(wanted, progress=bool(cfg.progress))
+        tier_pool(tier, size, workers=workers).prepare(wanted, progress=progress)
     ran, retry = 0, []
-    with tqdm(total=len(pending), desc="episodes", unit="ep", disable=not cfg.progress) as bar:
+    with tqdm(total=len(pending), desc="episodes", unit="ep", disable=not progress) as bar:
         try:
-            for row in _run_tasks(list(by_instance.values()), the_plan.objective, bool(cfg.validate),
-                                  int(cfg.workers)):
+            for row in _run_tasks(list(by_instance.values()), the_plan.objective, validate, workers):
                 if row.get("retry"):
                     retry.append(row)
                 elif store.append(row):
@@ -456,8 +455,12 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
-    :class:`EvaluationStopped` when an agent stopped the run."""
-    summary = run(cfg)
+    :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C (the message says
+    how to resume)."""
+    try:
+        summary = run(cfg)
+    except KeyboardInterrupt:
+        sys.exit(130)
     print(f"store: {hydra.utils.to_absolute_path(str(cfg.store))}")
     print(summary)
     report_failures(summary.failed)

@@ -35,11 +35,18 @@ PUBLISHED = {"FIFO": 205.56, "MOR (MOPNR)": 200.36, "SPT": 237.52, "MWKR": 201.7
              "DAN-G 10x5 (best DRL greedy)": 185.70, "best known UB": 172.1}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Parse ``argv`` (default: the command line), play mk01-mk10, print the table and write its JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--top-k", type=int, default=16, help="lookahead candidates per decision")
     parser.add_argument("--out", default=".bench/fjsp_table.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.top_k < 1:
+        parser.error(f"--top-k must be >= 1, got {args.top_k}")
+    blocking = [p for p in Path(args.out).parents if p.exists() and not p.is_dir()]
+    if blocking or Path(args.out).is_dir():  # found now, not after the whole table is computed
+        parser.error(f"--out {args.out}: {(blocking or [Path(args.out)])[0]} is in the way (a file where a folder "
+                     "is needed, or a folder where the file goes)")
 
     rows: dict[str, dict[str, float]] = {}
     invalid = 0

@@ -32,6 +32,7 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig
 
+from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import ResultStore, aggregate, difficulty_trend, row_key
 from dynasched_gym.results import format_number as _num
@@ -201,7 +202,11 @@ def write(board: Sequence[Entry], rows: Sequence[Mapping[str, Any]], failed: Seq
 
 def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Evaluate what is missing (``cfg.run_missing``), aggregate, write; (board, failed rows, markdown)."""
-    if cfg.run_missing:
+    resamples = check_integer("resamples", cfg.resamples, 1)  # checked before the evaluation, as the output folder
+    out = Path(hydra.utils.to_absolute_path(str(cfg.out)))
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"out must be a folder, but {out} is a file")
+    if check_bool("run_missing", cfg.run_missing):
         summary = evaluate.run(cfg)
         print(summary)
         rows, skipped = summary.rows, summary.skipped
@@ -210,21 +215,24 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         keys = plan.keys()
         rows = [r for r in ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows() if row_key(r) in keys]
         skipped = plan.skipped
-    if cfg.all_rows:
+    if check_bool("all_rows", cfg.all_rows):
         rows = ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows()
     if not rows:
         raise SystemExit("no rows to aggregate: run with run_missing=true, or check the store and the selection")
-    resamples = int(cfg.resamples)
     board = aggregate(rows, resamples=resamples)
     failed = [r for r in rows if r["status"] != "ok"]
-    text = write(board, rows, failed, skipped, Path(hydra.utils.to_absolute_path(str(cfg.out))), resamples)
+    text = write(board, rows, failed, skipped, out, resamples)
     return board, failed, text
 
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="leaderboard", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; exits with status 1 when a selected row failed."""
-    _, failed, text = run(cfg)
+    """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C (the message says how to
+    resume)."""
+    try:
+        _, failed, text = run(cfg)
+    except KeyboardInterrupt:
+        sys.exit(130)
     print(text)
     print(f"wrote {hydra.utils.to_absolute_path(str(cfg.out))}/leaderboard.md, .csv and plots")
     if failed:

@@ -8,6 +8,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,7 +58,8 @@ def cache(pools: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _row(i: int, **fields) -> dict:
-    return {"agent_hash": "h", "tier": "easy", "size": "small", "seed": i, "objective": "makespan", "status": "ok",
+    return {"agent": "rule:SPT:EET", "agent_hash": "h", "tier": "easy", "size": "small", "seed": i,
+            "objective": "makespan", "status": "ok", "objective_value": 10.0 + i, "normalised_weighted_tardiness": 0.5,
             **fields}
 
 
@@ -101,6 +103,29 @@ def test_unreadable_and_duplicate_lines_are_ignored(tmp_path: Path) -> None:
         rows = ResultStore(path).rows()
     assert [(r["seed"], r.get("v")) for r in rows] == [(1, 1), (2, None)]
     assert len(caught) == 3
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"status": None}, "field 'status' must be one of"),
+    ({"agent": None}, "field 'agent' must be a string"),
+    ({"seed": True}, "field 'seed' must be an integer"),
+    ({"objective_value": "abc"}, "field 'objective_value' of an ok row must be a finite number, got 'abc'"),
+    ({"objective_value": math.nan}, "field 'objective_value' of an ok row must be a finite number, got nan"),
+    ({"normalised_weighted_tardiness": None}, "field 'normalised_weighted_tardiness'"),
+    ({"clairvoyant": "yes"}, "field 'clairvoyant' must be true or false"),
+])
+def test_a_row_lacking_what_the_leaderboard_reads_is_skipped_and_computed_again(tmp_path: Path, change: dict,
+                                                                                 message: str) -> None:
+    # such a row crashed the evaluation (KeyError) or the aggregation (a numpy TypeError), or NaN ranked silently
+    path = tmp_path / "store.jsonl"
+    path.write_text(json.dumps({**_row(1), **change}) + "\n" + json.dumps(_row(2)) + "\n")
+    store = ResultStore(path)
+    with pytest.warns(StoreWarning, match=re.escape(message)):
+        assert [r["seed"] for r in store.rows()] == [2]
+    with pytest.warns(StoreWarning, match=re.escape(message)):
+        assert store.append(_row(1))  # its key is free: the row is computed again
+    with pytest.warns(StoreWarning):
+        assert sorted(r["seed"] for r in store.rows()) == [1, 2]
 
 
 def _append_many(path: str, seeds: list[int]) -> int:
@@ -379,7 +404,8 @@ def test_a_policy_is_only_ranked_on_the_objective_it_was_trained_for() -> None:
 
 
 @pytest.mark.parametrize(("override", "message"), [("objective=bar", "objective must be one of"),
-                                                   ("seeds.count=0", "count >= 1"), ("seeds.start=-2", "start >= 0")])
+                                                   ("seeds.count=0", "seeds.count must be an integer >= 1"),
+                                                   ("seeds.start=-2", "seeds.start must be an integer >= 0")])
 def test_bad_objective_or_seeds_are_refused_before_any_episode(override: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate.plan(config("evaluate", "tiers=easy", "agent=[random]", "ppo=null", override))
@@ -501,6 +527,11 @@ def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path)
     (["--agent", "ppo", "--checkpoint", "m.zip", "--rule", "EDD", "--rollout-rules", "SPT"],
      "option(s) --rule, --rollout-rules given"),
     (["--checkpoint", "m.zip"], "--checkpoint m.zip given with --agent lookahead"),
+    (["--tier", "bogus"], "invalid choice: 'bogus'"),  # these four were tracebacks, some after all the rollouts
+    (["--start", "-5"], "--start must be >= 0, got -5"),
+    (["--subset-size", "-3"], "--subset-size must be in 0..--seeds (100), got -3"),
+    (["--agent", "ppo", "--checkpoint", "/nope/m.zip"], "--checkpoint /nope/m.zip: PPO checkpoint"),
+    (["--top-k", "0"], "top_k must be an integer >= 1, got 0"),
 ])
 def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(args: list[str], message: str,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -509,3 +540,20 @@ def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(args: 
     with pytest.raises(SystemExit) as caught:
         compare_agents.main(args)
     assert caught.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--top-k", "0"], "--top-k must be >= 1, got 0"),
+    (["--out", "{file}/x.json"], "is in the way"),  # found before the table is computed, not after
+    (["--out", "{folder}"], "is in the way"),
+])
+def test_fjsp_table_refuses_bad_options_before_playing(tmp_path: Path, args: list[str], message: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from scripts import fjsp_table
+
+    (tmp_path / "file").write_text("")
+    args = [a.format(file=tmp_path / "file", folder=tmp_path) for a in args]
+    with pytest.raises(SystemExit) as caught:
+        fjsp_table.main(args)
+    assert caught.value.code == 2 and message in capsys.readouterr().err
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,33 @@ def test_cli_prints_the_board(pools: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "# Leaderboard" in result.stdout and "### medium (2 instances" in result.stdout
     assert (tmp_path / "out" / "leaderboard.md").is_file()
+
+
+@pytest.mark.parametrize(("override", "error", "message"), [
+    ("seeds.count=1.5", TypeError, "seeds.count must be an integer"),  # int() made it 1
+    ("seeds.start=abc", TypeError, "seeds.start must be an integer"),
+    ("workers=0", ValueError, "workers must be an integer >= 1, got 0"),
+    ("validate=maybe", TypeError, "validate must be true or false, got 'maybe'"),  # bool('maybe') is true
+    ("progress=abc", TypeError, "progress must be true or false"),
+    ("run_missing=abc", TypeError, "run_missing must be true or false"),
+    ("resamples=0", ValueError, "resamples must be an integer >= 1, got 0"),  # an IndexError after the evaluation
+    ("resamples=2.7", TypeError, "resamples must be an integer"),
+])
+def test_bad_settings_are_refused_before_any_episode_naming_the_key(tmp_path: Path, override: str,
+                                                                      error: type, message: str) -> None:
+    store = tmp_path / "store.jsonl"
+    cfg = config("leaderboard", "tiers=[easy]", "seeds.count=1", "agent=[rules]", "ppo=null", "workers=1",
+                 "progress=false", f"store={store}", f"out={tmp_path / 'board'}", override)
+    with pytest.raises(error, match=re.escape(message)):
+        leaderboard.run(cfg)
+    assert not store.exists() and not (tmp_path / "board").exists()
+
+
+def test_an_output_folder_that_is_a_file_is_refused_before_any_episode(tmp_path: Path) -> None:
+    (tmp_path / "board").write_text("a file")
+    store = tmp_path / "store.jsonl"
+    cfg = config("leaderboard", "tiers=[easy]", "seeds.count=1", "agent=[rules]", "ppo=null", "workers=1",
+                 "progress=false", f"store={store}", f"out={tmp_path / 'board'}")
+    with pytest.raises(NotADirectoryError, match="out must be a folder"):
+        leaderboard.run(cfg)
+    assert not store.exists()
