@@ -55,3 +55,12 @@ def check_positive(name: str, value: object) -> None:
     """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is a finite real number > 0 (bools not)."""
     if not is_finite_real(value) or value <= 0:  # type: ignore[operator]
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def check_real(name: str, value: Any, low: float, high: float = math.inf, open_low: bool = False) -> None:
+    """Raise a ValueError naming ``name`` and ``value`` unless it is a finite number in [low, high]
+    ((low, high] with ``open_low``; bools are no numbers)."""
+    if not is_finite_real(value) or not low <= value <= high or (open_low and value == low):
+        bound = f"in {'(' if open_low else '['}{low:g}, {high:g}]" if high < math.inf else \
+            f"{'>' if open_low else '>='} {low:g}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")

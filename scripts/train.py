@@ -12,7 +12,10 @@ Writes into Hydra's run dir (``out``):
 
 - ``tb/``: TensorBoard logs (SB3's training curves; ``eval/mean_<metric>``: the deterministic policy's mean
   objective on the validation seeds ``train.validation_seeds``, every ``train.eval_every`` timesteps);
-- ``checkpoints/ppo_<timesteps>_steps.zip``: every ``train.checkpoint_every`` timesteps;
+- ``checkpoints/ppo_<timesteps>_steps.zip``: every ``train.checkpoint_every`` timesteps, each with
+  ``ppo_<timesteps>_steps.json``: the best validation mean so far, its timesteps and the policy that scored
+  it (``best.zip`` moves on, so a copy is kept as ``checkpoints/best_<timesteps>_steps.zip``);
+  ``last.zip`` and ``interrupted.zip`` get the same record (``last.json``, ``interrupted.json``);
 - ``best.zip``: the policy with the best validation mean so far (``train.keep_best``, the warm start
   included); ``last.zip``: the policy at the end of training;
 - ``model.zip``: the policy tested and shipped: a copy of ``best.zip`` (the policy selected on the
@@ -23,23 +26,31 @@ Writes into Hydra's run dir (``out``):
   PPO (deterministic) against every deterministic rule of the library (in-kernel rollouts), with the
   paired bootstrap 95 % CI of PPO minus the best rule (chosen on the test seeds, and on the validation seeds).
 
-``train.resume=path.zip`` loads that checkpoint (its hyperparameters and timestep count) and trains on
-up to ``train.total_timesteps`` timesteps in all. Ctrl-C during training saves ``interrupted.zip`` (the
-model at that timestep count) and prints the command that resumes from it.
+Every file is written atomically (a temporary file beside it, then a rename): a killed run leaves no
+partial one.
 
-Every ``env.*`` choice, rule name and ``train.resume`` file is checked before any setup
-(:func:`check_config`): a bad one is refused naming its config key and value.
+``train.resume=path.zip`` loads that checkpoint (its hyperparameters and timestep count) and trains on
+up to ``train.total_timesteps`` timesteps in all; the best validation result recorded beside it (and its
+policy, copied to ``best.zip``) carries over, so the resumed run selects as the uninterrupted one would.
+Ctrl-C during training saves ``interrupted.zip`` (the model at that timestep count) and prints the
+command that resumes from it.
+
+Every setting the script reads (choices, rule names, numbers, switches, the ``train.resume`` file) is
+checked before any setup (:func:`check_config`): a bad one is refused naming its config key and value.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import sys
 import time
+import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import hydra
@@ -49,21 +60,22 @@ import torch as th
 import yaml
 from omegaconf import DictConfig, OmegaConf
 from sb3_contrib import MaskablePPO
-from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from dynasched_gym import Instance, rollout, validate_schedule
-from dynasched_gym.agents.policy import SlotPolicy
+from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_objectives
-from dynasched_gym.checks import check_choice
+from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive, check_real
 from dynasched_gym.core.rules import parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import TIERS, size_presets, tier_pool
+from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 
@@ -72,6 +84,20 @@ ENV_ID = "DynaSched/DFJSP-v0"
 SCALE_RULE, SCALE_SEEDS = "FIFO:EET", 32
 #: Value of ``env.forecast_rule`` / ``train.imitation.rule`` meaning: chosen on the training seeds.
 AUTO = "auto"
+#: Integer settings and their least values (``train.batch_size`` 2: SB3 normalises the advantages per
+#: minibatch, and one sample has no spread); the seed is bounded above by NumPy's seed range.
+INTEGERS = {"seed": 0, "env.num_envs": 1, "env.pool_size": 1, "env.max_candidates": 1, "env.forecast_auto_rules": 1,
+            "env.forecast_futures": 0, "train.total_timesteps": 1, "train.n_steps": 1, "train.batch_size": 2,
+            "train.n_epochs": 1, "train.hidden": 1, "train.torch_threads": 1, "train.checkpoint_every": 1,
+            "train.eval_every": 0, "train.imitation.episodes": 1, "train.imitation.epochs": 1,
+            "train.imitation.batch_size": 1, "train.validation_seeds.start": 0, "train.validation_seeds.count": 1,
+            "train.eval_seeds.start": 0, "train.eval_seeds.count": 1}
+MAX_SEED = 2**32 - 1
+#: Real settings that must be > 0, and those that must be >= 0.
+POSITIVE = ("train.learning_rate", "train.clip_range", "train.max_grad_norm", "train.imitation.learning_rate")
+NON_NEGATIVE = ("train.ent_coef", "train.vf_coef")
+SWITCHES = ("env.forecast_hindsight", "env.critic_hindsight", "train.anneal_lr", "train.keep_best",
+            "train.progress_bar")
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -95,23 +121,109 @@ def _check_rules(key: str, value: Any, auto: bool = False) -> None:
             raise ValueError(f"{key}={value}: {exc}") from None
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Refuse bad settings before any setup, each error naming the config key and the value given."""
+class Resume(NamedTuple):
+    """What ``train.resume`` holds: the checkpoint, its timestep count, and the best validation result before
+    it (mean, timesteps, the policy file that scored it; None when there is none to carry over)."""
+
+    path: Path
+    timesteps: int
+    best: tuple[float, int, Path] | None
+
+
+def check_config(cfg: DictConfig) -> Resume | None:
+    """Refuse bad settings before any setup, each error naming the config key and the value given; returns
+    what ``train.resume`` holds (None without it)."""
     tc, ec = cfg.train, cfg.env
     check_choice("env.tier", ec.tier, TIERS)
     check_choice("env.size", ec.size, size_presets())
     check_choice("env.objective", ec.objective, tuple(OBJECTIVE_METRICS))
     check_choice("env.observability", ec.observability, OBSERVABILITY)
-    if tc.total_timesteps < 1:
-        raise ValueError(f"train.total_timesteps must be >= 1, got {tc.total_timesteps}")
-    if ec.forecast_auto_rules < 1:
-        raise ValueError(f"env.forecast_auto_rules must be >= 1, got {ec.forecast_auto_rules}")
+    check_choice("train.interaction", tc.interaction, INTERACTIONS)
+    for key, least in INTEGERS.items():
+        check_integer(key, OmegaConf.select(cfg, key), least)
+    if cfg.seed > MAX_SEED:
+        raise ValueError(f"seed must be an integer <= {MAX_SEED}, got {cfg.seed}")
+    for key in POSITIVE:
+        check_positive(key, OmegaConf.select(cfg, key))
+    for key in NON_NEGATIVE:
+        check_real(key, OmegaConf.select(cfg, key), 0.0)
+    check_real("train.gamma", tc.gamma, 0.0, 1.0, open_low=True)
+    check_real("train.gae_lambda", tc.gae_lambda, 0.0, 1.0)
+    for key in SWITCHES:
+        check_bool(key, OmegaConf.select(cfg, key))
+    if ec.reward_scale is not None:
+        check_positive("env.reward_scale", ec.reward_scale)
     _check_rules("env.forecast_rule", ec.forecast_rule, auto=True)
     _check_rules("env.forecast_features", ec.forecast_features)
     _check_rules("train.imitation.rule", tc.imitation.rule, auto=True)
-    if tc.resume and not (Path(tc.resume).is_file() or Path(f"{tc.resume}.zip").is_file()):
-        raise FileNotFoundError(f"train.resume={tc.resume}: no such checkpoint file")
+    for name in ("validation_seeds", "eval_seeds"):
+        if tc[name].start < ec.pool_size:
+            raise ValueError(f"train.{name}.start={tc[name].start} overlaps the training pool seeds "
+                             f"0..{ec.pool_size - 1}")
     check_disjoint(tc.validation_seeds, tc.eval_seeds)
+    return read_resume(cfg) if tc.resume is not None else None
+
+
+def checkpoint_timesteps(where: str, path: Path) -> int:
+    """The timestep count saved in the SB3 checkpoint ``path``; a file that is no complete checkpoint (empty,
+    cut short, corrupt) is refused up front, the error starting with ``where`` and naming ``path``."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            broken = archive.testzip()  # CRCs: a file cut short or damaged inside
+            archive.getinfo("policy.pth")
+            steps = json.loads(archive.read("data"))["num_timesteps"]
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{where}: {path} is not a loadable checkpoint ({type(exc).__name__}: {exc})") from None
+    if broken is not None or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"{where}: {path} is not a loadable checkpoint (damaged member {broken!r} or timesteps "
+                         f"{steps!r})")
+    return steps
+
+
+def read_resume(cfg: DictConfig) -> Resume:
+    """``train.resume`` checked: a loadable checkpoint short of ``train.total_timesteps``, and the best
+    validation result recorded beside it (:func:`read_best`) when this run selects on validation."""
+    tc = cfg.train
+    if not isinstance(tc.resume, str):
+        raise TypeError(f"train.resume must be a checkpoint path or null, got {tc.resume!r}")
+    where = f"train.resume={tc.resume}"
+    path = next((p for p in (Path(tc.resume), Path(f"{tc.resume}.zip")) if p.is_file()), None)
+    if path is None:
+        raise FileNotFoundError(f"{where}: no such checkpoint file")
+    steps = checkpoint_timesteps(where, path)
+    if steps >= tc.total_timesteps:
+        raise ValueError(f"{where} is already at {steps} timesteps, at or after train.total_timesteps="
+                         f"{tc.total_timesteps}: nothing left to train (raise train.total_timesteps)")
+    return Resume(path, steps, read_best(cfg, path) if tc.keep_best and tc.eval_every else None)
+
+
+def validation_setting(cfg: DictConfig) -> dict[str, Any]:
+    """What a validation mean is measured on: two means compare only under the same setting."""
+    return {"tier": cfg.env.tier, "size": cfg.env.size, "objective": cfg.env.objective,
+            "validation_seeds": OmegaConf.to_container(cfg.train.validation_seeds)}
+
+
+def read_best(cfg: DictConfig, checkpoint: Path) -> tuple[float, int, Path] | None:
+    """The best validation result :func:`save_checkpoint` recorded beside ``checkpoint``: (mean, timesteps,
+    policy file), or None when there was none (a warning when there is no record at all)."""
+    where, record_path = f"train.resume={cfg.train.resume}", checkpoint.with_suffix(".json")
+    if not record_path.is_file():
+        warnings.warn(f"{where}: no {record_path.name} beside it records the best validation result so far; "
+                      "model selection starts afresh from the resumed policy", stacklevel=2)
+        return None
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        best, setting = record["best"], record["validation"]
+        if best is None:
+            return None
+        mean, steps, policy = float(best["validation_mean"]), int(best["timesteps"]), str(best["policy"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{where}: unreadable record {record_path} ({type(exc).__name__}: {exc})") from None
+    if setting != validation_setting(cfg):
+        raise ValueError(f"{where}: its best validation mean was measured on {setting}, this run validates on "
+                         f"{validation_setting(cfg)}; delete {record_path} to restart model selection")
+    checkpoint_timesteps(f"{where} (best policy in {record_path.name})", checkpoint.parent / policy)
+    return mean, steps, checkpoint.parent / policy
 
 
 def resume_command(path: Path, overrides: Sequence[str] | None) -> str:
@@ -149,11 +261,8 @@ def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str 
                             **play_kwargs(env_cfg))
 
 
-def held_out(env_cfg: DictConfig, seeds: DictConfig, name: str) -> list[Instance]:
-    """The pool instances of ``seeds`` (``train.<name>``), which must lie above the training seeds."""
-    if seeds.start < env_cfg.pool_size:
-        raise ValueError(f"train.{name}.start={seeds.start} overlaps the training pool seeds "
-                         f"0..{env_cfg.pool_size - 1}")
+def held_out(env_cfg: DictConfig, seeds: DictConfig) -> list[Instance]:
+    """The pool instances of ``seeds`` (above the training seeds: :func:`check_config`)."""
     pool = tier_pool(env_cfg.tier, env_cfg.size)
     span = range(seeds.start, seeds.start + seeds.count)
     pool.prepare(span)
@@ -251,16 +360,30 @@ def selection_line(meta: dict[str, Any]) -> str:
             f" at {meta['selected']['timesteps']} timesteps; the last one is `last.zip`).")
 
 
+def save_model(model: MaskablePPO, path: Path) -> None:
+    """``model.save(path)`` through a temporary file beside it and a rename."""
+    with atomic_path(path) as tmp:
+        model.save(tmp)
+
+
+def copy_file(source: Path, path: Path) -> None:
+    """Copy ``source`` to ``path`` through a temporary file beside it and a rename."""
+    with atomic_path(path) as tmp:
+        shutil.copyfile(source, tmp)
+
+
 class ValidationEval(BaseCallback):
     """Every ``every`` timesteps, evaluate the deterministic policy on the validation instances.
 
     Logs ``eval/mean_<metric>`` and, with ``keep_best``, saves the best policy so far to ``path``
-    (the first evaluation, right after the warm start, included).
+    (the first evaluation, right after the warm start, included). ``setting``: what the means are
+    measured on (:func:`validation_setting`), recorded with the best one (:func:`save_checkpoint`).
     """
 
-    def __init__(self, env_cfg: DictConfig, instances: list[Instance], every: int, path: Path | None) -> None:
+    def __init__(self, env_cfg: DictConfig, instances: list[Instance], every: int, path: Path | None,
+                 setting: dict[str, Any]) -> None:
         super().__init__()
-        self.env_cfg, self.instances, self.every, self.path = env_cfg, instances, every, path
+        self.env_cfg, self.instances, self.every, self.path, self.setting = env_cfg, instances, every, path, setting
         self.next_at = 0
         self.best: tuple[float, int] | None = None  # (validation mean, timesteps)
 
@@ -274,7 +397,38 @@ class ValidationEval(BaseCallback):
             self.logger.record(f"eval/mean_{OBJECTIVE_METRICS[self.env_cfg.objective]}", mean)
             if self.path is not None and (self.best is None or mean < self.best[0]):
                 self.best = (mean, self.num_timesteps)
-                self.model.save(self.path)
+                save_model(self.model, self.path)
+        return True
+
+
+def save_checkpoint(model: MaskablePPO, path: Path, validator: ValidationEval) -> None:
+    """Save ``model`` to ``path`` with ``<stem>.json`` beside it: the best validation result so far, its
+    timesteps and the policy that scored it (a copy ``best_<timesteps>_steps.zip`` where ``best.zip`` is not
+    beside ``path``), for :func:`read_best`. The record goes first: no checkpoint without its record."""
+    best = None
+    if validator.best is not None and validator.path is not None:
+        mean, steps = validator.best
+        policy = validator.path
+        if policy.parent.resolve() != path.parent.resolve():  # best.zip moves on; this best must stay
+            policy = path.parent / f"best_{steps}_steps.zip"
+            if not policy.is_file():
+                copy_file(validator.path, policy)
+        best = {"validation_mean": mean, "timesteps": steps, "policy": policy.name}
+    record = {"best": best, "validation": validator.setting}
+    write_text_atomic(path.with_suffix(".json"), json.dumps(record, indent=2) + "\n")
+    save_model(model, path)
+
+
+class Checkpoints(BaseCallback):
+    """Every ``every`` vector steps, ``<directory>/ppo_<timesteps>_steps.zip`` saved by :func:`save_checkpoint`."""
+
+    def __init__(self, every: int, directory: Path, validator: ValidationEval) -> None:
+        super().__init__()
+        self.every, self.directory, self.validator = every, directory, validator
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.every == 0:
+            save_checkpoint(self.model, self.directory / f"ppo_{self.num_timesteps}_steps.zip", self.validator)
         return True
 
 
@@ -357,7 +511,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     """
     began = time.perf_counter()
     tc, ec = cfg.train, cfg.env
-    check_config(cfg)
+    resume = check_config(cfg)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     th.set_num_threads(tc.torch_threads)
@@ -373,14 +527,14 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     elif OmegaConf.is_list(forecast_rule):  # several rules: the potential is the lowest of their forecasts
         forecast_rule = list(forecast_rule)
     venv = make_train_env(ec, scale, forecast_rule)
-    validation = held_out(ec, tc.validation_seeds, "validation_seeds")  # model selection and the deployable rule
-    instances = held_out(ec, tc.eval_seeds, "eval_seeds")
+    validation = held_out(ec, tc.validation_seeds)  # model selection and the deployable rule
+    instances = held_out(ec, tc.eval_seeds)
 
     # 2. the model: resumed from a checkpoint (its hyperparameters and timestep count), or new and
     #    warm-started by imitating a rule
     imitation = None
-    if tc.resume:
-        model = MaskablePPO.load(tc.resume, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
+    if resume:
+        model = MaskablePPO.load(resume.path, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
         model.set_random_seed(cfg.seed + model.num_timesteps)
     else:
         lr = LinearSchedule(tc.learning_rate, 0.0, 1.0) if tc.anneal_lr else tc.learning_rate
@@ -400,28 +554,34 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     start_steps = model.num_timesteps
 
     # 3. learn: checkpoints, validation (and the best policy so far), TensorBoard, progress bar
-    callbacks: list[BaseCallback] = [CheckpointCallback(max(tc.checkpoint_every // ec.num_envs, 1),
-                                                        str(out / "checkpoints"), name_prefix="ppo")]
-    validator = ValidationEval(ec, validation, tc.eval_every, out / "best.zip" if tc.keep_best else None)
+    validator = ValidationEval(ec, validation, tc.eval_every, out / "best.zip" if tc.keep_best else None,
+                               validation_setting(cfg))
+    if resume and resume.best:  # selection goes on from the best before the checkpoint, as without the break
+        mean, steps, policy = resume.best
+        if policy.resolve() != (out / "best.zip").resolve():  # the same file when resumed into its own run dir
+            copy_file(policy, out / "best.zip")
+        validator.best = (mean, steps)
+    callbacks: list[BaseCallback] = [Checkpoints(max(tc.checkpoint_every // ec.num_envs, 1), out / "checkpoints",
+                                                 validator)]
     if tc.eval_every:
         callbacks.append(validator)
     learn_began = time.perf_counter()
     try:
-        model.learn(max(tc.total_timesteps - start_steps, 0), callback=callbacks, tb_log_name="ppo",
+        model.learn(tc.total_timesteps - start_steps, callback=callbacks, tb_log_name="ppo",
                     reset_num_timesteps=False, progress_bar=tc.progress_bar)
     except KeyboardInterrupt:  # keep what was learnt since the last checkpoint
         venv.close()
         path = (out / "interrupted.zip").resolve()
-        model.save(path)
+        save_checkpoint(model, path, validator)
         raise TrainingInterrupted(path, int(model.num_timesteps), resume_command(path, overrides)) from None
     learn_wall = time.perf_counter() - learn_began
     trained_steps = model.num_timesteps - start_steps
-    model.save(out / "last.zip")
+    save_checkpoint(model, out / "last.zip", validator)
     if validator.best is not None:  # model.zip: the policy with the best validation mean
-        shutil.copyfile(out / "best.zip", out / "model.zip")
+        copy_file(out / "best.zip", out / "model.zip")
         model = MaskablePPO.load(out / "model.zip", device="cpu")
     else:
-        shutil.copyfile(out / "last.zip", out / "model.zip")
+        copy_file(out / "last.zip", out / "model.zip")
     wall = time.perf_counter() - began
     venv.close()
 
@@ -435,9 +595,9 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
             "ppo_steps_per_s": round(trained_steps / learn_wall, 1),
             "torch_threads": int(tc.torch_threads),
             "versions": {"torch": str(th.__version__), "sb3_contrib": sb3_contrib.__version__}}
-    (out / "report.md").write_text(report_markdown(result, ec, meta), encoding="utf-8")
+    write_text_atomic(out / "report.md", report_markdown(result, ec, meta))
     record = {"config": OmegaConf.to_container(cfg, resolve=True), **meta, "evaluation": result}
-    (out / "model.yaml").write_text(yaml.safe_dump(record, sort_keys=False), encoding="utf-8")
+    write_text_atomic(out / "model.yaml", yaml.safe_dump(record, sort_keys=False))
     return out / "model.zip"
 
 

@@ -4,7 +4,10 @@ the shipped checkpoints load and play."""
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import time
+import zipfile
 from pathlib import Path
 
 import gymnasium as gym
@@ -13,6 +16,7 @@ import pytest
 import torch as th
 import yaml
 from hydra import compose, initialize_config_module
+from sb3_contrib import MaskablePPO
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
@@ -135,8 +139,14 @@ def test_policy_refuses_forecast_rules_that_do_not_fit_the_observations():
         SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, forecast_rules=("EDD:EET",))
 
 
-def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_path: Path):
+def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_path: Path, monkeypatch):
+    replaced, replace = [], os.replace  # every output goes through a temporary file and a rename
+    monkeypatch.setattr(os, "replace", lambda src, dst: (replaced.append(Path(dst).name), replace(src, dst))[1])
     first = train_script.train(_config(tmp_path / "run", "train.imitation.rule=auto"))
+    monkeypatch.undo()
+    monkeypatch.setenv("DYNASCHED_CACHE", str(cache))
+    assert {"ppo_1024_steps.zip", "ppo_1024_steps.json", "ppo_2048_steps.zip", "best_2_steps.zip", "best.zip",
+            "last.zip", "last.json", "model.zip", "report.md", "model.yaml"} <= set(replaced)
     record = yaml.safe_load(first.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 2048 and record["seed"] == 0 and record["reward_scale"] > 0
     assert record["forecast_rule"] == record["imitation"]["rule"]  # both "auto": the best rule on the training seeds
@@ -177,15 +187,29 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     with pytest.raises(ValueError, match="the policy was trained on"):  # same shape, other rollouts
         agent.reset(other)
 
+    checkpoint = tmp_path / "run" / "checkpoints" / "ppo_1024_steps.zip"
+    with pytest.raises(ValueError, match=rf"^train\.resume={checkpoint} is already at 1024 timesteps, at or after "
+                                         r"train\.total_timesteps=1024: nothing left to train"):
+        train_script.train(_config(tmp_path / "done", "train.total_timesteps=1024", f"train.resume={checkpoint}"))
+    assert not (tmp_path / "done").exists()
+
+    # the best validation result before the checkpoint (the warm start's, at 2) carries over into the resumed
+    # run; made unbeatable here (a tardiness is >= 0), it must be the one selected, with its policy
+    sidecar = checkpoint.with_suffix(".json")
+    saved = json.loads(sidecar.read_text(encoding="utf-8"))
+    assert saved["best"]["timesteps"] == 2 and saved["best"]["policy"] == "best_2_steps.zip"
+    assert MaskablePPO.load(checkpoint.with_name("best_2_steps.zip"), device="cpu").num_timesteps == 2
+    saved["best"]["validation_mean"] = -1.0
+    sidecar.write_text(json.dumps(saved), encoding="utf-8")
     best = record["forecast_rule"]
     resumed = train_script.train(_config(tmp_path / "resumed", "train.total_timesteps=3072",
-                                         f"train.resume={tmp_path / 'run' / 'checkpoints' / 'ppo_1024_steps.zip'}",
-                                         "env.forecast_auto_rules=2"))
+                                         f"train.resume={checkpoint}", "env.forecast_auto_rules=2"))
     record = yaml.safe_load(resumed.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 3072 and record["resumed_from"].endswith("ppo_1024_steps.zip")
     assert len(record["forecast_rule"]) == 2 and record["forecast_rule"][0] == best  # auto: 2 complementary rules
     assert make("ppo", checkpoint=resumed.with_name("last.zip")).model.num_timesteps == 3072
-    assert make("ppo", checkpoint=resumed).model.num_timesteps == record["selected"]["timesteps"]
+    assert record["selected"] == {"validation_mean": -1.0, "timesteps": 2}
+    assert resumed.read_bytes() == checkpoint.with_name("best_2_steps.zip").read_bytes()
 
 
 def test_rule_chosen_on_the_test_instances_themselves_is_the_post_hoc_best(cache, train_script, tmp_path: Path):
@@ -206,13 +230,13 @@ def test_validation_seeds_must_not_overlap_the_test_seeds(cache, train_script, t
 
 
 def test_forecast_auto_rules_must_be_positive(cache, train_script, tmp_path: Path):
-    with pytest.raises(ValueError, match=r"env\.forecast_auto_rules must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"env\.forecast_auto_rules must be an integer >= 1, got 0"):
         train_script.train(_config(tmp_path / "run", "env.forecast_auto_rules=0"))
     assert not (tmp_path / "run").exists()
 
 
 def test_total_timesteps_must_be_positive(cache, train_script, tmp_path: Path):
-    with pytest.raises(ValueError, match=r"train\.total_timesteps must be >= 1, got -5"):
+    with pytest.raises(ValueError, match=r"train\.total_timesteps must be an integer >= 1, got -5"):
         train_script.train(_config(tmp_path / "run", "train.total_timesteps=-5"))
     assert not (tmp_path / "run" / "model.zip").exists()
 
@@ -277,13 +301,13 @@ def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishe
     """A KeyboardInterrupt inside ``learn`` (raised here by a callback, as Ctrl-C would be) keeps the steps learnt
     since the last checkpoint in ``interrupted.zip``; the printed command resumes from it."""
 
-    class CtrlC(train_script.CheckpointCallback):
+    class CtrlC(train_script.Checkpoints):
         def _on_step(self) -> bool:
             if self.num_timesteps >= 512:
                 raise KeyboardInterrupt
             return super()._on_step()
 
-    monkeypatch.setattr(train_script, "CheckpointCallback", CtrlC)
+    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
     short = ("train.total_timesteps=1024", "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short), overrides=["env.tier=medium", "train.resume=old.zip",
@@ -313,6 +337,32 @@ def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishe
     ("env.forecast_rule=[EDD:EET,FOO:EET]", ValueError, r"^env\.forecast_rule=\['EDD:EET', 'FOO:EET'\]: unknown rule"),
     ("env.forecast_features=[FOO]", ValueError, r"^env\.forecast_features=\['FOO'\]: unknown rule 'FOO'"),
     ("train.imitation.rule=FOO", ValueError, r"^train\.imitation\.rule=FOO: unknown rule 'FOO'"),
+    ("train.resume=5", TypeError, r"^train\.resume must be a checkpoint path or null, got 5$"),
+    ("train.total_timesteps=abc", TypeError, r"^train\.total_timesteps must be an integer >= 1, got 'abc'$"),
+    ("train.n_steps=0", ValueError, r"^train\.n_steps must be an integer >= 1, got 0$"),
+    ("train.n_steps=true", TypeError, r"^train\.n_steps must be an integer >= 1, got True$"),
+    ("train.batch_size=1", ValueError, r"^train\.batch_size must be an integer >= 2, got 1$"),
+    ("train.n_epochs=0", ValueError, r"^train\.n_epochs must be an integer >= 1, got 0$"),
+    ("train.checkpoint_every=0", ValueError, r"^train\.checkpoint_every must be an integer >= 1, got 0$"),
+    ("train.eval_every=-1", ValueError, r"^train\.eval_every must be an integer >= 0, got -1$"),
+    ("train.validation_seeds.count=0", ValueError, r"^train\.validation_seeds\.count must be an integer >= 1, got 0$"),
+    ("train.validation_seeds.start=1", ValueError, r"^train\.validation_seeds\.start=1 overlaps the training pool"),
+    ("train.imitation.epochs=0", ValueError, r"^train\.imitation\.epochs must be an integer >= 1, got 0$"),
+    ("env.num_envs=0", ValueError, r"^env\.num_envs must be an integer >= 1, got 0$"),
+    ("seed=-1", ValueError, r"^seed must be an integer >= 0, got -1$"),
+    ("seed=4294967296", ValueError, r"^seed must be an integer <= 4294967295, got 4294967296$"),
+    ("train.learning_rate=0", ValueError, r"^train\.learning_rate must be a finite number > 0, got 0$"),
+    ("train.imitation.learning_rate=-0.1", ValueError, r"^train\.imitation\.learning_rate must be a finite number > 0"),
+    ("train.max_grad_norm=nan", ValueError, r"^train\.max_grad_norm must be a finite number > 0, got nan$"),
+    ("train.gamma=0", ValueError, r"^train\.gamma must be a finite number in \(0, 1\], got 0$"),
+    ("train.gamma=1.5", ValueError, r"^train\.gamma must be a finite number in \(0, 1\], got 1\.5$"),
+    ("train.gae_lambda=-0.1", ValueError, r"^train\.gae_lambda must be a finite number in \[0, 1\], got -0\.1$"),
+    ("train.ent_coef=-1", ValueError, r"^train\.ent_coef must be a finite number >= 0, got -1$"),
+    ("train.vf_coef=inf", ValueError, r"^train\.vf_coef must be a finite number >= 0, got inf$"),
+    ("train.anneal_lr=maybe", TypeError, r"^train\.anneal_lr must be true or false, got 'maybe'$"),
+    ("train.keep_best=1", TypeError, r"^train\.keep_best must be true or false, got 1$"),
+    ("train.interaction=rnn", ValueError, r"^train\.interaction must be one of .* got 'rnn'$"),
+    ("env.reward_scale=-1", ValueError, r"^env\.reward_scale must be a finite number > 0, got -1$"),
 ])
 def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path, monkeypatch, override, error,
                                                          message):
@@ -323,3 +373,62 @@ def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path
         train_script.train(cfg)
     assert time.perf_counter() - began < 3.0  # before any setup: no pool, no env, no model
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def _checkpoint(path: Path, timesteps: int, best: dict | None = None, validation: dict | None = None) -> Path:
+    """A file shaped like an SB3 checkpoint at ``timesteps`` (what the up-front checks read), with a best-so-far
+    record beside it when ``validation`` is given."""
+    path.parent.mkdir(exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data", json.dumps({"num_timesteps": timesteps}))
+        archive.writestr("policy.pth", b"weights")
+    if validation is not None:
+        path.with_suffix(".json").write_text(json.dumps({"best": best, "validation": validation}), encoding="utf-8")
+    return path
+
+
+def test_resume_is_refused_up_front_unless_a_checkpoint_short_of_total_timesteps(train_script, tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    good, empty, cut = _checkpoint(tmp_path / "good.zip", 256), tmp_path / "empty.zip", tmp_path / "cut.zip"
+    empty.write_bytes(b"")  # what a kill in the middle of a non-atomic save left
+    cut.write_bytes(good.read_bytes()[:200])
+    with zipfile.ZipFile(tmp_path / "nopolicy.zip", "w") as archive:
+        archive.writestr("data", json.dumps({"num_timesteps": 256}))
+    setting = {"tier": "medium", "size": "small", "objective": "weighted_tardiness",
+               "validation_seeds": {"start": VALIDATION_SEEDS.start, "count": len(VALIDATION_SEEDS)}}
+    best = {"validation_mean": 3.0, "timesteps": 128, "policy": "best_128_steps.zip"}
+    other = _checkpoint(tmp_path / "other" / "ppo_256_steps.zip", 256, best, {**setting, "objective": "makespan"})
+    lost = _checkpoint(tmp_path / "lost" / "ppo_256_steps.zip", 256, best, setting)  # its best policy is gone
+    cases = [(empty, 1024, rf"^train\.resume={empty}: {empty} is not a loadable checkpoint"),
+             (cut, 1024, r"cut\.zip is not a loadable checkpoint \(BadZipFile"),
+             (tmp_path / "nopolicy.zip", 1024, r"nopolicy\.zip is not a loadable checkpoint \(KeyError"),
+             (good, 128, rf"^train\.resume={good} is already at 256 timesteps, at or after train\.total_timesteps=128"),
+             (good, 256, r"is already at 256 timesteps, at or after train\.total_timesteps=256"),
+             (other, 1024, r"its best validation mean was measured on .*'makespan'.* this run validates on"),
+             (lost, 1024, r"\(best policy in ppo_256_steps\.json\): .*best_128_steps\.zip is not a loadable")]
+    for path, total, message in cases:
+        began = time.perf_counter()
+        with pytest.raises(ValueError, match=message):
+            train_script.train(_config(tmp_path / "run", f"train.resume={path}", f"train.total_timesteps={total}"))
+        assert time.perf_counter() - began < 3.0  # before any setup
+        assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def test_a_save_killed_midway_leaves_no_partial_checkpoint(cache, train_script, tmp_path, monkeypatch):
+    """A save that dies after writing part of the file (as a kill would) leaves no ``ppo_512_steps.zip``."""
+    real_save = MaskablePPO.save
+
+    def dying_save(self, path, *args, **kwargs):
+        if "ppo_512_steps" in str(path):
+            Path(path).write_bytes(b"PK\x03\x04")
+            raise KeyboardInterrupt
+        return real_save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(MaskablePPO, "save", dying_save)
+    with pytest.raises(train_script.TrainingInterrupted):
+        train_script.train(_config(tmp_path / "run", "train.total_timesteps=1024", "train.checkpoint_every=256",
+                                   "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null"))
+    checkpoints = tmp_path / "run" / "checkpoints"
+    assert not (checkpoints / "ppo_512_steps.zip").exists() and not list(checkpoints.glob("*.tmp"))
+    assert MaskablePPO.load(checkpoints / "ppo_256_steps.zip", device="cpu").num_timesteps == 256
