@@ -207,6 +207,17 @@ def test_reset_info_and_instance_override():
             env.reset(options={option: other})
 
 
+def test_a_failed_reset_changes_nothing():
+    env, twin = DFJSPEnv(instance="mk01"), DFJSPEnv(instance="mk01")
+    env.reset(seed=3)
+    twin.reset(seed=3)
+    state = env.np_random.bit_generator.state
+    with pytest.raises(ValueError, match="machines but this env's observation space"):
+        env.reset(seed=99, options={"instance": "ta01"})  # it used to reseed first, and fail on loading
+    assert env.np_random.bit_generator.state == state
+    assert_same_observations([env.step(0)[0]], [twin.step(0)[0]])  # the episode before it goes on
+
+
 def test_an_instance_file_rewritten_between_resets_is_read_again(tmp_path):
     def one_op(time: float) -> Instance:
         return Instance.build("x", [Machine("M0")], [Job("J0", [{0: time}])])

@@ -177,9 +177,12 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     # ---------------------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
-        """Start an episode; ``options={"instance": ...}`` plays that instance in this episode."""
-        super().reset(seed=seed)
+        """Start an episode; ``options={"instance": ...}`` plays that instance in this episode. A reset that
+        fails (a bad option or instance) changes nothing: the episode before it and the random stream stay."""
         override = instance_option(options)
+        if override is not None:  # checked before the reseed, as the vector env checks before any load
+            override = self._batch.resolve(override)
+        super().reset(seed=seed)
         info = self._batch.begin(0, self.np_random, override)
         reset_batch(self._batch.handle, self._first)
         check_code(int(self._counters[K_CODE]), self.instance, self.now)
