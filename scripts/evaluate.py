@@ -27,6 +27,7 @@ interrupted is not stored.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import multiprocessing
 import os
@@ -155,12 +156,37 @@ def _player(spec_json: str) -> Player:
 @lru_cache(maxsize=8)
 def _instance(tier: str, size: str, seed: int) -> tuple[dynasched_gym.Instance, float, str]:
     """A pool instance with its SSI score and the SHA-256 of its native JSON."""
-    import hashlib
-
     from dynasched_gym.generation import ssi, tier_pool
 
     inst = tier_pool(tier, size).instance(seed)
-    return inst, float(ssi(inst).score), hashlib.sha256(inst.to_json().encode("utf-8")).hexdigest()
+    return inst, float(ssi(inst).score), _digest(inst)
+
+
+def _digest(inst: dynasched_gym.Instance) -> str:
+    return hashlib.sha256(inst.to_json().encode("utf-8")).hexdigest()
+
+
+def check_reused(rows: Sequence[Mapping[str, Any]], validate: bool, store: Path) -> None:
+    """Refuse to reuse stored rows that do not hold for this run: played on another instance than the pool now
+    gives for their (tier, size, seed) (the generator changed), or stored unvalidated when this run validates.
+    An append-only store cannot replace them; the error says which and what to do."""
+    from dynasched_gym.generation import tier_pool
+
+    digests: dict[tuple[str, str, int], str] = {}
+    stale = []
+    for row in rows:
+        where = (row["tier"], row["size"], row["seed"])
+        if row.get("instance_sha256") is not None:
+            if where not in digests:
+                digests[where] = _digest(tier_pool(*where[:2]).instance(where[2]))
+            if digests[where] != row["instance_sha256"]:
+                stale.append(f"{row['agent']} on {'/'.join(map(str, where))} played another instance than the "
+                             "pool gives now")
+        if validate and row.get("validated") is False:
+            stale.append(f"{row['agent']} on {'/'.join(map(str, where))} was stored with validate=false")
+    if stale:
+        raise ValueError(f"{store}: {len(stale)} stored row(s) this run would reuse do not hold for it; first: "
+                         f"{stale[0]}. Use another store (store=...), or remove those rows from this one")
 
 
 # ------------------------------------------------------------------------------------------- plan
@@ -292,7 +318,8 @@ def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: s
         "format": ROW_FORMAT, "agent": entrant.agent, "agent_hash": entrant.agent_hash,
         "clairvoyant": entrant.clairvoyant, "agent_config": entrant.config, "tier": tier, "size": size,
         "seed": seed, "objective": objective, "objective_metric": OBJECTIVE_METRICS[objective],
-        "instance": None, "instance_sha256": None, "ssi": None, "status": "error", "error": None, "violations": [],
+        "instance": None, "instance_sha256": None, "ssi": None, "validated": validate, "status": "error", "error": None,
+        "violations": [],
         "objective_value": None, **dict.fromkeys(METRIC_KEYS), "normalised_weighted_tardiness": None,
         "decisions": None, "wall_time": None, "decisions_per_second": None, "tokens": None, "usage": None,
         "oracle": None,
@@ -403,6 +430,7 @@ def run(cfg: DictConfig) -> Summary:
     for note in the_plan.skipped:
         print(f"skipped: {note}", file=sys.stderr)
     done = store.keys()
+    check_reused([r for r in store.rows() if row_key(r) in the_plan.keys() & done], validate, store.path)
     pending = [ep for ep in the_plan.episodes if the_plan.key(*ep) not in done]
     by_instance: dict[tuple[str, str, int], list[tuple[Entrant, str, str, int]]] = {}
     for episode in pending:
@@ -468,8 +496,8 @@ def main(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
-__all__ = ["KEY_FIELDS", "EvaluationStopped", "Plan", "Summary", "agent_specs", "existing_checkpoint", "is_shipped",
-           "main", "plan", "play_episode", "report_failures", "run"]
+__all__ = ["KEY_FIELDS", "EvaluationStopped", "Plan", "Summary", "agent_specs", "check_reused", "existing_checkpoint",
+           "is_shipped", "main", "plan", "play_episode", "report_failures", "run"]
 
 if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name
     from scripts.evaluate import main as entry

@@ -213,7 +213,9 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
     else:
         plan = evaluate.plan(cfg)
         keys = plan.keys()
-        rows = [r for r in ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows() if row_key(r) in keys]
+        store = ResultStore(hydra.utils.to_absolute_path(str(cfg.store)))
+        rows = [r for r in store.rows() if row_key(r) in keys]
+        evaluate.check_reused(rows, check_bool("validate", cfg.validate), store.path)
         skipped = plan.skipped
     if check_bool("all_rows", cfg.all_rows):
         rows = ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows()

@@ -33,7 +33,7 @@ from dynasched_gym.results import (
     difficulty_trend,
     row_key,
 )
-from scripts import evaluate
+from scripts import evaluate, leaderboard
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = 9  # conf/agent/rules.yaml
@@ -557,3 +557,20 @@ def test_fjsp_table_refuses_bad_options_before_playing(tmp_path: Path, args: lis
         fjsp_table.main(args)
     assert caught.value.code == 2 and message in capsys.readouterr().err
 
+
+
+def test_stored_rows_that_do_not_hold_for_this_run_are_refused_not_reused(cache: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.jsonl"
+    base = ("tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", "workers=1", "progress=false",
+            f"store={store}")
+    assert evaluate.run(config("evaluate", *base, "validate=false")).ran == 1
+    with pytest.raises(ValueError, match="was stored with validate=false"):  # it was reused as if validated
+        evaluate.run(config("evaluate", *base))
+    row = json.loads(store.read_text())
+    store.write_text(json.dumps({**row, "validated": True, "instance_sha256": "0" * 64}) + "\n")
+    with pytest.raises(ValueError, match="played another instance than the pool gives now"):  # a generator change
+        evaluate.run(config("evaluate", *base))
+    with pytest.raises(ValueError, match="played another instance"):  # the board reads stored rows the same way
+        leaderboard.run(config("leaderboard", *base, "run_missing=false", f"out={tmp_path / 'board'}"))
+    store.write_text(json.dumps({**row, "validated": True}) + "\n")
+    assert evaluate.run(config("evaluate", *base)).reused == 1
