@@ -172,13 +172,15 @@ def check_reused(rows: Sequence[Mapping[str, Any]], validate: bool, store: Path)
     An append-only store cannot replace them; the error says which and what to do."""
     from dynasched_gym.generation import tier_pool
 
+    pools: dict[tuple[str, str], Any] = {}
     digests: dict[tuple[str, str, int], str] = {}
     stale = []
     for row in rows:
         where = (row["tier"], row["size"], row["seed"])
         if row.get("instance_sha256") is not None:
             if where not in digests:
-                digests[where] = _digest(tier_pool(*where[:2]).instance(where[2]))
+                pool = pools.get(where[:2]) or pools.setdefault(where[:2], tier_pool(*where[:2]))
+                digests[where] = _digest(pool.instance(where[2]))
             if digests[where] != row["instance_sha256"]:
                 stale.append(f"{row['agent']} on {'/'.join(map(str, where))} played another instance than the "
                              "pool gives now")
