@@ -432,7 +432,8 @@ def run(cfg: DictConfig) -> Summary:
     for note in the_plan.skipped:
         print(f"skipped: {note}", file=sys.stderr)
     done = store.keys()
-    check_reused([r for r in store.rows() if row_key(r) in the_plan.keys() & done], validate, store.path)
+    reused = the_plan.keys() & done
+    check_reused([r for r in store.rows() if row_key(r) in reused], validate, store.path)
     pending = [ep for ep in the_plan.episodes if the_plan.key(*ep) not in done]
     by_instance: dict[tuple[str, str, int], list[tuple[Entrant, str, str, int]]] = {}
     for episode in pending:
