@@ -57,10 +57,15 @@ def check_positive(name: str, value: object) -> None:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
+def in_interval(value: float, low: float, high: float, low_open: bool = False, high_open: bool = False) -> bool:
+    """``value`` lies in the interval from ``low`` to ``high``, each end closed unless said open."""
+    return (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+
+
 def check_real(name: str, value: Any, low: float, high: float = math.inf, open_low: bool = False) -> None:
     """Raise a ValueError naming ``name`` and ``value`` unless it is a finite number in [low, high]
     ((low, high] with ``open_low``; bools are no numbers)."""
-    if not is_finite_real(value) or not low <= value <= high or (open_low and value == low):
+    if not is_finite_real(value) or not in_interval(value, low, high, low_open=open_low):
         bound = f"in {'(' if open_low else '['}{low:g}, {high:g}]" if high < math.inf else \
             f"{'>' if open_low else '>='} {low:g}"
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")

@@ -179,8 +179,9 @@ def check_reused(rows: Sequence[Mapping[str, Any]], validate: bool, store: Path)
         where = (row["tier"], row["size"], row["seed"])
         if row.get("instance_sha256") is not None:
             if where not in digests:
-                pool = pools.get(where[:2]) or pools.setdefault(where[:2], tier_pool(*where[:2]))
-                digests[where] = _digest(pool.instance(where[2]))
+                if where[:2] not in pools:
+                    pools[where[:2]] = tier_pool(*where[:2])
+                digests[where] = _digest(pools[where[:2]].instance(where[2]))
             if digests[where] != row["instance_sha256"]:
                 stale.append(f"{row['agent']} on {'/'.join(map(str, where))} played another instance than the "
                              "pool gives now")
@@ -431,9 +432,10 @@ def run(cfg: DictConfig) -> Summary:
     _one_thread()  # plan() may have imported torch (PPO)
     for note in the_plan.skipped:
         print(f"skipped: {note}", file=sys.stderr)
-    done = store.keys()
-    reused = the_plan.keys() & done
-    check_reused([r for r in store.rows() if row_key(r) in reused], validate, store.path)
+    stored = store.rows()  # read once: the keys done and the rows to reuse
+    done = {row_key(r) for r in stored}
+    wanted_keys = the_plan.keys()
+    check_reused([r for r in stored if row_key(r) in wanted_keys], validate, store.path)
     pending = [ep for ep in the_plan.episodes if the_plan.key(*ep) not in done]
     by_instance: dict[tuple[str, str, int], list[tuple[Entrant, str, str, int]]] = {}
     for episode in pending:
@@ -467,7 +469,6 @@ def run(cfg: DictConfig) -> Summary:
                 f"evaluation stopped: {type(exc).__name__}: {exc}\n{ran} episode(s) of this run are stored in "
                 f"{store.path}; once the cause is fixed, rerun the same command: it resumes with the episodes "
                 "missing") from exc
-    wanted_keys = the_plan.keys()
     rows = [r for r in store.rows() if row_key(r) in wanted_keys] + retry
     failed = [r for r in rows if r["status"] != "ok"]
     return Summary(len(wanted_keys), len(wanted_keys & done), ran, failed, the_plan.skipped,

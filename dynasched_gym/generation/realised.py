@@ -38,13 +38,20 @@ import numpy as np
 from dynasched_gym.generation.scenario import BottleneckWindow
 from dynasched_gym.instance import EventType, Instance
 
+#: The stem of the bottleneck-window metrics (and of their shared tolerance, ``tolerances.bottleneck_window``).
+WINDOW_METRIC = "bottleneck_window"
 METRIC_NAMES = ("utilization", "load_cv", "due_date_tightness", "arrival_scv", "processing_scv", "disturbance")
 WINDOW_SATURATED = 1e6  # the utilization of a window without capacity left
 
 
 def window_metric(index: int) -> str:
     """The metric (and target) name of bottleneck window ``index``."""
-    return f"bottleneck_window[{index}]"
+    return f"{WINDOW_METRIC}[{index}]"
+
+
+def window_index(name: str) -> int | None:
+    """The index of the bottleneck window that metric ``name`` measures (:func:`window_metric`); None for others."""
+    return int(name[len(WINDOW_METRIC) + 1:-1]) if name.startswith(f"{WINDOW_METRIC}[") else None
 
 
 @dataclass(frozen=True)

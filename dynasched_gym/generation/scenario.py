@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import is_finite_real, is_integer
+from dynasched_gym.checks import in_interval, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 
 
@@ -297,8 +297,7 @@ def _is_number(value: Any) -> bool:
 def _check_range(field_name: str, value: Any, lo: float, hi: float, lo_open: bool = False,
                  hi_open: bool = False) -> None:
     """Raise naming ``field_name`` and ``value`` unless ``value`` is a finite number (not a bool) in the interval."""
-    ok = _is_number(value) and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
-    if not ok:
+    if not (_is_number(value) and in_interval(value, lo, hi, lo_open, hi_open)):
         lo_s = f"({lo}" if lo_open else f"[{lo}"
         hi_s = f"{hi})" if hi_open else f"{hi}]"
         raise _fail(field_name, f"must be a number in {lo_s}, {hi_s}", value)

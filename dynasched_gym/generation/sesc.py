@@ -21,7 +21,14 @@ import numpy as np
 
 from dynasched_gym.checks import check_integer
 from dynasched_gym.generation.generator import Draft, draft
-from dynasched_gym.generation.realised import column_sums, measure, realised_metrics, window_metric
+from dynasched_gym.generation.realised import (
+    WINDOW_METRIC,
+    column_sums,
+    measure,
+    realised_metrics,
+    window_index,
+    window_metric,
+)
 from dynasched_gym.generation.scenario import BottleneckWindow, Scenario, Targets, Tolerances, replace_targets
 from dynasched_gym.instance import Instance
 
@@ -51,7 +58,7 @@ def active_targets(targets: Targets, windows: Sequence[BottleneckWindow] = ()) -
 
 def tolerance(tolerances: Tolerances, name: str) -> float:
     """The tolerance of target ``name`` (every bottleneck window shares ``tolerances.bottleneck_window``)."""
-    return getattr(tolerances, "bottleneck_window" if name.startswith("bottleneck_window[") else name)
+    return getattr(tolerances, name if window_index(name) is None else WINDOW_METRIC)
 
 
 def relative_errors(metrics: Mapping[str, float], targets: Mapping[str, float]) -> dict[str, float]:
@@ -79,19 +86,30 @@ def knobs(d: Draft) -> dict[str, Any]:
             "window_downtime": d.window_downtime.tolist()}
 
 
-def _solve(d: Draft, attr: str | int, metric: str, target: float, lo: float, hi: float, tol: float) -> bool:
-    """Set knob ``attr`` (an attribute name, or the index of a window in ``window_downtime``) in [lo, hi] so
-    that ``metric`` (increasing in the knob) reaches ``target``. A target beyond the range moves the knob to
-    the nearer end only if that brings the metric closer (else the knob keeps its value, e.g. downtime in a
-    window of an idle group); returns True when the target is beyond the range."""
-    original = getattr(d, attr) if isinstance(attr, str) else d.window_downtime[attr]
+#: A scalar knob of a draft: how to read it and how to set it.
+Knob = tuple[Callable[[Draft], float], Callable[[Draft, float], None]]
+
+
+def _attribute(name: str) -> Knob:
+    """The knob that is attribute ``name`` of the draft."""
+    return (lambda d: getattr(d, name)), (lambda d, x: setattr(d, name, x))
+
+
+def _window_downtime(index: int) -> Knob:
+    """The downtime knob of bottleneck window ``index``."""
+    return (lambda d: d.window_downtime[index]), (lambda d, x: d.window_downtime.__setitem__(index, x))
+
+
+def _solve(d: Draft, knob: Knob, metric: str, target: float, lo: float, hi: float, tol: float) -> bool:
+    """Set ``knob`` in [lo, hi] so that ``metric`` (increasing in the knob) reaches ``target``. A target beyond
+    the range moves the knob to the nearer end only if that brings the metric closer (else the knob keeps its
+    value, e.g. downtime in a window of an idle group); returns True when the target is beyond the range."""
+    get, put = knob
+    original = get(d)
     slack = tol * max(target, 1e-12) / 4  # "well inside the tolerance"
 
     def value(x: float) -> float:
-        if isinstance(attr, str):
-            setattr(d, attr, x)
-        else:
-            d.window_downtime[attr] = x
+        put(d, x)
         return measure(d.metric_inputs())[metric]
 
     now = value(original)
@@ -132,9 +150,10 @@ def _edit_load_cv(d: Draft, target: float) -> None:
 _EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], bool | None]] = {
     "utilization": lambda d, m, t, _tol: setattr(d, "horizon", d.horizon * m["utilization"] / t),
     "due_date_tightness": lambda d, m, t, _tol: setattr(d, "due_scale", d.due_scale * t / m["due_date_tightness"]),
-    "arrival_scv": lambda d, _m, t, tol: _solve(d, "arrival_exponent", "arrival_scv", t, 0.0, 8.0, tol),
-    "processing_scv": lambda d, _m, t, tol: _solve(d, "processing_exponent", "processing_scv", t, 0.0, 6.0, tol),
-    "disturbance": lambda d, _m, t, tol: _solve(d, "downtime_scale", "disturbance", t, 0.0, 50.0, tol),
+    "arrival_scv": lambda d, _m, t, tol: _solve(d, _attribute("arrival_exponent"), "arrival_scv", t, 0.0, 8.0, tol),
+    "processing_scv": lambda d, _m, t, tol: _solve(d, _attribute("processing_exponent"), "processing_scv", t, 0.0,
+                                                   6.0, tol),
+    "disturbance": lambda d, _m, t, tol: _solve(d, _attribute("downtime_scale"), "disturbance", t, 0.0, 50.0, tol),
     "load_cv": lambda d, _m, t, _tol: _edit_load_cv(d, t),
 }
 
@@ -144,8 +163,8 @@ def _edit(name: str) -> Callable[[Draft, Mapping[str, float], float, float], boo
     (up to 95 % of the window on each of the group's machines)."""
     if name in _EDITS:
         return _EDITS[name]
-    index = int(name[len("bottleneck_window["):-1])
-    return lambda d, _m, t, tol: _solve(d, index, name, t, 0.0, 0.95, tol)
+    knob = _window_downtime(window_index(name))
+    return lambda d, _m, t, tol: _solve(d, knob, name, t, 0.0, 0.95, tol)
 
 
 def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_steps: int = 25,

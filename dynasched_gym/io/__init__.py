@@ -65,7 +65,7 @@ def _detect(p: Path) -> tuple[str, Any]:
                 head = fh.read(4096)
         except OSError as exc:
             raise InstanceFormatError(f"cannot read: {exc.strerror}", source=str(p), value=str(p)) from None
-    if p.is_file() and head.lstrip().startswith("{"):
+    if head.lstrip().startswith("{"):  # (head is empty unless p is a file)
         data = read_json(p)
         return _json_format(data, p), data
     for name in SNIFFED:

@@ -197,11 +197,11 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         if self._done:
             raise RuntimeError("the episode is over (or has not started): call reset()")
         try:
-            if isinstance(action, (bool, np.bool_)):  # True is not slot 1 (the vector env refuses bools too)
-                raise TypeError
             slot = operator.index(action)  # an integer (numpy ones and 0-d arrays too); 1.7 is not truncated to 1
         except TypeError:
-            raise TypeError(f"action must be an integer (an action slot), got {action!r}") from None
+            slot = None
+        if slot is None or isinstance(action, (bool, np.bool_)):  # True is not slot 1 (nor in the vector env)
+            raise TypeError(f"action must be an integer (an action slot), got {action!r}")
         if not 0 <= slot < 2**63:  # out of range, as the kernel reads every negative slot; int64 cannot hold it
             slot = -1
         code = step_first(self._batch.handle, slot)
