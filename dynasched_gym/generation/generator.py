@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -117,18 +118,30 @@ class Draft:
                 total = 0.95
             before = np.concatenate([[0.0], np.cumsum(lengths[mine])[:-1]])
             starts[mine] = np.cumsum(self.breakdown_gap[mine]) * (1.0 - total) + before
-        machines = np.concatenate([self.breakdown_machine, self.maintenance_machine])
-        start = np.concatenate([starts, self.maintenance_position]) * self.horizon
-        length = np.concatenate([lengths, np.minimum(self.maintenance_length * self.downtime_scale, 0.5)])
-        end = start + length * self.horizon
-        windows = self.scenario.bottleneck_windows
-        window_start = np.array([w.start for w in windows])[self.window_index] * self.horizon
-        window_length = np.array([w.end for w in windows])[self.window_index] * self.horizon - window_start
+        breakdown_start = starts * self.horizon
+        maintenance_start = self.maintenance_position * self.horizon
+        maintenance_length = np.minimum(self.maintenance_length * self.downtime_scale, 0.5)
+        window_start_fraction, window_end_fraction = self._window_bounds
+        window_start = window_start_fraction * self.horizon
+        window_length = window_end_fraction * self.horizon - window_start
         duration = self.window_downtime[self.window_index] * window_length
         begin = window_start + self.window_position * (window_length - duration)
-        b = len(self.breakdown_machine)
-        return (np.concatenate([machines[:b], self.window_machine, machines[b:]]),
-                np.concatenate([start[:b], begin, start[b:]]), np.concatenate([end[:b], begin + duration, end[b:]]))
+        return (np.concatenate([self.breakdown_machine, self.window_machine, self.maintenance_machine]),
+                np.concatenate([breakdown_start, begin, maintenance_start]),
+                np.concatenate([breakdown_start + lengths * self.horizon, begin + duration,
+                                maintenance_start + maintenance_length * self.horizon]))
+
+    @cached_property
+    def _window_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) of the window of each window breakdown, as fractions of the horizon (fixed by the scenario)."""
+        windows = self.scenario.bottleneck_windows
+        return (np.array([w.start for w in windows])[self.window_index],
+                np.array([w.end for w in windows])[self.window_index])
+
+    @cached_property
+    def _window_arrays(self) -> dict[str, np.ndarray]:
+        """The window columns of the metric inputs (fixed by the scenario)."""
+        return window_arrays(self.scenario.bottleneck_windows, self.group_names)
 
     def metric_inputs(self) -> MetricInputs:
         """The realised-metric inputs of the instance this draft builds (no Instance needed)."""
@@ -147,7 +160,7 @@ class Draft:
             down_machine=machines,
             down_start=start,
             down_end=end,
-            **window_arrays(self.scenario.bottleneck_windows, self.group_names),
+            **self._window_arrays,
         )
 
     def metrics(self) -> dict[str, float]:
