@@ -164,13 +164,17 @@ class SlotPolicy(MaskableActorCriticPolicy):
     ``forecast_futures`` in how many futures sampled from the tier pool ``future_pool`` = (tier, size)
     they were rolled out (``0``: the future forgotten). ``critic_hindsight`` makes the critic asymmetric:
     it also reads ``hindsight_forecasts`` (the observations must carry them in training), the actor does not.
+    ``feature_scales`` = (time_scale, ops_scale) records the feature units of the training env, so that the
+    policy plays any instance in the same units (``None``: not recorded, as in older checkpoints).
     """
 
     def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule,
                  hidden: int = 64, forecast_rules: Sequence[str] = (), forecast_futures: int = 0,
                  future_pool: Sequence[str] | None = None, critic_hindsight: bool = False,
-                 interaction: str = "deepsets", **kwargs: Any) -> None:
+                 interaction: str = "deepsets", feature_scales: Sequence[float] | None = None,
+                 **kwargs: Any) -> None:
         self.hidden = hidden
+        self.feature_scales = None if feature_scales is None else (float(feature_scales[0]), float(feature_scales[1]))
         self.interaction = interaction
         self.forecast_rules = tuple(forecast_rules)
         self.forecast_futures = forecast_futures
@@ -203,4 +207,5 @@ class SlotPolicy(MaskableActorCriticPolicy):
             data.pop(key)
         return {**data, "hidden": self.hidden, "forecast_rules": self.forecast_rules,
                 "forecast_futures": self.forecast_futures, "future_pool": self.future_pool,
-                "critic_hindsight": self.critic_hindsight, "interaction": self.interaction}
+                "critic_hindsight": self.critic_hindsight, "interaction": self.interaction,
+                "feature_scales": self.feature_scales}

@@ -22,6 +22,7 @@ from sb3_contrib import MaskablePPO
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
+from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
 from dynasched_gym.envs.wrappers import (
     FORECASTS_KEY,
@@ -50,16 +51,16 @@ def shipped_checkpoint(tier: str, size: str = "small", observability: str = "con
     return path
 
 
-def training_objective(checkpoint: Path) -> str | None:
-    """The objective ``checkpoint`` was trained for, from the config saved beside it (a shipped model's
-    ``<name>.yaml``; ``model.yaml`` of a ``scripts.train`` run, for its models and ``checkpoints/``); ``None``
+def training_env(checkpoint: Path) -> dict[str, Any]:
+    """The env config ``checkpoint`` was trained with, from the config saved beside it (a shipped model's
+    ``<name>.yaml``; ``model.yaml`` of a ``scripts.train`` run, for its models and ``checkpoints/``); ``{}``
     when there is none."""
     for sidecar in (checkpoint.with_suffix(".yaml"), checkpoint.parent / "model.yaml",
                     checkpoint.parent.parent / "model.yaml"):
         if sidecar.is_file():
             record = yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}
-            return ((record.get("config") or {}).get("env") or {}).get("objective")
-    return None
+            return dict((record.get("config") or {}).get("env") or {})
+    return {}
 
 
 class PPOAgent(Agent):
@@ -72,7 +73,9 @@ class PPOAgent(Agent):
     A policy with an asymmetric critic (``SlotPolicy(critic_hindsight=True)``) gets zeros for the critic's
     privileged ``hindsight_forecasts``: its actor never reads them, and the env never has to reveal the future.
     :meth:`reset` warns when the env's objective is not :attr:`trained_objective` (read from the config saved
-    beside the checkpoint, :func:`training_objective`).
+    beside the checkpoint, :func:`training_env`), or when its feature units are not :attr:`feature_scales`, the
+    (time_scale, ops_scale) of the training env (saved with the policy; for older checkpoints, their pool's):
+    make the env with ``**agent.env_settings()``.
 
     Args:
         checkpoint: a ``.zip`` saved by ``MaskablePPO.save`` (or a model in memory, e.g. while training).
@@ -98,7 +101,10 @@ class PPOAgent(Agent):
             # the training schedules are not needed to act (and may not unpickle across cloudpickle versions)
             self.model = MaskablePPO.load(path, device="cpu", custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
             self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()
-        self.trained_objective = None if self.checkpoint is None else training_objective(Path(self.checkpoint))
+        trained_on = {} if self.checkpoint is None else training_env(Path(self.checkpoint))
+        self.trained_objective = trained_on.get("objective")
+        scales = getattr(self.model.policy, "feature_scales", None)  # older checkpoints: their pool's
+        self.feature_scales = pool_scales(trained_on["size"]) if scales is None and "size" in trained_on else scales
         self.deterministic = deterministic
         self._forecaster: SlotForecaster | None = None
 
@@ -127,6 +133,11 @@ class PPOAgent(Agent):
                                  f"policy was trained on {tuple(rules)} in {futures}: wrap the env with these or "
                                  "leave it unwrapped")
         _check_space(env.observation_space, expected)
+        units = (self.env.time_scale, self.env.ops_scale)
+        if self.feature_scales is not None and not np.allclose(units, self.feature_scales, rtol=1e-12, atol=0.0):
+            warnings.warn(f"the PPO policy {self.checkpoint} was trained with features in units (time_scale, "
+                          f"ops_scale) = {self.feature_scales}, this episode's are {units}: make the env with "
+                          "**agent.env_settings()", RuntimeWarning, stacklevel=2)
 
     def _played_space(self) -> spaces.Dict:
         """The policy's observation space without the critic's privileged block (the agent fills it with zeros)."""
@@ -147,10 +158,12 @@ class PPOAgent(Agent):
                 getattr(policy, "future_pool", None))
 
     def env_settings(self) -> dict[str, Any]:
-        """The env arguments the policy's observation space needs: ``max_candidates`` and ``observability``."""
+        """The env arguments the policy's observations need: ``max_candidates`` and ``observability``, and the
+        feature units it was trained in, ``time_scale`` and ``ops_scale``, where known (:attr:`feature_scales`)."""
         slots, columns = self.model.observation_space["candidates"].shape
         level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
-        return {"max_candidates": int(slots), "observability": OBSERVABILITY[level]}
+        units = {} if self.feature_scales is None else dict(zip(("time_scale", "ops_scale"), self.feature_scales))
+        return {"max_candidates": int(slots), "observability": OBSERVABILITY[level], **units}
 
     def play(self, instances: Sequence[Instance], objective: str = "weighted_tardiness", num_envs: int = 16,
              progress: bool = False) -> list[Schedule]:

@@ -71,6 +71,7 @@ from dynasched_gym.agents.ppo import PPOAgent
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_objectives
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive, check_real
 from dynasched_gym.core.rules import parse_rule, rule_list
+from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
@@ -236,9 +237,11 @@ def resume_command(path: Path, overrides: Sequence[str] | None) -> str:
 
 # ------------------------------------------------------------------------------------------- envs
 def play_kwargs(env_cfg: DictConfig) -> dict[str, Any]:
-    """The ``gym.make`` arguments that shape observations and rewards (training and evaluation envs alike)."""
+    """The ``gym.make`` arguments that shape observations and rewards (training and evaluation envs alike): the
+    feature units are the pool's (:func:`pool_scales`) also where an episode is given its instance."""
+    time_scale, ops_scale = pool_scales(env_cfg.size)
     return {"objective": env_cfg.objective, "observability": env_cfg.observability,
-            "max_candidates": env_cfg.max_candidates}
+            "max_candidates": env_cfg.max_candidates, "time_scale": time_scale, "ops_scale": ops_scale}
 
 
 def auto_reward_scale(env_cfg: DictConfig) -> float:
@@ -544,7 +547,8 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
                             vf_coef=tc.vf_coef, max_grad_norm=tc.max_grad_norm,
                             policy_kwargs={"hidden": tc.hidden, "forecast_rules": tuple(ec.forecast_features),
                                            "forecast_futures": ec.forecast_futures, "future_pool": (ec.tier, ec.size),
-                                           "critic_hindsight": ec.critic_hindsight, "interaction": tc.interaction},
+                                           "critic_hindsight": ec.critic_hindsight, "interaction": tc.interaction,
+                                           "feature_scales": pool_scales(ec.size)},
                             tensorboard_log=str(out / "tb"), seed=cfg.seed, device="cpu")
         if tc.imitation.rule:
             ic = tc.imitation

@@ -183,10 +183,25 @@ def test_ppo_warns_when_played_on_another_objective():
     agent = make("ppo", checkpoint=shipped_checkpoint("hard"))
     assert agent.trained_objective == "weighted_tardiness"
     with pytest.warns(RuntimeWarning, match="trained for weighted_tardiness, the env's objective is makespan"):
-        agent.reset(gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium"))
+        agent.reset(gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", **agent.env_settings()))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        agent.reset(gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness",
+                             **agent.env_settings()))
+
+
+def test_ppo_warns_when_played_in_other_feature_units():
+    """An env made without the policy's env_settings scales an explicit instance by its own first jobs."""
+    from dynasched_gym.agents.ppo import shipped_checkpoint
+
+    agent = make("ppo", checkpoint=shipped_checkpoint("hard"))
+    with pytest.warns(RuntimeWarning, match=r"trained with features in units \(time_scale, ops_scale\)"):
         agent.reset(gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness"))
+    env = gym.make("DynaSched/DFJSP-v0", tier="hard", objective="weighted_tardiness")  # a hard draw: the same units
+    env.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.reset(env)
 
 
 def test_make_ppo_without_a_checkpoint_says_what_to_pass():

@@ -22,15 +22,27 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "environments.md"
 
 
 def future_variant(inst: Instance, t: float) -> Instance:
-    """``inst`` with other events after ``t`` and other releases, dues and weights for jobs released after ``t``."""
+    """``inst`` with other events after ``t``, and for jobs released after ``t`` other releases, dues, weights
+    and operations (times x 1.7, the last operation repeated)."""
     later = inst.job_release > t
     events = [e for e in inst.events if e.time <= t]
     events += [Event(t + 1.5, EventType.BREAKDOWN, machine=0, duration=4.0),
                Event(t + 2.0, EventType.CANCELLATION, job=0), Event(t + 2.5, EventType.MAINTENANCE, machine=0,
                                                                     duration=1.0)]
+    pairs, factors, lengths = [], [], []
+    for j in range(inst.num_jobs):
+        ops = list(range(inst.job_op_ptr[j], inst.job_op_ptr[j + 1]))
+        ops += ops[-1:] if later[j] else []
+        lengths.append(len(ops))
+        pairs += [np.arange(inst.op_elig_ptr[o], inst.op_elig_ptr[o + 1]) for o in ops]
+        factors += [np.full(len(p), 1.7 if later[j] else 1.0) for p in pairs[len(pairs) - len(ops):]]
+    flat = np.concatenate(pairs)
     return inst.replace(events=tuple(events), job_release=np.where(later, inst.job_release + 7.0, inst.job_release),
                         job_due=np.where(later, inst.job_due + 3.0, inst.job_due),
-                        job_weight=np.where(later, inst.job_weight * 2.0, inst.job_weight))
+                        job_weight=np.where(later, inst.job_weight * 2.0, inst.job_weight),
+                        job_op_ptr=np.cumsum([0, *lengths]),
+                        op_elig_ptr=np.cumsum([0, *map(len, pairs)]),
+                        elig_machine=inst.elig_machine[flat], elig_time=inst.elig_time[flat] * np.concatenate(factors))
 
 
 def observations_until(env: DFJSPEnv, t: float, seed: int) -> list[dict[str, np.ndarray]]:

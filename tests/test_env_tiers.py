@@ -92,3 +92,24 @@ def test_pool_start_offsets_the_seeds_drawn():  # e.g. pool_start=10_000 for hel
     assert names == {"easy-small-seed2", "easy-small-seed3"}
     with pytest.raises(TypeError, match=r"pool_start must be an integer >= 0, got 1\.5"):
         gym.make("DynaSched/DFJSP-v0", tier="easy", pool_start=1.5)
+
+
+def test_pool_draws_share_the_plants_feature_scales_and_other_instances_their_own():
+    """A pool draw's feature units are the size preset plant's expectations, the same for every draw and fixed
+    before any job arrives; an instance passed to reset is scaled by its jobs released at its first release time."""
+    from dynasched_gym.envs.dfjsp.episodes import known_scales
+    from dynasched_gym.generation import Scenario
+    from dynasched_gym.generation.scenario import expected_feature_scales
+
+    env = gym.make("DynaSched/DFJSP-v0", tier="easy", size="small", pool_size=4)
+    plant_tau = expected_feature_scales(Scenario.preset("small").plant)[0]
+    for seed in range(3):
+        env.reset(seed=seed)
+        assert env.unwrapped.time_scale == pytest.approx(plant_tau)
+    drawn = env.unwrapped.instance
+    own_tau = known_scales(drawn)[0]
+    assert own_tau != pytest.approx(plant_tau)
+    env.reset(seed=0, options={"instance": drawn})  # the same instance object: its simulation is kept
+    assert env.unwrapped.time_scale == pytest.approx(own_tau)
+    env.reset(seed=2)
+    assert env.unwrapped.time_scale == pytest.approx(plant_tau)

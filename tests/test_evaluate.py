@@ -367,7 +367,7 @@ def test_shipped_ppo_plays_its_tier_with_its_training_env(cache: Path, tmp_path:
     assert ppo and all(r["status"] == "ok" for r in ppo) and "easy" in {r["tier"] for r in ppo}
     config_ = ppo[0]["agent_config"]
     assert "checkpoint" not in config_["agent"] and len(config_["agent"]["sha256"]) == 64
-    assert set(config_["env"]) == {"max_candidates", "observability"}
+    assert set(config_["env"]) == {"max_candidates", "observability", "time_scale", "ops_scale"}
     missing = {"medium"} - {r["tier"] for r in ppo}
     assert all(any(f"ppo on {t}/small" in note for note in summary.skipped) for t in missing)
 

@@ -13,7 +13,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.core.compiled import allocate_state
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.rules import parse_rule
-from dynasched_gym.envs.dfjsp.episodes import plan_scales
+from dynasched_gym.envs.dfjsp.episodes import known_scales
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import (
@@ -44,7 +44,7 @@ def test_each_column_is_a_pair_rollout(inst, objective, seed, hindsight):
     rng = np.random.default_rng(seed)
     observation, _ = env.reset(seed=seed)
     sim = env.unwrapped.simulator
-    tau = plan_scales(inst)[0]
+    tau = known_scales(inst)[0]
     assert env.unwrapped.time_scale == pytest.approx(tau)
     scratch = allocate_state(sim.static)
     codes = np.array([parse_rule(r) for r in RULES], dtype=np.int64)

@@ -23,7 +23,7 @@ from dynasched_gym.generation import (
     ssi,
     tier_of,
 )
-from dynasched_gym.generation.scenario import planned_jobs, replace_targets
+from dynasched_gym.generation.scenario import expected_feature_scales, planned_jobs, replace_targets
 from dynasched_gym.generation.sesc import tolerance
 
 
@@ -385,10 +385,10 @@ def test_horizon_scale_fills_the_horizon_at_the_utilization_target():
 def test_jobs_per_arrival_is_the_generators_batch_mean(small):
     from dynasched_gym.generation.scenario import jobs_per_arrival
 
-    rates = Scenario.preset("medium").events
-    rng = np.random.default_rng(0)
-    sizes = np.maximum(2, np.round(rng.normal(rates.batch_size_mean, rates.batch_size_std, 400_000)))
-    assert jobs_per_arrival(rates) == pytest.approx(1 + rates.batch_arrival * (sizes.mean() - 1), abs=1e-3)
+    medium = Scenario.preset("medium")  # 200 planned arrivals per draft; jobs per arrival have sd ~0.6
+    arrivals = [draft(medium, seed).job_arrival for seed in range(400)]
+    drawn = sum(len(a) for a in arrivals) / sum(len(np.unique(a)) for a in arrivals)
+    assert jobs_per_arrival(medium.events) == pytest.approx(drawn, abs=0.01)  # 80 000 arrivals: sd 0.002
     assert jobs_per_arrival(small.events) >= 1.0
 
 
@@ -521,3 +521,31 @@ def test_an_unreachable_window_target_does_not_cost_the_disturbance_target():
     missed = [k for k, e in result.errors.items() if e > tolerance(scenario.tolerances, k)]
     assert missed == ["bottleneck_window[0]"]
     assert result.knobs["window_downtime"] == [0.0]
+
+
+def test_expected_feature_scales_of_a_hand_made_plant():
+    """Time: mix-weighted route times, each step's mean time x mean 1 / speed of its group, per operation."""
+    plant = Scenario.from_dict({"plant": {
+        "groups": [{"name": "G1", "speeds": [1.0, 0.5]}, {"name": "G2", "speeds": [2.0]}],
+        "families": [{"name": "A", "mix_weight": 1.0, "route": [{"group": "G1", "mean_time": 10.0},
+                                                                {"group": "G2", "mean_time": 4.0}]},
+                     {"name": "B", "mix_weight": 3.0, "route": [{"group": "G2", "mean_time": 6.0}]}]}}).plant
+    assert expected_feature_scales(plant) == pytest.approx(((10.0 * 1.5 + 4.0 * 0.5 + 3 * 6.0 * 0.5) / 5, 5 / 4))
+
+
+@pytest.mark.parametrize("fjsp", [None, _FJSP])
+def test_expected_feature_scales_match_generated_instances(small, fjsp):
+    """The plant's expectations are within 10 % of the scales of its instances' whole job lists, averaged."""
+    data = small.to_dict()
+    if fjsp is not None:
+        data["plant"]["families"], data["plant"]["fjsp"] = [], fjsp
+    scenario = Scenario.from_dict(data)
+    times, ops = [], []
+    for seed in range(40):
+        inst = draft(scenario, seed).build()
+        lengths = np.diff(inst.op_elig_ptr)
+        times.append(np.mean(np.add.reduceat(inst.elig_time, inst.op_elig_ptr[:-1]) / lengths))
+        ops.append(inst.num_ops / inst.num_jobs)
+    expected = expected_feature_scales(scenario.plant)
+    assert np.mean(times) == pytest.approx(expected[0], rel=0.1)
+    assert np.mean(ops) == pytest.approx(expected[1], rel=0.1)

@@ -18,7 +18,7 @@ from dynasched_gym.agents.llm.tools import Toolbox
 from dynasched_gym.agents.lookahead import rule_codes
 from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.core.rules import parse_rule, select
-from dynasched_gym.envs.dfjsp.episodes import plan_scales
+from dynasched_gym.envs.dfjsp.episodes import known_scales
 from dynasched_gym.envs.dfjsp.features import M_BOTTLENECK, M_QUEUE_WORK, M_UTILIZATION
 
 #: Strings that only the future of :func:`dynamic_instance` contains (times, a duration, a hidden job).
@@ -114,7 +114,7 @@ def test_queue_bottleneck_and_utilization_are_the_full_envs_features() -> None:
     env = env_of(observability="full")
     obs, _ = _advance(env, 12.0)
     view = _view(env)
-    tau = plan_scales(env.unwrapped.instance)[0]
+    tau = known_scales(env.unwrapped.instance)[0]
     machines = obs["machines"]
     np.testing.assert_allclose(view.queue / tau, machines[:, M_QUEUE_WORK], rtol=1e-5)
     np.testing.assert_allclose(view.bottleneck, machines[:, M_BOTTLENECK], rtol=1e-5)

@@ -24,6 +24,7 @@ from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.agents.ppo import CHECKPOINTS, shipped_checkpoint
 from dynasched_gym.agents.rules import rule_objectives
+from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, HINDSIGHT_KEY, ForecastFeatures, ForecastReward
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.io import resolve_instance
@@ -127,7 +128,7 @@ def test_run_with_an_asymmetric_critic_trains_on_hindsight_and_plays_without_it(
     assert agent.model.policy.critic_hindsight and HINDSIGHT_KEY in agent.model.observation_space.spaces
     instances = [tier_pool("medium", "small").instance(seed) for seed in EVAL_SEEDS]
     for inst, played in zip(instances, agent.play(instances, "weighted_tardiness", num_envs=2)):
-        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness")
+        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness", **agent.env_settings())
         single = run_episode(agent, env, seed=0)
         assert validate_schedule(single).ok and single.metrics == played.metrics
         np.testing.assert_array_equal(single.segment_start, played.segment_start)
@@ -169,8 +170,9 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
 
     agent = make("ppo", checkpoint=first)
     assert agent.config()["checkpoint"] == str(first) and len(agent.config()["sha256"]) == 64
+    assert agent.feature_scales == pool_scales("small")  # the training env's units, saved with the policy
     env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(EVAL_SEEDS.start),
-                   objective="weighted_tardiness")
+                   objective="weighted_tardiness", **agent.env_settings())
     schedule = run_episode(agent, env, seed=0)
     assert schedule.finished and validate_schedule(schedule).ok
     assert schedule.metrics["total_weighted_tardiness"] == pytest.approx(record["evaluation"]["ppo_values"][0])
@@ -180,10 +182,11 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     rules = tuple(record["config"]["env"]["forecast_features"])
     assert rules and agent.model.policy.forecast_rules == rules  # the default config trains with forecasts
     wrapped = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance,
-                                        objective="weighted_tardiness"), rules)
+                                        objective="weighted_tardiness", **agent.env_settings()), rules)
     assert run_episode(agent, wrapped, seed=0).metrics == schedule.metrics  # env-made and agent-made forecasts agree
     other = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=env.unwrapped.instance,
-                                      objective="weighted_tardiness"), ("SPT:EET",) * len(rules))
+                                      objective="weighted_tardiness", **agent.env_settings()),
+                             ("SPT:EET",) * len(rules))
     with pytest.raises(ValueError, match="the policy was trained on"):  # same shape, other rollouts
         agent.reset(other)
 
@@ -250,10 +253,11 @@ def test_shipped_checkpoint_loads_and_plays(tier, observability, tmp_path, monke
     env_cfg = record["config"]["env"]
     assert env_cfg["tier"] == tier and env_cfg["size"] == "small" and env_cfg["observability"] == observability
     inst = tier_pool(tier, "small").instance(record["config"]["train"]["eval_seeds"]["start"])
-    env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=env_cfg["objective"],
-                   observability=env_cfg["observability"], max_candidates=env_cfg["max_candidates"])
     agent = make("ppo", checkpoint=path)
-    assert agent.env_settings() == {"max_candidates": env_cfg["max_candidates"], "observability": observability}
+    time_scale, ops_scale = pool_scales("small")  # recorded by no shipped policy: its pool's (the training env's)
+    assert agent.env_settings() == {"max_candidates": env_cfg["max_candidates"], "observability": observability,
+                                    "time_scale": time_scale, "ops_scale": ops_scale}
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=env_cfg["objective"], **agent.env_settings())
     schedule = run_episode(agent, env, seed=0)
     assert schedule.finished and validate_schedule(schedule).ok
 

@@ -16,7 +16,7 @@ from numba import typed
 
 from dynasched_gym.core.compiled import State
 from dynasched_gym.core.simulator import Simulator
-from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec, plan_scales
+from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, GLOBAL_FEATURES, MACHINE_FEATURES, num_columns
 from dynasched_gym.envs.dfjsp.kernels import make_handle
 from dynasched_gym.envs.dfjsp.types import (
@@ -132,8 +132,9 @@ class EnvBatch:
         self.states: StateBatch | None = None
         self.works: WorkspaceBatch | None = None
         self.handle: typed.List | None = None
+        probe_tier = None if self.source.fixed is not None else self.source.tier
         for i in range(num_envs):
-            self.load(i, probe)
+            self.load(i, probe, probe_tier)
         self._build_handle()
 
     # -------------------------------------------------------------------------- episodes
@@ -143,19 +144,24 @@ class EnvBatch:
         The kernel reset itself is left to the caller (one call for every env that begins).
         """
         instance, tier = self.source.draw(rng, override)
-        self.load(i, instance)
+        self.load(i, instance, tier)
         self.works.rng[i, 0] = rng.integers(1, 2**64 - 1, dtype=np.uint64, endpoint=True)
         return self.source.info(instance, tier)
 
-    def load(self, i: int, instance: Instance) -> None:
-        """Give env ``i`` the simulation of ``instance`` (kept when it already has that instance)."""
+    def load(self, i: int, instance: Instance, tier: str | None) -> None:
+        """Give env ``i`` the simulation of ``instance``, drawn from ``tier``'s pool or not (``None``), which
+        sets the feature scales (:meth:`InstanceSource.scales`); the simulation is kept when env ``i`` already
+        has that instance."""
+        tau, ops_scale = self.source.scales(instance, tier)
+        tau, ops_scale = self.config.time_scale or tau, self.config.ops_scale or ops_scale
         current = self.simulators[i]
         if current is not None and current.instance is instance:
+            self.works.scalars[i, [S_TIME_SCALE, S_OPS_SCALE]] = tau, ops_scale
             return
         self._check_fits(instance)
         sim = Simulator(instance)
         static = sim.static
-        work = self._workspace(instance, static.op_elig_ptr)
+        work = self._workspace(instance, static.op_elig_ptr, tau, ops_scale)
         sizes = sizes_of(static, work.pair_job.shape[0])
         self._fit(sizes, static, sim.state, work)
         self.static_rows[i] = self._static_row(i, instance, static)
@@ -191,14 +197,14 @@ class EnvBatch:
         self._row_instances[row] = instance
         return row
 
-    def _workspace(self, instance: Instance, op_elig_ptr: np.ndarray) -> Workspace:
-        """A fresh workspace record for ``instance`` (written into the env's batch row)."""
+    def _workspace(self, instance: Instance, op_elig_ptr: np.ndarray, tau: float, ops_scale: float) -> Workspace:
+        """A fresh workspace record for ``instance`` with the features' time unit ``tau`` and operations-per-job
+        unit ``ops_scale`` (written into the env's batch row)."""
         config = self.config
         k, level = config.max_candidates, config.level
         pair_capacity = instance.num_jobs * int(np.diff(op_elig_ptr).max())
         scalars = np.zeros(NUM_SCALARS)
-        tau, ops_scale = plan_scales(instance)
-        scalars[S_TIME_SCALE] = config.time_scale or tau
+        scalars[S_TIME_SCALE] = tau
         scalars[S_OPS_SCALE] = ops_scale
         scalars[S_REWARD_SCALE] = config.reward_scale
         return Workspace(

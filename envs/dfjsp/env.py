@@ -38,6 +38,7 @@ from dynasched_gym.envs.dfjsp.types import (
     ACTION_RULE,
     K_CODE,
     K_INVALID,
+    S_OPS_SCALE,
     S_REWARD,
     S_TIME_SCALE,
     EnvConfig,
@@ -119,7 +120,9 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
             invalid action and counts it in ``info["invalid_actions"]``; ``raise`` raises
             :class:`InvalidActionError` and leaves the state unchanged.
         reward_scale: positive factor of every reward.
-        time_scale: time unit of the features; ``None``: each instance's mean processing time.
+        time_scale: time unit of the features; ``None``: fixed before each episode from what is known then
+            (a tier draw's plant, else the jobs of the instance's first release; docs/environments.md).
+        ops_scale: unit of the features' operation counts; ``None``: fixed before each episode, as ``tau``.
         render_mode: ``human``, ``rgb_array`` (Gantt chart) or ``ansi`` (text).
         pool_start: the first pool seed episodes draw: 0 (the default) for the seeds PPO trains on,
             e.g. 10_000 for held-out test instances.
@@ -148,6 +151,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         invalid_action: str = "replace",
         reward_scale: float = 1.0,
         time_scale: float | None = None,
+        ops_scale: float | None = None,
         render_mode: str | None = None,
         pool_size: int = 1000,
         pool_start: int = 0,
@@ -155,7 +159,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
         self.config = EnvConfig(self.action_kind, objective, observability, max_candidates, invalid_action,
-                                reward_scale, time_scale)
+                                reward_scale, time_scale, ops_scale)
         self.source = InstanceSource(instance, tier, size, breakdown_policy, pool_size, pool_start)
         probe = self.source.probe()
         self.observation_space, self.action_space = make_spaces(self.config, probe.num_machines)
@@ -254,8 +258,14 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     @property
     def time_scale(self) -> float:
-        """The features' time unit tau in this episode (the ``time_scale`` argument, else the instance's)."""
+        """The features' time unit tau in this episode (the ``time_scale`` argument, else fixed at reset)."""
         return float(self._scalars[S_TIME_SCALE])
+
+    @property
+    def ops_scale(self) -> float:
+        """The unit of the features' operation counts in this episode (the ``ops_scale`` argument, else fixed at
+        reset)."""
+        return float(self._scalars[S_OPS_SCALE])
 
     @property
     def simulator(self) -> Simulator:

@@ -7,6 +7,7 @@ an embedded name or an :class:`~dynasched_gym.Instance`), or a draw from a tier'
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import warnings
@@ -114,6 +115,12 @@ class InstanceSource:
             return self.fixed, None
         return self.resolve(self._tier_pool().instance(self.pool_start + int(rng.integers(self.pool_size)))), self.tier
 
+    def scales(self, instance: Instance, tier: str | None) -> tuple[float, float]:
+        """The features' time unit tau and operations-per-job unit for an episode of ``instance``, fixed
+        before it starts: a pool draw's (``tier`` set) are the size preset plant's expectations
+        (:func:`pool_scales`), the same for every draw; any other instance's are its :func:`known_scales`."""
+        return known_scales(instance) if tier is None else pool_scales(self.size)
+
     def info(self, instance: Instance, tier: str | None) -> dict[str, Any]:
         """:func:`episode_info`, memoised for the last instance (a new dict each call)."""
         if self._info is None or self._info[0] is not instance or self._info[1] != tier:
@@ -121,11 +128,26 @@ class InstanceSource:
         return dict(self._info[2])
 
 
-def plan_scales(instance: Instance) -> tuple[float, float]:
-    """The instance constants that scale the features: (mean processing time, mean operations per job)."""
-    lengths = np.diff(instance.op_elig_ptr)
-    op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / lengths
-    return float(op_mean.mean()), instance.num_ops / instance.num_jobs
+@functools.cache
+def pool_scales(size: str) -> tuple[float, float]:
+    """The features' scales of every draw from a ``size`` tier pool: its preset plant's expected operation time
+    and operations per job (:func:`~dynasched_gym.generation.scenario.expected_feature_scales`), known before
+    any episode."""
+    from dynasched_gym.generation import Scenario
+    from dynasched_gym.generation.scenario import expected_feature_scales
+
+    return expected_feature_scales(Scenario.preset(size).plant)
+
+
+def known_scales(instance: Instance) -> tuple[float, float]:
+    """The features' scales known when an episode of ``instance`` starts: the mean processing time of the
+    operations of the jobs released at its first release time (each operation's mean over its eligible
+    machines) and their mean number of operations. Later jobs do not count: they are the future."""
+    first = np.flatnonzero(instance.job_release <= instance.job_release.min())
+    ops = np.concatenate([np.arange(instance.job_op_ptr[j], instance.job_op_ptr[j + 1]) for j in first])
+    lengths = np.diff(instance.op_elig_ptr)[ops]
+    op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1])[ops] / lengths
+    return float(op_mean.mean()), len(ops) / len(first)
 
 
 def _path_key(spec: str | os.PathLike[str]) -> tuple[str, str | None] | None:

@@ -6,13 +6,14 @@ are a prefix of its ``full`` columns, which are a prefix of its ``oracle`` colum
 with ``observability="full"`` has the ``concise`` and ``full`` columns of each block, and an
 ``oracle`` env has them all (:func:`num_columns`).
 
-Scaling. Times are divided by the instance's time scale ``tau`` (the mean processing time of its
-static operations, or the env's ``time_scale`` argument) and operation counts by ``ops_scale``
-(the mean number of operations per job); both are constants of the instance's job list, computed
-once, and never change within an episode. "Soon" features map a time ``dt`` until an event to
-``1 / (1 + dt / tau)``: 1 when it is now, towards 0 when it is far, and exactly 0 when no such
-event remains. Unbounded features are clipped to ``[-BIG, BIG]`` so every observation lies in
-its (finite) space.
+Scaling. Times are divided by the episode's time scale ``tau`` and operation counts by ``ops_scale``,
+fixed before the episode starts so that they tell nothing of later jobs: a tier draw's are its plant's
+expected operation time and operations per job, any other instance's those of its jobs released at its
+first release time (:meth:`~dynasched_gym.envs.dfjsp.episodes.InstanceSource.scales`); the env's
+``time_scale`` and ``ops_scale`` arguments replace them. Neither changes within an episode. "Soon"
+features map a time ``dt`` until an event to ``1 / (1 + dt / tau)``: 1 when it is now, towards 0 when
+it is far, and exactly 0 when no such event remains. Unbounded features are clipped to ``[-BIG, BIG]``
+so every observation lies in its (finite) space.
 
 The kernels in :mod:`.kernels` write the columns through the ``C_*`` / ``M_*`` / ``G_*`` indices
 below; ``docs/environments.md`` renders the same tables.

@@ -129,8 +129,9 @@ class EnvConfig:
         max_candidates: number of action slots K (pairs offered at once).
         invalid_action: ``"replace"`` (play slot / rule 0 and count it) or ``"raise"``.
         reward_scale: positive factor of every reward.
-        time_scale: the time unit ``tau`` of the features; ``None``: each instance's mean
-            processing time.
+        time_scale: the time unit ``tau`` of the features; ``None``: fixed before each episode
+            (:meth:`~dynasched_gym.envs.dfjsp.episodes.InstanceSource.scales`).
+        ops_scale: the unit of the features' operation counts; ``None``: fixed before each episode, as ``tau``.
     """
 
     action_kind: int
@@ -140,6 +141,7 @@ class EnvConfig:
     invalid_action: str = "replace"
     reward_scale: float = 1.0
     time_scale: float | None = None
+    ops_scale: float | None = None
 
     def __post_init__(self) -> None:
         check_choice("objective", self.objective, OBJECTIVES)
@@ -147,8 +149,9 @@ class EnvConfig:
         check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
         check_integer("max_candidates", self.max_candidates, 1)
         check_positive("reward_scale", self.reward_scale)
-        if self.time_scale is not None:
-            check_positive("time_scale", self.time_scale)
+        for name in ("time_scale", "ops_scale"):
+            if getattr(self, name) is not None:
+                check_positive(name, getattr(self, name))
 
     @property
     def level(self) -> int:
