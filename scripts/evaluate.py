@@ -376,7 +376,9 @@ def _one_thread() -> None:
 def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str, validate: bool, workers: int
                ) -> Iterator[dict[str, Any]]:
     """Rows of the tasks as they finish (in this process when ``workers <= 1``: episode by episode, so an
-    interruption loses only the episode being played)."""
+    interruption loses only the episode being played; in ``workers`` processes instance by instance, so an
+    interruption loses only the instances being played: the rows of every task already finished, in order or
+    not, come before the ``KeyboardInterrupt``)."""
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
             for job in task:
@@ -385,9 +387,18 @@ def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str,
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_one_thread) as pool:
         futures = [pool.submit(_play_instance, task, objective, validate) for task in tasks]
+        handed = 0  # the rows of futures[:handed] are yielded
         try:
             for future in futures:  # submission order: the store fills seed by seed
-                yield from future.result()
+                rows = future.result()
+                handed += 1
+                yield from rows
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for future in futures[handed:]:
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    yield from future.result()
+            raise
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
@@ -460,7 +471,7 @@ def run(cfg: DictConfig) -> Summary:
                 bar.update()
         except KeyboardInterrupt:
             tqdm.write(f"interrupted: {ran} episode(s) of this run are stored in {store.path} (none of the "
-                       "episode that was playing); rerun the same command to resume", file=sys.stderr)
+                       "episodes still playing); rerun the same command to resume", file=sys.stderr)
             raise
         except Exception as exc:
             if not getattr(exc, "stops_run", False):

@@ -15,6 +15,7 @@ import sys
 import time
 import warnings
 from collections import Counter
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -302,6 +303,57 @@ def _comparable(rows: list[dict]) -> dict:
     fields = ("agent", "instance_sha256", "ssi", "status", "objective_value", "normalised_weighted_tardiness",
               "decisions", *METRIC_KEYS)
     return {row_key(r): tuple(r[f] for f in fields) for r in rows}
+
+
+class _InterruptedWait(Future):
+    """A task still running when Ctrl-C arrives: waiting for it raises KeyboardInterrupt."""
+
+    def result(self, timeout=None):
+        raise KeyboardInterrupt
+
+
+class _FakePool:
+    """Stands in for the worker processes: task ``i``'s future is ``futures[i]``."""
+
+    def __init__(self, futures: list[Future]) -> None:
+        self.futures, self.shutdowns = iter(futures), []
+
+    def __call__(self, *args, **kwargs) -> _FakePool:
+        return self
+
+    def __enter__(self) -> _FakePool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, fn, *args) -> Future:
+        return next(self.futures)
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        self.shutdowns.append(cancel_futures)
+
+
+def _done(rows: list[dict]) -> Future:
+    future: Future = Future()
+    future.set_result(rows)
+    return future
+
+
+def test_ctrl_c_with_workers_keeps_the_rows_of_every_finished_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks finish out of order in the workers: Ctrl-C while waiting for the first one still hands over the
+    rows of the later tasks already done (not those that failed or did not finish), then re-raises."""
+    failed: Future = Future()
+    failed.set_exception(KeyboardInterrupt())  # a worker interrupted in its task
+    pool = _FakePool([_done([{"seed": 0}]), _InterruptedWait(), _done([{"seed": 2}, {"seed": 3}]), failed,
+                      Future(), _done([{"seed": 5}])])
+    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", pool)
+    rows = []
+    with pytest.raises(KeyboardInterrupt):
+        for row in evaluate._run_tasks([[]] * 6, "makespan", True, workers=2):
+            rows.append(row)
+    assert rows == [{"seed": 0}, {"seed": 2}, {"seed": 3}, {"seed": 5}]
+    assert pool.shutdowns == [True]
 
 
 @pytest.mark.slow
