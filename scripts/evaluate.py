@@ -76,7 +76,7 @@ class AgentPlayer:
 
         self.agent = make(name, **kwargs)
         self.name, self.clairvoyant = self.agent.name, self.agent.clairvoyant
-        self.env = dict(env) or _policy_env(self.agent)
+        self.env = {**_policy_env(self.agent), **env}  # a trained policy's own settings unless overridden
         self._warm = False
 
     def config(self) -> dict[str, Any]:

@@ -557,6 +557,16 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
 
 
+def test_a_ppo_entry_with_env_settings_keeps_the_policys_other_settings() -> None:
+    """An entry's ``env`` replaces only what it sets: the policy's units and observability stay."""
+    checkpoint = REPO / "agents" / "checkpoints" / "ppo-easy-small.zip"
+    if importlib.util.find_spec("sb3_contrib") is None or not checkpoint.is_file():
+        pytest.skip("no shipped PPO checkpoint for easy/small (or sb3-contrib missing)")
+    player = evaluate.AgentPlayer("ppo", {"checkpoint": str(checkpoint)}, {"time_scale": 5.0})
+    own = player.agent.env_settings()
+    assert player.env == {**own, "time_scale": 5.0} and player.env["ops_scale"] == own["ops_scale"]
+
+
 def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path) -> None:
     from scripts import observability
 
