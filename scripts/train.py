@@ -538,6 +538,8 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     imitation = None
     if resume:
         model = MaskablePPO.load(resume.path, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
+        if model.policy.feature_scales is None:  # saved before policies recorded their units: they are the pool's
+            model.policy.feature_scales = model.policy_kwargs["feature_scales"] = pool_scales(ec.size)
         model.set_random_seed(cfg.seed + model.num_timesteps)
     else:
         lr = LinearSchedule(tc.learning_rate, 0.0, 1.0) if tc.anneal_lr else tc.learning_rate

@@ -31,6 +31,19 @@ from dynasched_gym.metrics import OBJECTIVES
 RULES = ("EDD:EET", "SPT:LWL")
 
 
+def test_atc_forecasts_read_nothing_of_a_later_job():
+    """After A, the rollout's ATC picks between B and D; a job released later with a huge operation, in the
+    instance but forgotten by the rollouts, must not change that choice through ATC's look-ahead scale."""
+    now = [Job("A", [{0: 1.0}], due=100.0), Job("B", [{0: 2.0}], due=20.0), Job("D", [{0: 4.0}], due=5.0)]
+    later = Job("C", [{0: 10_000.0}], release=50.0, due=60_000.0)
+    first = []
+    for jobs in (now, [*now, later]):
+        env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=Instance.build("atc", [Machine("M0")], jobs),
+                                        objective="weighted_tardiness", time_scale=1.0), ("ATC:EET",))
+        first.append(env.reset(seed=0)[0][FORECASTS_KEY])
+    np.testing.assert_array_equal(first[0], first[1])
+
+
 @settings(max_examples=30, deadline=None)
 @given(inst=instances(max_jobs=6, max_machines=3, max_events=10), objective=st.sampled_from(OBJECTIVES),
        seed=st.integers(0, 1000), hindsight=st.booleans())

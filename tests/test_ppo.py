@@ -215,6 +215,19 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert resumed.read_bytes() == checkpoint.with_name("best_2_steps.zip").read_bytes()
 
 
+def test_resuming_a_checkpoint_saved_before_policies_recorded_their_units(cache, train_script, tmp_path: Path):
+    """Such a checkpoint trained in its pool's units: the resumed run validates, tests and saves in them."""
+    train_script.train(_config(tmp_path / "run"))
+    checkpoint = tmp_path / "run" / "checkpoints" / "ppo_1024_steps.zip"
+    old = MaskablePPO.load(checkpoint, device="cpu")
+    del old.policy_kwargs["feature_scales"]
+    old.save(checkpoint)
+    assert MaskablePPO.load(checkpoint, device="cpu").policy.feature_scales is None
+    resumed = train_script.train(_config(tmp_path / "resumed", f"train.resume={checkpoint}"))
+    for saved in (resumed.with_name("last.zip"), resumed):
+        assert MaskablePPO.load(saved, device="cpu").policy.feature_scales == pool_scales("small")
+
+
 def test_rule_chosen_on_the_test_instances_themselves_is_the_post_hoc_best(cache, train_script, tmp_path: Path):
     cfg = _config(tmp_path / "run")
     pool = tier_pool("medium", "small")

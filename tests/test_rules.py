@@ -7,7 +7,7 @@ import pytest
 
 from dynasched_gym import Instance, Job, Machine, rollout, validate_schedule
 from dynasched_gym.core import Simulator
-from dynasched_gym.core.rules import JOB_RULES, MACHINE_RULES, RULES, parse_rule, seed_rng, select
+from dynasched_gym.core.rules import JOB_RULES, MACHINE_RULES, RULES, atc_scale, parse_rule, seed_rng, select
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def sim() -> Simulator:
     J0: p 6 (5 on M0, 7 on M1), W 6, n 1, due 8, weight 1, ready at 3
     J1: p 2 (M0),               W 11, n 2, due 10, weight 1, ready at 1
     J2: p 4 (M1),               W 6, n 3, no due, weight 3, ready at 2
-    Mean operation time p_mean = (6 + 2 + 9 + 4 + 1 + 1) / 6. M1 has been idle longer (since -2)
+    ATC's p_mean = the mean p of the waiting jobs = (6 + 2 + 4) / 3 = 4. M1 has been idle longer (since -2)
     and carries less workload (3 against 10).
     """
     inst = Instance.build("hand", [Machine("M0"), Machine("M1")], [
@@ -36,7 +36,7 @@ def sim() -> Simulator:
 EXPECTED_JOB = {
     "SPT": 1, "LPT": 0, "FIFO": 1, "LIFO": 0, "MWKR": 1, "LWKR": 0,  # LWKR: J0 and J2 tie at 6, lower id
     "MOPNR": 2, "LOPNR": 0, "EDD": 0, "CR": 1, "SLACK": 1, "WSPT": 2,
-    "ATC": 1,  # J1: 0.5 exp(-8 / (2 p_mean)) = 0.176 beats J0: (1/6) exp(-2 / (2 p_mean)) = 0.128; J2 has no due
+    "ATC": 1,  # J1: 0.5 exp(-8 / (2 p_mean)) = 0.184 beats J0: (1/6) exp(-2 / (2 p_mean)) = 0.130; J2 has no due
 }
 
 
@@ -45,6 +45,18 @@ def test_each_job_rule_picks_the_documented_job(sim, rule):
     job, machine = select(sim.static, sim.state, *parse_rule(rule))
     assert job == EXPECTED_JOB[rule]
     assert machine == {0: 0, 1: 0, 2: 1}[job]  # EET: the fastest startable machine
+
+
+def test_atc_reads_nothing_of_jobs_still_to_come():
+    """ATC's p_mean is the waiting jobs' mean p (3 here): B's small slack wins. The instance's mean operation time,
+    the old p_mean, grew to 3335 with a job released later and made A win: a rule that read the future."""
+    now = [Job("A", [{0: 2.0}], due=20.0), Job("B", [{0: 4.0}], due=5.0)]
+    later = Job("C", [{0: 10_000.0}], release=50.0, due=60_000.0)
+    for jobs in (now, [*now, later]):
+        sim = Simulator(Instance.build("atc", [Machine("M0")], jobs))
+        sim.reset()
+        assert atc_scale(sim.static, sim.state) == pytest.approx(3.0)
+        assert select(sim.static, sim.state, *parse_rule("ATC")) == (1, 0)
 
 
 @pytest.mark.parametrize(("machine_rule", "expected"), [("EET", 0), ("SPT", 0), ("LIT", 1), ("LWL", 1)])

@@ -34,7 +34,6 @@ Static = namedtuple(
         "elig_machine",  # (E,) int64
         "op_time",  # (O, M) float64, processing time, +inf where not eligible
         "op_mean_time",  # (O,) float64, mean time over eligible machines
-        "mean_op_time",  # (1,) float64, mean of op_mean_time (ATC's look-ahead scale)
         "event_time",  # (N,) float64, sorted by (time, type)
         "event_type",  # (N,) int64, EventType value
         "event_machine",  # (N,) int64, -1 when unused
@@ -179,8 +178,6 @@ def compile_instance(instance: Instance) -> Static:
         elig_machine=elig_m,
         op_time=op_time,
         op_mean_time=op_mean_time,
-        # summed in order, as a loop in a kernel would, so that ATC's priorities do not move
-        mean_op_time=np.array([sum(op_mean_time.tolist()) / len(op_mean_time) if len(op_mean_time) else np.nan]),
         event_time=column("time", np.nan),
         event_type=np.array([int(e.type) for e in events], dtype=np.int64),
         event_machine=column("machine", -1).astype(np.int64),

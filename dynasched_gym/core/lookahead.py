@@ -258,7 +258,6 @@ def with_sampled_future(static: Static, sample: Static) -> Static:
         elig_machine=cat([static.elig_machine, sample.elig_machine]),
         op_time=np.vstack([static.op_time, sample.op_time]),
         op_mean_time=cat([static.op_mean_time, sample.op_mean_time]),
-        mean_op_time=static.mean_op_time,
         event_time=sample.event_time,
         event_type=sample.event_type,
         event_machine=sample.event_machine,

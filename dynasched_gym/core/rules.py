@@ -25,7 +25,8 @@ Job rules (priority value, lowest first):
 | ``SLACK`` | d - t - W | | ``WSPT`` | -w / p |
 | ``ATC`` | -(w / p) exp(-max(0, d - p - t) / (K p_mean)), K = 2 | | ``RANDOM`` | a uniform startable pair |
 
-``p_mean`` is the mean operation time of the instance; ``ATC`` ranks jobs without a due date by
+``p_mean`` is the mean p of the jobs waiting now (released, open, not running: the queue of the classic ATC
+index), so the rule reads nothing of jobs still to come; ``ATC`` ranks jobs without a due date by
 ``WSPT`` below every job with one. ``RANDOM`` ignores the machine rule.
 
 Machine rules (among the chosen job's startable machines):
@@ -98,9 +99,34 @@ def _mean_time(op_elig_ptr, elig_machine, speed, op_mean_time, slot_op, slot_fac
 
 
 @njit(cache=True, _nrt=False)
+def _current_time(S, T, j):
+    """p of job ``j``: its current operation's work left x its mean time over the eligible machines."""
+    slot = S.job_slot_ptr[j] + T.job_pos[j]
+    return T.slot_work[slot] * _mean_time(S.op_elig_ptr, S.elig_machine, S.machine_speed, S.op_mean_time, T.slot_op,
+                                          T.slot_factor, T.slot_nominal, slot)
+
+
+@njit(cache=True, _nrt=False)
+def atc_scale(S, T):
+    """ATC's ``p_mean``: the mean p of the jobs waiting now (released, open, not running); NaN when none waits.
+    What waits now is the present only, so the rule reads nothing of jobs still to come."""
+    total, count = 0.0, 0
+    for j in range(T.job_status.shape[0]):
+        if T.job_status[j] == JOB_ACTIVE and T.job_machine[j] < 0:
+            total += _current_time(S, T, j)
+            count += 1
+    return total / count if count > 0 else np.nan
+
+
+@njit(cache=True, _nrt=False)
 def job_priority(S, T, j, rule):
     """Priority value of job ``j`` under job rule ``rule`` (lowest is dispatched first; flags ignored)."""
-    rule = rule & _BASE
+    return _priority(S, T, j, rule & _BASE, atc_scale(S, T) if rule & _BASE == _ATC else np.nan)
+
+
+@njit(cache=True, _nrt=False)
+def _priority(S, T, j, rule, p_mean):
+    """:func:`job_priority` of base rule ``rule``, with ATC's ``p_mean`` (:func:`atc_scale`) given."""
     if rule == _FIFO:
         return T.job_ready[j]
     if rule == _LIFO:
@@ -114,15 +140,7 @@ def job_priority(S, T, j, rule):
     due = T.job_due[j]
     if rule == _EDD:
         return due if due == due else np.inf
-    elig_ptr = S.op_elig_ptr
-    elig_machine = S.elig_machine
-    speed = S.machine_speed
-    mean_time = S.op_mean_time
-    slot_op = T.slot_op
-    factor = T.slot_factor
-    nominal = T.slot_nominal
-    slot = base + T.job_pos[j]
-    p = T.slot_work[slot] * _mean_time(elig_ptr, elig_machine, speed, mean_time, slot_op, factor, nominal, slot)
+    p = _current_time(S, T, j)
     if rule == _SPT:
         return p
     if rule == _LPT:
@@ -134,10 +152,11 @@ def job_priority(S, T, j, rule):
     if rule == _ATC:
         if due != due:
             return 1.0 / (1.0 + weight / p)  # positive: after every job with a due date
-        return -(weight / p) * np.exp(-max(0.0, due - p - now) / (_ATC_K * S.mean_op_time[0]))
+        return -(weight / p) * np.exp(-max(0.0, due - p - now) / (_ATC_K * p_mean))
     work = p
-    for s in range(slot + 1, base + T.job_num_slots[j]):
-        work += _mean_time(elig_ptr, elig_machine, speed, mean_time, slot_op, factor, nominal, s)
+    for s in range(base + T.job_pos[j] + 1, base + T.job_num_slots[j]):
+        work += _mean_time(S.op_elig_ptr, S.elig_machine, S.machine_speed, S.op_mean_time, T.slot_op, T.slot_factor,
+                           T.slot_nominal, s)
     if rule == _MWKR:
         return -work
     if rule == _LWKR:
@@ -203,6 +222,8 @@ def select(S, T, job_rule, machine_rule):
     maintenance = T.machine_maintenance
     best_j, best_m = -1, -1
     best_key, best_rank, job_ties = np.inf, 1, 0
+    base_rule = job_rule & _BASE
+    p_mean = atc_scale(S, T) if base_rule == _ATC else np.nan  # once per decision, not per job
     for j in range(job_status.shape[0]):
         if job_status[j] != JOB_ACTIVE or job_machine[j] >= 0:
             continue
@@ -223,7 +244,7 @@ def select(S, T, job_rule, machine_rule):
         if machine < 0:
             continue
         rank = 0 if emergency_first and weight[j] >= EMERGENCY_WEIGHT else 1
-        key = job_priority(S, T, j, job_rule)
+        key = _priority(S, T, j, base_rule, p_mean)
         if best_j < 0 or rank < best_rank:
             best_j, best_m, best_key, best_rank, job_ties = j, machine, key, rank, 1
         elif rank == best_rank:

@@ -613,7 +613,7 @@ def static_at(B, dims, rows, i):
         job_slot_ptr=B.job_slot_ptr[r, :nj + 1], job_num_ops=B.job_num_ops[r, :nj],
         slot_op=B.slot_op[r, :dims[i, D_SLOTS]], op_elig_ptr=B.op_elig_ptr[r, :no + 1],
         elig_machine=B.elig_machine[r, :dims[i, D_ELIG]], op_time=B.op_time[r, :no],
-        op_mean_time=B.op_mean_time[r, :no], mean_op_time=B.mean_op_time[r], event_time=B.event_time[r, :nv],
+        op_mean_time=B.op_mean_time[r, :no], event_time=B.event_time[r, :nv],
         event_type=B.event_type[r, :nv],
         event_machine=B.event_machine[r, :nv], event_job=B.event_job[r, :nv], event_op=B.event_op[r, :nv],
         event_value=B.event_value[r, :nv], event_is_value=B.event_is_value[r, :nv],

@@ -195,7 +195,6 @@ STATIC_LAYOUT = {
     "machine_speed": (FIXED, 0), "job_release": (D_JOBS, 0), "job_due": (D_JOBS, 0), "job_weight": (D_JOBS, 0),
     "release_order": (D_JOBS, 0), "job_slot_ptr": (D_JOBS, 1), "job_num_ops": (D_JOBS, 0), "slot_op": (D_SLOTS, 0),
     "op_elig_ptr": (D_OPS, 1), "elig_machine": (D_ELIG, 0), "op_time": (D_OPS, 0), "op_mean_time": (D_OPS, 0),
-    "mean_op_time": (FIXED, 0),
     "event_time": (D_EVENTS, 0), "event_type": (D_EVENTS, 0), "event_machine": (D_EVENTS, 0),
     "event_job": (D_EVENTS, 0), "event_op": (D_EVENTS, 0), "event_value": (D_EVENTS, 0),
     "event_is_value": (D_EVENTS, 0), "event_route_lo": (D_EVENTS, 0), "event_route_hi": (D_EVENTS, 0),
