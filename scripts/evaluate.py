@@ -49,7 +49,16 @@ from tqdm import tqdm
 import dynasched_gym
 from dynasched_gym.checks import check_bool, check_choice, check_integer
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
-from dynasched_gym.results import KEY_FIELDS, ROW_FORMAT, Key, ResultStore, canonical_json, config_hash, row_key
+from dynasched_gym.results import (
+    BEHAVIOUR_VERSION,
+    KEY_FIELDS,
+    ROW_FORMAT,
+    Key,
+    ResultStore,
+    canonical_json,
+    config_hash,
+    row_key,
+)
 from dynasched_gym.schedule import Schedule
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
@@ -299,7 +308,7 @@ def plan(cfg: DictConfig) -> Plan:
                     skipped.append(f"{spec['name']} on {tier}/{size}: trained for {trained}, this evaluation's "
                                    f"objective is {cfg.objective}")
                     continue
-                config = player.config()
+                config = {**player.config(), "behaviour": BEHAVIOUR_VERSION}
                 entrant = Entrant(resolved, spec.get("label") or player.name, config_hash(config), player.clairvoyant,
                                   config)
                 if entrant.agent_hash not in seen:

@@ -557,6 +557,20 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
 
 
+def test_the_behaviour_version_enters_every_agent_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows played before a behaviour change (same configuration, other play) must not be reused."""
+    def hashes() -> set[str]:
+        plan = evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random,cpsat_oracle]",
+                                    "ppo=null"))
+        assert all(e[0].config["behaviour"] == evaluate.BEHAVIOUR_VERSION for e in plan.episodes)
+        return {e[0].agent_hash for e in plan.episodes}
+
+    before = hashes()
+    monkeypatch.setattr(evaluate, "BEHAVIOUR_VERSION", evaluate.BEHAVIOUR_VERSION + 1)
+    after = hashes()
+    assert len(before) == len(after) == 2 and not before & after
+
+
 def test_a_ppo_entry_with_env_settings_keeps_the_policys_other_settings() -> None:
     """An entry's ``env`` replaces only what it sets: the policy's units and observability stay."""
     checkpoint = REPO / "agents" / "checkpoints" / "ppo-easy-small.zip"
