@@ -97,7 +97,7 @@ def test_pool_start_offsets_the_seeds_drawn():  # e.g. pool_start=10_000 for hel
 def test_pool_draws_share_the_plants_feature_scales_and_other_instances_their_own():
     """A pool draw's feature units are the size preset plant's expectations, the same for every draw and fixed
     before any job arrives; an instance passed to reset is scaled by its jobs released at its first release time."""
-    from dynasched_gym.envs.dfjsp.episodes import known_scales
+    from dynasched_gym.envs.dfjsp.episodes import known_scales, pool_scales
     from dynasched_gym.generation import Scenario
     from dynasched_gym.generation.scenario import expected_feature_scales
 
@@ -113,3 +113,8 @@ def test_pool_draws_share_the_plants_feature_scales_and_other_instances_their_ow
     assert env.unwrapped.time_scale == pytest.approx(own_tau)
     env.reset(seed=2)
     assert env.unwrapped.time_scale == pytest.approx(plant_tau)
+    vec = gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point", tier="easy",
+                       size="small", pool_size=4)
+    vec.reset(seed=[0, 1], options={"instance": [drawn, None]})  # sub-env 1 draws from the pool
+    units = [(vec.unwrapped.time_scale(i), vec.unwrapped.ops_scale(i)) for i in range(2)]
+    assert units == [pytest.approx(known_scales(drawn)), pytest.approx(pool_scales("small"))]

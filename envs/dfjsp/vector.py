@@ -26,7 +26,7 @@ from dynasched_gym.envs.dfjsp.env import (
     instance_option,
 )
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
-from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_REWARD, S_TIME_SCALE, Observation
+from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_OPS_SCALE, S_REWARD, S_TIME_SCALE, Observation
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -198,6 +198,10 @@ class DFJSPVectorEnv(VectorEnv):
     def time_scale(self, index: int) -> float:
         """The features' time unit tau of sub-environment ``index``'s episode."""
         return float(self._batch.works.scalars[index, S_TIME_SCALE])
+
+    def ops_scale(self, index: int) -> float:
+        """The unit of the features' operation counts in sub-environment ``index``'s episode."""
+        return float(self._batch.works.scalars[index, S_OPS_SCALE])
 
     def schedule(self, index: int) -> Schedule:
         """The schedule so far of sub-environment ``index``."""
