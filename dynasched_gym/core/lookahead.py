@@ -41,7 +41,7 @@ from dynasched_gym.core.compiled import (
     Static,
 )
 from dynasched_gym.core.kernels import DONE, advance, copy_into, fill_candidates, start
-from dynasched_gym.core.rules import JOB_RULES, job_priority, run_rule
+from dynasched_gym.core.rules import JOB_RULES, job_priorities, job_priority, run_rule
 
 _MWKR, _SPT = JOB_RULES.index("MWKR"), JOB_RULES.index("SPT")
 
@@ -86,8 +86,7 @@ def forecast(S, T, scratch, job_rule, machine_rule, objective, clairvoyant):
 def ranked_candidates(S, T, job_rule, out_job, out_machine, out_key, out_time):
     """Fill the startable pairs sorted by the base rule; returns how many (at most the buffer length)."""
     n = min(fill_candidates(S, T, out_job, out_machine, out_time), out_job.shape[0])
-    for i in range(n):
-        out_key[i] = job_priority(S, T, out_job[i], job_rule)
+    job_priorities(S, T, out_job, n, job_rule, out_key)
     for i in range(1, n):  # insertion sort on (key, time, job, machine); n is small
         j, m, key, p = out_job[i], out_machine[i], out_key[i], out_time[i]
         k = i - 1

@@ -86,24 +86,24 @@ def rule_list(rules: str | Sequence[str]) -> tuple[str, ...]:
 
 
 @njit(cache=True, _nrt=False)
-def _mean_time(op_elig_ptr, elig_machine, speed, op_mean_time, slot_op, slot_factor, slot_nominal, slot):
+def _mean_time(S, T, slot):
     """Mean processing time of ``slot`` over its eligible machines."""
-    op = slot_op[slot]
-    nominal = slot_nominal[slot]
+    op = T.slot_op[slot]
+    lo, hi = S.op_elig_ptr[op], S.op_elig_ptr[op + 1]
+    nominal = T.slot_nominal[slot]
     if nominal == nominal:
         total = 0.0
-        for i in range(op_elig_ptr[op], op_elig_ptr[op + 1]):
-            total += nominal / speed[elig_machine[i]]
-        return total / (op_elig_ptr[op + 1] - op_elig_ptr[op]) * slot_factor[slot]
-    return op_mean_time[op] * slot_factor[slot]
+        for i in range(lo, hi):
+            total += nominal / S.machine_speed[S.elig_machine[i]]
+        return total / (hi - lo) * T.slot_factor[slot]
+    return S.op_mean_time[op] * T.slot_factor[slot]
 
 
 @njit(cache=True, _nrt=False)
 def _current_time(S, T, j):
     """p of job ``j``: its current operation's work left x its mean time over the eligible machines."""
     slot = S.job_slot_ptr[j] + T.job_pos[j]
-    return T.slot_work[slot] * _mean_time(S.op_elig_ptr, S.elig_machine, S.machine_speed, S.op_mean_time, T.slot_op,
-                                          T.slot_factor, T.slot_nominal, slot)
+    return T.slot_work[slot] * _mean_time(S, T, slot)
 
 
 @njit(cache=True, _nrt=False)
@@ -122,6 +122,15 @@ def atc_scale(S, T):
 def job_priority(S, T, j, rule):
     """Priority value of job ``j`` under job rule ``rule`` (lowest is dispatched first; flags ignored)."""
     return _priority(S, T, j, rule & _BASE, atc_scale(S, T) if rule & _BASE == _ATC else np.nan)
+
+
+@njit(cache=True, _nrt=False)
+def job_priorities(S, T, jobs, count, rule, out):
+    """:func:`job_priority` of ``jobs[i]`` into ``out[i]`` for ``i < count``, ATC's ``p_mean`` computed once."""
+    base = rule & _BASE
+    p_mean = atc_scale(S, T) if base == _ATC else np.nan
+    for i in range(count):
+        out[i] = _priority(S, T, jobs[i], base, p_mean)
 
 
 @njit(cache=True, _nrt=False)
@@ -155,8 +164,7 @@ def _priority(S, T, j, rule, p_mean):
         return -(weight / p) * np.exp(-max(0.0, due - p - now) / (_ATC_K * p_mean))
     work = p
     for s in range(base + T.job_pos[j] + 1, base + T.job_num_slots[j]):
-        work += _mean_time(S.op_elig_ptr, S.elig_machine, S.machine_speed, S.op_mean_time, T.slot_op, T.slot_factor,
-                           T.slot_nominal, s)
+        work += _mean_time(S, T, s)
     if rule == _MWKR:
         return -work
     if rule == _LWKR:

@@ -436,12 +436,12 @@ def expected_feature_scales(plant: PlantConfig) -> tuple[float, float]:
     1 / speed over its eligible machines) and its expected number of operations per job, under the family
     mix (FJSP: from the ranges, eligible on any machine): the environments' feature scales for episodes drawn
     from the plant, fixed before any job arrives."""
-    inverse_speed = {g.name: float(np.mean(1.0 / np.asarray(g.speeds, dtype=np.float64))) for g in plant.groups}
     if plant.fjsp is not None:
         f = plant.fjsp
         every_machine = np.concatenate([np.asarray(g.speeds, dtype=np.float64) for g in plant.groups])
         return (f.mean_time[0] + f.mean_time[1]) / 2 * float(np.mean(1.0 / every_machine)), (
             f.ops_per_job[0] + f.ops_per_job[1]) / 2
+    inverse_speed = {g.name: float(np.mean(1.0 / np.asarray(g.speeds, dtype=np.float64))) for g in plant.groups}
     weights = np.array([fam.mix_weight for fam in plant.families])
     ops = np.array([len(fam.route) for fam in plant.families])
     times = np.array([sum(step.mean_time * inverse_speed[step.group] for step in fam.route) for fam in plant.families])

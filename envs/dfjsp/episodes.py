@@ -145,9 +145,8 @@ def known_scales(instance: Instance) -> tuple[float, float]:
     machines) and their mean number of operations. Later jobs do not count: they are the future."""
     first = np.flatnonzero(instance.job_release <= instance.job_release.min())
     ops = np.concatenate([np.arange(instance.job_op_ptr[j], instance.job_op_ptr[j + 1]) for j in first])
-    lengths = np.diff(instance.op_elig_ptr)[ops]
-    op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1])[ops] / lengths
-    return float(op_mean.mean()), len(ops) / len(first)
+    op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / np.diff(instance.op_elig_ptr)
+    return float(op_mean[ops].mean()), len(ops) / len(first)
 
 
 def _path_key(spec: str | os.PathLike[str]) -> tuple[str, str | None] | None:
