@@ -74,8 +74,8 @@ class PPOAgent(Agent):
     privileged ``hindsight_forecasts``: its actor never reads them, and the env never has to reveal the future.
     :meth:`reset` warns when the env's objective is not :attr:`trained_objective` (read from the config saved
     beside the checkpoint, :func:`training_env`), or when its feature units are not :attr:`feature_scales`, the
-    (time_scale, ops_scale) of the training env (saved with the policy; for older checkpoints, their pool's):
-    make the env with ``**agent.env_settings()``.
+    (time_scale, ops_scale) of the training env (saved with the policy; for older checkpoints, their pool's; a
+    checkpoint file with neither gets a warning when loaded): make the env with ``**agent.env_settings()``.
 
     Args:
         checkpoint: a ``.zip`` saved by ``MaskablePPO.save`` (or a model in memory, e.g. while training).
@@ -105,6 +105,11 @@ class PPOAgent(Agent):
         self.trained_objective = trained_on.get("objective")
         scales = getattr(self.model.policy, "feature_scales", None)  # older checkpoints: their pool's
         self.feature_scales = pool_scales(trained_on["size"]) if scales is None and "size" in trained_on else scales
+        if self.feature_scales is None and self.checkpoint is not None:
+            warnings.warn(f"the PPO policy {self.checkpoint} records no feature units and has no training config "
+                          "beside it (<name>.yaml or model.yaml): it plays in each env's own units, which may not be "
+                          "the ones it was trained in; pass time_scale= and ops_scale= to the env if you know them",
+                          RuntimeWarning, stacklevel=2)
         self.deterministic = deterministic
         self._forecaster: SlotForecaster | None = None
 

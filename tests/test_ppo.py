@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import time
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -279,6 +281,21 @@ def test_unknown_shipped_checkpoint_names_the_shipped_ones():
     with pytest.raises(FileNotFoundError, match="shipped"):
         shipped_checkpoint("trivial")
     assert CHECKPOINTS.is_dir()
+
+
+def test_a_checkpoint_with_no_recorded_units_and_no_config_beside_it_warns(tmp_path):
+    """Neither the policy nor a sidecar says which units it was trained in: loading it says so."""
+    model = MaskablePPO.load(shipped_checkpoint("medium"), device="cpu")
+    del model.policy_kwargs["feature_scales"]
+    bare = tmp_path / "bare.zip"
+    model.save(bare)
+    with pytest.warns(RuntimeWarning, match=r"bare\.zip records no feature units and has no training config"):
+        agent = make("ppo", checkpoint=bare)
+    assert agent.feature_scales is None and "time_scale" not in agent.env_settings()
+    shutil.copy(shipped_checkpoint("medium").with_suffix(".yaml"), bare.with_suffix(".yaml"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert make("ppo", checkpoint=bare).feature_scales == pool_scales("small")  # the sidecar's pool's units
 
 
 def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
