@@ -101,6 +101,7 @@ class ResultStore:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
+        self._lines = 0  # lines in those bytes (so that a warning names the line of the file)
         self._keys: set[Key] = set()
 
     def __repr__(self) -> str:
@@ -154,6 +155,7 @@ class ResultStore:
                 fh.flush()
                 os.fsync(fh.fileno())
                 self._offset += len(line)
+                self._lines += 1
                 self._keys.add(key)
         return True
 
@@ -161,16 +163,22 @@ class ResultStore:
         """Parse what other processes appended since our last look; cut off a dead writer's partial line."""
         size = fh.seek(0, os.SEEK_END)
         if size < self._offset:  # the file was replaced or truncated by hand: start over
-            self._offset, self._keys = 0, set()
+            self._offset, self._lines, self._keys = 0, 0, set()
         fh.seek(self._offset)
         data = fh.read()
         end = data.rfind(b"\n") + 1
-        self._keys.update(row_key(row) for row in _parse(data[:end], self.path, checked_row_key, StoreWarning))
         if end < len(data):
-            warnings.warn(f"{self.path}: cutting off a truncated last line ({len(data) - end} bytes) left by a "
-                          "killed writer", StoreWarning, stacklevel=3)
-            fh.truncate(self._offset + end)
+            if _is_row(data[end:], checked_row_key):  # a whole row written without its newline (e.g. by hand)
+                fh.write(b"\n")
+                data, end = data + b"\n", len(data) + 1
+            else:
+                warnings.warn(f"{self.path}: cutting off a truncated last line ({len(data) - end} bytes) left by a "
+                              "killed writer", StoreWarning, stacklevel=3)
+                fh.truncate(self._offset + end)
+        self._keys.update(row_key(row) for row in _parse(data[:end], self.path, checked_row_key, StoreWarning,
+                                                         self._lines + 1))
         self._offset += end
+        self._lines += data[:end].count(b"\n")
 
 
 def read_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, Any]], Any] | None,
@@ -178,8 +186,9 @@ def read_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, Any]], Any
     """The rows (JSON objects) of the complete lines of a JSONL journal (none when it does not exist).
 
     A partial last line (a writer killed mid-row) and lines that do not parse, are not objects or lack what
-    ``key`` reads are skipped with a ``category`` warning: the rows they held are computed again. With
-    ``repair`` the partial last line is cut off, so that the next append starts on a line of its own.
+    ``key`` reads are skipped with a ``category`` warning: the rows they held are computed again. A last line
+    that holds a whole row but no newline (written by hand) is read. With ``repair`` the partial last line is
+    cut off, or the whole one ended, so that the next append starts on a line of its own.
     """
     path = Path(path)
     if not path.is_file():
@@ -187,18 +196,37 @@ def read_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, Any]], Any
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
-        warnings.warn(f"{path}: skipping a partial last line ({len(data) - end} bytes: a truncated last line left "
-                      "by a killed writer; its row will be computed again)", category, stacklevel=2)
+        whole = _is_row(data[end:], key)
+        if not whole:
+            warnings.warn(f"{path}: skipping a partial last line ({len(data) - end} bytes: a truncated last line "
+                          "left by a killed writer; its row will be computed again)", category, stacklevel=2)
         if repair:
             with open(path, "r+b") as fh:
-                fh.truncate(end)
+                if whole:
+                    fh.seek(0, os.SEEK_END)
+                    fh.write(b"\n")
+                else:
+                    fh.truncate(end)
+        if whole:
+            end = len(data)
     return list(_parse(data[:end], path, key, category))
 
 
+def _is_row(line: bytes, key: Callable[[dict[str, Any]], Any] | None) -> bool:
+    """Whether ``line`` (without its newline) holds a whole readable row."""
+    try:
+        row = json.loads(line)
+        if key is not None and isinstance(row, dict):
+            key(row)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return isinstance(row, dict)
+
+
 def _parse(data: bytes, path: Path, key: Callable[[dict[str, Any]], Any] | None,
-           category: type[Warning]) -> Iterator[dict[str, Any]]:
-    """The rows of complete lines; unreadable lines are skipped with a warning."""
-    for number, line in enumerate(data.splitlines(), 1):
+           category: type[Warning], first_line: int = 1) -> Iterator[dict[str, Any]]:
+    """The rows of ``data``'s lines (numbered from ``first_line`` in warnings); unreadable ones are skipped."""
+    for number, line in enumerate(data.splitlines(), first_line):
         if not line.strip():
             continue
         try:
@@ -249,7 +277,9 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
     Per group of rows with status ``ok`` (``episodes``; other statuses count as ``failed``):
 
     - ``mean``, ``ci_low``, ``ci_high``: mean objective value and its bootstrap 95 % interval;
-    - ``rank``: 1 = lowest mean among fair agents (ties share a rank); ``None`` for clairvoyant agents;
+    - ``rank``: 1 = lowest mean among the fair agents with a valid schedule on every instance of the group
+      (ties share a rank); ``None`` for clairvoyant agents and for agents with failed episodes (their means
+      cover fewer instances); means are exact sums in seed order, so rows' order in the store changes nothing;
     - ``vs_best_rule``: mean / mean of the best rule (the ``rule:`` agent with the lowest mean),
       both over the seeds the two share;
     - ``vs_clairvoyant``, ``regret``, ``regret_ci_low``, ``regret_ci_high``: against the clairvoyant
@@ -278,19 +308,20 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
             for s, v in values[agent].items():
                 reference[s] = min(v, reference.get(s, math.inf))
         rules = [a for a in values if a.startswith("rule:") and a not in clairvoyant and values[a]]
-        best_rule = min(sorted(rules), key=lambda a: np.mean(list(values[a].values())), default=None)
+        best_rule = min(sorted(rules), key=lambda a: _mean(values[a].values()), default=None)
+        seeds = {r["seed"] for agent, rs in by_agent.items() if agent not in clairvoyant for r in rs}
         entries = []
         for agent, rs in by_agent.items():
-            ok = [r for r in rs if r["status"] == "ok"]
+            ok = sorted((r for r in rs if r["status"] == "ok"), key=lambda r: r["seed"])
             v = np.array([r["objective_value"] for r in ok], dtype=np.float64)
             nwt = np.array([r["normalised_weighted_tardiness"] for r in ok], dtype=np.float64)
             entry: dict[str, Any] = {
                 "objective": objective, "size": size, "tier": tier, "rank": None, "agent": agent,
                 "clairvoyant": agent in clairvoyant, "episodes": len(ok), "failed": len(rs) - len(ok),
-                "mean": float(v.mean()) if v.size else math.nan, **_ci("ci", v, resamples, seed),
+                "mean": _mean(v), **_ci("ci", v, resamples, seed),
                 "vs_best_rule": math.nan, "vs_clairvoyant": math.nan, "regret": math.nan,
                 "regret_ci_low": math.nan, "regret_ci_high": math.nan,
-                "nwt": float(nwt.mean()) if nwt.size else math.nan, **_ci("nwt_ci", nwt, resamples, seed),
+                "nwt": _mean(nwt), **_ci("nwt_ci", nwt, resamples, seed),
                 "ssi": _mean(r.get("ssi") for r in ok), "decisions": _mean(r.get("decisions") for r in ok),
                 "wall_time": _mean(r.get("wall_time") for r in ok),
                 "tokens": sum(int(r["tokens"].get("total", 0)) for r in ok if r.get("tokens")) or None,
@@ -307,7 +338,8 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
                 entry["regret"] = float((mine - ref).mean())
                 entry["regret_ci_low"], entry["regret_ci_high"] = bootstrap_ci(mine - ref, resamples, seed)
             entries.append(entry)
-        fair = sorted((e for e in entries if not e["clairvoyant"] and e["episodes"]), key=lambda e: e["mean"])
+        fair = sorted((e for e in entries if not e["clairvoyant"] and values[e["agent"]].keys() == seeds),
+                      key=lambda e: e["mean"])
         for i, e in enumerate(fair):
             e["rank"] = fair[i - 1]["rank"] if i and e["mean"] == fair[i - 1]["mean"] else i + 1
         entries.sort(key=lambda e: (e["rank"] is None, e["rank"] or 0, e["mean"] if e["episodes"] else math.inf,
@@ -331,8 +363,10 @@ def _ci(prefix: str, values: np.ndarray, resamples: int, seed: int) -> dict[str,
 
 
 def _mean(values: Iterable[Any]) -> float:
+    """The mean of the values that are not None, correctly rounded (``math.fsum``: independent of their order);
+    NaN for none."""
     numbers = [float(v) for v in values if v is not None]
-    return float(np.mean(numbers)) if numbers else math.nan
+    return math.fsum(numbers) / len(numbers) if numbers else math.nan
 
 
 def difficulty_trend(board: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:

@@ -75,7 +75,8 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
                   + (", ".join(info["agents"]) or "none") + ".", ""]
         for tier, entries in tiers.items():
             ssi = np.nanmean([e["ssi"] for e in entries])
-            lines += [f"### {tier} ({entries[0]['episodes']} instances, mean SSI {ssi:.1f})", "",
+            instances = max(e["episodes"] + e["failed"] for e in entries)
+            lines += [f"### {tier} ({instances} instances, mean SSI {ssi:.1f})", "",
                       "| rank | agent | mean | 95 % CI | vs best rule | vs clairvoyant | regret vs clairvoyant "
                       "[95 % CI] | norm. w. tardiness | episodes | failed | ms / episode |",
                       "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -83,7 +84,7 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
                 regret = "—" if math.isnan(e["regret"]) else \
                     f"{_num(e['regret'])} [{_num(e['regret_ci_low'])}, {_num(e['regret_ci_high'])}]"
                 lines.append(
-                    f"| {e['rank'] if e['rank'] is not None else 'ref'} | {_label(e)} | {_num(e['mean'])} | "
+                    f"| {_rank(e)} | {_label(e)} | {_num(e['mean'])} | "
                     f"[{_num(e['ci_low'])}, {_num(e['ci_high'])}] | {_num(e['vs_best_rule'], 3)} | "
                     f"{_num(e['vs_clairvoyant'], 3)} | {regret} | {_num(e['nwt'], 3)} | {e['episodes']} | "
                     f"{e['failed']} | {_num(1000 * e['wall_time'], 3)} |")
@@ -100,13 +101,21 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
               f"the {CLAIRVOYANT}'s mean, the reference being per instance the best value any clairvoyant agent "
               "reached; *regret*: mean difference to that reference (paired bootstrap CI); *norm. w. tardiness*: "
               "total weighted tardiness / total weighted expected work (comparable across tiers); clairvoyant "
-              "agents see future events and are not ranked. Details: docs/leaderboard.md.", ""]
+              "agents see future events and are not ranked (`ref`), nor are agents with failed episodes (`—`: "
+              "their mean covers fewer instances). Details: docs/leaderboard.md.", ""]
     if skipped:
         lines += ["Skipped agents: " + "; ".join(skipped) + ".", ""]
     if failed:
         lines += [f"**{len(failed)} FAILED EPISODE(S)** (excluded from every statistic):", ""]
         lines += [f"- {evaluate._report_failure(row)}" for row in failed] + [""]
     return "\n".join(lines)
+
+
+def _rank(entry: Entry) -> str:
+    """The rank column: the rank, ``ref`` for a clairvoyant reference, ``—`` for an agent with failed episodes."""
+    if entry["rank"] is not None:
+        return str(entry["rank"])
+    return "ref" if entry["clairvoyant"] else "—"
 
 
 def csv_text(board: Sequence[Entry]) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
 
 import dynasched_gym
 from dynasched_gym.agents.rules import rule_objectives
@@ -94,6 +95,28 @@ def test_truncated_last_line_is_ignored_then_cut_off(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         assert [r["seed"] for r in store.rows()] == [1, 2]
     assert store.path.read_text().count("\n") == 2
+
+
+def test_a_whole_last_row_without_its_newline_is_kept(tmp_path: Path) -> None:
+    """Rows written by hand ("\\n".join, no final newline) are all read, and the next append keeps them."""
+    path = tmp_path / "store.jsonl"
+    path.write_text("\n".join(json.dumps(_row(s)) for s in (0, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [r["seed"] for r in ResultStore(path).rows()] == [0, 2]
+        assert ResultStore(path).append(_row(1))
+        assert [r["seed"] for r in ResultStore(path).rows()] == [0, 2, 1]
+    assert path.read_text().count("\n") == 3
+
+
+def test_a_warning_names_the_line_of_the_file_in_a_later_append(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "store.jsonl")
+    store.append(_row(0))
+    store.append(_row(1))
+    with open(store.path, "a") as fh:
+        fh.write("garbage\n")
+    with pytest.warns(StoreWarning, match="unreadable line 3 "):
+        store.append(_row(2))
 
 
 def test_unreadable_and_duplicate_lines_are_ignored(tmp_path: Path) -> None:
@@ -217,18 +240,21 @@ def _board_rows() -> list[dict]:
                              "size": "small", "seed": seed, "objective": "makespan", "status": "ok",
                              "objective_value": float(v * (t + 1)), "normalised_weighted_tardiness": v * (t + 1) / 10,
                              "ssi": 10.0 + 50 * t, "decisions": 10, "wall_time": 0.01, "tokens": None})
-    rows.append({**rows[0], "seed": 9, "status": "invalid", "objective_value": None,
-                 "normalised_weighted_tardiness": None})
+    # an agent with the lowest mean over its valid episodes, but one invalid schedule: not ranked
+    rows += [{**rows[0], "agent": "llm", "agent_hash": "llm", "seed": seed, "objective_value": 0.5,
+              "normalised_weighted_tardiness": 0.05} for seed in (0, 1)]
+    rows.append({**rows[0], "agent": "llm", "agent_hash": "llm", "seed": 2, "status": "invalid",
+                 "objective_value": None, "normalised_weighted_tardiness": None})
     return rows
 
 
 def test_aggregate_ranks_normalises_and_labels_references() -> None:
     board = aggregate(_board_rows(), resamples=2000)
     easy = {e["agent"]: e for e in board if e["tier"] == "easy"}
-    assert [e["agent"] for e in board if e["tier"] == "easy"] == ["lookahead", "rule:A", "rule:B", "oracle"]
-    assert [easy[a]["rank"] for a in ("lookahead", "rule:A", "rule:B", "oracle")] == [1, 2, 3, None]
+    assert [e["agent"] for e in board if e["tier"] == "easy"] == ["lookahead", "rule:A", "rule:B", "llm", "oracle"]
+    assert [easy[a]["rank"] for a in ("lookahead", "rule:A", "rule:B", "llm", "oracle")] == [1, 2, 3, None, None]
     assert easy["rule:A"]["best_rule"] and not easy["rule:B"]["best_rule"]
-    assert easy["rule:A"]["failed"] == 1 and easy["rule:A"]["episodes"] == 3
+    assert easy["llm"]["failed"] == 1 and easy["llm"]["episodes"] == 2 and easy["llm"]["mean"] == 0.5
     assert easy["lookahead"]["vs_best_rule"] == pytest.approx(12 / 15)
     assert easy["rule:B"]["vs_clairvoyant"] == pytest.approx(24 / 6)
     assert easy["rule:A"]["regret"] == pytest.approx(3.0)  # (3 + 4 + 2) / 3
@@ -237,6 +263,17 @@ def test_aggregate_ranks_normalises_and_labels_references() -> None:
     assert easy["rule:B"]["ci_low"] == easy["rule:B"]["ci_high"] == 8.0
     trend = difficulty_trend(board)[("makespan", "small")]
     assert trend["tiers"] == ["easy", "hard"] and trend["increasing"] and trend["agents"] == []
+
+
+def test_rank_ties_do_not_depend_on_the_order_of_the_rows() -> None:
+    """Equal results stored in another order (e.g. after a resume) sum to the same mean and share a rank."""
+    values = (0.1, 0.2, 0.3)
+    rows = [{**_row(seed, agent=agent, agent_hash=agent, objective_value=v)}
+            for agent, order in (("rule:A", values), ("rule:B", values[::-1]))
+            for seed, v in zip(range(3) if agent == "rule:A" else range(2, -1, -1), order)]
+    assert sum(values) != sum(values[::-1])  # floating-point sums in file order would differ
+    board = aggregate(rows, resamples=100)
+    assert [e["rank"] for e in board] == [1, 1] and board[0]["mean"] == board[1]["mean"]
 
 
 def test_same_name_with_two_configurations_is_split() -> None:
@@ -269,6 +306,23 @@ def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path) -> 
     again = evaluate.run(cfg)
     assert (again.reused, again.ran) == (2 * (RULES + 1), 0)
     assert len(ResultStore(cfg.store).rows()) == 2 * (RULES + 1)
+
+
+def test_reused_rows_take_this_runs_label_and_a_repeated_configuration_is_noted(cache: Path, tmp_path: Path) -> None:
+    base = ("evaluate", "tiers=easy", "seeds.count=2", "agent=[random]", "ppo=null", "workers=1",
+            f"store={tmp_path / 'store.jsonl'}", "progress=false")
+    assert {r["agent"] for r in evaluate.run(config(*base)).rows} == {"random"}
+    cfg = config(*base)
+    OmegaConf.update(cfg, "agent.random.label", "my random", force_add=True)
+    summary = evaluate.run(cfg)
+    assert summary.reused == 2 and summary.ran == 0 and {r["agent"] for r in summary.rows} == {"my random"}
+    OmegaConf.update(cfg, "agent.again", {"names": ["random"], "kwargs": {"seed": 0}, "env": {"max_candidates": "all"}},
+                     force_add=True)
+    the_plan = evaluate.plan(cfg)
+    assert len(the_plan.episodes) == 2
+    agent_hash = the_plan.episodes[0][0].agent_hash
+    assert the_plan.skipped == [f"random on easy/small: the same configuration (hash {agent_hash}) as my random, "
+                                "evaluated once as that"]
 
 
 def test_invalid_schedules_and_errors_are_failed_rows(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -353,6 +407,27 @@ def test_ctrl_c_with_workers_keeps_the_rows_of_every_finished_task(monkeypatch: 
         for row in evaluate._run_tasks([[]] * 6, "makespan", True, workers=2):
             rows.append(row)
     assert rows == [{"seed": 0}, {"seed": 2}, {"seed": 3}, {"seed": 5}]
+    assert pool.shutdowns == [True]
+
+
+def test_ctrl_c_while_a_row_is_stored_still_keeps_the_rows_of_every_finished_task(monkeypatch) -> None:
+    """The interrupt lands in the main process's storing (not in the wait for a task): the row being stored,
+    the rest of its task and the later tasks already finished are kept, each once, then the interrupt propagates."""
+    pool = _FakePool([_done([{"seed": 0}, {"seed": 1}]), Future(), _done([{"seed": 2}]), _done([{"seed": 3}])])
+    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", pool)
+    kept: list[dict] = []
+    calls = []
+
+    def keep(row: dict) -> None:
+        calls.append(row)
+        if row not in kept:
+            kept.append(row)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while the first row is being stored
+
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.keep_all(evaluate._run_tasks([[]] * 4, "makespan", True, workers=2), keep)
+    assert kept == [{"seed": 0}, {"seed": 1}, {"seed": 2}, {"seed": 3}]  # all but the unfinished task 1's
     assert pool.shutdowns == [True]
 
 

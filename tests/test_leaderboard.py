@@ -62,9 +62,11 @@ def test_markdown_lists_failures_skips_and_the_difficulty_check() -> None:
                                 ["ppo on easy/small: no checkpoint"], resamples=200)
     assert "bootstrap 95 % CI (200 resamples)" in text and "10,000" not in text  # the count aggregate used
     assert "easy 0.5 < hard 1: **strictly increasing**" in text
-    assert "**1 FAILED EPISODE(S)**" in text and "FAILED [invalid] rule:A on easy/small seed 9" in text
+    assert "**1 FAILED EPISODE(S)**" in text and "FAILED [invalid] llm on easy/small seed 2" in text
     assert "Skipped agents: ppo on easy/small: no checkpoint." in text
     assert "| ref | oracle *(clairvoyant reference)* |" in text
+    assert "| — | llm |" in text  # failed episodes: not ranked, and not a reference
+    assert "### easy (3 instances" in text and "### hard (3 instances" in text
 
 
 @pytest.mark.slow
