@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import multiprocessing
 import os
 import platform
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -293,7 +294,7 @@ def plan(cfg: DictConfig) -> Plan:
     episodes, skipped = [], []
     for tier in _as_list(cfg.tiers):
         for size in _as_list(cfg.sizes):
-            seen = set()
+            seen: dict[str, str] = {}  # configuration hash -> the entrant's name on the board
             for spec in agent_specs(cfg):
                 try:
                     resolved = canonical_json(_resolve(spec, tier, size))
@@ -311,9 +312,12 @@ def plan(cfg: DictConfig) -> Plan:
                 config = {**player.config(), "behaviour": BEHAVIOUR_VERSION}
                 entrant = Entrant(resolved, spec.get("label") or player.name, config_hash(config), player.clairvoyant,
                                   config)
-                if entrant.agent_hash not in seen:
-                    seen.add(entrant.agent_hash)
-                    episodes.extend((entrant, tier, size, seed) for seed in seeds)
+                if entrant.agent_hash in seen:
+                    skipped.append(f"{entrant.agent} on {tier}/{size}: the same configuration (hash "
+                                   f"{entrant.agent_hash}) as {seen[entrant.agent_hash]}, evaluated once as that")
+                    continue
+                seen[entrant.agent_hash] = entrant.agent
+                episodes.extend((entrant, tier, size, seed) for seed in seeds)
     return Plan(episodes, list(dict.fromkeys(skipped)), str(cfg.objective))
 
 
@@ -396,14 +400,17 @@ def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str,
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_one_thread) as pool:
         futures = [pool.submit(_play_instance, task, objective, validate) for task in tasks]
-        handed = 0  # the rows of futures[:handed] are yielded
+        handed = 0  # the rows of futures[:handed] are yielded or in `left`
+        left: list[dict[str, Any]] = []  # rows of a finished task not yet yielded
         try:
             for future in futures:  # submission order: the store fills seed by seed
-                rows = future.result()
+                left = list(future.result())
                 handed += 1
-                yield from rows
+                while left:
+                    yield left.pop(0)
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
+            yield from left
             for future in futures[handed:]:
                 if future.done() and not future.cancelled() and future.exception() is None:
                     yield from future.result()
@@ -411,6 +418,27 @@ def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str,
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
+
+
+def keep_all(rows: Generator[dict[str, Any], None, None], keep: Callable[[dict[str, Any]], None]) -> None:
+    """``keep`` every row of ``rows`` (:func:`_run_tasks`). A Ctrl-C inside ``keep`` (storing a row, where the main
+    process spends much of its time) is passed on to ``rows``, so that the rows of the tasks already finished are
+    kept too before it propagates; ``keep`` must be idempotent (the row being kept may be kept again)."""
+    row = None
+    try:
+        for row in rows:
+            keep(row)
+    except KeyboardInterrupt:
+        if row is not None and inspect.getgeneratorstate(rows) == inspect.GEN_SUSPENDED:
+            keep(row)
+            try:
+                row = rows.throw(KeyboardInterrupt())
+                while True:
+                    keep(row)
+                    row = next(rows)
+            except (KeyboardInterrupt, StopIteration):
+                pass
+        raise
 
 
 @dataclass
@@ -469,15 +497,20 @@ def run(cfg: DictConfig) -> Summary:
         tier_pool(tier, size, workers=workers).prepare(wanted, progress=progress)
     ran, retry = 0, []
     with tqdm(total=len(pending), desc="episodes", unit="ep", disable=not progress) as bar:
-        try:
-            for row in _run_tasks(list(by_instance.values()), the_plan.objective, validate, workers):
-                if row.get("retry"):
+
+        def keep(row: dict[str, Any]) -> None:
+            nonlocal ran
+            if row.get("retry"):
+                if row not in retry:
                     retry.append(row)
-                elif store.append(row):
-                    ran += 1
-                if row["status"] != "ok":
-                    tqdm.write(_report_failure(row), file=sys.stderr)
-                bar.update()
+            elif store.append(row):
+                ran += 1
+            if row["status"] != "ok":
+                tqdm.write(_report_failure(row), file=sys.stderr)
+            bar.update()
+
+        try:
+            keep_all(_run_tasks(list(by_instance.values()), the_plan.objective, validate, workers), keep)
         except KeyboardInterrupt:
             tqdm.write(f"interrupted: {ran} episode(s) of this run are stored in {store.path} (none of the "
                        "episodes still playing); rerun the same command to resume", file=sys.stderr)
@@ -489,7 +522,8 @@ def run(cfg: DictConfig) -> Summary:
                 f"evaluation stopped: {type(exc).__name__}: {exc}\n{ran} episode(s) of this run are stored in "
                 f"{store.path}; once the cause is fixed, rerun the same command: it resumes with the episodes "
                 "missing") from exc
-    rows = [r for r in store.rows() if row_key(r) in wanted_keys] + retry
+    names = {the_plan.key(*episode): episode[0].agent for episode in the_plan.episodes}  # rows stored under another
+    rows = [{**r, "agent": names[row_key(r)]} for r in store.rows() if row_key(r) in wanted_keys] + retry  # label
     failed = [r for r in rows if r["status"] != "ok"]
     return Summary(len(wanted_keys), len(wanted_keys & done), ran, failed, the_plan.skipped,
                    time.perf_counter() - began, rows, retry)
