@@ -22,10 +22,10 @@ def play_random(env, seed: int) -> tuple[dict, float]:
     total, done = 0.0, False
     while not done:
         action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
-        obs, reward, terminated, truncated, _ = env.step(action)
+        obs, reward, terminated, truncated, last = env.step(action)
         total += reward
         done = terminated or truncated
-    return info, total
+    return {**info, **last}, total
 
 
 @pytest.mark.parametrize("size", ["small", "medium", "large"])

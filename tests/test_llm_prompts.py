@@ -11,7 +11,7 @@ import pytest
 from test_llm_client import ChatServer, table_ids
 
 import dynasched_gym  # noqa: F401  (registers the ids)
-from dynasched_gym import Event, EventType, Instance, Job, Machine
+from dynasched_gym import Event, EventType, Instance, Job, Machine, ssi
 from dynasched_gym.agents import make
 from dynasched_gym.agents.llm.prompts import MachineStats, View, design_priors, messages, observe
 from dynasched_gym.agents.llm.tools import Toolbox
@@ -82,6 +82,30 @@ def test_no_level_below_oracle_ever_shows_a_future_event(server: ChatServer, mod
         assert [s for s in FUTURE if s in texts[level]] == [], level
     assert [s for s in FUTURE if s not in texts["oracle"]] == []
     assert "breakdown 1" in texts["L2"] and "priority_change 1" in texts["L2"]  # the realised past is shown
+
+
+def test_l3_requests_are_the_same_whatever_the_future_holds(server: ChatServer) -> None:
+    """Two instances that differ only after the decisions played (a later breakdown, a heavier late job): the
+    L3 requests, design priors included, are equal (the instance's SSI, which rates the future too, is not in
+    them); at the oracle level they differ."""
+    base = dynamic_instance()
+    data = base.to_dict()
+    data["jobs"][-1]["weight"] = 9.0
+    data["events"].append({"time": 80.0, "type": "BREAKDOWN", "machine": 0, "duration": 30.0})
+    other = Instance.from_dict(data)
+    assert ssi(base).score != ssi(other).score
+    for level, same in (("L3", True), ("oracle", False)):
+        texts = []
+        for inst in (base, other):
+            agent = make("llm", model="m", base_url=server.url, level=level, cache=False, timeout=2.0, ask_single=True)
+            env = env_of(inst)
+            obs, info = env.reset(seed=0)
+            agent.reset(env)
+            first = server.requests
+            while env.unwrapped.now < 41.0:
+                obs, _, _, _, info = env.step(agent.act(obs, info))
+            texts.append("\n".join(_request_text(b) for b in server.bodies[first:]))
+        assert (texts[0] == texts[1]) is same, level
 
 
 def _view(env: gym.Env, level: str = "L3", max_rows: int = 20, rules: tuple[str, ...] = ("SPT",)) -> View:
@@ -162,7 +186,8 @@ def test_prompt_variants_separate_priors_from_length() -> None:
 
 def test_design_priors_of_a_tier_come_from_its_prior_and_size_preset() -> None:
     priors = design_priors("hard", "small", 61.2)
-    assert priors["tier"] == "hard" and priors["ssi"] == 61.2
+    assert priors["tier"] == "hard" and priors["ssi"] == 61.2 and priors["ssi_band"] == [50.0, 75.0]
+    assert "ssi" not in design_priors("extreme", "small") and design_priors("extreme", "small")["ssi_band"][1] == 100
     assert priors["target_ranges"]["utilization"][0] < priors["target_ranges"]["utilization"][1]
     assert priors["event_rates"]["cancellation"] == 0.02 and priors["arrivals"]["pattern"] == "periodic"
     assert design_priors(None, "small", 5.0) == {"ssi": 5.0}

@@ -59,6 +59,7 @@ from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.checks import check_choice, check_integer
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
+from dynasched_gym.envs.dfjsp.episodes import instance_ssi
 from dynasched_gym.metrics import OBJECTIVES
 
 REFINEMENTS = ("greedy", "reflection", "best-of-n")
@@ -291,7 +292,8 @@ class LLMAgent(Agent):
         source = getattr(self.env, "source", None)
         tier = info["tier"] if "tier" in info else (source.tier if source is not None and source.fixed is None
                                                     else None)
-        return design_priors(tier, getattr(source, "size", None), info.get("ssi"))
+        score = instance_ssi(self.env.unwrapped.instance) if self.level == "oracle" else None
+        return design_priors(tier, getattr(source, "size", None), score)
 
     def _response_format(self, view: View) -> dict[str, Any] | None:
         if self.response_format == "json_schema":

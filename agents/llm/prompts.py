@@ -25,9 +25,9 @@ reads events that have not happened or jobs not yet released; no other level eve
 **Design priors** (L3): what the instance's designer fixed before generating it, never its
 realised stream: for an instance drawn from a tier pool, the tier, its prior ranges of the
 calibration targets (``conf/tier/<tier>.yaml``), the size preset's event rates and arrival
-pattern (``conf/size/<size>.yaml``) and the SSI score the env reports in ``reset`` info (to every
-agent: an index of the whole instance, its event stream included, never a single event); for an
-explicit instance the SSI score only (or the ``priors`` mapping given to the agent).
+pattern (``conf/size/<size>.yaml``) and the tier's SSI band; for an explicit instance none (or the
+``priors`` mapping given to the agent). The instance's own SSI score rates its event stream too, so
+only the ``oracle`` level adds it.
 
 **Candidate pruning.** The env offers up to its ``max_candidates`` startable pairs. When more
 than ``max_rows`` are offered, the table keeps ``max_rows`` of them: each rule of ``prune_rules``
@@ -325,19 +325,21 @@ def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_
 
 
 # ----------------------------------------------------------------------------------------- the priors
-def design_priors(tier: str | None, size: str | None, ssi: float | None) -> dict[str, Any]:
-    """The design priors of an episode's scenario (module docstring); ``tier`` None: an explicit instance."""
+def design_priors(tier: str | None, size: str | None, ssi: float | None = None) -> dict[str, Any]:
+    """The design priors of an episode's scenario (module docstring); ``tier`` None: an explicit instance;
+    ``ssi``: the instance's own score (only for the ``oracle`` level: it rates the future events too)."""
     priors: dict[str, Any] = {}
     if ssi is not None:
         priors["ssi"] = round(float(ssi), 1)
     if tier is None or size is None:
         return priors
-    from dynasched_gym.generation import Scenario
+    from dynasched_gym.generation import TIER_BANDS, Scenario
     from dynasched_gym.generation.tiers import tier_prior
 
     preset = Scenario.preset(size)
     rates = {k: v for k, v in vars(preset.events).items() if isinstance(v, (int, float)) and v}
-    priors.update(tier=tier, size=size, target_ranges=tier_prior(tier, size),
+    low, high = TIER_BANDS[tier]
+    priors.update(tier=tier, ssi_band=[low, min(high, 100.0)], size=size, target_ranges=tier_prior(tier, size),
                   arrivals={"pattern": preset.arrivals.pattern, "amplitude": preset.arrivals.amplitude},
                   event_rates=rates)
     return priors
@@ -347,11 +349,13 @@ def _priors_text(priors: Mapping[str, Any]) -> str:
     if not priors:
         return "Design priors: none known for this instance."
     lines = ["Design priors of the scenario generator (what it aimed for, not what will happen):"]
-    if "ssi" in priors:
-        lines.append(f"- Schedule Stress Index (0-100, higher = harder): {fmt(priors['ssi'])}"
+    if "ssi" in priors or "ssi_band" in priors:
+        score = (fmt(priors["ssi"]) if "ssi" in priors
+                 else "-".join(fmt(x) for x in priors["ssi_band"]) + " (its tier's band)")
+        lines.append(f"- Schedule Stress Index (0-100, higher = harder): {score}"
                      + (f", tier {priors['tier']}" if "tier" in priors else ""))
     for name, value in priors.items():
-        if name in ("ssi", "tier"):
+        if name in ("ssi", "ssi_band", "tier"):
             continue
         if isinstance(value, Mapping):
             items = ", ".join(f"{k} {fmt(v) if isinstance(v, (int, float)) else '-'.join(fmt(x) for x in v)}"

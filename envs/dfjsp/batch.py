@@ -139,14 +139,14 @@ class EnvBatch:
 
     # -------------------------------------------------------------------------- episodes
     def begin(self, i: int, rng: np.random.Generator, override: InstanceSpec | None = None) -> dict[str, Any]:
-        """Prepare env ``i``'s next episode (instance, random stream); returns its reset info.
+        """Prepare env ``i``'s next episode (instance, random stream); returns its reset info (``tier``).
 
         The kernel reset itself is left to the caller (one call for every env that begins).
         """
         instance, tier = self.source.draw(rng, override)
         self.load(i, instance, tier)
         self.works.rng[i, 0] = rng.integers(1, 2**64 - 1, dtype=np.uint64, endpoint=True)
-        return self.source.info(instance, tier)
+        return {"tier": tier}
 
     def load(self, i: int, instance: Instance, tier: str | None) -> None:
         """Give env ``i`` the simulation of ``instance``, drawn from ``tier``'s pool or not (``None``), which

@@ -24,7 +24,7 @@ from dynasched_gym.core.kernels import DONE, ERR_INVALID_ACTION
 from dynasched_gym.core.rules import COMPOSITE_RULES
 from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
-from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec
+from dynasched_gym.envs.dfjsp.episodes import InstanceSource, InstanceSpec, final_info
 from dynasched_gym.envs.dfjsp.features import (
     CANDIDATE_FEATURES,
     GLOBAL_FEATURES,
@@ -101,9 +101,10 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
     ``mean_flow_time`` of :attr:`dynasched_gym.Schedule.metrics`).
 
     ## Info
-    ``reset``: ``tier`` (``None`` for an explicit instance), ``ssi`` (SSI score or ``None``),
-    ``invalid_actions`` (0). ``step``: ``invalid_actions`` (replaced invalid actions so far in the
-    episode); on the final step also ``metrics`` (the schedule's metrics).
+    ``reset``: ``tier`` (``None`` for an explicit instance), ``invalid_actions`` (0). ``step``:
+    ``invalid_actions`` (replaced invalid actions so far in the episode); on the final step also ``metrics``
+    (the schedule's metrics) and ``ssi`` (the instance's SSI score or ``None``: it rates the whole instance,
+    its future events included, so it comes only once the episode is over).
 
     Args:
         tier: tier of the instance pool to draw from when ``instance`` is ``None``
@@ -112,8 +113,8 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         instance: a fixed instance: an :class:`~dynasched_gym.Instance`, a path, or an embedded
             name (``mk01``..``mk10``, ``ta01``, ``dsbx-medium``); overrides ``tier``.
         objective: ``makespan | tardiness | weighted_tardiness | flow_time``.
-        observability: ``concise`` (local and realised), ``full`` (adds structure: bottlenecks,
-            utilisation, design priors) or ``oracle`` (adds future events; a clairvoyant ablation).
+        observability: ``concise`` (local and realised), ``full`` (adds structure: bottlenecks and
+            utilisation) or ``oracle`` (adds future events; a clairvoyant ablation).
         max_candidates: number of action slots K.
         breakdown_policy: ``resume`` or ``restart`` overrides the instances' policy.
         invalid_action: ``replace`` plays slot 0 (the longest-waiting offered pair) instead of an
@@ -219,7 +220,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         info: dict[str, Any] = {"invalid_actions": int(self._counters[K_INVALID])}
         if terminated:
             self._done = True
-            info["metrics"] = self.schedule().metrics
+            info.update(final_info(self.schedule()))
         if self.render_mode == "human":
             self.render()
         return self._observation(), float(self._scalars[S_REWARD]), terminated, False, info

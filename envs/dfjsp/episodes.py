@@ -19,25 +19,31 @@ import numpy as np
 from dynasched_gym.checks import check_choice, check_integer
 from dynasched_gym.instance import BREAKDOWN_POLICIES, Instance
 from dynasched_gym.io import resolve_instance
+from dynasched_gym.schedule import Schedule
 
 InstanceSpec = Union[Instance, str, "os.PathLike[str]"]
 """An instance, the path of an instance file (any format :func:`dynasched_gym.load_instance` reads),
 or the name of an embedded instance (:data:`dynasched_gym.data.EMBEDDED`)."""
 
 
-def episode_info(instance: Instance, tier: str | None) -> dict[str, Any]:
-    """``info["tier"]`` (the tier the instance was drawn from, ``None`` for an explicit instance)
-    and ``info["ssi"]`` (its SSI score, 0-100; ``None``, with a warning, when the SSI cannot be computed
-    on a degenerate instance, so that the episode can still be played)."""
+def final_info(schedule: Schedule) -> dict[str, Any]:
+    """What the last step of an episode adds to its info: ``metrics`` (the schedule's) and ``ssi``
+    (:func:`instance_ssi`). The SSI rates the whole instance, its event stream included, so it is given once
+    the episode is over, never at ``reset`` (DESIGN §3: an agent sees the present and the past only)."""
+    return {"metrics": schedule.metrics, "ssi": instance_ssi(schedule.instance)}
+
+
+def instance_ssi(instance: Instance) -> float | None:
+    """The instance's SSI score (0-100); ``None``, with a warning, when it cannot be computed on a degenerate
+    instance (the episode still plays)."""
     from dynasched_gym.generation import ssi
 
     try:
-        score: float | None = float(ssi(instance).score)
+        return float(ssi(instance).score)
     except (ArithmeticError, ValueError) as exc:
         warnings.warn(f"instance {instance.name!r}: no SSI score ({type(exc).__name__}: {exc}); info['ssi'] is None",
-                      RuntimeWarning, stacklevel=2)
-        score = None
-    return {"tier": tier, "ssi": score}
+                      RuntimeWarning, stacklevel=3)
+        return None
 
 
 class InstanceSource:
@@ -70,7 +76,6 @@ class InstanceSource:
         self._pool: Any = None
         # (spec, its path key, prepared instance) of the last resolve
         self._last: tuple[Any, tuple[str, str | None] | None, Instance] | None = None
-        self._info: tuple[Instance, str | None, dict[str, Any]] | None = None
         self.fixed = None if instance is None else self.resolve(instance)
 
     def resolve(self, spec: InstanceSpec) -> Instance:
@@ -120,12 +125,6 @@ class InstanceSource:
         before it starts: a pool draw's (``tier`` set) are the size preset plant's expectations
         (:func:`pool_scales`), the same for every draw; any other instance's are its :func:`known_scales`."""
         return known_scales(instance) if tier is None else pool_scales(self.size)
-
-    def info(self, instance: Instance, tier: str | None) -> dict[str, Any]:
-        """:func:`episode_info`, memoised for the last instance (a new dict each call)."""
-        if self._info is None or self._info[0] is not instance or self._info[1] != tier:
-            self._info = (instance, tier, episode_info(instance, tier))
-        return dict(self._info[2])
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dynasched_gym.checks import check_integer
+from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.core.kernels import DONE, ERR_STALLED
 from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
@@ -25,6 +25,7 @@ from dynasched_gym.envs.dfjsp.env import (
     InvalidActionError,
     instance_option,
 )
+from dynasched_gym.envs.dfjsp.episodes import final_info
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
 from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_OPS_SCALE, S_REWARD, S_TIME_SCALE, Observation
 from dynasched_gym.instance import Instance
@@ -49,7 +50,7 @@ class DFJSPVectorEnv(VectorEnv):
     Seeding: ``reset(seed=s)`` seeds sub-environment ``i`` with ``s + i`` (a list seeds each one).
 
     Info (arrays over sub-environments, each with its ``_key`` mask): ``invalid_actions``; after
-    a reset, ``tier`` and ``ssi``; for a sub-environment whose episode ended, ``metrics``.
+    a reset, ``tier``; for a sub-environment whose episode ended, ``metrics`` and ``ssi`` (as ``DFJSP-v0``).
 
     Args:
         num_envs: number of sub-environments.
@@ -91,8 +92,8 @@ class DFJSPVectorEnv(VectorEnv):
         self.single_action_space = template.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._copy = copy
-        self._step_batch = step_batch_parallel if parallel else step_batch
+        self._copy = check_bool("copy", copy)
+        self._step_batch = step_batch_parallel if check_bool("parallel", parallel) else step_batch
         self._batch = EnvBatch(template.config, template.source, num_envs, template.instance)
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         self._ended = np.zeros(num_envs, dtype=bool)  # episode over, reset pending (NEXT_STEP / DISABLED)
@@ -231,7 +232,7 @@ class DFJSPVectorEnv(VectorEnv):
     def _final_info(self, i: int) -> dict[str, Any]:
         """The last step's info of sub-environment ``i``, whose episode just ended."""
         return {"invalid_actions": int(self._batch.works.counters[i, K_INVALID]),
-                "metrics": self._batch.simulator(i).schedule().metrics}
+                **final_info(self._batch.simulator(i).schedule())}
 
     def _add_array_info(self, infos: dict[str, Any], key: str, values: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
         infos[key] = values.copy()
