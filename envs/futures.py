@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.core.compiled import Static, allocate_state, compile_instance
 from dynasched_gym.core.lookahead import sampled_pair_values, with_sampled_future
 from dynasched_gym.core.simulator import Simulator
@@ -34,11 +35,11 @@ class SampledFutures:
     """
 
     def __init__(self, count: int, tier: str, size: str, seed: int = 0, slots: int = 1) -> None:
-        if count < 1:
-            raise ValueError(f"SampledFutures needs count >= 1, got {count}")
-        self.count, self.tier, self.size, self.seed = count, tier, size, seed
+        from dynasched_gym.generation import tier_pool
+
+        self.count, self.tier, self.size, self.seed = check_integer("futures", count, 1), tier, size, seed
         self._held: list[tuple[Static, list[tuple[Any, ...]]] | None] = [None] * slots
-        self._pool: Any = None
+        self._pool = tier_pool(tier, size)  # an unknown tier or size is refused now, not at the first reset
 
     def __repr__(self) -> str:
         return f"SampledFutures(count={self.count}, tier={self.tier!r}, size={self.size!r}, seed={self.seed})"
@@ -53,10 +54,6 @@ class SampledFutures:
         held = self._held[i]
         if held is not None and held[0] is sim.static:
             return held[1]
-        if self._pool is None:
-            from dynasched_gym.generation import tier_pool
-
-            self._pool = tier_pool(self.tier, self.size)
         futures = []
         for seed in self.seeds(sim.instance.name):
             try:

@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 import dynasched_gym  # noqa: F401  (registers the ids)
+from dynasched_gym.checks import check_bool
 from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 
@@ -51,8 +52,8 @@ class SB3VecEnv(VecEnv):
             raise ValueError("SB3VecEnv needs a vector env with autoreset_mode=AutoresetMode.SAME_STEP "
                              "(SB3 resets finished environments within the step)")
         self.venv = venv
-        self.flatten = flatten
-        self.keep_mask = keep_mask
+        self.flatten = check_bool("flatten", flatten)
+        self.keep_mask = check_bool("keep_mask", keep_mask)
         space = venv.single_observation_space
         super().__init__(venv.num_envs, flat_space(space, keep_mask) if flatten else space, venv.single_action_space)
         self._actions = np.zeros(venv.num_envs, dtype=np.int64)
@@ -63,14 +64,25 @@ class SB3VecEnv(VecEnv):
         return flatten(observation, self.keep_mask, self.num_envs if batched else None)
 
     def reset(self) -> VecEnvObs:
-        """Reset every sub-environment, with the seeds / options set by ``seed()`` / ``set_options()``."""
+        """Reset every sub-environment, with the seeds / options set by ``seed()`` / ``set_options()`` (one
+        ``instance`` per sub-environment: ``set_options([{"instance": a}, {"instance": b}, ...])``)."""
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
-        options = self._options[0] or None
-        observation, infos = self.venv.reset(seed=seeds, options=options)
-        self.reset_infos = [{key: infos[key][i] for key in ("tier", "ssi")} for i in range(self.num_envs)]
+        observation, infos = self.venv.reset(seed=seeds, options=self._vector_options())
+        self.reset_infos = [{"tier": infos["tier"][i]} for i in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()
         return self._observation(observation)
+
+    def _vector_options(self) -> dict[str, Any] | None:
+        """The per-sub-environment options of ``set_options`` as the vector env's ``reset`` options."""
+        options = [dict(o or {}) for o in self._options]
+        if all(o == options[0] for o in options):
+            return options[0] or None
+        unknown = set().union(*options) - {"instance"}
+        if unknown:
+            raise ValueError(f"set_options gave the sub-environments different options {sorted(unknown)}: only "
+                             "'instance' may differ between them (the vector env's other options are shared)")
+        return {"instance": [o.get("instance") for o in options]}
 
     def step_async(self, actions: np.ndarray) -> None:
         """Store the actions for :meth:`step_wait`."""
@@ -88,7 +100,8 @@ class SB3VecEnv(VecEnv):
             env_infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
             env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()
                                        if not key.startswith("_")}
-            self.reset_infos[i] = {key: infos[key][i] for key in ("tier", "ssi")}
+            env_infos[i]["ssi"] = None if final_info["ssi"][i] is None else float(final_info["ssi"][i])
+            self.reset_infos[i] = {"tier": infos["tier"][i]}
         return self._observation(observation), rewards.astype(np.float32), dones, env_infos
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
+from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import forecast, objective_value, slot_forecasts
 from dynasched_gym.core.rules import parse_rule, rule_list
@@ -157,7 +158,7 @@ class _Forecaster(ScratchStates):
         super().__init__(num_envs)
         self.codes = [parse_rule(rule) for rule in rules]
         self.objective = OBJECTIVES.index(objective)
-        self.hindsight = hindsight
+        self.hindsight = check_bool("hindsight", hindsight)
 
     def __call__(self, i: int, sim: Simulator) -> float:
         scratch = self.get(sim.static, i)
@@ -224,8 +225,7 @@ def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,
     """The :class:`SlotForecaster` of a DFJSP env or vector env (unwrapped) for ``rules``, in ``futures``
     futures sampled from the tier pool ``future_pool`` = (tier, size), by default the env's (``futures=0``:
     the future forgotten; ``hindsight``: the real future)."""
-    if futures < 0:
-        raise ValueError(f"futures must be >= 0, got {futures}")
+    futures, hindsight = check_integer("futures", futures, 0), check_bool("hindsight", hindsight)
     tier, size = future_pool or (env.source.tier, env.source.size)
     sampled = SampledFutures(futures, tier, size, slots=num_envs) if futures else None
     return SlotForecaster(rules, env.config.objective, num_envs, sampled, hindsight)

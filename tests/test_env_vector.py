@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from strategies import instances
 from test_env import assert_same_observations, valid_action
 
-from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance
+from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance, ssi
 from dynasched_gym.data import path as embedded_path
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
 from dynasched_gym.envs.dfjsp.vector import DFJSPRulesVectorEnv, DFJSPVectorEnv
+from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 
 
 def row(observation: dict[str, np.ndarray], i: int) -> dict[str, np.ndarray]:
@@ -56,7 +57,7 @@ def test_make_vec_gives_a_vector_env_with_next_step_autoreset():
     assert venv.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
     observation, info = venv.reset(seed=0)
     assert venv.observation_space.contains(observation)
-    assert list(info["tier"]) == [None] * 3 and info["_ssi"].all()
+    assert list(info["tier"]) == [None] * 3 and "ssi" not in info
     assert venv.action_masks().shape == (3, 32)
 
 
@@ -133,6 +134,7 @@ def test_same_step_autoreset_reports_final_observations():
     assert done and terminated.all()
     assert_same_observations([info["final_obs"][0]], [single])
     assert info["final_info"]["metrics"]["makespan"][0] == single_info["metrics"]["makespan"]
+    assert info["final_info"]["ssi"][0] == single_info["ssi"] == ssi(env.instance).score
     assert_same_observations([row(observation, 0)], [env.reset()[0]])
 
 
@@ -247,7 +249,14 @@ def test_sb3_adapter():
         steps += 1
         assert rewards[0] == np.float32(reward)
     assert done and dones.all()
-    assert infos[0]["metrics"] == single_info["metrics"]
+    assert infos[0]["metrics"] == single_info["metrics"] and infos[0]["ssi"] == single_info["ssi"]
+    assert venv.unwrapped.reset_infos == [{"tier": None}] * 3  # the SSI comes at the end only: it rates the future too
+    venv.set_options([{"instance": "mk02"}, {}, {"instance": "mk02"}])  # SB3's per-environment options
+    venv.reset()
+    assert [venv.unwrapped.venv.instance(i).name for i in range(3)] == ["mk02", "mk01", "mk02"]
+    venv.set_options([{"instance": "mk02", "reset_mask": None}, {}, {}])
+    with pytest.raises(ValueError, match=r"different options \['reset_mask'\]: only 'instance' may differ"):
+        venv.reset()
     # Monitor's record, for SB3's rollout/ep_rew_mean: the return here is minus the makespan
     assert infos[0]["episode"]["l"] == steps
     assert infos[0]["episode"]["r"] == pytest.approx(-infos[0]["metrics"]["makespan"])
@@ -266,3 +275,15 @@ def test_autoreset_mode_may_be_named_as_a_string(mode):
     assert venv.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
     with pytest.raises(ValueError, match=r"autoreset_mode must be one of .* got 'sometimes'"):
         DFJSPVectorEnv(2, instance="mk01", autoreset_mode="sometimes")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DFJSPVectorEnv(2, instance="mk01", copy="no"),
+    lambda: DFJSPVectorEnv(2, instance="mk01", parallel="false"),
+    lambda: ForecastReward(gym.make("DynaSched/DFJSP-v0", instance="mk01"), hindsight="false"),
+    lambda: ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), ["EDD:EET"], hindsight="false"),
+])
+def test_flags_must_be_true_or_false(make):
+    """A string such as "false" is not read as true (for hindsight that would reveal the future)."""
+    with pytest.raises(TypeError, match=r"(copy|parallel|hindsight) must be true or false, got '(no|false)'"):
+        make()

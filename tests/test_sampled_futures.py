@@ -176,8 +176,13 @@ def test_sampled_forecast_features_are_the_mean_rollouts_over_the_futures(pool):
         plain_obs = plain.step(0)[0]
         vector_obs = venv.step(np.zeros(2, dtype=np.int64))[0]
     assert checked and not np.allclose(plain_obs[FORECASTS_KEY], observation[FORECASTS_KEY])
-    with pytest.raises(ValueError, match="futures must be >= 0"):
+    with pytest.raises(ValueError, match="futures must be an integer >= 0, got -1"):
         ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance), RULES, futures=-1)
+    with pytest.raises(TypeError, match=r"futures must be an integer >= 0, got 2\.5"):
+        ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance), RULES, futures=2.5)
+    with pytest.raises(ValueError, match="bogus"):  # at construction, not at the first reset
+        ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance), RULES, futures=1,
+                         future_pool=("bogus", "small"))
 
 
 def test_ppo_trained_on_sampled_forecasts_rebuilds_them(pool, tmp_path):
