@@ -10,7 +10,7 @@ import numpy as np
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
-from dynasched_gym.checks import check_integer
+from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
 from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
@@ -69,6 +69,13 @@ class LookaheadAgent(Agent):
                  future_seed: int = 0) -> None:
         check_integer("top_k", top_k, 1)
         check_integer("futures", futures, 0)
+        check_integer("future_seed", future_seed, 0)
+        check_bool("clairvoyant", clairvoyant)
+        if rule is not None and not rule:
+            raise ValueError("rule must be a JOB:MACHINE rule name or None (the objective's default), got ''")
+        if rollout_rules is not None and not rule_list(rollout_rules):
+            raise ValueError(f"rollout_rules must name at least one rule or be None (the objective's defaults), "
+                             f"got {rollout_rules!r}")
         if horizon is not None:
             check_integer("horizon", horizon, 0)
         if futures and (horizon is not None or clairvoyant):

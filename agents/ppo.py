@@ -22,6 +22,7 @@ from sb3_contrib import MaskablePPO
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
+from dynasched_gym.checks import check_bool
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
 from dynasched_gym.envs.wrappers import (
@@ -110,8 +111,10 @@ class PPOAgent(Agent):
                           "beside it (<name>.yaml or model.yaml): it plays in each env's own units, which may not be "
                           "the ones it was trained in; pass time_scale= and ops_scale= to the env if you know them",
                           RuntimeWarning, stacklevel=2)
-        self.deterministic = deterministic
+        self.deterministic = check_bool("deterministic", deterministic)
         self._forecaster: SlotForecaster | None = None
+        if self.env_settings()["observability"] == "oracle":  # it reads future events: a reference, never ranked
+            self.name, self.clairvoyant = "ppo-oracle", True
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
@@ -132,11 +135,13 @@ class PPOAgent(Agent):
             self._forecaster = forecaster(env.unwrapped, rules, futures, 1, pool)
         else:
             self._forecaster = None
-            wrapped = (tuple(env.get_wrapper_attr("rules")), env.get_wrapper_attr("futures")) if rules else ()
-            if rules and wrapped != (tuple(rules), futures):  # same shape, other rollouts
-                raise ValueError(f"the env's forecasts roll out {wrapped[0]} in {wrapped[1]} sampled futures, the "
-                                 f"policy was trained on {tuple(rules)} in {futures}: wrap the env with these or "
-                                 "leave it unwrapped")
+            wrapped = (tuple(env.get_wrapper_attr("rules")), env.get_wrapper_attr("futures"),
+                       env.get_wrapper_attr("future_pool")) if rules else ()
+            trained = (tuple(rules), futures, forecaster(self.env, rules, futures, 1, pool).future_pool)
+            if rules and wrapped != trained:  # same shape, other rollouts
+                raise ValueError(f"the env's forecasts roll out {wrapped[0]} in {wrapped[1]} sampled futures (pool "
+                                 f"{wrapped[2]}), the policy was trained on {trained[0]} in {trained[1]} (pool "
+                                 f"{trained[2]}): wrap the env with these or leave it unwrapped")
         _check_space(env.observation_space, expected)
         units = (self.env.time_scale, self.env.ops_scale)
         if self.feature_scales is not None and not np.allclose(units, self.feature_scales, rtol=1e-12, atol=0.0):

@@ -10,8 +10,11 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
+from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.core.rules import (
     COMPOSITE_RULES,
+    EMERGENCY_FIRST,
+    EMERGENCY_WEIGHT,
     JOB_RULES,
     MACHINE_RULES,
     job_priority,
@@ -42,6 +45,9 @@ class RuleAgent(Agent):
     """
 
     def __init__(self, rule: str, emergency_first: bool = False, random_ties: bool = False, seed: int = 0) -> None:
+        check_bool("emergency_first", emergency_first)
+        check_bool("random_ties", random_ties)
+        check_integer("seed", seed, 0)
         self.job_rule, self.machine_rule = parse_rule(rule, emergency_first, random_ties)
         job, _, machine = rule.upper().partition(":")
         self.rule = f"{job}:{machine or 'EET'}"
@@ -69,15 +75,19 @@ class RuleAgent(Agent):
 
 
 def slot_of(env: gym.Env, job: int, machine: int, job_rule: int) -> int:
-    """The action slot offering (job, machine); if none does, the offered pair ``job_rule`` ranks first."""
+    """The action slot offering (job, machine); if none does, the offered pair ``job_rule`` ranks first (emergency
+    jobs first when its flags say so)."""
     jobs, machines = env.offered_pairs()
     hit = np.flatnonzero((jobs == job) & (machines == machine))
     if hit.size:
         return int(hit[0])
     sim = env.simulator
     offered = np.flatnonzero(jobs >= 0)
-    keys = [job_priority(sim.static, sim.state, int(jobs[k]), job_rule) for k in offered]
-    return int(offered[int(np.argmin(keys))])
+    emergency_first = bool(job_rule & EMERGENCY_FIRST)
+    weight = sim.state.job_weight
+    keys = [(0 if emergency_first and weight[jobs[k]] >= EMERGENCY_WEIGHT else 1,
+             job_priority(sim.static, sim.state, int(jobs[k]), job_rule)) for k in offered]
+    return int(offered[min(range(len(keys)), key=keys.__getitem__)])
 
 
 def rule_names() -> list[str]:

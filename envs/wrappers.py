@@ -200,6 +200,11 @@ class SlotForecaster(ScratchStates):
         self.sampled = sampled
         self.hindsight = hindsight
 
+    @property
+    def future_pool(self) -> tuple[str, str] | None:
+        """(tier, size) of the pool the futures are sampled from; ``None`` when none are."""
+        return None if self.sampled is None else (self.sampled.tier, self.sampled.size)
+
     def __call__(self, i: int, sim: Simulator, slot_job: np.ndarray, slot_machine: np.ndarray, time_scale: float,
                  out: np.ndarray | None = None) -> np.ndarray:
         """The (K, 2R) float32 forecasts of env ``i``'s offered pairs (``-1``: padding, rows of 0), in units
@@ -268,6 +273,7 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         _MaskedWrapper.__init__(self, env)
         self.rules, self.futures, self.key = rules, futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self._forecaster = forecaster(env.unwrapped, self.rules, futures, 1, future_pool, hindsight)
+        self.future_pool = self._forecaster.future_pool  # resolved: the env's pool when none is given
         self.observation_space = with_forecast_space(env.observation_space, self.rules, self.key)
 
     def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -292,6 +298,7 @@ class ForecastFeaturesVector(_PassVectorMasks):
         self.rules, self.futures = rule_list(rules), futures
         self.key = HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
+        self.future_pool = self._forecaster.future_pool  # resolved: the env's pool when none is given
         self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules, self.key)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 

@@ -175,6 +175,50 @@ def test_bad_agent_arguments_are_named(tmp_path):
     for bad, error in (("x", TypeError), (-1, ValueError), (1.5, TypeError)):
         with pytest.raises(error, match="seed must be an integer"):
             make("random", seed=bad)
+    with pytest.raises(TypeError, match="clairvoyant must be true or false, got 'false'"):
+        LookaheadAgent(clairvoyant="false")
+
+
+@pytest.mark.parametrize(("name", "kwargs", "error", "message"), [
+    ("rule:MWKR:EET", {"emergency_first": "no"}, TypeError, "emergency_first must be true or false, got 'no'"),
+    ("rule:MWKR:EET", {"random_ties": 1}, TypeError, "random_ties must be true or false, got 1"),
+    ("rule:MWKR:EET", {"seed": -1}, ValueError, "seed must be an integer >= 0, got -1"),
+    ("lookahead", {"future_seed": -1}, ValueError, "future_seed must be an integer >= 0, got -1"),
+    ("lookahead", {"rule": ""}, ValueError, "rule must be a JOB:MACHINE rule name or None"),
+    ("lookahead", {"rollout_rules": []}, ValueError, r"rollout_rules must name at least one rule .*, got \[\]"),
+])
+def test_agent_settings_are_checked_where_they_are_given(name, kwargs, error, message):
+    """Each of these was accepted: a truthy string turned an option on, an empty rule meant the default."""
+    with pytest.raises(error, match=message):
+        make(name, **kwargs)
+
+
+def test_the_rule_agents_fallback_keeps_emergency_jobs_first():
+    """When the rule's own pair is not offered (fewer slots than startable pairs), the offered pair it plays
+    instead is still ranked emergency first."""
+    inst = Instance.build("fallback", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 1.0, 1: 1.0}]), Job("J1", [{0: 5.0, 1: 1.0}], weight=10.0)])
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, max_candidates=3)
+    observation, info = env.reset(seed=0)
+    agent = make("rule:SPT:EET", emergency_first=True)
+    agent.reset(env)
+    jobs, machines = env.unwrapped.offered_pairs()
+    assert (1, 1) not in set(zip(jobs.tolist(), machines.tolist()))  # the rule's pair: J1 on its faster M1
+    slot = agent.act(observation, info)
+    assert (jobs[slot], machines[slot]) == (1, 0)  # the emergency job, on the machine offered
+
+
+def test_a_ppo_policy_trained_on_oracle_observations_is_a_clairvoyant_reference(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from dynasched_gym.agents.policy import SlotPolicy
+
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", observability="oracle")
+    MaskablePPO(SlotPolicy, env, n_steps=8, batch_size=8, policy_kwargs={"hidden": 8}, device="cpu").save(
+        tmp_path / "oracle.zip")
+    with pytest.warns(RuntimeWarning, match="records no feature units"):
+        agent = make("ppo", checkpoint=tmp_path / "oracle.zip")
+    assert agent.clairvoyant and agent.name == "ppo-oracle" and agent.config()["name"] == "ppo-oracle"
 
 
 def test_ppo_warns_when_played_on_another_objective():

@@ -206,5 +206,10 @@ def test_ppo_trained_on_sampled_forecasts_rebuilds_them(pool, tmp_path):
         np.testing.assert_array_equal(schedule.segment_machine, single.segment_machine)
     forgetting = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instances[0],
                                            objective="weighted_tardiness"), RULES)
-    with pytest.raises(ValueError, match=r"in 0 sampled futures, the policy was trained on .* in 1"):
+    with pytest.raises(ValueError, match=r"in 0 sampled futures \(pool None\), the policy was trained on .* in 1 "
+                                         r"\(pool \('medium', 'small'\)\)"):
         run_episode(agent, forgetting, seed=0)
+    elsewhere = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instances[0], objective="weighted_tardiness"),
+                                 RULES, futures=1, future_pool=("extreme", "small"))
+    with pytest.raises(ValueError, match=r"in 1 sampled futures \(pool \('extreme', 'small'\)\)"):
+        run_episode(agent, elsewhere, seed=0)  # same shape, futures from another tier's pool

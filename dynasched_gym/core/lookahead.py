@@ -84,7 +84,8 @@ def forecast(S, T, scratch, job_rule, machine_rule, objective, clairvoyant):
 
 @njit(cache=True, _nrt=False)
 def ranked_candidates(S, T, job_rule, out_job, out_machine, out_key, out_time):
-    """Fill the startable pairs sorted by the base rule; returns how many (at most the buffer length)."""
+    """Fill the startable pairs sorted by ``job_rule``'s job key, then processing time, then listing order (job id,
+    then the operation's eligible machines in instance order); returns how many (at most the buffer length)."""
     n = min(fill_candidates(S, T, out_job, out_machine, out_time), out_job.shape[0])
     job_priorities(S, T, out_job, n, job_rule, out_key)
     for i in range(1, n):  # insertion sort on (key, time, job, machine); n is small
