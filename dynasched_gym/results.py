@@ -45,7 +45,8 @@ ROW_FORMAT = "dynasched-result/1"
 #: Bumped whenever an agent may play an instance differently under the same configuration (rule semantics,
 #: observations, simulator); part of every agent's configuration hash, so a store never reuses rows played
 #: by an older behaviour. 2: ATC's look-ahead scale and the observation units read only the present. 3: the LLM
-#: agents' L3 priors give the tier's SSI band, not the instance's score (which rates the future events too).
+#: agents' L3 priors give the tier's SSI band, not the instance's score (which rates the future events too), and
+#: an emergency-first rule agent's fallback (its pair not offered) keeps emergency jobs first.
 BEHAVIOUR_VERSION = 3
 #: The fields that identify a row; the store holds each key once.
 KEY_FIELDS = ("agent_hash", "tier", "size", "seed", "objective")

@@ -269,7 +269,7 @@ def test_shipped_checkpoint_loads_and_plays(tier, observability, tmp_path, monke
     assert env_cfg["tier"] == tier and env_cfg["size"] == "small" and env_cfg["observability"] == observability
     inst = tier_pool(tier, "small").instance(record["config"]["train"]["eval_seeds"]["start"])
     agent = make("ppo", checkpoint=path)
-    time_scale, ops_scale = pool_scales("small")  # recorded by no shipped policy: its pool's (the training env's)
+    time_scale, ops_scale = pool_scales("small")  # the training env's: recorded by the policy, or (older) its pool's
     assert agent.env_settings() == {"max_candidates": env_cfg["max_candidates"], "observability": observability,
                                     "time_scale": time_scale, "ops_scale": ops_scale}
     env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective=env_cfg["objective"], **agent.env_settings())
