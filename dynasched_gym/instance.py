@@ -418,6 +418,11 @@ def _owned_array(value: Any, dtype: type[np.generic]) -> np.ndarray:
 def _validate(inst: Instance) -> None:
     """Raise :class:`InstanceFormatError` on the first inconsistency (fields in native-JSON terms)."""
     num_m, num_j = inst.num_machines, inst.num_jobs
+    for where, names in (("name", [inst.name]), ("machines[{}].name", inst.machine_names),
+                         ("machines[{}].group", inst.machine_groups), ("jobs[{}].name", inst.job_names)):
+        for i, name in enumerate(names):
+            if not isinstance(name, str):
+                raise InstanceFormatError("expected a string", field=where.format(i), value=name)
     if inst.breakdown_policy not in BREAKDOWN_POLICIES:
         raise InstanceFormatError(
             f"must be one of {BREAKDOWN_POLICIES}", field="config.breakdown_policy", value=inst.breakdown_policy
@@ -503,7 +508,7 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
                 f"events are not sorted by time (previous event at {prev})", field=f"{where}.time", value=e.time
             )
         prev = e.time
-        if e.type not in _REQUIRED_FIELDS:
+        if not isinstance(e.type, EventType) or e.type not in _REQUIRED_FIELDS:
             raise InstanceFormatError(
                 f"unknown event type (one of {[t.name for t in STREAM_EVENT_TYPES]})", field=f"{where}.type",
                 value=getattr(e.type, "name", e.type),

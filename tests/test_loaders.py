@@ -385,6 +385,7 @@ def test_truncated_benchmark_file(shared: Path, tmp_path: Path) -> None:
         ("1 2\n0 3 2 4\n", 2, "jobs[0].ops[1].machine", 2),
         ("1 2\n0 3 1 -4\n", 2, "jobs[0].ops[1].time", -4),
         ("1 2\n0 3 1 4.5.1\n", 2, "jobs[0].ops[1].time", "4.5.1"),
+        ("2 2\n0 1 1 2\n0 3 0 4\n", 3, "jobs[1].ops[1].machine", 0),  # job 2 visits machine 0 twice
     ],
 )
 def test_bad_jssp(tmp_path: Path, text: str, line: int, field: str, value: object) -> None:
@@ -663,6 +664,20 @@ def test_numpy_scalars_are_python_numbers() -> None:
 def test_build_refuses_what_it_would_convert(job: Job, field: str, value: object) -> None:
     with pytest.raises(InstanceFormatError) as exc:
         Instance.build("x", [Machine("M0"), Machine("M1")], [job])
+    assert exc.value.field == field and repr(value) in str(exc.value)
+
+
+@pytest.mark.parametrize(("name", "machine", "job", "events", "field", "value"), [
+    (7, Machine("M0"), Job("J0", [{0: 1.0}]), [], "name", 7),
+    ("x", Machine(7), Job("J0", [{0: 1.0}]), [], "machines[0].name", 7),
+    ("x", Machine("M0", 3), Job("J0", [{0: 1.0}]), [], "machines[0].group", 3),
+    ("x", Machine("M0"), Job(5, [{0: 1.0}]), [], "jobs[0].name", 5),
+    ("x", Machine("M0"), Job("J0", [{0: 1.0}]), [Event(1.0, 10, machine=0, duration=2.0)], "events[0].type", 10),
+])
+def test_build_refuses_what_it_could_not_save(name, machine, job, events, field, value) -> None:
+    """Each was accepted, and then to_json wrote a file that does not load, or raised an AttributeError."""
+    with pytest.raises(InstanceFormatError) as exc:
+        Instance.build(name, [machine], [job], events)
     assert exc.value.field == field and repr(value) in str(exc.value)
 
 
