@@ -1,8 +1,12 @@
-"""The one error type for bad instance, schedule and config input."""
+"""The one error type for bad instance, schedule and config input, and the warning for fields not read."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+class UnreadFieldWarning(UserWarning):
+    """An input file holds a field the loader does not read (a misspelt optional field falls back to its default)."""
 
 
 class InstanceFormatError(ValueError):

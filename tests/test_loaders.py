@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import pickle
+import re
 import shutil
 import warnings
 from collections import Counter
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from strategies import instances
 
 from dynasched_gym import Event, EventType, Instance, InstanceFormatError, Job, Machine, load_instance
+from dynasched_gym.errors import UnreadFieldWarning
 from dynasched_gym.io import detect_format, dsbx_dir
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -414,6 +416,22 @@ def test_dsbx_unknown_job(reference_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(InstanceFormatError) as exc:
         load_instance(d)
     assert_located(exc, path, "Job-999", line=100, field="job_id")
+
+
+def test_dsbx_fields_not_read_are_named_in_a_warning(reference_dir: Path, tmp_path: Path) -> None:
+    """A misspelt optional field falls back to its default: the loader says which field it did not read."""
+    d = copy_reference(reference_dir, tmp_path)
+    path = _edit_events(d, 100, '{"time":133.8646,"event_type":"PTIME_CHANGE","job_id":"Job-30-B1",'
+                                '"step_index":0,"new_process_time":10.7,"new_proces_time":9.0}')
+    with pytest.warns(UnreadFieldWarning, match=rf"{re.escape(str(path))}, line 100: field new_proces_time is not "
+                                                r"read \(known: time, event_type, .*step_index, new_process_time\)"):
+        load_instance(d)
+    jms = tmp_path / "jms.jsonl"
+    jms.write_text(json.dumps({"static_info": {"num_jobs": 1, "num_machines": 1, "ops_per_job": [1],
+                                               "candidates": {"(1,1)": [0]}, "proc_time": {"(1,1)": {"0": 2}}},
+                               "dynamic_event": {"job_arrival": [[1, 5.0]]}}) + "\n")
+    with pytest.warns(UnreadFieldWarning, match="field dynamic_event is not read"):
+        assert load_instance(jms).events == ()  # the misspelt block's events are not there
 
 
 def test_dsbx_unsorted(reference_dir: Path, tmp_path: Path) -> None:

@@ -3,7 +3,10 @@
 A directory holds ``events.jsonl`` (one event object a line, non-decreasing ``time``),
 ``static_jobs.json`` and either ``input_model.json`` (machines under ``plant.machines``) or
 ``static_machines.json`` (machines under ``machines``). Other files are ignored. The instance is
-named after the directory.
+named after the directory. A machine or event field that is neither read nor one the reference writes
+without our needing it (``job_family``, ``batch_id``, ``reason``, ...) is named in an
+:class:`~dynasched_gym.errors.UnreadFieldWarning`, file and line: a misspelt optional field
+(``from_step``, ``speed``) would otherwise fall back to its default silently.
 
 Mapping (a contract: the writer inverts it):
 
@@ -59,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from dynasched_gym.checks import is_finite_real, is_integer
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine, current_umask
 from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
 
@@ -80,6 +83,18 @@ _MACHINE_EVENTS = {
 _JOB_EVENTS = ("DUE_DATE_SET", "PTIME_CHANGE", "ROUTE_CHANGE", "PRIORITY_CHANGE", "DUE_DATE_CHANGE",
                "ORDER_CANCELLATION")
 _EVENT_TYPES = ("ARRIVAL", *_MACHINE_EVENTS, *_JOB_EVENTS)
+#: The fields of each event kind: those read, and those the reference writes that we do not keep.
+_EVENT_FIELDS = {
+    "ARRIVAL": ("job_id", "routing", "process_times", "arrival_type", "job_family", "batch_id"),
+    "REPAIR_COMPLETION": ("machine_id",), "BREAKDOWN": ("machine_id", "duration"),
+    "PREVENTIVE_MAINTENANCE": ("machine_id", "duration", "maintenance_type"),
+    "DUE_DATE_SET": ("job_id", "due_date"), "PTIME_CHANGE": ("job_id", "step_index", "new_process_time"),
+    "ROUTE_CHANGE": ("job_id", "new_routing", "new_process_times", "from_step"),
+    "PRIORITY_CHANGE": ("job_id", "new_priority"), "DUE_DATE_CHANGE": ("job_id", "new_due_date", "reason"),
+    "ORDER_CANCELLATION": ("job_id", "reason"),
+}
+_COMMON_FIELDS = ("time", "event_type", "timestamp", "meta")
+_MACHINE_FIELDS = ("id", "group", "speed")
 #: Our event kinds that :func:`save` can write (REWORK has no dsbx counterpart).
 SUPPORTED_EVENT_TYPES = tuple(t for t in STREAM_EVENT_TYPES if t != EventType.REWORK)
 
@@ -124,6 +139,16 @@ class Where:
             raise self.fail(f"must be >= {minimum}", field, val)
         return float(val)
 
+    def unread(self, obj: Mapping[str, Any], known: Sequence[str], field: str) -> None:
+        """Warn about each key of ``obj`` not in ``known``: a misspelt optional field would otherwise fall back to
+        its default without a word."""
+        for key in obj:
+            if key not in known:
+                where = f"{self.source}" + ("" if self.line is None else f", line {self.line}")
+                warnings.warn(f"{where}: field {field + '.' if field else ''}{key} is not read (known: "
+                              f"{', '.join(known)}); if it is a misspelling, its default was used",
+                              UnreadFieldWarning, stacklevel=3)
+
     def index(self, obj: Any, key: str, field: str, default: Any = _MISSING) -> int:
         """``obj[key]``, an integer >= 0."""
         val = self.get(obj, key, field, default)
@@ -151,6 +176,7 @@ class _Plant:
         for i, obj in enumerate(machines):
             f = f"{field}[{i}]"
             name = where.string(obj, "id", f"{f}.id")
+            where.unread(obj, _MACHINE_FIELDS, f)
             if name in self.index:
                 raise where.fail("duplicate machine id", f"{f}.id", name)
             group = where.string(obj, "group", f"{f}.group", "default")
@@ -237,6 +263,7 @@ def _read_lines(path: Path) -> list[tuple[int, dict[str, Any], float, str]]:
             raise where.fail(f"unknown event type (known: {', '.join(_EVENT_TYPES)})", "event_type", kind)
         if prev is not None and time < prev:
             raise where.fail(f"events are not sorted by time (previous event at {prev})", "time", time)
+        where.unread(obj, (*_COMMON_FIELDS, *_EVENT_FIELDS[kind]), "")
         prev = time
         records.append((no, obj, time, kind))
     return records

@@ -9,6 +9,9 @@ The file holds one JSON object::
                         "job_cancel": [[job, t]], "job_emergency": [[job, t]]},
      "timestamp": ..., "meta": {...}}
 
+Another top-level or ``static_info`` field is named in an :class:`~dynasched_gym.errors.UnreadFieldWarning`
+(a misspelt ``dynamic_events`` would otherwise drop every event silently).
+
 Mapping (a contract):
 
 - Jobs ``1..num_jobs`` (1-based in the file) become jobs ``0..num_jobs-1`` named ``J<file id>``;
@@ -167,6 +170,10 @@ def from_json(data: Any, file: Path) -> Instance:
     """The instance of the parsed content ``data`` of the JMS file ``file``."""
     where = Where(str(file), 1)
     info = where.get(data, "static_info", "static_info")
+    if isinstance(data, Mapping):
+        where.unread(data, ("static_info", "emergency_static", "dynamic_events", "timestamp", "meta"), "")
+    if isinstance(info, Mapping):
+        where.unread(info, ("num_jobs", "num_machines", "ops_per_job", "candidates", "proc_time"), "static_info")
     num_j = where.index(info, "num_jobs", "static_info.num_jobs")
     num_m = where.index(info, "num_machines", "static_info.num_machines")
     if num_m > MAX_DECLARED:
