@@ -378,8 +378,10 @@ def _locate(exc: InstanceFormatError, directory: str, source: str, job_lines: Se
 
 
 # ---------------------------------------------------------------------------------------------- writer
-def _nominal(inst: Instance, groups: Mapping[str, list[int]], op: Mapping[int, float], field: str) -> tuple[str, float]:
-    """The (group, nominal time) of an operation that covers a whole group with equal time × speed."""
+def _nominal(inst: Instance, groups: Mapping[str, list[int]], op: Mapping[int, float],
+             field: str) -> tuple[str, float, bool]:
+    """The (group, nominal time, exact) of an operation that covers a whole group with equal time × speed;
+    ``exact``: every machine's time is reproduced bit for bit by nominal / speed."""
     machines = sorted(int(m) for m in op)
     names = {inst.machine_groups[m] for m in machines}
     group = next(iter(names))
@@ -387,23 +389,24 @@ def _nominal(inst: Instance, groups: Mapping[str, list[int]], op: Mapping[int, f
         raise InstanceFormatError("dsbx needs every operation to be one whole machine group", source=f"<{inst.name}>",
                                   field=field, value={int(m): float(t) for m, t in op.items()})
     speed = {m: float(inst.machine_speed[m]) for m in machines}
-    m0 = machines[0]
-    raw = float(op[m0]) * speed[m0]
+    raws = list(dict.fromkeys(float(op[m]) * speed[m] for m in machines))  # each machine's time × speed
+    raw = raws[0]
     # The shortest decimal that reproduces every time exactly (so load -> save -> load is exact).
-    for p in [*(round(raw, d) for d in range(4, 16)), raw]:
+    for p in [*(round(r, d) for d in range(4, 16) for r in raws), *raws]:
         if p > 0 and all(p / speed[m] == float(op[m]) for m in machines):
-            return group, p
+            return group, p, True
     if all(abs(float(op[m]) * speed[m] - raw) <= 1e-9 * max(1.0, abs(raw)) for m in machines):
-        return group, raw
+        return group, raw, False
     raise InstanceFormatError("dsbx needs time × speed to be equal on all machines of the group",
                               source=f"<{inst.name}>", field=field,
                               value={int(m): float(t) for m, t in op.items()})
 
 
 def _route(inst: Instance, groups: Mapping[str, list[int]], ops: Sequence[Mapping[int, float]],
-           field: str) -> tuple[list[str], list[float]]:
-    pairs = [_nominal(inst, groups, op, f"{field}[{k}].eligible") for k, op in enumerate(ops)]
-    return [g for g, _ in pairs], [p for _, p in pairs]
+           field: str) -> tuple[list[str], list[float], int]:
+    """The groups and nominal times of ``ops``, and how many of them do not reproduce every time exactly."""
+    triples = [_nominal(inst, groups, op, f"{field}[{k}].eligible") for k, op in enumerate(ops)]
+    return [g for g, _, _ in triples], [p for _, p, _ in triples], sum(not exact for _, _, exact in triples)
 
 
 def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]:
@@ -426,6 +429,7 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
     lossy = 0
 
     routes = [_route(inst, groups, inst.job_ops(j), f"jobs[{j}].ops") for j in range(inst.num_jobs)]
+    inexact = sum(r[2] for r in routes)
     # Priority changes before a job's release give its weight at arrival: folded into the static weight.
     weights = [float(w) for w in inst.job_weight]
     folded = set()
@@ -439,7 +443,7 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
         name, release, weight = inst.job_names[j], float(inst.job_release[j]), weights[j]
         due = None if inst.job_due[j] != inst.job_due[j] else float(inst.job_due[j])
         lossy += weight not in (1.0, EMERGENCY_WEIGHT)
-        routing, times = routes[j]
+        routing, times, _ = routes[j]
         entry: dict[str, Any] = {"job_family": "Custom", "routing": routing, "process_times": times,
                                  "arrival_type": "emergency" if weight > 1 else "planned"}
         if due is not None:
@@ -456,7 +460,7 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
                                        "due_date": due}))
 
     # Per job, op index -> the nominal time last known for it along the stream (for PTIME_CHANGE factors).
-    nominal = [dict(enumerate(times)) for _, times in routes]
+    nominal = [dict(enumerate(times)) for _, times, _ in routes]
     current_due = [None if d != d else float(d) for d in inst.job_due]
     for i, e in enumerate(inst.events):
         field = f"events[{i}]"
@@ -490,7 +494,8 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
             nominal[j][op] = value
             obj.update(event_type="PTIME_CHANGE", step_index=op, new_process_time=value)
         elif e.type == EventType.ROUTE_CHANGE:
-            routing, times = _route(inst, groups, e.ops or (), f"{field}.ops")
+            routing, times, off = _route(inst, groups, e.ops or (), f"{field}.ops")
+            inexact += off
             start = int(e.op or 0)
             nominal[j].update((start + k, p) for k, p in enumerate(times))
             obj.update(event_type="ROUTE_CHANGE", new_routing=routing, new_process_times=times, from_step=start)
@@ -516,6 +521,10 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
     if lossy:
         warnings.warn(f"dsbx format: {lossy} weight(s) other than 1 and {EMERGENCY_WEIGHT} become priority "
                       f"0 or {EMERGENCY_PRIORITY}", stacklevel=3)
+    if inexact:
+        warnings.warn(f"dsbx format: {inexact} operation(s) have no nominal time that gives every machine's time "
+                      "exactly (time × speed differs in the last bits): reloading changes those times by at most "
+                      "1e-9 relative", stacklevel=3)
     lines.sort(key=lambda x: (x[0], x[1]))  # stable: file order kept within (time, rank)
     compact = {"separators": (",", ":"), "allow_nan": False}
     machines = [{"id": inst.machine_names[m], "group": inst.machine_groups[m], "speed": float(inst.machine_speed[m])}
