@@ -130,15 +130,15 @@ class PPOAgent(Agent):
                           RuntimeWarning, stacklevel=2)
         rules, futures, pool = self._forecast_settings()
         expected = self._played_space()
+        self._forecaster = None
         if rules and FORECASTS_KEY not in env.observation_space.spaces:  # the agent adds them itself
             expected = spaces.Dict({k: v for k, v in expected.spaces.items() if k != FORECASTS_KEY})
             self._forecaster = forecaster(env.unwrapped, rules, futures, 1, pool)
-        else:
-            self._forecaster = None
+        elif rules:  # the env adds them: they must be the policy's
             wrapped = (tuple(env.get_wrapper_attr("rules")), env.get_wrapper_attr("futures"),
-                       env.get_wrapper_attr("future_pool")) if rules else ()
+                       env.get_wrapper_attr("future_pool"))
             trained = (tuple(rules), futures, forecaster(self.env, rules, futures, 1, pool).future_pool)
-            if rules and wrapped != trained:  # same shape, other rollouts
+            if wrapped != trained:  # same shape, other rollouts
                 raise ValueError(f"the env's forecasts roll out {wrapped[0]} in {wrapped[1]} sampled futures (pool "
                                  f"{wrapped[2]}), the policy was trained on {trained[0]} in {trained[1]} (pool "
                                  f"{trained[2]}): wrap the env with these or leave it unwrapped")
