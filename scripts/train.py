@@ -73,6 +73,7 @@ from dynasched_gym.checks import check_bool, check_choice, check_integer, check_
 from dynasched_gym.core.rules import parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
+from dynasched_gym.envs.futures import FUTURE_SEEDS
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import TIERS, size_presets, tier_pool
@@ -155,8 +156,23 @@ def check_config(cfg: DictConfig) -> Resume | None:
     if ec.reward_scale is not None:
         check_positive("env.reward_scale", ec.reward_scale)
     _check_rules("env.forecast_rule", ec.forecast_rule, auto=True)
+    if not OmegaConf.is_list(ec.forecast_features):
+        raise ValueError(f"env.forecast_features must be a list of JOB:MACHINE rules ([] for none), got "
+                         f"{ec.forecast_features!r}")
     _check_rules("env.forecast_features", ec.forecast_features)
+    if ec.critic_hindsight and not ec.forecast_features:
+        raise ValueError("env.critic_hindsight=true needs env.forecast_features (the critic reads their hindsight "
+                         "rollouts), got []")
+    if tc.imitation.rule is not None and not isinstance(tc.imitation.rule, str):
+        raise ValueError(f"train.imitation.rule must be one JOB:MACHINE rule, auto or null, got {tc.imitation.rule!r}")
     _check_rules("train.imitation.rule", tc.imitation.rule, auto=True)
+    if ec.forecast_futures:  # held-out instances must not be drawn as sampled futures in training
+        for name in ("validation_seeds", "eval_seeds"):
+            low, high = tc[name].start, tc[name].start + tc[name].count
+            if low < FUTURE_SEEDS.stop and FUTURE_SEEDS.start < high:
+                raise ValueError(f"train.{name} {low}..{high - 1} overlaps the pool seeds of the sampled futures "
+                                 f"{FUTURE_SEEDS.start}..{FUTURE_SEEDS.stop - 1} (env.forecast_futures="
+                                 f"{ec.forecast_futures})")
     for name in ("validation_seeds", "eval_seeds"):
         if tc[name].start < ec.pool_size:
             raise ValueError(f"train.{name}.start={tc[name].start} overlaps the training pool seeds "
@@ -195,7 +211,30 @@ def read_resume(cfg: DictConfig) -> Resume:
     if steps >= tc.total_timesteps:
         raise ValueError(f"{where} is already at {steps} timesteps, at or after train.total_timesteps="
                          f"{tc.total_timesteps}: nothing left to train (raise train.total_timesteps)")
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data"))
+    kwargs = data.get("policy_kwargs") or {}
+    saved = {f"train.{k}": data.get(k) for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+                                                "ent_coef", "vf_coef", "max_grad_norm")}
+    saved.update({"train.hidden": kwargs.get("hidden"), "train.interaction": kwargs.get("interaction"),
+                  "env.forecast_features": kwargs.get("forecast_rules"),
+                  "env.forecast_futures": kwargs.get("forecast_futures"),
+                  "env.critic_hindsight": kwargs.get("critic_hindsight")})
+    differ = []
+    for key, value in saved.items():
+        wanted = OmegaConf.select(cfg, key)
+        wanted = list(wanted) if OmegaConf.is_list(wanted) else wanted
+        if value is not None and not isinstance(value, dict) and _jsonish(value) != _jsonish(wanted):
+            differ.append(f"{key}={wanted} (the checkpoint's: {value})")
+    if differ:
+        raise ValueError(f"{where}: a resumed run keeps its checkpoint's model and policy, so these settings would "
+                         f"not take effect: {'; '.join(differ)}; set them to the checkpoint's, or start a new run")
     return Resume(path, steps, read_best(cfg, path) if tc.keep_best and tc.eval_every else None)
+
+
+def _jsonish(value: Any) -> Any:
+    """``value`` with a tuple as a list (JSON has no tuples), for comparisons."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def validation_setting(cfg: DictConfig) -> dict[str, Any]:
@@ -399,8 +438,8 @@ class ValidationEval(BaseCallback):
             mean = float(evaluate(PPOAgent(self.model), self.env_cfg, self.instances).mean())
             self.logger.record(f"eval/mean_{OBJECTIVE_METRICS[self.env_cfg.objective]}", mean)
             if self.path is not None and (self.best is None or mean < self.best[0]):
+                save_model(self.model, self.path)  # first: a record never names a policy not yet written
                 self.best = (mean, self.num_timesteps)
-                save_model(self.model, self.path)
         return True
 
 
@@ -540,7 +579,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
         model = MaskablePPO.load(resume.path, env=venv, device="cpu", tensorboard_log=str(out / "tb"))
         if model.policy.feature_scales is None:  # saved before policies recorded their units: they are the pool's
             model.policy.feature_scales = model.policy_kwargs["feature_scales"] = pool_scales(ec.size)
-        model.set_random_seed(cfg.seed + model.num_timesteps)
+        model.set_random_seed((cfg.seed + model.num_timesteps) % 2**32)
     else:
         lr = LinearSchedule(tc.learning_rate, 0.0, 1.0) if tc.anneal_lr else tc.learning_rate
         model = MaskablePPO(SlotPolicy, venv, learning_rate=lr,
@@ -583,11 +622,9 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     learn_wall = time.perf_counter() - learn_began
     trained_steps = model.num_timesteps - start_steps
     save_checkpoint(model, out / "last.zip", validator)
-    if validator.best is not None:  # model.zip: the policy with the best validation mean
-        copy_file(out / "best.zip", out / "model.zip")
-        model = MaskablePPO.load(out / "model.zip", device="cpu")
-    else:
-        copy_file(out / "last.zip", out / "model.zip")
+    chosen = out / ("best.zip" if validator.best is not None else "last.zip")  # the best validation mean, else last
+    if validator.best is not None:
+        model = MaskablePPO.load(chosen, device="cpu")
     wall = time.perf_counter() - began
     venv.close()
 
@@ -601,8 +638,10 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
             "ppo_steps_per_s": round(trained_steps / learn_wall, 1),
             "torch_threads": int(tc.torch_threads),
             "versions": {"torch": str(th.__version__), "sb3_contrib": sb3_contrib.__version__}}
-    write_text_atomic(out / "report.md", report_markdown(result, ec, meta))
+    # written together after the evaluation: an interrupted one leaves a reused run dir's earlier files as they were
     record = {"config": OmegaConf.to_container(cfg, resolve=True), **meta, "evaluation": result}
+    copy_file(chosen, out / "model.zip")
+    write_text_atomic(out / "report.md", report_markdown(result, ec, meta))
     write_text_atomic(out / "model.yaml", yaml.safe_dump(record, sort_keys=False))
     return out / "model.zip"
 

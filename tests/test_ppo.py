@@ -361,6 +361,46 @@ def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishe
     assert make("ppo", checkpoint=resumed).model.num_timesteps == 1024
 
 
+def test_a_ctrl_c_while_the_best_policy_is_saved_records_the_best_actually_saved(cache, train_script, tmp_path,
+                                                                                  monkeypatch):
+    """The best-so-far record of interrupted.zip names the policy best.zip holds, not one whose save was cut off."""
+    save, calls = train_script.save_model, []
+
+    def cut_short(model, path):
+        calls.append(path.name)
+        if path.name == "best.zip" and calls.count("best.zip") == 2:
+            raise KeyboardInterrupt
+        save(model, path)
+
+    monkeypatch.setattr(train_script, "save_model", cut_short)
+    means = iter([5.0, 4.0, 3.0, 2.0])  # every validation a new best
+    monkeypatch.setattr(train_script, "evaluate",
+                        lambda agent, env_cfg, instances, progress=False: np.array([next(means)]))
+    short = ("train.total_timesteps=2048", "train.eval_every=512", "env.forecast_features=[]", "env.forecast_rule=null")
+    with pytest.raises(train_script.TrainingInterrupted) as caught:
+        train_script.train(_config(tmp_path / "run", *short))
+    record = json.loads(caught.value.path.with_suffix(".json").read_text(encoding="utf-8"))["best"]
+    saved = MaskablePPO.load(tmp_path / "run" / "best.zip", device="cpu").num_timesteps
+    assert record["timesteps"] == saved and record["validation_mean"] == 5.0
+
+
+def test_an_interrupted_final_evaluation_leaves_the_run_dirs_files_as_they_were(cache, train_script, tmp_path,
+                                                                               monkeypatch):
+    """Trained again into the same dir, a run stopped in its final evaluation replaces neither model.zip nor its
+    model.yaml (before, the new model.zip sat beside the old run's record)."""
+    short = ("train.total_timesteps=1024", "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null")
+    first = train_script.train(_config(tmp_path / "run", *short))
+    before = (first.read_bytes(), first.with_suffix(".yaml").read_bytes())
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_script, "compare_with_rules", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        train_script.train(_config(tmp_path / "run", *short, "seed=1"))
+    assert (first.read_bytes(), first.with_suffix(".yaml").read_bytes()) == before
+
+
 @pytest.mark.parametrize(("override", "error", "message"), [
     ("env.objective=foo", ValueError, r"env\.objective must be one of .* got 'foo'"),
     ("env.tier=trivial", ValueError, r"env\.tier must be one of .* got 'trivial'"),
@@ -397,6 +437,11 @@ def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishe
     ("train.keep_best=1", TypeError, r"^train\.keep_best must be true or false, got 1$"),
     ("train.interaction=rnn", ValueError, r"^train\.interaction must be one of .* got 'rnn'$"),
     ("env.reward_scale=-1", ValueError, r"^env\.reward_scale must be a finite number > 0, got -1$"),
+    ("env.forecast_features=EDD:EET", ValueError, r"^env\.forecast_features must be a list of JOB:MACHINE rules "
+                                                  r"\(\[\] for none\), got 'EDD:EET'$"),  # was split into letters
+    ("env.forecast_features=null", ValueError, r"^env\.forecast_features must be a list .*, got None$"),
+    ("train.imitation.rule=[EDD:EET,ATC:LWL]", ValueError, r"^train\.imitation\.rule must be one JOB:MACHINE rule, "
+                                                          r"auto or null, got \["),
 ])
 def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path, monkeypatch, override, error,
                                                          message):
@@ -407,6 +452,36 @@ def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path
         train_script.train(cfg)
     assert time.perf_counter() - began < 3.0  # before any setup: no pool, no env, no model
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["env.critic_hindsight=true", "env.forecast_features=[]"],
+     r"^env\.critic_hindsight=true needs env\.forecast_features"),
+    (["env.forecast_futures=2", "train.eval_seeds.start=900000"],
+     r"^train\.eval_seeds 900000\.\.900001 overlaps the pool seeds of the sampled futures 900000\.\.900999"),
+])
+def test_settings_that_contradict_each_other_are_refused_up_front(train_script, tmp_path, monkeypatch, overrides,
+                                                                   message):
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match=message):
+        train_script.train(_config(tmp_path / "run", *overrides))
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def test_resume_refuses_settings_that_would_not_take_effect(train_script, tmp_path, monkeypatch):
+    """A resumed run keeps its checkpoint's hyperparameters and policy: another value in the config is refused up
+    front, naming the key (before, it was ignored in training and recorded in model.yaml as used)."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "ckpt.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data", json.dumps({"num_timesteps": 1024, "n_steps": 64, "batch_size": 128,
+                                             "policy_kwargs": {"hidden": 8, "forecast_rules": ["EDD:EET", "ATC:LWL"],
+                                                               "forecast_futures": 1}}))
+        archive.writestr("policy.pth", b"weights")
+    with pytest.raises(ValueError, match=r"so these settings would not take effect: train\.n_steps=128 \(the "
+                                         r"checkpoint's: 64\); env\.forecast_futures=0 \(the checkpoint's: 1\)"):
+        train_script.train(_config(tmp_path / "run", f"train.resume={path}"))
+    assert not (tmp_path / "run").exists()
 
 
 def _checkpoint(path: Path, timesteps: int, best: dict | None = None, validation: dict | None = None) -> Path:
