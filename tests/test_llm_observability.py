@@ -75,8 +75,9 @@ def test_ppo_on_concise_and_full_observations(tmp_path: Path, server: ChatServer
     env = gym.make("DynaSched/DFJSP-v0", tier="easy", size="small", observability="full", pool_size=1)
     MaskablePPO(SlotPolicy, env, n_steps=8, batch_size=8, policy_kwargs={"hidden": 8}, device="cpu").save(
         tmp_path / "full.zip")
-    report = observability.run(config(tmp_path, server, "levels=[]", "variants=[]", "baselines=[]",
-                                      f"ppo.full={{easy: {tmp_path / 'full.zip'}}}"))
+    with pytest.warns(RuntimeWarning, match="records no feature units"):  # an untrained policy saved bare
+        report = observability.run(config(tmp_path, server, "levels=[]", "variants=[]", "baselines=[]",
+                                          f"ppo.full={{easy: {tmp_path / 'full.zip'}}}"))
     rows = {r["agent"]: r for r in report.rows}
     assert set(rows) == {"ppo:concise", "ppo:full"} and all(r["status"] == "ok" for r in rows.values())
     assert rows["ppo:full"]["agent_config"]["env"]["observability"] == "full"
