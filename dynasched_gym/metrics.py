@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+#: The one tolerance of time comparisons (docs/semantics.md, "Time and tolerance"), absolute: the simulator's,
+#: the validator's when it decides what happened first, and the tardy-job count's.
+EPS = 1e-9
+
 #: Metric keys, in the order they are reported.
 METRIC_KEYS = (
     "makespan",
@@ -52,7 +56,9 @@ def compute_metrics(
         down_start, down_end: the downtime intervals (D,), non-overlapping per machine.
         num_machines: M.
 
-    Only completed, non-cancelled jobs enter ``makespan``, tardiness and flow time.
+    Only completed, non-cancelled jobs enter ``makespan``, tardiness and flow time. A job is tardy when
+    its tardiness exceeds ``EPS``: one that ends on its due date up to float rounding is on time (its
+    tardiness of order 1e-17 still enters the sums).
     ``utilization`` = busy time / available time, both clipped to [0, makespan]; it is 0 when
     nothing completed, and never above 1 for a valid schedule.
     """
@@ -69,7 +75,7 @@ def compute_metrics(
         "total_tardiness": float(tardiness.sum()),
         "mean_tardiness": float(tardiness.mean()) if tardiness.size else 0.0,
         "total_weighted_tardiness": float((w[has_due] * tardiness).sum()),
-        "num_tardy_jobs": int(np.count_nonzero(tardiness > 0)),
+        "num_tardy_jobs": int(np.count_nonzero(tardiness > EPS)),
         "mean_flow_time": float((c - r).mean()) if c.size else 0.0,
         "num_cancelled_jobs": int(np.count_nonzero(cancelled)),
         "utilization": float(busy.sum() / available) if available > 0 else 0.0,

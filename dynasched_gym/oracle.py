@@ -46,7 +46,7 @@ from dynasched_gym.core.simulator import rollout
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
-from dynasched_gym.validate import machine_downtime, validate_schedule
+from dynasched_gym.validate import events_by_instant, machine_downtime, validate_schedule
 
 __all__ = ["OracleResult", "solve_clairvoyant"]
 
@@ -680,7 +680,7 @@ class _Model:
         placed never overlap these records."""
         events: list[list[Event]] = [[] for _ in range(self.inst.num_machines)]
         runs: list[list[tuple[float, float, str]]] = [[] for _ in range(self.inst.num_machines)]
-        for e in self.inst.events:
+        for e in events_by_instant(self.inst.events):
             if e.machine is not None:  # only BREAKDOWN, REPAIR and MAINTENANCE name a machine
                 events[e.machine].append(e)
         for seg in segs:

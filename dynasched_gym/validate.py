@@ -43,7 +43,7 @@ import math
 import os
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,7 @@ import numpy as np
 from dynasched_gym.checks import is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance
-from dynasched_gym.metrics import compute_metrics
+from dynasched_gym.metrics import EPS, compute_metrics
 from dynasched_gym.schedule import DOWNTIME_KINDS, SCHEDULE_FORMAT, SEGMENT_STATUSES, load_schedule_dict
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ VIOLATION_KINDS: dict[str, str] = {
     "release": "a segment starts before its job's release, or a job record's release differs from the instance",
     "work": "a completed slot's work is not 1 under the breakdown policy (resume: sum of its segments; "
             "restart: its last segment), or a slot performs more than 1",
-    "status": "a slot has more than one completed segment, or segments after its completed one",
+    "status": "a slot has more than one completed segment, or segments after its completed one, or a "
+              "preempted or aborted segment stops where its operation completes",
     "cancellation": "a segment runs after its job's cancellation, an aborted segment does not end at it, or "
                     "cancelled_at differs from the first CANCELLATION that applies",
     "completion": "a job's reported completion differs from the end of its last slot's completed segment",
@@ -92,10 +93,6 @@ _SEGMENT_KEYS = ("job", "op", "machine", "start", "end", "work", "status")
 _DOWNTIME_KEYS = ("machine", "start", "end", "kind")
 _JOB_KEYS = ("job", "release", "due", "weight", "completion", "cancelled_at")
 
-#: The simulator's time epsilon (docs/semantics.md, "Time and tolerance"): happenings this close are
-#: one instant. The machine replay groups happenings with it as the simulator does; reported times
-#: are still compared with the validator's own tolerance.
-_SIM_EPS = 1e-9
 
 # The order of a machine's happenings within one instant (docs/semantics.md, "Happenings at one
 # time"): REPAIR, downtime ends, completions, aborts (CANCELLATION applies before MAINTENANCE),
@@ -323,12 +320,12 @@ class _MachineReplay:
             if hi == math.inf:
                 return
             j = i
-            while j < len(items) and items[j][0] <= hi + _SIM_EPS:
+            while j < len(items) and items[j][0] <= hi + EPS:
                 j += 1
             batch = sorted(items[i:j], key=lambda h: h[1:3])
             while batch and batch[0][1] == _REPAIR:
                 self._apply(batch.pop(0), hi)
-            if self.open is not None and self.open.end <= hi + _SIM_EPS:
+            if self.open is not None and self.open.end <= hi + EPS:
                 self._end_downtime()
             for h in batch:
                 self._apply(h, hi)
@@ -386,7 +383,7 @@ class _MachineReplay:
             elif self.open is not None:  # it absorbs the maintenance in progress
                 end = max(t + d, self.open.end)
                 self.open.what.append(f"cut by BREAKDOWN at {_f(t)}")
-                self.open.end = t
+                self.open.end = max(t, self.open.start)  # started at a completion up to EPS after t: empty
                 self.closed.append(self.open)
                 self._open("breakdown", t, end, [what, f"absorbing the maintenance planned until {_f(end)}"]
                            if end > t + d else [what])
@@ -394,12 +391,30 @@ class _MachineReplay:
                 self._open("breakdown", t, t + d, [what])
 
 
+def events_by_instant(events: Sequence[Event]) -> list[Event]:
+    """``events`` in the order they apply, each at its instant's time (docs/semantics.md, "Time and tolerance").
+
+    Taken in time order, an event at most ``EPS`` after the first event of the current instant belongs to that
+    instant; a later one opens the next. The result is sorted by (instant, type), file order within a type.
+    """
+    timed = sorted(range(len(events)), key=lambda i: events[i].time)
+    instant = [0.0] * len(events)
+    first = -math.inf
+    for i in timed:
+        if events[i].time > first + EPS:
+            first = events[i].time
+        instant[i] = first
+    order = sorted(range(len(events)), key=lambda i: (instant[i], events[i].type))
+    return [events[i] if events[i].time == instant[i] else replace(events[i], time=instant[i]) for i in order]
+
+
 def machine_downtime(events: Sequence[Event], segments: Sequence[tuple[float, float, str]], end: float
                      ) -> list[tuple[str, float, float]]:
     """The downtime records one machine's events imply (``docs/semantics.md``) in an episode that ends at ``end``.
 
     Args:
-        events: the machine's BREAKDOWN, REPAIR and MAINTENANCE events.
+        events: the machine's BREAKDOWN, REPAIR and MAINTENANCE events, at their instants' times (taken from
+            :func:`events_by_instant` of all the instance's events: other events decide the instants too).
         segments: when the machine runs operations: ``(start, end, status)`` with status ``completed``,
             ``preempted`` or ``aborted``.
         end: the episode's end; the events of that instant apply, later ones do not, and downtime still open
@@ -412,7 +427,7 @@ def machine_downtime(events: Sequence[Event], segments: Sequence[tuple[float, fl
     runs = [_Seg(i, -1, -1, -1, start, stop, 0.0, status) for i, (start, stop, status) in enumerate(segments)]
     replay = _MachineReplay(events, runs)
     for lo, hi in replay.stops():
-        if hi > end + _SIM_EPS and lo <= end + _SIM_EPS:
+        if hi > end + EPS and lo <= end + EPS:
             break
     return [(x.kind, x.start, x.end) for x in replay.spans() if x.end > x.start]
 
@@ -586,11 +601,9 @@ class _Checker:
              for k, ss in slots.items() if any(s.status == "completed" for s in ss)}
             for slots in self.by_slot
         ]
-        order = sorted(range(len(inst.events)), key=lambda i: (inst.events[i].time, inst.events[i].type, i))
         self.job_events: list[list[Event]] = [[] for _ in range(inst.num_jobs)]
         self.machine_events: list[list[Event]] = [[] for _ in range(inst.num_machines)]
-        for i in order:
-            e = inst.events[i]
+        for e in events_by_instant(inst.events):
             if e.job is not None:
                 self.job_events[e.job].append(e)
             else:
@@ -624,20 +637,24 @@ class _Checker:
 
         # whether an event came before or after a start or an end is decided as the simulator decides it, with
         # its absolute epsilon: the relative tolerance spans 0.01 time units at t = 1e4, where events do differ
+        # each comparison in the simulator's form (event time <= happening + EPS), so that float rounding at a
+        # distance of exactly EPS decides as it does there
         def untouched(k: int, t: float) -> bool:  # no segment of slot k started strictly before t
-            return k not in first or first[k] >= t - _SIM_EPS
+            return k not in first or t <= first[k] + EPS
 
         def completed(k: int, t: float) -> bool:  # a completed segment of slot k ended by t
-            return k in done and done[k] <= t + _SIM_EPS
+            return k in done and done[k] <= t + EPS
 
         def freeze(t: float | None) -> None:  # remember each slot as it stood when first started
             for k, s in first.items():
-                if k not in r.frozen and (t is None or s < t - _SIM_EPS):
+                if k not in r.frozen and (t is None or not t <= s + EPS):
                     r.frozen[k] = r.slots[k] if k < len(r.slots) else None
 
+        # a known clock (now, or the episode's end) is a simulator time: its events are those within EPS
+        cut = self.cut + (EPS if self.now is not None else self.eps(self.cut))
         for e in self.job_events[j]:
             t = e.time
-            if t > self.cut + self.eps(self.cut):
+            if t > cut:
                 break
             freeze(t)
             if all(completed(k, t) for k in range(len(r.slots))):  # completions apply first
@@ -670,6 +687,8 @@ class _Checker:
     def _check_overlaps(self, items: Sequence[_Seg] | Sequence[_Down]) -> None:
         last: _Seg | _Down | None = None  # the item with the latest end so far
         for x in items:
+            if isinstance(x, _Down) and x.end <= x.start:  # an empty record (a maintenance cut as it starts)
+                continue
             if last is not None and x.start < last.end - self.eps(last.end):
                 self.add("overlap", f"{x} overlaps {last} on machine {x.machine}",
                          segment=x.index if isinstance(x, _Seg) else None,
@@ -726,13 +745,13 @@ class _Checker:
         preempted the operation, which would then be recorded).
         """
         known = finished or self.now is not None
-        e = self.eps(clock)
+        e = EPS if known else self.eps(clock)  # a known clock is a simulator time; else a lower bound of it
         last_seg = max((s.end for s in segs), default=-math.inf)
         replay = _MachineReplay(self.machine_events[m], segs)
         for lo, hi in replay.stops():
-            at_clock = hi > clock + _SIM_EPS and (lo <= clock + e or not known)
+            at_clock = hi > clock + EPS and (lo <= clock + e or not known)
             start = max(lo, 0.0, last_seg)  # the earliest an unseen operation could start in [lo, hi)
-            unseen_op = (not finished and replay.idle and start + _SIM_EPS < hi and start <= clock + e
+            unseen_op = (not finished and replay.idle and start + EPS < hi and start <= clock + e
                          and replay.pending > max(start, clock) - e)
             if at_clock or unseen_op:
                 spans = self._merged(replay.spans())
@@ -836,6 +855,7 @@ class _Checker:
                 if len(completed) > 1 or (completed and ks[-1] is not completed[0]):
                     self.add("status", f"job {j} op {k}: {completed[0]} must be the slot's only completed segment "
                              f"and its last", completed[0].index, j)
+                self._check_stops(j, k, ks, resume)
                 total = sum(s.work for s in ks)
                 if resume and completed and abs(total - 1.0) > self.tol * len(ks):
                     self.add("work", f"job {j} op {k} completes but its segments "
@@ -847,6 +867,19 @@ class _Checker:
                 elif not resume and completed and abs(completed[-1].work - 1.0) > self.tol:
                     self.add("work", f"job {j} op {k} completes with {completed[-1]} performing work "
                              f"{_f(completed[-1].work)}, not 1 (restart policy)", completed[-1].index, j)
+
+    def _check_stops(self, j: int, k: int, ks: Sequence[_Seg], resume: bool) -> None:
+        """A preempted or aborted segment must stop before its operation's planned end: at that end the operation
+        completes, and completions apply before cancellations and breakdowns (semantics.md)."""
+        slot = self.replays[j].frozen.get(k)
+        done = 0.0
+        for s in ks:
+            done = done + s.work if resume else s.work
+            p = slot.times.get(s.machine) if slot is not None else None
+            # half EPS: the simulator stops an operation that has more than EPS left, reported as work rounded
+            if s.status != "completed" and p is not None and (1.0 - done) * p <= 0.5 * EPS:
+                self.add("status", f"{s} is {s.status} where job {j} op {k} completes (its work reaches 1 at "
+                         f"{_f(s.end)}): the completion applies first", s.index, j)
 
     # ---------------------------------------------------------------------- 8. jobs
     def _check_jobs(self) -> None:

@@ -11,6 +11,9 @@ from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instanc
 SPEEDS = (0.5, 0.8, 1.0, 1.25, 2.0)
 FACTORS = (0.5, 0.8, 1.25, 1.5, 2.0)
 WEIGHTS = (0.5, 1.0, 2.0, 10.0)
+#: Offsets added to times with ``jitter``: events closer than EPS = 1e-9 form one instant, and chains of
+#: such offsets straddle it (docs/semantics.md, "Instants").
+JITTERS = (0.0, 0.0, 1e-13, 3e-10, 6e-10)
 
 
 def _times(max_value: int) -> st.SearchStrategy[float]:
@@ -45,6 +48,7 @@ def instances(
     max_time: int = 30,
     grouped: bool = False,
     event_types: Sequence[EventType] = STREAM_EVENT_TYPES,
+    jitter: bool = False,
 ) -> Instance:
     """A random valid :class:`Instance`.
 
@@ -54,8 +58,12 @@ def instances(
     in 0..max_time so that times coincide; weights from :data:`WEIGHTS`. With ``with_events``, 0..max_events
     time-sorted events drawn from ``event_types`` (all stream kinds by default), referencing valid machine
     and job ids and op indices within the job's static operation count; PTIME_CHANGE carries a factor or
-    a value. The breakdown policy is ``resume`` or ``restart``.
+    a value. The breakdown policy is ``resume`` or ``restart``. With ``jitter``, event and release times
+    get offsets from :data:`JITTERS`, so that happenings fall within or just beyond EPS of each other.
     """
+    def _time(max_value: int) -> float:
+        return draw(_times(max_value)) + (draw(st.sampled_from(JITTERS)) if jitter else 0.0)
+
     num_m = draw(st.integers(1, max_machines))
     num_groups = draw(st.integers(1, num_m))
     machines = [
@@ -66,13 +74,13 @@ def instances(
     jobs = []
     for j in range(draw(st.integers(1, max_jobs))):
         ops = draw(st.lists(_operation(machines, grouped), min_size=1, max_size=max_ops))
-        jobs.append(Job(name=f"J{j}", ops=ops, release=draw(_times(max_time)),
+        jobs.append(Job(name=f"J{j}", ops=ops, release=_time(max_time),
                         due=draw(st.none() | _times(2 * max_time)), weight=draw(st.sampled_from(WEIGHTS))))
     events = []
     if with_events:
         for _ in range(draw(st.integers(0, max_events))):
             kind = draw(st.sampled_from(list(event_types)))
-            time = draw(_times(max_time))
+            time = _time(max_time)
             if kind in (EventType.BREAKDOWN, EventType.MAINTENANCE, EventType.REPAIR):
                 machine = draw(st.integers(0, num_m - 1))
                 duration = None if kind == EventType.REPAIR else draw(_pt())

@@ -57,6 +57,17 @@ def test_random_decisions_give_valid_schedules(inst, seed):
     assert 0.0 <= schedule.metrics["utilization"] <= 1.0 + 1e-12
 
 
+@SETTINGS
+@given(inst=instances(max_jobs=5, max_machines=3, max_events=14, jitter=True), seed=st.integers(0, 2**32 - 1))
+def test_happenings_within_eps_of_each_other_give_valid_schedules(inst, seed):
+    """Events and releases up to 2e-9 apart: the simulator and the validator group them into the same instants."""
+    sim = Simulator(inst)
+    sim.reset()
+    play_random(sim, np.random.default_rng(seed))
+    report = validate_schedule(sim.schedule())
+    assert report.ok, f"{inst.to_json()}\n{report}"
+
+
 def shifted(inst, offset: float):
     """``inst`` with every release, due date and event time moved ``offset`` later."""
     events = tuple(dataclasses.replace(e, time=e.time + offset, due=None if e.due is None else e.due + offset)

@@ -609,3 +609,84 @@ def test_random_mid_episode_schedules_are_valid(instance: Instance, seed: int, s
         report = validate_schedule(schedule, require_finished=False, now=now)
         assert report.ok, f"now={now} (clock {sim.now})\n{instance.to_json()}\n{report}"
         assert report.metrics == pytest.approx(schedule.metrics, rel=1e-9, abs=1e-9)
+
+
+# ------------------------------------------------------------- EPS: one instant, one tolerance
+def test_stop_where_the_operation_completes() -> None:
+    """At an operation's planned end it completes before a cancellation or a breakdown of that instant applies:
+    a segment aborted or preempted there is wrong, though its end matches the event."""
+    cancelled = inst(Job("J0", [{0: 5}]), events=[Event(5, E.CANCELLATION, job=0)])
+    data = make(cancelled, [(0, 0, 0, 0, 5, 1.0, "aborted")], [], {0: {"cancelled_at": 5}})
+    assert kinds(data) == {"status"} and "completion applies first" in messages(validate_schedule(data))[0]
+    assert validate_schedule(make(cancelled, [(0, 0, 0, 0, 5)], [], {0: {"completion": 5}})).ok
+    broken = inst(Job("J0", [{0: 5, 1: 5}]), events=[Event(5, E.BREAKDOWN, machine=0, duration=2)])
+    data = make(broken, [(0, 0, 0, 0, 5, 1.0, "preempted"), (0, 0, 1, 5, 5 + 1e-12, 0.0, "completed")],
+                [(0, 5, 7, "breakdown")], {0: {"completion": 5 + 1e-12}})
+    assert "status" in kinds(data)
+
+
+def test_tardy_beyond_eps() -> None:
+    """A job that ends on its due date up to float rounding is on time; 2e-9 late is tardy."""
+    def tardy(completion: float, due: float) -> int:
+        one = np.array([1.0])
+        empty = np.zeros(0)
+        return compute_metrics(release=np.zeros(1), due=np.array([due]), weight=one, completion=np.array([completion]),
+                               cancelled=np.zeros(1, dtype=bool), busy_start=empty, busy_end=empty, down_start=empty,
+                               down_end=empty, num_machines=1)["num_tardy_jobs"]
+    assert 0.1 + 0.2 > 0.3 and tardy(0.1 + 0.2, 0.3) == 0
+    assert tardy(0.3 + 2e-9, 0.3) == 1
+
+
+def simulated(instance: Instance) -> Schedule:
+    """The schedule of ``instance`` played with the first candidate at every decision."""
+    sim = Simulator(instance)
+    sim.reset()
+    while not sim.done:
+        jobs, machines, _ = sim.candidates()
+        sim.step(jobs[0], machines[0])
+    return sim.schedule()
+
+
+def downtime(schedule: Schedule) -> list[tuple[int, float, float, str]]:
+    return [(int(m), float(s), float(e), DOWNTIME_KINDS[k]) for m, s, e, k in zip(
+        schedule.downtime_machine, schedule.downtime_start, schedule.downtime_end, schedule.downtime_kind,
+        strict=True)]
+
+
+@pytest.mark.parametrize("offset", [0.0, 5e-10, -5e-10])
+def test_events_within_eps_are_one_instant(offset: float) -> None:
+    """A BREAKDOWN 5e-10 before or after a MAINTENANCE of an idle machine applies after it, as if simultaneous:
+    the maintenance opens and the breakdown cuts it as it starts (an empty record) and absorbs it."""
+    events = [Event(2.0, E.MAINTENANCE, machine=0, duration=4.0),
+              Event(2.0 + offset, E.BREAKDOWN, machine=0, duration=1.0)]
+    i = inst(Job("J0", [{0: 3}], release=4.0), events=sorted(events, key=lambda e: e.time))
+    schedule = simulated(i)
+    start = min(2.0, 2.0 + offset)
+    assert downtime(schedule) == [(0, start, start, "maintenance"), (0, start, start + 4.0, "breakdown")]
+    assert validate_schedule(schedule).ok
+
+
+def test_maintenance_cut_as_it_starts_is_empty() -> None:
+    """A queued maintenance starts at the planned end of the operation before it, 5e-10 after the BREAKDOWN that
+    cuts it: the record is empty, never negative, and the schedule is valid."""
+    i = inst(Job("J0", [{0: 5 + 5e-10}]), Job("J1", [{0: 1}], release=9.0),
+             events=[Event(1.0, E.MAINTENANCE, machine=0, duration=2.0), Event(5.0, E.BREAKDOWN, machine=0,
+                                                                             duration=1.0)])
+    schedule = simulated(i)
+    records = downtime(schedule)
+    assert [r[3] for r in records] == ["maintenance", "breakdown"]
+    assert all(end >= start for _, start, end, _ in records) and records[0][1] == records[0][2] == 5 + 5e-10
+    assert validate_schedule(schedule).ok
+
+
+def test_known_clock_uses_eps_far_from_zero() -> None:
+    """At t = 1e6 the relative tolerance spans 1 time unit; an event 0.5 after a known clock has not applied."""
+    late = Event(1e6 + 5.5, E.MAINTENANCE, machine=0, duration=2.0)
+    finished = simulated(inst(Job("J0", [{0: 5}], release=1e6), events=[late]))
+    assert len(finished.downtime_start) == 0 and validate_schedule(finished).ok
+    i = inst(Job("J0", [{0: 5}, {0: 5}], release=1e6), machines=ONE,
+             events=[Event(1e6 + 5.5, E.CANCELLATION, job=0)])
+    sim = Simulator(i)
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 1e6 + 5 and validate_schedule(sim.schedule(), require_finished=False, now=sim.now).ok

@@ -12,9 +12,7 @@ from collections import namedtuple
 import numpy as np
 
 from dynasched_gym.instance import EventType, Instance
-
-EPS = 1e-9
-"""Absolute tolerance of every time comparison in the simulator (see docs/semantics.md)."""
+from dynasched_gym.metrics import EPS
 
 POLICY_RESUME = 0
 POLICY_RESTART = 1
@@ -34,7 +32,7 @@ Static = namedtuple(
         "elig_machine",  # (E,) int64
         "op_time",  # (O, M) float64, processing time, +inf where not eligible
         "op_mean_time",  # (O,) float64, mean time over eligible machines
-        "event_time",  # (N,) float64, sorted by (time, type)
+        "event_time",  # (N,) float64, each event's instant (_instants), sorted by (instant, type)
         "event_type",  # (N,) int64, EventType value
         "event_machine",  # (N,) int64, -1 when unused
         "event_job",  # (N,) int64, -1 when unused
@@ -108,13 +106,27 @@ DOWN_NONE, DOWN_BREAKDOWN, DOWN_MAINTENANCE = 0, 1, 2
 SEG_COMPLETED, SEG_PREEMPTED, SEG_ABORTED = 0, 1, 2  # order of schedule.SEGMENT_STATUSES
 
 
+def _instants(times: list[float]) -> list[float]:
+    """The instant of each event time (docs/semantics.md): taken in time order, a time at most ``EPS`` after the
+    current instant's first time belongs to that instant; a later one opens the next instant."""
+    instant = [0.0] * len(times)
+    first = -np.inf
+    for i in sorted(range(len(times)), key=times.__getitem__):
+        if times[i] > first + EPS:
+            first = times[i]
+        instant[i] = first
+    return instant
+
+
 def compile_instance(instance: Instance) -> Static:
     """The :class:`Static` arrays of ``instance`` (memoised on the instance)."""
     cached = instance._cache.get("static")
     if cached is not None:
         return cached
     num_m, num_j = instance.num_machines, instance.num_jobs
-    events = sorted(instance.events, key=lambda e: (e.time, int(e.type)))  # stable: file order within a type
+    instant = _instants([e.time for e in instance.events])
+    order = sorted(range(len(instance.events)), key=lambda i: (instant[i], int(instance.events[i].type)))
+    events = [instance.events[i] for i in order]  # stable: file order within a type
 
     # Route-change operations extend the operation table after the static ones.
     elig_ptr = list(instance.op_elig_ptr)
@@ -178,7 +190,7 @@ def compile_instance(instance: Instance) -> Static:
         elig_machine=elig_m,
         op_time=op_time,
         op_mean_time=op_mean_time,
-        event_time=column("time", np.nan),
+        event_time=np.array([instant[i] for i in order], dtype=np.float64),
         event_type=np.array([int(e.type) for e in events], dtype=np.int64),
         event_machine=column("machine", -1).astype(np.int64),
         event_job=column("job", -1).astype(np.int64),

@@ -189,7 +189,8 @@ def _apply_machine_event(S, T, e, t):
                 downtime_end[record] = end
         elif machine_down[m] == DOWN_MAINTENANCE:
             end = max(end, down_until[m])
-            downtime_end[record] = t
+            # a maintenance that started at a completion's planned end, up to EPS after t, ends empty
+            downtime_end[record] = max(t, T.downtime_start[record])
             _open_downtime(T, m, t, end, 0)
         else:
             _open_downtime(T, m, t, end, 0)
