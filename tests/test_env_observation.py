@@ -51,13 +51,17 @@ def future_variant(inst: Instance, t: float) -> Instance:
 
 
 def observations_until(env: DFJSPEnv, t: float, seed: int) -> list[dict[str, np.ndarray]]:
-    """Observations of the decision points at times <= t, under seeded random valid actions."""
+    """Observations of the decision points at times <= t, under seeded random valid actions. An episode that
+    ends before any job is released (each cancelled while hidden) has no decision point: its one observation
+    reads the time in units of the first jobs (`envs.dfjsp.episodes.known_scales`), and it is left out."""
     rng = np.random.default_rng(seed)
     observation, _ = env.reset(seed=seed)
     seen = []
     terminated = False
+    first_release = env.unwrapped.instance.job_release.min()
     while not terminated and env.unwrapped.now <= t:
-        seen.append(observation)
+        if env.unwrapped.now >= first_release:
+            seen.append(observation)
         observation, _, terminated, _, _ = env.step(valid_action(observation, rng))
     return seen
 

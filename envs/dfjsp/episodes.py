@@ -141,7 +141,9 @@ def pool_scales(size: str) -> tuple[float, float]:
 def known_scales(instance: Instance) -> tuple[float, float]:
     """The features' scales known when an episode of ``instance`` starts: the mean processing time of the
     operations of the jobs released at its first release time (each operation's mean over its eligible
-    machines) and their mean number of operations. Later jobs do not count: they are the future."""
+    machines) and their mean number of operations. Later jobs do not count: they are the future. The first
+    decision point comes at that release or later; an episode that ends before it (every job cancelled while
+    hidden) has no decision, and only its one observation shows these units before the jobs are seen."""
     first = np.flatnonzero(instance.job_release <= instance.job_release.min())
     ops = np.concatenate([np.arange(instance.job_op_ptr[j], instance.job_op_ptr[j + 1]) for j in first])
     op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / np.diff(instance.op_elig_ptr)
