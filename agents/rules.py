@@ -17,8 +17,10 @@ from dynasched_gym.core.rules import (
     EMERGENCY_WEIGHT,
     JOB_RULES,
     MACHINE_RULES,
+    is_random_rule,
     job_priority,
     parse_rule,
+    random_index,
     seed_rng,
     select,
 )
@@ -76,13 +78,15 @@ class RuleAgent(Agent):
 
 def slot_of(env: gym.Env, job: int, machine: int, job_rule: int) -> int:
     """The action slot offering (job, machine); if none does, the offered pair ``job_rule`` ranks first (emergency
-    jobs first when its flags say so)."""
+    jobs first when its flags say so), or for ``RANDOM`` a uniform offered pair."""
     jobs, machines = env.offered_pairs()
     hit = np.flatnonzero((jobs == job) & (machines == machine))
     if hit.size:
         return int(hit[0])
     sim = env.simulator
     offered = np.flatnonzero(jobs >= 0)
+    if is_random_rule(job_rule):
+        return int(offered[random_index(offered.size)])
     emergency_first = bool(job_rule & EMERGENCY_FIRST)
     weight = sim.state.job_weight
     keys = [(0 if emergency_first and weight[jobs[k]] >= EMERGENCY_WEIGHT else 1,

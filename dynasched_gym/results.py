@@ -47,7 +47,8 @@ ROW_FORMAT = "dynasched-result/1"
 #: by an older behaviour. 2: ATC's look-ahead scale and the observation units read only the present. 3: the LLM
 #: agents' L3 priors give the tier's SSI band, not the instance's score (which rates the future events too), and
 #: an emergency-first rule agent's fallback (its pair not offered) keeps emergency jobs first. 4: events within EPS
-#: of each other form one instant, a job is tardy beyond EPS only, and a maintenance cut as it starts is empty.
+#: of each other form one instant, a job is tardy beyond EPS only, a maintenance cut as it starts is empty, and
+#: the RANDOM rule agent's fallback (its pair not offered) is a uniform offered pair.
 BEHAVIOUR_VERSION = 4
 #: The fields that identify a row; the store holds each key once.
 KEY_FIELDS = ("agent_hash", "tier", "size", "seed", "objective")

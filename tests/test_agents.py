@@ -208,6 +208,22 @@ def test_the_rule_agents_fallback_keeps_emergency_jobs_first():
     assert (jobs[slot], machines[slot]) == (1, 0)  # the emergency job, on the machine offered
 
 
+def test_the_random_rules_fallback_is_uniform_over_the_offered_pairs():
+    """RANDOM draws among every startable pair; when its draw is not offered, it plays a uniform offered pair (it
+    used to play the first)."""
+    inst = Instance.build("many", [Machine("M0")], [Job(f"J{j}", [{0: 1.0}]) for j in range(60)])
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, max_candidates=3)
+    agent = make("rule:RANDOM:EET", seed=0)
+    observation, info = env.reset(seed=0)
+    agent.reset(env)
+    slots, terminated = [], False
+    while not terminated:
+        slots.append(agent.act(observation, info))
+        observation, _, terminated, _, info = env.step(slots[-1])
+    # 60 decisions, most with more startable pairs than the 3 offered: each slot is played about 1/3 of the time
+    assert len(slots) == 60 and min(np.bincount(slots, minlength=3)) >= 10
+
+
 def test_a_ppo_policy_trained_on_oracle_observations_is_a_clairvoyant_reference(tmp_path):
     from sb3_contrib import MaskablePPO
 

@@ -177,9 +177,20 @@ def _priority(S, T, j, rule, p_mean):
 
 
 @njit(cache=True, _nrt=False)
+def random_index(count):
+    """A uniform index in ``[0, count)`` from the kernels' random stream (seeded by :func:`seed_rng`)."""
+    return np.random.randint(count)  # noqa: NPY002 (numba supports only the legacy global stream)
+
+
+def is_random_rule(job_rule: int) -> bool:
+    """Whether the job rule code (flags included) is ``RANDOM``."""
+    return job_rule & _BASE == RULE_RANDOM
+
+
+@njit(cache=True, _nrt=False)
 def _select_random(S, T):
     count = nth_candidate(S, T, -1)[2]
-    pick = np.random.randint(count)  # noqa: NPY002 (numba supports only the legacy global stream)
+    pick = random_index(count)
     j, m, _ = nth_candidate(S, T, pick)
     return j, m
 
