@@ -13,7 +13,7 @@ from dynasched_gym.agents.rules import slot_of
 from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
-from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
+from dynasched_gym.core.rules import MACHINE_RULES, is_random_rule, parse_rule, rule_list
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -85,7 +85,10 @@ class LookaheadAgent(Agent):
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
         rollout_names = None if rollout_rules is None else rule_list(rollout_rules)
         for name in [*([rule] if rule else []), *(rollout_names or [])]:
-            parse_rule(name)  # fail now on a bad name, not in the first episode
+            job_rule, _ = parse_rule(name)  # fail now on a bad name, not in the first episode
+            if is_random_rule(job_rule):
+                raise ValueError(f"the lookahead ranks candidates and rolls them out with deterministic rules; "
+                                 f"{name!r} is random (it has no ranking, and its rollouts could not be compared)")
         self.rule, self.rollout_names, self.top_k = rule, rollout_names, top_k
         self.objective = objective
         self.clairvoyant = clairvoyant

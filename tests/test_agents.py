@@ -186,6 +186,8 @@ def test_bad_agent_arguments_are_named(tmp_path):
     ("lookahead", {"future_seed": -1}, ValueError, "future_seed must be an integer >= 0, got -1"),
     ("lookahead", {"rule": ""}, ValueError, "rule must be a JOB:MACHINE rule name or None"),
     ("lookahead", {"rollout_rules": []}, ValueError, r"rollout_rules must name at least one rule .*, got \[\]"),
+    ("lookahead", {"rule": "RANDOM:EET"}, ValueError, "'RANDOM:EET' is random"),  # it was ranked as SLACK
+    ("lookahead", {"rollout_rules": ["EDD", "random"]}, ValueError, "'random' is random"),
 ])
 def test_agent_settings_are_checked_where_they_are_given(name, kwargs, error, message):
     """Each of these was accepted: a truthy string turned an option on, an empty rule meant the default."""

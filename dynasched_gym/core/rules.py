@@ -120,7 +120,8 @@ def atc_scale(S, T):
 
 @njit(cache=True, _nrt=False)
 def job_priority(S, T, j, rule):
-    """Priority value of job ``j`` under job rule ``rule`` (lowest is dispatched first; flags ignored)."""
+    """Priority value of job ``j`` under job rule ``rule`` (lowest is dispatched first; flags ignored). ``RANDOM``
+    ranks nothing: callers draw a pair instead (:func:`random_index`)."""
     return _priority(S, T, j, rule & _BASE, atc_scale(S, T) if rule & _BASE == _ATC else np.nan)
 
 
