@@ -74,7 +74,9 @@ class OracleResult:
 
     ``bound`` is CP-SAT's proven lower bound on the objective over the model's schedules (lowered by the
     rounding of an inexact time grid, capped at ``objective``); ``status`` is ``"optimal"`` when CP-SAT
-    proved the returned schedule optimal for the model, else ``"feasible"``; ``seconds`` is wall time.
+    proved the returned schedule optimal for the model, else ``"feasible"``; ``seconds`` is wall time. The model
+    leaves out some schedules (docs/oracle.md, "Limits": preemption, and on an inexact grid those that need two
+    float times to coincide exactly), so both speak of the model.
     """
 
     schedule: Schedule
@@ -382,7 +384,10 @@ class _Model:
     """The CP-SAT model of one instance and objective, and the schedule of a solution."""
 
     def __init__(self, instance: Instance, objective: str) -> None:
-        inst = self.inst = instance
+        self.inst = instance
+        # every event at its instant's time (docs/semantics.md, "Instants"): events less than EPS apart apply
+        # together, in type order; the returned schedule still names the instance as given
+        inst = self.timed = instance.replace(events=tuple(events_by_instant(instance.events)))
         self.objective = objective
         self.variants = [_variants(inst, j, objective) for j in range(inst.num_jobs)]
         self.windows = _breakdown_windows(inst)
@@ -533,7 +538,7 @@ class _Model:
                     cp.add(after_maint).only_enforce_if(lit)
                     continue
                 before = cp.new_bool_var("")
-                cp.add(sv.start <= g.up(t) - 1).only_enforce_if([lit, before])
+                cp.add(sv.start <= g.started_before(t)).only_enforce_if([lit, before])  # not in t's instant
                 cp.add(after_maint).only_enforce_if([lit, ~before])
                 for w, across in inside:  # resuming at a repair while this maintenance is queued is not possible
                     if t <= self.windows[m][w][1]:
@@ -566,7 +571,7 @@ class _Model:
             self.scale, self.slack_terms = g.scale * lcm, lcm
         else:
             weighted = self.objective == "weighted_tardiness"
-            pieces = [_pieces(inst, j) for j in range(inst.num_jobs)]
+            pieces = [_pieces(self.timed, j) for j in range(inst.num_jobs)]
             weights = [w for ps in pieces for _, _, w in ps] if weighted else [1.0]
             wscale = next((10**k for k in range(7) if all(abs(w * 10**k - round(w * 10**k)) <= 1e-9 * max(1, w * 10**k)
                                                             for w in weights)), 10**6)
@@ -656,7 +661,7 @@ class _Model:
                 completion[j] = cur + work * p
         end = float(np.nanmax(np.fmax(completion, cancelled)))
         down = self._downtime(segs, end)
-        due, weight = _in_force(inst, completion)
+        due, weight = _in_force(self.timed, completion)
         cols = list(zip(*segs)) if segs else [()] * 7
         return Schedule(
             instance=inst,
@@ -680,7 +685,7 @@ class _Model:
         placed never overlap these records."""
         events: list[list[Event]] = [[] for _ in range(self.inst.num_machines)]
         runs: list[list[tuple[float, float, str]]] = [[] for _ in range(self.inst.num_machines)]
-        for e in events_by_instant(self.inst.events):
+        for e in self.timed.events:
             if e.machine is not None:  # only BREAKDOWN, REPAIR and MAINTENANCE name a machine
                 events[e.machine].append(e)
         for seg in segs:

@@ -74,6 +74,42 @@ def test_random_instances_with_every_event_kind(inst, objective):
     not_worse_than_rules(result, objective)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(inst=instances(jitter=True), objective=st.sampled_from(list(OBJECTIVE_METRICS)))
+def test_random_instances_with_happenings_within_eps(inst, objective):
+    """Events and releases up to 6e-10 apart: the model applies the events of one instant together."""
+    result = solve_clairvoyant(inst, objective, time_limit=2.0)
+    check(result, objective)
+    not_worse_than_rules(result, objective)
+
+
+@pytest.mark.parametrize("case", ["repair", "priority", "maintenance"])
+def test_events_within_eps_are_one_instant(case):
+    """Each raised 'invalid schedule': a REPAIR 5e-10 after a BREAKDOWN applies first and is ignored; a
+    PRIORITY_CHANGE 6e-10 after a CANCELLATION applies first; an operation released 3e-10 before a MAINTENANCE
+    (float times: an inexact grid) cannot start before it."""
+    if case == "repair":
+        inst = one_machine([Job("J0", [{0: 2.0}], release=1.0)],
+                           [Event(1.0, EventType.BREAKDOWN, machine=0, duration=10.0),
+                            Event(1.0 + 5e-10, EventType.REPAIR, machine=0)])
+        expected = 13.0
+    elif case == "priority":
+        inst = one_machine([Job("J0", [{0: 2.0}], due=5.0), Job("J1", [{0: 3.0}])],
+                           [Event(0.0, EventType.CANCELLATION, job=0),
+                            Event(6e-10, EventType.PRIORITY_CHANGE, job=0, weight=2.0)])
+        expected = 3.0
+    else:
+        inst = Instance.build("m", [Machine("M0"), Machine("M1")],
+                              [Job("J0", [{0: 5.0}], release=19.0), Job("J1", [{1: 1.0 / 3.0}])],
+                              [Event(19.0 + 3e-10, EventType.MAINTENANCE, machine=0, duration=9.0)])
+        expected = 33.0
+    result = solve_clairvoyant(inst, "makespan", time_limit=5.0)
+    check(result, "makespan")
+    assert result.objective == pytest.approx(expected)
+    if case == "priority":
+        assert result.schedule.job_weight[0] == 2.0
+
+
 def test_starts_before_a_processing_time_increase():
     ptime = Event(5.0, EventType.PTIME_CHANGE, job=0, op=0, factor=2.0)
     early = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}])], [ptime]), "makespan")
