@@ -86,7 +86,7 @@ def test_tools_mode_runs_the_tools_then_takes_the_answer(server: ChatServer) -> 
     agent = agent_for(server, mode="tools", level="L2")
     env, obs, info, slots = first_decision(agent, static_instance())
     server.push({"tool_calls": [("simulate_action", {"action_id": slots[0]}), ("inspect_action", {"action_id": 99}),
-                                ("inspect_action", "not json"), ("dance", {"action_id": slots[0]})]},
+                                ("inspect_action", "[" * 1200), ("dance", {"action_id": slots[0]})]},
                 {"tool_calls": [("inspect_action", {"action_id": slots[1]})]},
                 answer(slots[1]))
     assert agent.act(obs, info) == slots[1]
@@ -146,6 +146,21 @@ def test_best_of_n_majority_vote_with_distinct_seeds(server: ChatServer) -> None
     assert sorted(b["seed"] for b in server.bodies) == [10, 11, 12]
     assert {(b["temperature"], b["top_p"]) for b in server.bodies} == {(0.7, 0.95)}
     assert agent.log[0].votes == {slots[0]: 1, slots[1]: 2}
+
+
+def test_best_of_n_without_a_seed_replays_each_sample_from_the_cache(server: ChatServer, tmp_path: Path) -> None:
+    """The samples share one request; each is cached apart (they shared one key: the replay voted one sample's
+    answer three times, and with one request at a time only one was ever asked)."""
+    options = {"refinement": "best-of-n", "samples": 3, "seed": None, "max_concurrency": 1, "cache": True,
+               "cache_dir": str(tmp_path)}
+    agent = agent_for(server, **options)
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(slots[0]), answer(slots[1]), answer(slots[1]))
+    assert agent.act(obs, info) == slots[1] and server.requests == 3
+    again = agent_for(server, **options)
+    _env, obs, info, _slots = first_decision(again)
+    assert again.act(obs, info) == slots[1] and server.requests == 3
+    assert again.log[0].votes == agent.log[0].votes == {slots[0]: 1, slots[1]: 2}
 
 
 def test_best_of_n_tie_goes_to_the_better_rollout(server: ChatServer) -> None:

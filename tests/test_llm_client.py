@@ -228,6 +228,9 @@ def test_bad_client_settings_name_the_field(server: ChatServer, tmp_path: Path, 
     ('I choose this.\n{"reasoning": "short job", "action_id": "5"} done', 5),
     ("<think>maybe {\"action_id\": 9}</think>\n{\"action_id\": 3.0}", 3),
     ('{"note": {"x": 1}, "action_id": 3}', 3),
+    # a nested object's action_id never wins, fenced or bare (it did after prose or a fence: 5 here)
+    ('```json\n{"action_id": 3, "alternatives": [{"action_id": 5}]}\n```', 3),
+    ('I pick {"action_id": 3, "scores": {"action_id": 5}} and {"note": 1}', 3),
 ])
 def test_parse_answer_reads_json_out_of_prose(text: str, expected: int) -> None:
     assert parse_answer(text, [3, 5]).action_id == expected
@@ -238,6 +241,7 @@ def test_parse_answer_reads_json_out_of_prose(text: str, expected: int) -> None:
     ('{"action_id": ', "invalid_json"), ("action 3", "invalid_json"), ('{"action_id": true}', "invalid_json"),
     ('{"action_id": "three"}', "invalid_json"), ('{"id": 3}', "invalid_json"),
     ('{"action_id": 4}', "illegal_action"), ('{"action_id": -3}', "illegal_action"),
+    ("[" * 1200, "invalid_json"), ('ok {"a": ' + "[" * 1200, "invalid_json"),  # raised RecursionError
 ])
 def test_parse_answer_rejects_with_a_reason(text: str | None, reason: str) -> None:
     answer = parse_answer(text, [3, 5])

@@ -376,7 +376,7 @@ class LLMAgent(Agent):
     def _vote(self, view: View, chat: list[dict[str, Any]], record: DecisionRecord) -> Answer:
         seed = self.sampling["seed"]
         params = [{**self.sampling, "temperature": self.sample_temperature, "top_p": self.sample_top_p,
-                   "seed": None if seed is None else seed + i} for i in range(self.samples)]
+                   "seed": None if seed is None else seed + i, "sample": i} for i in range(self.samples)]
 
         def sample(p: Mapping[str, Any]) -> Answer:
             try:

@@ -132,9 +132,10 @@ class ResponseCache:
         self.directory = Path(directory)
 
     @staticmethod
-    def key(model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> str:
-        """SHA-256 hex of the canonical JSON of the request."""
-        text = canonical_json({"model": model, "messages": list(messages), "params": dict(params)})
+    def key(model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], sample: int = 0) -> str:
+        """SHA-256 hex of the canonical JSON of the request (and of ``sample``, the draw's index, when not 0)."""
+        request = {"model": model, "messages": list(messages), "params": dict(params)}
+        text = canonical_json({**request, "sample": sample} if sample else request)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def _path(self, key: str) -> Path:
@@ -203,8 +204,11 @@ class ChatClient:
         self._slots = threading.BoundedSemaphore(self.max_concurrency)
         self._store = ResponseCache(self.cache_dir or default_cache_dir()) if self.cache else None
 
-    def complete(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> Completion:
+    def complete(self, messages: Sequence[Mapping[str, Any]], sample: int = 0, **params: Any) -> Completion:
         """The completion of ``messages`` (from the cache when stored); ``params`` go to the request as they are.
+
+        ``sample`` numbers independent draws of one request (best-of-n without a seed): it enters the cache key
+        only, so each draw is stored and replayed apart from the others.
 
         Raises :class:`LLMError` when every attempt failed transiently and :class:`LLMConfigError` when the
         endpoint refused the request.
@@ -212,7 +216,7 @@ class ChatClient:
         params = {k: v for k, v in params.items() if v is not None}
         key = ""
         if self._store is not None:
-            key = ResponseCache.key(self.model, messages, params)
+            key = ResponseCache.key(self.model, messages, params, sample)
             hit = self._store.get(key)
             if hit is not None:
                 return hit

@@ -6,8 +6,9 @@ in chain-of-thought mode) whose ``action_id`` is one of the ids of the candidate
 it); :func:`parse_answer` reads the answer out of whatever the model wrote:
 
 1. ``<think>...</think>`` blocks (reasoning models) are dropped;
-2. the whole text is tried as JSON, then every ``{`` is tried as the start of a JSON object
-   (prose or a Markdown fence around the object is fine); the last object with an ``action_id`` wins;
+2. the whole text is tried as JSON, then every ``{`` outside the objects already read is tried as the
+   start of a JSON object (prose or a Markdown fence around the object is fine); the last of these
+   top-level objects with an ``action_id`` wins (one nested inside another never does);
 3. ``action_id`` must be an integer (``3``, ``3.0`` and ``"3"`` are accepted, ``true`` is not);
 4. it must be one of the legal ids.
 
@@ -55,16 +56,19 @@ def answer_schema(legal: Collection[int], reasoning: bool) -> dict[str, Any]:
 
 
 def _objects(text: str) -> list[Any]:
-    """Every JSON object found in ``text``: the whole text first, then each one starting at a ``{``."""
+    """The top-level JSON objects of ``text``: the whole text, else each one starting at a ``{`` that no object
+    read before contains. Nesting deep enough to exhaust the recursion limit reads as no object."""
     try:
         return [json.loads(text)]
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
-    decoder, found = json.JSONDecoder(), []
+    decoder, found, end = json.JSONDecoder(), [], 0
     for match in re.finditer(r"\{", text):
+        if match.start() < end:
+            continue
         try:
-            obj, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
+            obj, end = decoder.raw_decode(text, match.start())
+        except (ValueError, RecursionError):
             continue
         found.append(obj)
     return found

@@ -100,8 +100,9 @@ class Toolbox:
             action_id = args["action_id"]
             if not is_integer(action_id):
                 raise TypeError
-        except (ValueError, KeyError, TypeError):
-            return json.dumps({"error": f"arguments must be a JSON object with an integer action_id: {arguments!r}"})
+        except (ValueError, KeyError, TypeError, RecursionError):
+            return json.dumps({"error": f"arguments must be a JSON object with an integer action_id: "
+                                        f"{(arguments or '')[:200]!r}"})
         if action_id not in view.ids:
             return json.dumps({"error": f"action_id {action_id} is not in the table; ids: {view.ids}"})
         if name == "simulate_action":
