@@ -41,7 +41,7 @@ def reset_batch(statics, states, out_code):
 
 @njit(cache=True)
 def step_batch(statics, states, jobs, machines, out_code):
-    """Step simulation ``i`` with the pair (jobs[i], machines[i]); negative jobs[i] skips it."""
+    """Step simulation ``i`` with the pair (jobs[i], machines[i]); negative jobs[i] skips it (out_code[i] unchanged)."""
     for i in range(len(states)):
         if jobs[i] >= 0:
             out_code[i] = step(statics[i], states[i], jobs[i], machines[i])
