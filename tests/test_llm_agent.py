@@ -117,6 +117,20 @@ def test_tools_mode_requires_an_answer_after_max_rounds(server: ChatServer) -> N
     assert agent.log[0].reason == "empty" and agent.usage["fallback_empty"] == 1
 
 
+def test_a_tool_call_in_the_last_round_is_answered_before_reflection(server: ChatServer) -> None:
+    """A server that calls a tool despite tool_choice="none": the call gets an error reply, so the reflection's
+    conversation has no unanswered call (OpenAI-compatible servers refuse one)."""
+    agent = agent_for(server, mode="tools", max_tool_rounds=1, refinement="reflection", reflection_rounds=1)
+    _env, obs, info, slots = first_decision(agent)
+    call = {"tool_calls": [("simulate_action", {"action_id": slots[0]})]}
+    server.push(call, {**call, **answer(slots[0])}, answer(slots[1]))
+    assert agent.act(obs, info) == slots[1]
+    messages = server.bodies[2]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "user"]
+    assert messages[5]["tool_call_id"] == messages[4]["tool_calls"][0]["id"]
+    assert "no tool rounds left" in json.loads(messages[5]["content"])["error"] and agent.usage["tool_calls"] == 1
+
+
 # ------------------------------------------------------------------------------------------ refinement
 def test_reflection_shows_the_answer_and_takes_the_revised_one(server: ChatServer) -> None:
     agent = agent_for(server, refinement="reflection", reflection_rounds=2)

@@ -29,6 +29,7 @@ and latency.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -331,10 +332,13 @@ class LLMAgent(Agent):
                 request["response_format"] = self._response_format(view)
             completion = self._request(chat, request, record)
             chat.append(completion.message())
+            # every tool call gets its reply, also one a server makes despite tool_choice="none": a conversation
+            # that goes on (reflection) with a call left unanswered is refused by OpenAI-compatible servers
+            for call in completion.tool_calls:
+                chat.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(
+                    {"error": "no tool rounds left in this decision: answer with the JSON"}) if final
+                    else self._toolbox.call(call.name, call.arguments, self.env.simulator, view)})
             if completion.tool_calls and not final:
-                for call in completion.tool_calls:
-                    chat.append({"role": "tool", "tool_call_id": call.id,
-                                 "content": self._toolbox.call(call.name, call.arguments, self.env.simulator, view)})
                 self._count(record, tool_calls=len(completion.tool_calls))
                 continue
             answer = parse_answer(completion.content, view.ids)
