@@ -49,7 +49,7 @@ ROW_FORMAT = "dynasched-result/1"
 #: an emergency-first rule agent's fallback (its pair not offered) keeps emergency jobs first. 4: events within EPS
 #: of each other form one instant, a job is tardy beyond EPS only, a maintenance cut as it starts is empty, and
 #: the RANDOM rule agent's fallback (its pair not offered) is a uniform offered pair, and the LLM agents read only
-#: top-level JSON objects of an answer.
+#: top-level JSON objects of an answer; rollout forecast features are clipped to [-BIG, BIG].
 BEHAVIOUR_VERSION = 4
 #: The fields that identify a row; the store holds each key once.
 KEY_FIELDS = ("agent_hash", "tier", "size", "seed", "objective")

@@ -96,6 +96,8 @@ class SB3VecEnv(VecEnv):
         env_infos: list[dict[str, Any]] = [{"invalid_actions": int(invalid[i])} for i in range(self.num_envs)]
         for i in np.flatnonzero(dones):
             final_info = infos["final_info"]
+            # the finished episode's count (the top level's belongs to the episode that just began)
+            env_infos[i]["invalid_actions"] = int(final_info["invalid_actions"][i])
             env_infos[i]["terminal_observation"] = self._observation(infos["final_obs"][i], batched=False)
             env_infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
             env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()

@@ -208,21 +208,21 @@ class SlotForecaster(ScratchStates):
     def __call__(self, i: int, sim: Simulator, slot_job: np.ndarray, slot_machine: np.ndarray, time_scale: float,
                  out: np.ndarray | None = None) -> np.ndarray:
         """The (K, 2R) float32 forecasts of env ``i``'s offered pairs (``-1``: padding, rows of 0), in units
-        of the env's ``time_scale``."""
+        of the env's ``time_scale``, clipped to [-BIG, BIG] as every feature is (the block's space)."""
         if out is None:
             out = np.zeros((slot_job.shape[0], 2 * len(self.rules)), dtype=np.float32)
         if self.sampled is None:
             slot_forecasts(sim.static, sim.state, self.get(sim.static, i), slot_job, slot_machine, self.codes,
                            self.objective, self.hindsight, time_scale, out)
-            return out
-        out[:] = 0.0
-        offered = np.flatnonzero(slot_job >= 0)
-        if offered.size:
-            values = self.sampled.pair_values(sim, slot_job[offered], slot_machine[offered], offered.size, self.codes,
-                                              self.objective, i)
-            out[offered, 0::2] = (values - values.min(axis=0)) / time_scale
-            out[offered, 1::2] = (values - objective_value(sim.static, sim.state, self.objective)) / time_scale
-        return out
+        else:
+            out[:] = 0.0
+            offered = np.flatnonzero(slot_job >= 0)
+            if offered.size:
+                values = self.sampled.pair_values(sim, slot_job[offered], slot_machine[offered], offered.size,
+                                                  self.codes, self.objective, i)
+                out[offered, 0::2] = (values - values.min(axis=0)) / time_scale
+                out[offered, 1::2] = (values - objective_value(sim.static, sim.state, self.objective)) / time_scale
+        return np.clip(out, -BIG, BIG, out=out)
 
 
 def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -223,6 +225,40 @@ def test_vector_render_and_seed_lists():
     assert len(frames) == 2 and all("t=0" in frame for frame in frames)
     with pytest.raises(ValueError, match="seeds"):
         venv.reset(seed=[1])
+
+
+def test_an_ssi_of_none_stays_none_beside_a_score():
+    """Two sub-environments end in one step, the first with a score: the second's None was turned into NaN (the
+    info array was a float one); the SB3 adapter passed the NaN on. Its count of invalid actions was the new
+    episode's 0."""
+    from dynasched_gym.envs.sb3 import SB3VecEnv
+
+    def two_jobs(name: str, time: float) -> Instance:
+        return Instance.build(name, [Machine("M0"), Machine("M1")], [Job("J0", [{0: time}]), Job("J1", [{1: 2.0}])])
+
+    normal, huge = two_jobs("normal", 1.0), two_jobs("huge", 1e200)  # huge: the SSI cannot be computed
+    for mode in ("next_step", "same_step"):
+        venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                            instance=normal, autoreset_mode=mode)
+        venv.reset(seed=0, options={"instance": [normal, huge]})
+        terminated = np.zeros(2, dtype=bool)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the SSI's, and overflows
+            while not terminated.all():
+                _, _, terminated, _, info = venv.step(np.zeros(2, dtype=np.int64))
+        scores = info["ssi"] if mode == "next_step" else info["final_info"]["ssi"]
+        assert scores[0] is not None and scores[1] is None
+    sb3 = SB3VecEnv(gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                                 instance=normal, autoreset_mode="same_step"))
+    sb3.set_options([{"instance": normal}, {"instance": huge}])
+    sb3.reset()
+    dones, actions = np.zeros(2, dtype=bool), np.array([0, 31])  # 31: a padding slot, invalid (slot 0 plays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while not dones.all():
+            _, _, dones, infos = sb3.step(actions)
+    assert infos[1]["ssi"] is None and isinstance(infos[0]["ssi"], float)
+    assert [i["invalid_actions"] for i in infos] == [0, 2]
 
 
 def test_sb3_adapter():

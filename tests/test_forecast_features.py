@@ -14,6 +14,7 @@ from dynasched_gym.core.compiled import allocate_state
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.rules import parse_rule
 from dynasched_gym.envs.dfjsp.episodes import known_scales
+from dynasched_gym.envs.dfjsp.features import BIG
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import (
@@ -170,3 +171,14 @@ def test_check_env_passes_with_forecasts():
 
     env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), RULES)
     check_env(env, skip_render_check=True)  # raises on a space / observation mismatch or non-determinism
+
+
+@pytest.mark.parametrize("futures", [0, 2])
+def test_forecasts_are_clipped_to_their_space(futures):
+    """A small time unit puts the forecasts far above BIG (6.7e6 on mk01 at tau = 1e-5): they left the block's
+    Box. Both kinds: forgetting the future, and in sampled futures."""
+    source = {"tier": "hard"} if futures else {"instance": "mk01"}
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", objective="makespan", time_scale=1e-5, **source), RULES,
+                           futures=futures)
+    observation, _ = env.reset(seed=0)
+    assert np.abs(observation["forecasts"]).max() == BIG and env.observation_space.contains(observation)

@@ -234,6 +234,14 @@ class DFJSPVectorEnv(VectorEnv):
         return {"invalid_actions": int(self._batch.works.counters[i, K_INVALID]),
                 **final_info(self._batch.simulator(i).schedule())}
 
+    def _add_info(self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int) -> dict[str, Any]:
+        """Gymnasium's merge, but ``ssi`` is an object array: a float one (made from the first sub-environment's
+        score) would turn another's ``None`` into NaN."""
+        if "ssi" in env_info and "ssi" not in vector_infos:
+            vector_infos = {**vector_infos, "ssi": np.full(self.num_envs, None, dtype=object),
+                            "_ssi": np.zeros(self.num_envs, dtype=np.bool_)}
+        return super()._add_info(vector_infos, env_info, env_num)
+
     def _add_array_info(self, infos: dict[str, Any], key: str, values: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
         infos[key] = values.copy()
         infos[f"_{key}"] = mask.copy()
