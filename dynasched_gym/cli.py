@@ -15,6 +15,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -51,14 +52,25 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
         print(f"{key:>26}: {value:g}")
     print(f"{'decisions':>26}: {schedule.decisions} in {seconds:.3f} s; validator: {'ok' if report.ok else report}")
     if args.out:
+        overflow = {key: value for key, value in schedule.metrics.items() if not math.isfinite(value)}
+        if overflow:  # JSON has no inf
+            print(f"error: {args.out} not written: metrics {overflow} overflow float64 (times too large)",
+                  file=sys.stderr)
+            return 2
         schedule.to_json(args.out)
         print(f"schedule written to {args.out}")
     return 0 if report.ok else 1
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from dynasched_gym.io.text import read_json
+    from dynasched_gym.schedule import SCHEDULE_FORMAT
     from dynasched_gym.validate import validate_schedule
 
+    content = read_json(Path(args.schedule))  # a file that is no schedule at all is bad input (2), not invalid (1)
+    if not isinstance(content, dict) or content.get("format") != SCHEDULE_FORMAT:
+        raise InstanceFormatError(f"not a schedule file (format {SCHEDULE_FORMAT!r} expected)", source=args.schedule,
+                                  field="format", value=content.get("format") if isinstance(content, dict) else content)
     report = validate_schedule(args.schedule)
     print(report)
     return 0 if report.ok else 1
@@ -94,7 +106,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             report = validate_schedule(schedule)
             failures += not report.ok
             value = schedule.metrics[args.metric]
-            row.append(f"{value:.1f}" + ("" if report.ok else "!"))
+            row.append(f"{value:.6g}" + ("" if report.ok else "!"))
         rows.append(row)
     header = ["instance", *rules]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
@@ -127,8 +139,11 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     path = Path(args.source)
     source = None
-    if path.is_file() and path.suffix == ".json":  # parsed once, a schedule or an instance by its content
-        content = read_json(path)
+    if path.is_file():  # parsed once, a schedule or an instance by its content, whatever its name
+        try:
+            content = read_json(path)
+        except InstanceFormatError:  # not JSON: an instance in a text format (or an error the loader names)
+            content = None
         if isinstance(content, dict) and content.get("format") == SCHEDULE_FORMAT:
             source = schedule_from_dict(schedule_dict(content, path), source=str(path))
         elif isinstance(content, dict):

@@ -293,11 +293,42 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
         (["curves", str(sched), "--out", str(tmp_path / "c.gif")], "c.gif: unsupported output type"),
         (["timeline", str(tmp_path / "nothing"), "--out", str(tmp_path / "t.png")], "nothing"),
     ]
+    instance = tmp_path / "instance.json"
+    main(["convert", "mk01", str(instance)])
+    cases += [  # a file that is no schedule at all is bad input (2), not an invalid schedule (1)
+        (["validate", str(tmp_path / "missing.json")], "missing.json: cannot read"),
+        (["validate", str(instance)], "instance.json, field 'format': not a schedule file"),
+    ]
     for args, message in cases:
         capsys.readouterr()
         assert main(args) == 2
         assert message in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "mk01.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "instance.json", "mk01.json"]
+    assert main(["validate", str(bad)]) == 1  # readable, with an invalid record
+
+
+def test_cli_draws_names_with_dollars_and_reads_any_schedule_name(tmp_path, capsys):
+    """A '$' in a name started TeX math in matplotlib (an unmatched one failed every picture); timeline took a
+    schedule for an instance unless its name ended in .json; compare rounded every metric to 0.1."""
+    inst = Instance.build("cost$\\foo$", [Machine("M$^$"), Machine("M1")], [Job("J$0", [{0: 2.0, 1: 3.0}])])
+    schedule = tmp_path / "s.sched"
+    rollout(inst, "SPT").to_json(schedule)
+    for command in ("gantt", "timeline", "curves"):
+        assert main([command, str(schedule), "--out", str(tmp_path / f"{command}.png")]) == 0
+    assert main(["gantt", str(schedule), "--by", "job", "--out", str(tmp_path / "job.png")]) == 0
+    capsys.readouterr()
+    assert main(["compare", "mk01", "--rules", "SPT", "--metric", "utilization"]) == 0
+    assert "0.520833" in capsys.readouterr().out
+
+
+def test_cli_rollout_refuses_to_write_metrics_json_cannot_hold(tmp_path, capsys):
+    inst = Instance.build("huge", [Machine("M0")], [Job("J0", [{0: 1.0}], release=1.7e308, due=0.0, weight=10.0)])
+    path = tmp_path / "huge.json"
+    inst.to_json(path)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert main(["rollout", str(path), "--out", str(tmp_path / "s.json")]) == 2
+    assert "not written: metrics {'total_weighted_tardiness': inf}" in capsys.readouterr().err
+    assert not (tmp_path / "s.json").exists()
     for args, message in ((["rollout", "mk01", "--rule", "FOO"], "unknown rule 'FOO'"),  # a usage error, no traceback
                           (["rollout", "mk01", "--rule", "RANDOM", "--seed", "-1"], "must be in [0, 2**32), got -1")):
         with pytest.raises(SystemExit) as exit_:

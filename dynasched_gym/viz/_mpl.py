@@ -35,6 +35,16 @@ def blank_figure(fig: Any, width: float, height: float, dpi: float) -> Any:
     return fig
 
 
+def plain_text(fig: Any) -> Any:
+    """``fig`` with every text drawn as written: names are data, and a ``$`` in one would start TeX math (an
+    unmatched one fails the drawing)."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+    return fig
+
+
 #: Colours of jobs, machines and event types: matplotlib's ``tab20`` without its reds and greys,
 #: which mark breakdowns, maintenance, cancellations and late jobs.
 PALETTE = (

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.schedule import Schedule
-from dynasched_gym.viz._mpl import blank_figure, save_figure
+from dynasched_gym.viz._mpl import blank_figure, plain_text, save_figure
 
 Curve = tuple[np.ndarray, np.ndarray]
 
@@ -75,7 +75,7 @@ def curves_figure(schedule: Schedule, fig: Any = None, dpi: float = 100) -> Any:
     axes[-1].set_xlim(0.0, horizon)
     axes[-1].set_xlabel("time")
     fig.suptitle(f"{schedule.instance.name}: metric curves", fontsize=9, x=0.01, ha="left")
-    return fig
+    return plain_text(fig)
 
 
 def save_curves(schedule: Schedule, path: str | os.PathLike[str]) -> Path:

@@ -25,7 +25,7 @@ import numpy as np
 
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
-from dynasched_gym.viz._mpl import FIGURE_SUFFIXES, blank_figure, check_suffix, palette, save_figure
+from dynasched_gym.viz._mpl import FIGURE_SUFFIXES, blank_figure, check_suffix, palette, plain_text, save_figure
 
 #: The two views: one row per machine, or one row per job.
 VIEWS = ("machine", "job")
@@ -102,7 +102,7 @@ def gantt_figure(
     fig.legend(handles=_legend(inst.machine_names, machine_view, now is not None, running is not None),
                loc="outside lower left", ncol=8, fontsize=7, frameon=False)
     fig.suptitle(title or _title(schedule, by), fontsize=9, x=0.01, ha="left")
-    return fig
+    return plain_text(fig)
 
 
 def gantt_size(instance: Instance, by: str = "machine") -> tuple[float, float]:

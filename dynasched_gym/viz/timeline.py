@@ -15,7 +15,7 @@ import numpy as np
 
 from dynasched_gym.instance import EventType, Instance
 from dynasched_gym.schedule import SEGMENT_STATUSES, Schedule
-from dynasched_gym.viz._mpl import blank_figure, palette, save_figure
+from dynasched_gym.viz._mpl import blank_figure, palette, plain_text, save_figure
 
 
 def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
@@ -56,7 +56,7 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
     rug.set_xlabel("time")
     fig.suptitle(f"{(source.instance if isinstance(source, Schedule) else source).name}: event timeline",
                  fontsize=9, x=0.01, ha="left")
-    return fig
+    return plain_text(fig)
 
 
 def save_timeline(source: Instance | Schedule, path: str | os.PathLike[str], bins: int = 60) -> Path:
