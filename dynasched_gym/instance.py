@@ -73,6 +73,11 @@ _OPTIONAL_FIELDS: dict[EventType, tuple[str, ...]] = {
 }
 #: Payload fields of :class:`Event`, in the order :meth:`Event.to_dict` writes them (after time and type).
 PAYLOAD_FIELDS = ("machine", "job", "op", "duration", "factor", "value", "weight", "due", "ops")
+#: The shortest processing time an instance may give (time units): 1000 times the simulator's tolerance
+#: ``metrics.EPS``, within which happenings are one instant (docs/semantics.md); an instance in a finer time
+#: unit must be rescaled.
+MIN_PROCESSING_TIME = 1e-6
+
 _FLOAT_FIELDS = ("machine_speed", "job_release", "job_due", "job_weight", "elig_time")
 _INT_FIELDS = ("job_op_ptr", "op_elig_ptr", "elig_machine")
 # The arrays held by instances (by id; an entry goes when its array does): they are read-only and
@@ -489,9 +494,9 @@ def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> Non
         if m in seen:
             raise InstanceFormatError("machine listed twice", field=where, value=m)
         seen.add(int(m))
-        if not is_finite_real(t) or t <= 0:
+        if not is_finite_real(t) or t < MIN_PROCESSING_TIME:
             raise InstanceFormatError(
-                "processing time must be a finite number > 0", field=f"{where}.{m}", value=t
+                f"processing time must be a finite number >= {MIN_PROCESSING_TIME:g}", field=f"{where}.{m}", value=t
             )
 
 
@@ -529,10 +534,13 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
             # the compiled event table holds op as a float64 column: beyond 2**53 it would round, beyond 2**63 wrap
             raise InstanceFormatError("op must be an operation index in 0..2**31 - 1", field=f"{where}.op",
                                       value=e.op)
-        for name in ("duration", "factor", "value"):
+        for name in ("duration", "factor"):
             val = getattr(e, name)
             if val is not None and (not is_finite_real(val) or val <= 0):
                 raise InstanceFormatError("must be a finite number > 0", field=f"{where}.{name}", value=val)
+        if e.value is not None and (not is_finite_real(e.value) or e.value < MIN_PROCESSING_TIME):
+            raise InstanceFormatError(f"a processing time must be a finite number >= {MIN_PROCESSING_TIME:g}",
+                                      field=f"{where}.value", value=e.value)
         if e.type == EventType.PTIME_CHANGE and (e.factor is None) == (e.value is None):
             raise InstanceFormatError(
                 "PTIME_CHANGE needs exactly one of 'factor' and 'value'", field=f"{where}.factor", value=e.factor

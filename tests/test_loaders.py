@@ -878,3 +878,17 @@ def test_jms_emergency_ids_and_counts_are_checked_before_conversion(tmp_path: Pa
     with pytest.raises(InstanceFormatError) as exc:
         load_instance(path)
     assert str(path) in str(exc.value) and exc.value.field == field
+
+
+@pytest.mark.parametrize(("job", "events", "field"), [
+    (Job("J", [{0: 5e-12}]), [], "jobs[0].ops[0].eligible.0"),
+    (Job("J", [{0: 1.0}]), [Event(0.0, EventType.PTIME_CHANGE, job=0, op=0, value=1e-9)], "events[0].value"),
+    (Job("J", [{0: 1.0}]), [Event(0.0, EventType.ROUTE_CHANGE, job=0, ops=({0: 1e-7},))],
+     "events[0].ops[0].eligible.0"),
+])
+def test_processing_times_shorter_than_the_tolerance_allows_are_refused(job: Job, events: list, field: str) -> None:
+    """Times of order EPS (mk01 x 1e-12) made every happening one instant: utilisation 1.64, 'valid'."""
+    with pytest.raises(InstanceFormatError, match=r"processing time must be a finite number >= 1e-06") as exc:
+        Instance.build("tiny", [Machine("M0")], [job], events)
+    assert exc.value.field == field
+    assert Instance.build("ok", [Machine("M0")], [Job("J", [{0: 1e-6}])]).elig_time[0] == 1e-6
