@@ -59,6 +59,7 @@ from dynasched_gym import data, load_instance
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
 from dynasched_gym.generation import Scenario, calibrate
+from dynasched_gym.generation.stress_index import TIERS
 from dynasched_gym.generation.tiers import tier_pool
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io import dsbx_dir
@@ -510,6 +511,30 @@ def load_instances(keys: Sequence[str], args: argparse.Namespace) -> dict[str, I
     return out
 
 
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _rule(text: str) -> str:
+    try:
+        parse_rule(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _list(choices: Sequence[str]) -> Callable[[str], list[str]]:
     def parse(text: str) -> list[str]:
         items = [t for t in text.split(",") if t]
@@ -527,19 +552,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="1 repeat of 0.05 s, vector N=1,16, no empty-cache cold start (a smoke run)")
     p.add_argument("--only", type=_list(SECTIONS), default=None, help=f"comma list of {', '.join(SECTIONS)}")
     p.add_argument("--instances", type=_list(INSTANCES), default=list(INSTANCES), help="comma list")
-    p.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5; --quick 1)")
-    p.add_argument("--seconds", type=float, default=None, help="minimum length of a repeat (default 0.5; --quick 0.05)")
-    p.add_argument("--num-envs", type=lambda s: [int(x) for x in s.split(",")], default=None,
+    p.add_argument("--repeats", type=_at_least(1), default=None, help="timed repeats (default 5; --quick 1)")
+    p.add_argument("--seconds", type=_positive_float, default=None,
+                   help="minimum length of a repeat (default 0.5; --quick 0.05)")
+    p.add_argument("--num-envs", type=lambda s: [_at_least(1)(x) for x in s.split(",")], default=None,
                    help="vector sizes (default 1,16,64,256; --quick 1,16)")
-    p.add_argument("--memory-envs", type=int, default=256)
-    p.add_argument("--rule", default="SPT", help="rule of the in-kernel rollouts")
-    p.add_argument("--tier", default="hard", help="tier of the tier-medium / tier-large instances")
-    p.add_argument("--tier-seed", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0, help="seed of the random actions")
+    p.add_argument("--memory-envs", type=_at_least(1), default=256)
+    p.add_argument("--rule", type=_rule, default="SPT", help="rule of the in-kernel rollouts")
+    p.add_argument("--tier", choices=TIERS, default="hard", help="tier of the tier-medium / tier-large instances")
+    p.add_argument("--tier-seed", type=_at_least(0), default=0)
+    p.add_argument("--seed", type=_at_least(0), default=0, help="seed of the random actions")
     p.add_argument("--peer-python", default=None, help="python of a virtual environment with the peers (make peers)")
-    p.add_argument("--episode-limit", type=float, default=120.0,
+    p.add_argument("--episode-limit", type=_positive_float, default=120.0,
                    help="cut a subprocess's first episode after this long (s)")
-    p.add_argument("--timeout", type=float, default=900.0, help="kill a subprocess after this long (s)")
+    p.add_argument("--timeout", type=_positive_float, default=900.0, help="kill a subprocess after this long (s)")
     p.add_argument("--out", default=".bench/bench.json")
     args = p.parse_args(argv)
     quick = args.quick
@@ -550,8 +576,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if "peers" in sections and not args.peer_python:
         p.error("--only peers needs --peer-python")
     args.sections = sections
-    if args.repeats < 1 or args.seconds <= 0:
-        p.error(f"--repeats must be >= 1 and --seconds > 0, got {args.repeats} and {args.seconds}")
     return args
 
 
@@ -563,17 +587,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "command": "python -m scripts.bench " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": machine(), "settings": dict(vars(args)), "instances": {}, "ours": {}, "peers": {}}
     out = Path(args.out)
+    error: Exception | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="bench-inputs-") as tmp:
             run(args, results, Path(tmp))
         results["partial"] = False
     except KeyboardInterrupt:
         print("\ninterrupted: writing the partial results", file=sys.stderr)
+    except Exception as exc:  # the sections already measured are kept, then the error is raised
+        error = exc
+        print(f"\nfailed ({type(exc).__name__}: {exc}): writing the partial results", file=sys.stderr)
     results["ratios"] = ratios(results)
     results["targets"] = targets(results)
     print("\n" + report(results))
     write_text_atomic(out, json.dumps(results, indent=1, default=float))
     print(f"\nwritten to {out}{' (partial)' if results['partial'] else ''}")
+    if error is not None:
+        raise error
     if results["partial"]:
         sys.exit(130)
     return results

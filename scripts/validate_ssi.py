@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from dynasched_gym.generation import TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
+from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.results import read_jsonl
 from scripts.journal import JournalWarning
 
@@ -138,9 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     disjoint = all(a[3] < b[2] for a, b in itertools.pairwise(stats)) and len(stats) == len(TIERS)
     print(f"tier medians strictly increasing: {increasing}; adjacent IQRs disjoint: {disjoint}")
     _plot(score, difficulty, [r["tier"] for r in table], rho, out / "ssi_vs_difficulty.png")
-    summary = {"instances": len(table), "spearman": rho, "tiers": stats, "medians_increasing": increasing,
-               "iqrs_disjoint": disjoint}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    summary = {"instances": len(table), "spearman": rho if np.isfinite(rho) else None,  # NaN: a constant column
+               "tiers": stats, "medians_increasing": increasing, "iqrs_disjoint": disjoint}
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=1, allow_nan=False, default=float))
     print(f"written to {out}/ (rows.jsonl, summary.json, ssi_vs_difficulty.png)")
 
 
@@ -160,7 +161,8 @@ def _plot(score: np.ndarray, difficulty: np.ndarray, tiers: list[str], rho: floa
     ax.set_title(f"SSI vs empirical difficulty (Spearman {rho:.2f})")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
 
 

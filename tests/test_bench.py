@@ -16,6 +16,24 @@ from scripts import bench
 from scripts.peers._common import UniformPicker, chunk_of, play
 
 
+def test_an_error_keeps_the_sections_measured_and_bad_options_stop_at_parsing(tmp_path: Path, monkeypatch,
+                                                                              capsys) -> None:
+    """--num-envs 0 used to fail after the kernel section, and any error but Ctrl-C wrote nothing."""
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--num-envs", "0"])
+    assert "--num-envs: must be an integer >= 1, got 0" in capsys.readouterr().err
+
+    def broken(inst, args):
+        raise RuntimeError("vector bench broke")
+
+    monkeypatch.setattr(bench, "bench_vector", broken)
+    out = tmp_path / "bench.json"
+    with pytest.raises(RuntimeError, match="vector bench broke"):
+        bench.main(["--quick", "--only", "kernel,vector", "--instances", "ta01", "--out", str(out)])
+    results = json.loads(out.read_text())
+    assert results["partial"] is True and results["ours"]["kernel"]["ta01"]["decisions_per_s"] > 0
+
+
 def test_quick_run_writes_the_schema(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     bench.main(["--quick", "--only", "kernel,env,vector", "--instances", "ta01", "--num-envs", "1,3",

@@ -147,6 +147,9 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     computed.clear()
     validate_ssi.main(["--instances", "3", "--out", str(out)])  # both designs stay resumable
     assert computed == []
+    monkeypatch.setattr(validate_ssi, "spearman", lambda a, b: float("nan"))  # e.g. every difficulty equal
+    validate_ssi.main(["--instances", "3", "--out", str(out)])
+    assert json.loads((out / "summary.json").read_text())["spearman"] is None  # was a bare NaN: not JSON
 
 
 def test_calibrate_compare_resumes_only_runs_of_its_own_grid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
