@@ -549,3 +549,12 @@ def test_expected_feature_scales_match_generated_instances(small, fjsp):
     expected = expected_feature_scales(scenario.plant)
     assert np.mean(times) == pytest.approx(expected[0], rel=0.1)
     assert np.mean(ops) == pytest.approx(expected[1], rel=0.1)
+
+
+@pytest.mark.parametrize(("method", "option", "accepted"), [("sesc", "budget", "max_steps"),
+                                                            ("cmaes", "max_steps", "budget, popsize, sigma0")])
+def test_calibrate_names_an_option_its_method_does_not_take(small, method, option, accepted):
+    """An unknown option failed as a TypeError of the inner search function, after the draft was built."""
+    with pytest.raises(ValueError, match=rf"unknown option\(s\) \['{option}'\] of method '{method}'; it takes "
+                                         rf"{accepted}"):
+        calibrate(small, method=method, seed=0, **{option: 10})

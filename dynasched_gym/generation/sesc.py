@@ -12,6 +12,7 @@ of the instance that is finally exported.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -240,6 +241,14 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
     seed = check_integer("seed", seed, 0)
     if method not in METHODS:
         raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
+    from dynasched_gym.generation.evolutionary import evolve
+
+    search = sesc if method == "sesc" else evolve
+    allowed = [name for name, p in inspect.signature(search).parameters.items()
+               if p.default is not inspect.Parameter.empty]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:  # checked before the draft: an unknown keyword would fail only after it
+        raise ValueError(f"unknown option(s) {unknown} of method {method!r}; it takes {', '.join(allowed)}")
     if targets is not None:
         values = vars(targets) if isinstance(targets, Targets) else dict(targets)
         scenario = replace_targets(scenario, **values)
@@ -249,8 +258,6 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
     if method == "sesc":
         _, history = sesc(d, wanted, scenario.tolerances, **options)
     else:
-        from dynasched_gym.generation.evolutionary import evolve
-
         history = evolve(d, wanted, scenario.tolerances, method=method, seed=seed, **options)
     instance = d.build()
     seconds = time.perf_counter() - began
