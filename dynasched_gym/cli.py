@@ -161,8 +161,8 @@ def _cmd_curves(args: argparse.Namespace) -> int:
     return _written(args.out, began)
 
 
-def _rule(text: str) -> str:
-    """An argparse type: a rule name the library knows."""
+def rule_argument(text: str) -> str:
+    """An argparse type: a rule name the library knows (also used by ``scripts.bench``)."""
     from dynasched_gym.core.rules import parse_rule
 
     try:
@@ -174,7 +174,7 @@ def _rule(text: str) -> str:
 
 def _rules(text: str) -> list[str]:
     """An argparse type: comma-separated rule names the library knows."""
-    return [_rule(name) for name in text.split(",")]
+    return [rule_argument(name) for name in text.split(",")]
 
 
 def _positive(text: str) -> int:
@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_info)
     p = sub.add_parser("rollout", help="simulate with a dispatching rule and print metrics")
     p.add_argument("instance")
-    p.add_argument("--rule", type=_rule, default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
+    p.add_argument("--rule", type=rule_argument, default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the RANDOM rule, in [0, 2**32)")
     p.add_argument("--out", help="write the schedule JSON here")
     p.set_defaults(func=_cmd_rollout)

@@ -56,6 +56,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym import data, load_instance
+from dynasched_gym.cli import rule_argument
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
 from dynasched_gym.generation import Scenario, calibrate
@@ -527,14 +528,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _rule(text: str) -> str:
-    try:
-        parse_rule(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def _list(choices: Sequence[str]) -> Callable[[str], list[str]]:
     def parse(text: str) -> list[str]:
         items = [t for t in text.split(",") if t]
@@ -558,7 +551,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-envs", type=lambda s: [_at_least(1)(x) for x in s.split(",")], default=None,
                    help="vector sizes (default 1,16,64,256; --quick 1,16)")
     p.add_argument("--memory-envs", type=_at_least(1), default=256)
-    p.add_argument("--rule", type=_rule, default="SPT", help="rule of the in-kernel rollouts")
+    p.add_argument("--rule", type=rule_argument, default="SPT", help="rule of the in-kernel rollouts")
     p.add_argument("--tier", choices=TIERS, default="hard", help="tier of the tier-medium / tier-large instances")
     p.add_argument("--tier-seed", type=_at_least(0), default=0)
     p.add_argument("--seed", type=_at_least(0), default=0, help="seed of the random actions")
