@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         schedules = agent.play(instances, args.objective, progress=True)
     else:
         schedules = [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, objective=args.objective,
-                                                 max_candidates=512), seed=seed)  # every startable pair offered
+                                                 max_candidates=inst.num_jobs * inst.num_machines), seed=seed)
                      for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {agent.name}", unit="inst"),
                                            instances)]
     for inst, schedule in zip(instances, schedules):
