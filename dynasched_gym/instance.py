@@ -358,16 +358,24 @@ class Instance:
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` to write to; renamed onto ``path`` on success, removed on failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    """A temporary path beside ``path`` to write to; renamed onto ``path`` on success, removed on failure.
+
+    An :class:`OSError` of the temporary file is raised again naming ``path``, the file the caller asked for.
+    """
+    tmp = ""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600 files; give the usual mode
         os.replace(tmp, path)
+    except OSError as exc:
+        if exc.filename is not None and Path(str(exc.filename)).name.startswith(f".{path.name}."):  # the temporary
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     finally:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
 
 

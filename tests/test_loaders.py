@@ -892,3 +892,18 @@ def test_processing_times_shorter_than_the_tolerance_allows_are_refused(job: Job
         Instance.build("tiny", [Machine("M0")], [job], events)
     assert exc.value.field == field
     assert Instance.build("ok", [Machine("M0")], [Job("J", [{0: 1e-6}])]).elig_time[0] == 1e-6
+
+
+def test_an_atomic_write_error_names_the_file_asked_for(tmp_path: Path) -> None:
+    """The error named the temporary file (/proc/.x.json.c1p0n5o_.tmp), not the caller's --out."""
+    from dynasched_gym.instance import atomic_path, write_text_atomic
+
+    target = tmp_path / "out.json"
+    with pytest.raises(OSError) as exc, atomic_path(target) as tmp:
+        raise OSError(28, "No space left on device", str(tmp))  # as a failed write of the temporary file
+    assert exc.value.filename == str(target) and exc.value.errno == 28
+    assert list(tmp_path.iterdir()) == []  # nothing partial left
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OSError) as exc:  # an error of another path keeps its own name
+        write_text_atomic(tmp_path / "file" / "out.json", "{}")
+    assert exc.value.filename == str(tmp_path / "file")
