@@ -23,7 +23,11 @@ def _rule(name: str, **kwargs: Any) -> Agent:
 def _lookahead(name: str, **kwargs: Any) -> Agent:
     from dynasched_gym.agents.lookahead import LookaheadAgent
 
-    return LookaheadAgent(clairvoyant=name == "lookahead-oracle", **kwargs)
+    clairvoyant = name == "lookahead-oracle"
+    if kwargs.setdefault("clairvoyant", clairvoyant) != clairvoyant:
+        raise ValueError(f"agent {name!r} is {'' if clairvoyant else 'not '}clairvoyant, got clairvoyant="
+                         f"{kwargs['clairvoyant']!r}: use {'lookahead' if clairvoyant else 'lookahead-oracle'!r}")
+    return LookaheadAgent(**kwargs)
 
 
 def _random(name: str, **kwargs: Any) -> Agent:
@@ -60,6 +64,8 @@ def make(name: str, **kwargs: Any) -> Agent:
     """Build an agent by name: ``"rule:MWKR:EET"`` (or ``"pdr:MWKR:EET"``), ``"lookahead"``,
     ``"lookahead-oracle"``, ``"random"``, ``"ppo"`` (``checkpoint=...``), ``"llm"`` (``model=..., base_url=...,
     level="L2", mode="direct", refinement="greedy"``, docs/llm.md); keyword arguments go to its class."""
+    if not isinstance(name, str):
+        raise TypeError(f"an agent name is a string such as 'rule:MWKR:EET' or 'lookahead', got {name!r}")
     for key, factory in REGISTRY.items():
         if name == key or (key.endswith(":") and name.startswith(key)):
             return factory(name, **kwargs)

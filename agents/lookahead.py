@@ -13,7 +13,7 @@ from dynasched_gym.agents.rules import slot_of
 from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
-from dynasched_gym.core.rules import MACHINE_RULES, is_random_rule, parse_rule, rule_list
+from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -29,8 +29,8 @@ DEFAULTS = {
 def rule_codes(names: Sequence[str], machine_rule: str) -> np.ndarray:
     """(n, 2) int64 (job rule, machine rule) codes of ``names`` (``JOB:MACHINE``, or a job rule alone, which
     takes ``machine_rule``): the rows :func:`~dynasched_gym.core.lookahead.pair_value` rolls out."""
-    return np.array([parse_rule(r if ":" in r else f"{r}:{machine_rule}") for r in names],
-                    dtype=np.int64).reshape(-1, 2)
+    return np.array([parse_deterministic_rule(r if ":" in r else f"{r}:{machine_rule}", "rollout and ranking rules")
+                     for r in names], dtype=np.int64).reshape(-1, 2)
 
 
 class LookaheadAgent(Agent):
@@ -67,32 +67,29 @@ class LookaheadAgent(Agent):
                  objective: str | None = None, clairvoyant: bool = False, horizon: int | None = None,
                  futures: int = 0, future_tier: str | None = None, future_size: str | None = None,
                  future_seed: int = 0) -> None:
-        check_integer("top_k", top_k, 1)
-        check_integer("futures", futures, 0)
-        check_integer("future_seed", future_seed, 0)
+        top_k = check_integer("top_k", top_k, 1)
+        futures = check_integer("futures", futures, 0)
+        future_seed = check_integer("future_seed", future_seed, 0)
         check_bool("clairvoyant", clairvoyant)
         if rule is not None and not rule:
-            raise ValueError("rule must be a JOB:MACHINE rule name or None (the objective's default), got ''")
+            raise ValueError(f"rule must be a JOB:MACHINE rule name or None (the objective's default), got {rule!r}")
         if rollout_rules is not None and not rule_list(rollout_rules):
             raise ValueError(f"rollout_rules must name at least one rule or be None (the objective's defaults), "
                              f"got {rollout_rules!r}")
         if horizon is not None:
-            check_integer("horizon", horizon, 0)
+            horizon = check_integer("horizon", horizon, 0)
         if futures and (horizon is not None or clairvoyant):
             raise ValueError(f"futures={futures} rolls out to the end in sampled futures: it cannot be combined "
                              f"with horizon={horizon} or clairvoyant={clairvoyant}")
         if objective is not None and objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
         rollout_names = None if rollout_rules is None else rule_list(rollout_rules)
-        for name in [*([rule] if rule else []), *(rollout_names or [])]:
-            job_rule, _ = parse_rule(name)  # fail now on a bad name, not in the first episode
-            if is_random_rule(job_rule):
-                raise ValueError(f"the lookahead ranks candidates and rolls them out with deterministic rules; "
-                                 f"{name!r} is random (it has no ranking, and its rollouts could not be compared)")
+        for name in [*([rule] if rule else []), *(rollout_names or [])]:  # fail now, not in the first episode
+            parse_deterministic_rule(name, "the lookahead's rule and rollout_rules")
         self.rule, self.rollout_names, self.top_k = rule, rollout_names, top_k
         self.objective = objective
         self.clairvoyant = clairvoyant
-        self.horizon = None if horizon is None else int(horizon)
+        self.horizon = horizon
         self.name = "lookahead-oracle" if clairvoyant else "lookahead"
         self.futures, self.future_seed = futures, future_seed
         self.future_tier, self.future_size = future_tier, future_size

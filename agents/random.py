@@ -17,15 +17,16 @@ class RandomAgent(Agent):
     name = "random"
 
     def __init__(self, seed: int = 0) -> None:
-        check_integer("seed", seed, 0)
-        self.seed = int(seed)
+        self.seed = check_integer("seed", seed, 0)
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
         self._rng = np.random.default_rng(self.seed)
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
-        return int(self._rng.choice(np.flatnonzero(observation["action_mask"])))
+        valid = np.flatnonzero(observation["action_mask"])
+        # no valid action: an episode whose jobs all went before any decision ends at its first step, whatever it is
+        return int(self._rng.choice(valid)) if valid.size else 0
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "seed": self.seed}

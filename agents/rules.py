@@ -10,19 +10,22 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
-from dynasched_gym.checks import check_bool, check_integer
+from dynasched_gym.checks import check_bool
 from dynasched_gym.core.rules import (
     COMPOSITE_RULES,
     EMERGENCY_FIRST,
     EMERGENCY_WEIGHT,
     JOB_RULES,
     MACHINE_RULES,
+    check_seed,
     is_random_rule,
     job_priority,
     parse_rule,
     random_index,
+    rng_state,
     seed_rng,
     select,
+    set_rng_state,
 )
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.instance import Instance
@@ -43,23 +46,30 @@ class RuleAgent(Agent):
         rule: ``"MWKR"``, ``"MWKR:LWL"``, ...
         emergency_first: jobs with an emergency weight first.
         random_ties: break ties at random, seeded by ``seed`` at every :meth:`reset`.
-        seed: seed of the random stream (random ties and the ``RANDOM`` job rule), set at every :meth:`reset`.
+        seed: seed of the agent's random stream (random ties and the ``RANDOM`` job rule), in ``[0, 2**32)``, set
+            at every :meth:`reset`; other agents' draws between this agent's do not change it.
     """
 
     def __init__(self, rule: str, emergency_first: bool = False, random_ties: bool = False, seed: int = 0) -> None:
         check_bool("emergency_first", emergency_first)
         check_bool("random_ties", random_ties)
-        check_integer("seed", seed, 0)
         self.job_rule, self.machine_rule = parse_rule(rule, emergency_first, random_ties)
         job, _, machine = rule.upper().partition(":")
         self.rule = f"{job}:{machine or 'EET'}"
-        self.emergency_first, self.random_ties, self.seed = emergency_first, random_ties, seed
+        self.emergency_first, self.random_ties, self.seed = emergency_first, random_ties, check_seed(seed)
         self.name = f"rule:{self.rule}" + (":emergency" if emergency_first else "")
+        self._random = random_ties or is_random_rule(self.job_rule)
+        self._stream: tuple[int, list[int]] | None = None  # this agent's draws, apart from any other's
 
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
-        if self.random_ties or self.rule.startswith("RANDOM:"):
+        if hasattr(self.env, "rules") and (self.emergency_first or self.random_ties):
+            raise ValueError(f"{env.spec.id if env.spec else 'the rule-selection env'} plays its composite rules "
+                             f"{COMPOSITE_RULES} as they are: emergency_first and random_ties cannot apply there; "
+                             "play this agent on DynaSched/DFJSP-v0")
+        if self._random:
             seed_rng(self.seed)
+            self._stream = rng_state()
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         env = self.env
@@ -68,8 +78,13 @@ class RuleAgent(Agent):
                 raise ValueError(f"{self.rule} is not one of the env's composite rules {COMPOSITE_RULES}")
             return env.rules.index(self.rule)
         sim = env.simulator
+        if self._stream is not None:  # the kernels' stream is shared: carry on from this agent's last draw
+            set_rng_state(self._stream)
         job, machine = select(sim.static, sim.state, self.job_rule, self.machine_rule)
-        return slot_of(env, job, machine, self.job_rule)
+        action = slot_of(env, job, machine, self.job_rule)
+        if self._stream is not None:
+            self._stream = rng_state()
+        return action
 
     def config(self) -> dict[str, Any]:
         return {"name": "rule", "rule": self.rule, "emergency_first": self.emergency_first,

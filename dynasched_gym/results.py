@@ -65,8 +65,10 @@ class StoreWarning(UserWarning):
 
 
 def canonical_json(obj: Any) -> str:
-    """Compact JSON with sorted keys (the hashed form of configs)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+    """Compact JSON with sorted keys (the hashed form of configs): NumPy scalars as the Python numbers they hold
+    (``np.int64(16)`` hashes as ``16``), other objects JSON cannot hold as their ``str``."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False,
+                      default=lambda value: value.item() if isinstance(value, np.generic) else str(value))
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

@@ -22,7 +22,7 @@ from gymnasium.vector.utils import batch_space
 from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import forecast, objective_value, slot_forecasts
-from dynasched_gym.core.rules import parse_rule, rule_list
+from dynasched_gym.core.rules import parse_deterministic_rule, rule_list
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.features import BIG, BLOCKS, OBSERVABILITY, num_columns
 from dynasched_gym.envs.futures import SampledFutures
@@ -156,7 +156,7 @@ class _Forecaster(ScratchStates):
 
     def __init__(self, rules: Sequence[str], objective: str, hindsight: bool, num_envs: int) -> None:
         super().__init__(num_envs)
-        self.codes = [parse_rule(rule) for rule in rules]
+        self.codes = [parse_deterministic_rule(rule, "forecast reward rules") for rule in rules]
         self.objective = OBJECTIVES.index(objective)
         self.hindsight = check_bool("hindsight", hindsight)
 
@@ -195,7 +195,8 @@ class SlotForecaster(ScratchStates):
         if hindsight and sampled is not None:
             raise ValueError(f"hindsight forecasts play the real future: they cannot also play {sampled!r}")
         self.rules = tuple(rules)
-        self.codes = np.array([parse_rule(rule) for rule in self.rules], dtype=np.int64)
+        self.codes = np.array([parse_deterministic_rule(rule, "forecast rules") for rule in self.rules],
+                              dtype=np.int64)
         self.objective = OBJECTIVES.index(objective)
         self.sampled = sampled
         self.hindsight = hindsight

@@ -182,12 +182,20 @@ def test_bad_agent_arguments_are_named(tmp_path):
 @pytest.mark.parametrize(("name", "kwargs", "error", "message"), [
     ("rule:MWKR:EET", {"emergency_first": "no"}, TypeError, "emergency_first must be true or false, got 'no'"),
     ("rule:MWKR:EET", {"random_ties": 1}, TypeError, "random_ties must be true or false, got 1"),
-    ("rule:MWKR:EET", {"seed": -1}, ValueError, "seed must be an integer >= 0, got -1"),
+    ("rule:MWKR:EET", {"seed": -1}, ValueError, r"seed must be an integer in \[0, 2\*\*32\), got -1"),
+    ("rule:RANDOM:EET", {"seed": 2**32}, ValueError, r"seed must be .*, got 4294967296"),  # played as seed 0
+    ("rule:MWKR:EET", {"seed": 2**64}, ValueError, r"seed must be .*, got 18446744073709551616"),  # failed at reset
+    ("rule:", {}, ValueError, "unknown rule ''"),
     ("lookahead", {"future_seed": -1}, ValueError, "future_seed must be an integer >= 0, got -1"),
     ("lookahead", {"rule": ""}, ValueError, "rule must be a JOB:MACHINE rule name or None"),
     ("lookahead", {"rollout_rules": []}, ValueError, r"rollout_rules must name at least one rule .*, got \[\]"),
-    ("lookahead", {"rule": "RANDOM:EET"}, ValueError, "'RANDOM:EET' is random"),  # it was ranked as SLACK
-    ("lookahead", {"rollout_rules": ["EDD", "random"]}, ValueError, "'random' is random"),
+    ("lookahead", {"rule": "RANDOM:EET"}, ValueError, "deterministic rules only .*got 'RANDOM:EET'"),  # ranked as SLACK
+    ("lookahead", {"rollout_rules": ["EDD", "random"]}, ValueError, "deterministic rules only .*got 'random'"),
+    ("lookahead", {"rule": 5}, TypeError, "a rule is a name such as 'MWKR' or 'MWKR:LWL', got 5"),  # AttributeError
+    ("lookahead", {"rollout_rules": [5]}, TypeError, r"rules are one rule name or a sequence of them.*got \[5\]"),
+    ("lookahead", {"clairvoyant": True}, ValueError, "agent 'lookahead' is not clairvoyant, got clairvoyant=True"),
+    ("lookahead-oracle", {"clairvoyant": False}, ValueError, "'lookahead-oracle' is clairvoyant, got .*=False"),
+    (5, {}, TypeError, "an agent name is a string such as 'rule:MWKR:EET' or 'lookahead', got 5"),
 ])
 def test_agent_settings_are_checked_where_they_are_given(name, kwargs, error, message):
     """Each of these was accepted: a truthy string turned an option on, an empty rule meant the default."""
@@ -310,3 +318,94 @@ def test_agent_misuse_gets_a_clear_error():
     flat.reset(seed=0)
     with pytest.raises(ValueError, match=r"reads the Dict observations .* got Box"):
         make("ppo", checkpoint=shipped_checkpoint("hard")).reset(flat)
+
+
+def test_lookahead_takes_a_clairvoyant_argument_that_matches_its_name():
+    """``make`` passed ``clairvoyant`` twice: a documented argument raised TypeError."""
+    assert not make("lookahead", clairvoyant=False).clairvoyant
+    assert make("lookahead-oracle", clairvoyant=True).clairvoyant
+
+
+def test_numpy_integer_settings_hash_as_the_python_integers():
+    """An agent given ``np.int64(16)`` is the agent given 16: same config, same result rows (the hash read the
+    NumPy value as the string "16")."""
+    from dynasched_gym.results import config_hash
+
+    for name, key, value in (("lookahead", "top_k", 8), ("rule:RANDOM:EET", "seed", 3), ("random", "seed", 3)):
+        given = make(name, **{key: np.int64(value)}).config()
+        assert config_hash(given) == config_hash(make(name, **{key: value}).config())
+        assert type(given[key]) is int
+    assert config_hash({"k": np.float64(0.5)}) == config_hash({"k": 0.5})
+
+
+def test_random_rule_agents_keep_their_own_streams_when_played_side_by_side():
+    """The kernels' random stream is one per process: two RANDOM agents stepped in turn drew from each other's
+    (agent 0 scored 54 on mk01 beside another, 63 alone). Each now plays as alone, as ``rollout(seed)`` does."""
+    inst = load_instance(data.path("mk01"))
+    envs = [gym.make("DynaSched/FJSP-v0", instance=inst, max_candidates=512) for _ in range(2)]
+    agents = [make("rule:RANDOM:EET", seed=0), make("rule:SPT:EET", random_ties=True, seed=1)]
+    steps = [list(env.reset(seed=0)) for env in envs]
+    for agent, env in zip(agents, envs):
+        agent.reset(env)
+    done = [False, False]
+    while not all(done):
+        for i, (agent, env) in enumerate(zip(agents, envs)):
+            if not done[i]:
+                observation, _, done[i], _, info = env.step(agent.act(*steps[i]))
+                steps[i] = [observation, info]
+    alone = [run_episode(make("rule:RANDOM:EET", seed=0), envs[0], seed=0),
+             run_episode(make("rule:SPT:EET", random_ties=True, seed=1), envs[1], seed=0)]
+    for env, schedule in zip(envs, alone):
+        assert env.unwrapped.schedule().metrics == schedule.metrics
+    assert alone[0].metrics == rollout(inst, rule="RANDOM:EET", seed=0).metrics
+
+
+def test_the_rule_selection_env_refuses_rule_agent_options_it_cannot_apply():
+    """It plays its composite rules as they are: emergency_first and random_ties were silently ignored."""
+    env = gym.make("DynaSched/DFJSP-Rules-v0", instance="dsbx-medium", objective="weighted_tardiness")
+    for option in ("emergency_first", "random_ties"):
+        with pytest.raises(ValueError, match="emergency_first and random_ties cannot apply there"):
+            run_episode(make("rule:MWKR:EET", **{option: True}), env, seed=1)
+
+
+def test_random_agent_plays_an_episode_with_no_decision():
+    """Every job cancelled before its release: the reset mask is all zeros and the first step ends the episode (the
+    random agent raised on the empty choice)."""
+    inst = Instance.build("empty", [Machine("M0")], [Job("J0", [{0: 2.0}], release=5.0)],
+                          [Event(1.0, EventType.CANCELLATION, job=0)])
+    schedule = run_episode(make("random"), gym.make("DynaSched/DFJSP-v0", instance=inst), seed=0)
+    assert schedule.finished and schedule.metrics["num_cancelled_jobs"] == 1
+
+
+def test_ppo_play_uses_and_checks_the_trained_objective(monkeypatch):
+    """``play`` defaulted to weighted tardiness whatever the policy was trained for, without the warning ``reset``
+    gives."""
+    from dynasched_gym.agents.ppo import shipped_checkpoint
+    from dynasched_gym.generation import tier_pool
+
+    agent = make("ppo", checkpoint=shipped_checkpoint("hard"))
+    instances = [tier_pool("hard", "small").instance(0)]
+    agent.trained_objective = "makespan"  # as a policy trained for makespan records it
+    made, make_vec = [], gym.make_vec
+    monkeypatch.setattr(gym, "make_vec", lambda *args, **kwargs: (made.append(kwargs["objective"]),
+                                                                   make_vec(*args, **kwargs))[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert agent.play(instances)[0].finished
+    assert made == ["makespan"]
+    with pytest.warns(RuntimeWarning, match="trained for makespan, the env's objective is weighted_tardiness"):
+        agent.play(instances, "weighted_tardiness")
+
+
+def test_rollout_rules_of_forecasts_and_llm_tables_must_be_deterministic():
+    """RANDOM rollouts drew from the shared, unseeded kernel stream: forecasts and training did not repeat."""
+    from dynasched_gym.agents.llm import LLMAgent
+    from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
+
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01")
+    with pytest.raises(ValueError, match="forecast rules take deterministic rules only"):
+        ForecastFeatures(env, ("EDD:EET", "RANDOM:EET"))
+    with pytest.raises(ValueError, match="forecast reward rules take deterministic rules only"):
+        ForecastReward(env, "RANDOM")
+    with pytest.raises(ValueError, match="prune_rules and rollout_rules take deterministic rules only"):
+        LLMAgent("model", prune_rules=["RANDOM"])

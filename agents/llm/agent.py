@@ -59,7 +59,7 @@ from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.checks import check_choice, check_integer
-from dynasched_gym.core.rules import MACHINE_RULES, parse_rule, rule_list
+from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import instance_ssi
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -153,15 +153,17 @@ class LLMAgent(Agent):
             raise ValueError(f"variant {variant!r} is defined at level {VARIANT_LEVEL[variant]!r}, got level {level!r}")
         if objective is not None:
             check_choice("objective", objective, OBJECTIVES)
-        for name, value, minimum in (("max_rows", max_rows, 1), ("future_events", future_events, 0),
-                                     ("samples", samples, 1), ("reflection_rounds", reflection_rounds, 1),
-                                     ("max_tool_rounds", max_tool_rounds, 1),
-                                     ("max_consecutive_errors", max_consecutive_errors, 0)):
-            check_integer(name, value, minimum)
+        max_rows, future_events, samples, reflection_rounds, max_tool_rounds, max_consecutive_errors = (
+            check_integer(name, value, minimum) for name, value, minimum in (
+                ("max_rows", max_rows, 1), ("future_events", future_events, 0), ("samples", samples, 1),
+                ("reflection_rounds", reflection_rounds, 1), ("max_tool_rounds", max_tool_rounds, 1),
+                ("max_consecutive_errors", max_consecutive_errors, 0)))
         self.prune_rules = None if prune_rules is None else rule_list(prune_rules)
         self.rollout_rules = None if rollout_rules is None else rule_list(rollout_rules)
-        for rule in (*([fallback] if fallback else ()), *(self.prune_rules or ()), *(self.rollout_rules or ())):
-            parse_rule(rule)  # fail now on a bad name, not in the first episode
+        if fallback:  # fail now on a bad name, not in the first episode
+            parse_rule(fallback)
+        for rule in (*(self.prune_rules or ()), *(self.rollout_rules or ())):
+            parse_deterministic_rule(rule, "prune_rules and rollout_rules")
         self.client = ChatClient(model, base_url, api_key_env, timeout, max_retries, backoff,
                                  max_concurrency=max_concurrency, cache_dir=cache_dir, cache=cache)
         self.model, self.base_url, self.level, self.variant = model, base_url, level, variant

@@ -41,10 +41,12 @@ Machine rules (among the chosen job's startable machines):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import _helperlib, njit
 
+from dynasched_gym.checks import is_integer
 from dynasched_gym.core.compiled import C_DECISIONS, JOB_ACTIVE
 from dynasched_gym.core.kernels import DECISION, advance, machine_available, nth_candidate, reset, slot_time, start
 
@@ -72,6 +74,8 @@ _ATC_K = 2.0
 
 def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = False) -> tuple[int, int]:
     """``"MWKR"`` or ``"MWKR:LWL"`` -> (job rule code, machine rule id), with the option flags set."""
+    if not isinstance(rule, str):
+        raise TypeError(f"a rule is a name such as 'MWKR' or 'MWKR:LWL', got {rule!r}")
     job, _, machine = rule.upper().partition(":")
     machine = machine or "EET"
     if job not in JOB_RULES or machine not in MACHINE_RULES:
@@ -80,9 +84,24 @@ def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = Fal
     return code, MACHINE_RULES.index(machine)
 
 
+def parse_deterministic_rule(rule: str, use: str) -> tuple[int, int]:
+    """:func:`parse_rule` of a rule that ranks candidates or rolls episodes out where results must repeat (``use``
+    says where, for the error): ``RANDOM`` is refused, having no ranking and drawing from a shared stream."""
+    codes = parse_rule(rule)
+    if is_random_rule(codes[0]):
+        raise ValueError(f"{use} take deterministic rules only (RANDOM has no ranking, and its rollouts would "
+                         f"draw from the kernels' shared random stream), got {rule!r}")
+    return codes
+
+
 def rule_list(rules: str | Sequence[str]) -> tuple[str, ...]:
     """A rules argument as a tuple: one rule name (a string is not split into letters) or several."""
-    return (rules,) if isinstance(rules, str) else tuple(rules)
+    if isinstance(rules, str):
+        return (rules,)
+    if not isinstance(rules, Sequence) or not all(isinstance(rule, str) for rule in rules):
+        raise TypeError(f"rules are one rule name or a sequence of them, such as ['MWKR:EET', 'EDD:LWL'], got "
+                        f"{rules!r}")
+    return tuple(rules)
 
 
 @njit(cache=True, _nrt=False)
@@ -288,9 +307,35 @@ def run_rule(S, T, job_rule, machine_rule, max_decisions):
 
 
 @njit(cache=True, _nrt=False)
-def seed_rng(seed):
-    """Seed the kernels' random stream (used by the RANDOM rule)."""
+def _seed_stream(seed):
     np.random.seed(seed)  # noqa: NPY002 (numba supports only the legacy global stream)
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an ``int`` if it is a seed of the kernels' random stream, an integer in ``[0, 2**32)``; else
+    ``ValueError`` (numba would reduce a larger seed modulo 2**32)."""
+    if not is_integer(seed) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    return int(seed)
+
+
+def seed_rng(seed: int) -> None:
+    """Seed the kernels' random stream (the RANDOM rule and random ties); ``seed`` as in :func:`check_seed`."""
+    _seed_stream(check_seed(seed))
+
+
+def rng_state() -> tuple[int, list[int]]:
+    """The kernels' random stream as it stands (numba's Mersenne Twister of this thread), for :func:`set_rng_state`.
+
+    The stream is one per thread, shared by every caller: an agent that draws from it between another's draws
+    keeps its own stream by saving it after its draws and setting it back before them.
+    """
+    return _helperlib.rnd_get_state(_helperlib.rnd_get_np_state_ptr())
+
+
+def set_rng_state(state: tuple[int, list[int]]) -> None:
+    """Set the kernels' random stream to ``state`` (from :func:`rng_state`)."""
+    _helperlib.rnd_set_state(_helperlib.rnd_get_np_state_ptr(), state)
 
 
 @njit(cache=True, _nrt=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynasched_gym.checks import is_integer
 from dynasched_gym.core import kernels
 from dynasched_gym.core.batch import candidates_one, make_handle, reset_one, run_rule_one, step_one
 from dynasched_gym.core.compiled import (
@@ -104,8 +103,6 @@ class Simulator:
             return
         job_rule, machine_rule = parse_rule(rule)
         if seed is not None:
-            if not is_integer(seed) or not 0 <= seed < 2**32:
-                raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")  # numba would wrap it
             seed_rng(seed)
         check_code(run_rule_one(self._handle, job_rule, machine_rule, max_decisions), self.instance, self.now)
 
