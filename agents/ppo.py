@@ -123,11 +123,7 @@ class PPOAgent(Agent):
             raise ValueError(f"the PPO agent reads the Dict observations of DynaSched/DFJSP-v0, got "
                              f"{type(env.observation_space).__name__}: play it on the env without "
                              "FlattenDictObservation / FlattenObservation")
-        if self.trained_objective not in (None, self.env.config.objective):
-            warnings.warn(f"the PPO policy {self.checkpoint} was trained for {self.trained_objective}, the env's "
-                          f"objective is {self.env.config.objective}: make the env with "
-                          f"objective={self.trained_objective!r} to play it on its own objective",
-                          RuntimeWarning, stacklevel=2)
+        self._check_objective(self.env.config.objective)
         rules, futures, pool = self._forecast_settings()
         expected = self._played_space()
         self._forecaster = None
@@ -148,6 +144,13 @@ class PPOAgent(Agent):
             warnings.warn(f"the PPO policy {self.checkpoint} was trained with features in units (time_scale, "
                           f"ops_scale) = {self.feature_scales}, this episode's are {units}: make the env with "
                           "**agent.env_settings()", RuntimeWarning, stacklevel=2)
+
+    def _check_objective(self, objective: str) -> None:
+        """Warn when ``objective`` is not the one the policy was trained for (its forecasts would read another)."""
+        if self.trained_objective not in (None, objective):
+            warnings.warn(f"the PPO policy {self.checkpoint} was trained for {self.trained_objective}, the env's "
+                          f"objective is {objective}: make the env with objective={self.trained_objective!r} to play "
+                          "it on its own objective", RuntimeWarning, stacklevel=3)
 
     def _played_space(self) -> spaces.Dict:
         """The policy's observation space without the critic's privileged block (the agent fills it with zeros)."""
@@ -170,18 +173,21 @@ class PPOAgent(Agent):
     def env_settings(self) -> dict[str, Any]:
         """The env arguments the policy's observations need: ``max_candidates`` and ``observability``, and the
         feature units it was trained in, ``time_scale`` and ``ops_scale``, where known (:attr:`feature_scales`)."""
-        slots, columns = self.model.observation_space["candidates"].shape
-        level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
         units = {} if self.feature_scales is None else dict(zip(("time_scale", "ops_scale"), self.feature_scales))
-        return {"max_candidates": int(slots), "observability": OBSERVABILITY[level], **units}
+        return {**observation_settings(self.model.observation_space), **units}
 
-    def play(self, instances: Sequence[Instance], objective: str = "weighted_tardiness", num_envs: int = 16,
+    def play(self, instances: Sequence[Instance], objective: str | None = None, num_envs: int = 16,
              progress: bool = False) -> list[Schedule]:
         """The policy's schedule of every instance (each episode reset with seed 0, as ``run_episode(..., seed=0)``).
+
+        ``objective``: the episodes' objective; ``None``: the one the policy was trained for (weighted tardiness when
+        unknown). Another than the trained one warns, as :meth:`reset` does.
 
         ``num_envs`` episodes run at a time in one ``DFJSP-v0`` vector env, so the policy scores a
         batch of observations per call: the choices of :meth:`act` in single envs, several times faster.
         """
+        objective = objective or self.trained_objective or "weighted_tardiness"
+        self._check_objective(objective)
         if not instances:
             return []
         num_envs = min(num_envs, len(instances))
@@ -230,6 +236,13 @@ class PPOAgent(Agent):
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "checkpoint": self.checkpoint, "sha256": self.sha256,
                 "deterministic": self.deterministic}
+
+
+def observation_settings(space: spaces.Dict) -> dict[str, Any]:
+    """The env arguments ``max_candidates`` and ``observability`` that give a policy's observation ``space``."""
+    slots, columns = space["candidates"].shape
+    level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
+    return {"max_candidates": int(slots), "observability": OBSERVABILITY[level]}
 
 
 def _check_space(actual: spaces.Dict, expected: spaces.Dict) -> None:

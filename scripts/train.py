@@ -58,19 +58,21 @@ import numpy as np
 import sb3_contrib
 import torch as th
 import yaml
+from gymnasium import spaces
 from omegaconf import DictConfig, OmegaConf
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.save_util import json_to_data
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from dynasched_gym import Instance, rollout, validate_schedule
 from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy
-from dynasched_gym.agents.ppo import PPOAgent
-from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_objectives
+from dynasched_gym.agents.ppo import PPOAgent, observation_settings
+from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_names, rule_objectives
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive, check_real
-from dynasched_gym.core.rules import parse_rule, rule_list
+from dynasched_gym.core.rules import parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
 from dynasched_gym.envs.futures import FUTURE_SEEDS
@@ -112,13 +114,14 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 # ------------------------------------------------------------------------------------------- config
-def _check_rules(key: str, value: Any, auto: bool = False) -> None:
-    """Every rule of the setting ``key`` (one rule, a list, null, or ``auto`` where ``auto``) must parse."""
+def _check_rules(key: str, value: Any, auto: bool = False, rollout: bool = False) -> None:
+    """Every rule of the setting ``key`` (one rule, a list, null, or ``auto`` where ``auto``) must parse; where
+    ``rollout`` (forecasts) it must be deterministic, or training would not repeat."""
     if value is None or (auto and value == AUTO):
         return
     for rule in rule_list(value if isinstance(value, str) else list(value)):
         try:
-            parse_rule(str(rule))
+            parse_deterministic_rule(str(rule), key) if rollout else parse_rule(str(rule))
         except ValueError as exc:
             raise ValueError(f"{key}={value}: {exc}") from None
 
@@ -155,11 +158,18 @@ def check_config(cfg: DictConfig) -> Resume | None:
         check_bool(key, OmegaConf.select(cfg, key))
     if ec.reward_scale is not None:
         check_positive("env.reward_scale", ec.reward_scale)
-    _check_rules("env.forecast_rule", ec.forecast_rule, auto=True)
+    _check_rules("env.forecast_rule", ec.forecast_rule, auto=True, rollout=True)
+    if ec.forecast_rule == AUTO and ec.forecast_auto_rules > len(rule_names()):
+        raise ValueError(f"env.forecast_auto_rules must be at most {len(rule_names())} (the deterministic rules), got "
+                         f"{ec.forecast_auto_rules}")
     if not OmegaConf.is_list(ec.forecast_features):
         raise ValueError(f"env.forecast_features must be a list of JOB:MACHINE rules ([] for none), got "
                          f"{ec.forecast_features!r}")
-    _check_rules("env.forecast_features", ec.forecast_features)
+    _check_rules("env.forecast_features", ec.forecast_features, rollout=True)
+    if (tc.n_steps * ec.num_envs) % tc.batch_size == 1:  # SB3 splits the rollout into minibatches as they come
+        raise ValueError(f"train.n_steps={tc.n_steps} x env.num_envs={ec.num_envs} leaves a last minibatch of one "
+                         f"sample at train.batch_size={tc.batch_size} (its advantages cannot be normalised): change "
+                         "one of them")
     if ec.critic_hindsight and not ec.forecast_features:
         raise ValueError("env.critic_hindsight=true needs env.forecast_features (the critic reads their hindsight "
                          "rollouts), got []")
@@ -211,11 +221,19 @@ def read_resume(cfg: DictConfig) -> Resume:
     if steps >= tc.total_timesteps:
         raise ValueError(f"{where} is already at {steps} timesteps, at or after train.total_timesteps="
                          f"{tc.total_timesteps}: nothing left to train (raise train.total_timesteps)")
-    with zipfile.ZipFile(path) as archive:
-        data = json.loads(archive.read("data"))
-    kwargs = data.get("policy_kwargs") or {}
+    with zipfile.ZipFile(path) as archive:  # the schedules and spaces decoded as the resumed model will have them
+        data = json_to_data(archive.read("data").decode("utf-8"))
     saved = {f"train.{k}": data.get(k) for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
                                                 "ent_coef", "vf_coef", "max_grad_norm")}
+    learning_rate, clip_range, space = data.get("lr_schedule"), data.get("clip_range"), data.get("observation_space")
+    if callable(learning_rate):  # at progress 1 (the start) and 0 (the end): annealed when they differ
+        saved.update({"train.learning_rate": float(learning_rate(1.0)),
+                      "train.anneal_lr": bool(learning_rate(0.0) != learning_rate(1.0))})
+    if callable(clip_range):
+        saved["train.clip_range"] = float(clip_range(1.0))
+    if isinstance(space, spaces.Dict) and "candidates" in space.spaces:
+        saved.update({f"env.{k}": v for k, v in observation_settings(space).items()})
+    kwargs = data.get("policy_kwargs") or {}
     saved.update({"train.hidden": kwargs.get("hidden"), "train.interaction": kwargs.get("interaction"),
                   "env.forecast_features": kwargs.get("forecast_rules"),
                   "env.forecast_futures": kwargs.get("forecast_futures"),
@@ -561,7 +579,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     # 1. envs: the training pool (built ahead, in parallel), the validation and the test instances
     tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
     scale = auto_reward_scale(ec)
-    auto_rules = (best_rules(ec, tc.imitation.episodes, ec.forecast_auto_rules)
+    auto_rules = (best_rules(ec, tc.imitation.episodes, ec.forecast_auto_rules if ec.forecast_rule == AUTO else 1)
                   if AUTO in (ec.forecast_rule, tc.imitation.rule) else [])
     forecast_rule = ec.forecast_rule
     if forecast_rule == AUTO:

@@ -197,6 +197,16 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
                                          r"train\.total_timesteps=1024: nothing left to train"):
         train_script.train(_config(tmp_path / "done", "train.total_timesteps=1024", f"train.resume={checkpoint}"))
     assert not (tmp_path / "done").exists()
+    # the checkpoint's schedules and observation space are its own: other values would not take effect (before,
+    # the schedules were trained with silently and max_candidates failed late in SB3's load, naming no key)
+    with pytest.raises(ValueError, match=r"not take effect: train\.learning_rate=0\.5 \(the checkpoint's: 0\.0003\); "
+                                         r"train\.anneal_lr=False \(the checkpoint's: True\); train\.clip_range="
+                                         r"0\.9 \(the checkpoint's: 0\.2\); env\.max_candidates=16 \(the "
+                                         r"checkpoint's: 32\); env\.observability=full \(the checkpoint's: concise\)"):
+        train_script.train(_config(tmp_path / "other", f"train.resume={checkpoint}", "train.learning_rate=0.5",
+                                   "train.anneal_lr=false", "train.clip_range=0.9", "env.max_candidates=16",
+                                   "env.observability=full"))
+    assert not (tmp_path / "other").exists()
 
     # the best validation result before the checkpoint (the warm start's, at 2) carries over into the resumed
     # run; made unbeatable here (a tardiness is >= 0), it must be the one selected, with its policy
@@ -440,6 +450,11 @@ def test_an_interrupted_final_evaluation_leaves_the_run_dirs_files_as_they_were(
     ("env.forecast_features=EDD:EET", ValueError, r"^env\.forecast_features must be a list of JOB:MACHINE rules "
                                                   r"\(\[\] for none\), got 'EDD:EET'$"),  # was split into letters
     ("env.forecast_features=null", ValueError, r"^env\.forecast_features must be a list .*, got None$"),
+    ("env.forecast_features=[RANDOM:EET]", ValueError, r"^env\.forecast_features=\['RANDOM:EET'\]: env\.forecast_"
+                                                       r"features take deterministic rules only"),  # irreproducible
+    ("env.forecast_rule=RANDOM", ValueError, r"^env\.forecast_rule=RANDOM: env\.forecast_rule take deterministic"),
+    ("env.forecast_auto_rules=53", ValueError, r"^env\.forecast_auto_rules must be at most 52 \(the deterministic "
+                                               r"rules\), got 53$"),  # was refused after setup, unnamed
     ("train.imitation.rule=[EDD:EET,ATC:LWL]", ValueError, r"^train\.imitation\.rule must be one JOB:MACHINE rule, "
                                                           r"auto or null, got \["),
 ])
@@ -457,6 +472,8 @@ def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path
 @pytest.mark.parametrize(("overrides", "message"), [
     (["env.critic_hindsight=true", "env.forecast_features=[]"],
      r"^env\.critic_hindsight=true needs env\.forecast_features"),
+    (["env.num_envs=1", "train.n_steps=129", "train.batch_size=64"],  # NaN logits after setup and a rollout
+     r"^train\.n_steps=129 x env\.num_envs=1 leaves a last minibatch of one sample at train\.batch_size=64"),
     (["env.forecast_futures=2", "train.eval_seeds.start=900000"],
      r"^train\.eval_seeds 900000\.\.900001 overlaps the pool seeds of the sampled futures 900000\.\.900999"),
 ])
@@ -541,3 +558,9 @@ def test_a_save_killed_midway_leaves_no_partial_checkpoint(cache, train_script, 
     checkpoints = tmp_path / "run" / "checkpoints"
     assert not (checkpoints / "ppo_512_steps.zip").exists() and not list(checkpoints.glob("*.tmp"))
     assert MaskablePPO.load(checkpoints / "ppo_256_steps.zip", device="cpu").num_timesteps == 256
+
+
+def test_forecast_auto_rules_is_bounded_only_where_it_is_used(train_script, tmp_path):
+    """Without env.forecast_rule=auto the count is not read (it was refused after setup even then)."""
+    assert train_script.check_config(_config(tmp_path / "run", "env.forecast_rule=EDD:EET",
+                                             "env.forecast_auto_rules=60")) is None
