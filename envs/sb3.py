@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env import VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 import dynasched_gym  # noqa: F401  (registers the ids)
-from dynasched_gym.checks import check_bool
+from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 
@@ -152,6 +152,18 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     they also carry the same rules' rollouts in the real future (``hindsight_forecasts``), the privileged
     input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only).
     """
+    forecast_futures = check_integer("forecast_futures", forecast_futures, 0)
+    check_bool("hindsight", hindsight)
+    check_bool("critic_hindsight", critic_hindsight)
+    if forecast_futures and not forecast_features:  # each option applies to the one it names
+        raise ValueError(f"forecast_futures={forecast_futures} samples futures for the forecast_features rollouts, "
+                         "and none are given")
+    if hindsight and not forecast_rule:
+        raise ValueError("hindsight=True lets the forecast_rule forecasts see the future, and no forecast_rule is "
+                         "given")
+    if "autoreset_mode" in kwargs:
+        raise ValueError(f"autoreset_mode={kwargs['autoreset_mode']!r}: the SB3 adapter resets each finished "
+                         "episode in its final step (AutoresetMode.SAME_STEP), as SB3 expects")
     if critic_hindsight and (flatten or not forecast_features):
         raise ValueError(f"critic_hindsight needs forecast_features (got {list(forecast_features)}) and Dict "
                          f"observations (got flatten={flatten}): a flat policy could not keep it from its actor")

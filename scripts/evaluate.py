@@ -89,6 +89,13 @@ class AgentPlayer:
         self.env = {**_policy_env(self.agent), **env}  # a trained policy's own settings unless overridden
         self._warm = False
 
+    def check_env(self) -> None:
+        """Make the env of these settings once (on mk01), so that a bad setting fails before any episode."""
+        import gymnasium as gym
+
+        kwargs = {**self.env, **({"max_candidates": 1} if self.env.get("max_candidates") == ALL else {})}
+        gym.make("DynaSched/DFJSP-v0", instance="mk01", **kwargs).close()
+
     def config(self) -> dict[str, Any]:
         config = dict(self.agent.config())
         if config.get("sha256"):  # a checkpoint is identified by its content, not its path
@@ -250,9 +257,11 @@ def agent_specs(cfg: DictConfig) -> list[dict[str, Any]]:
     for group_name, group in groups.items():
         for name in _as_list(group["names"]):
             specs.append({"name": name, "kwargs": dict(group.get("kwargs") or {}), "env": dict(group.get("env") or {}),
-                          "label": group.get("label"), "key": f"agent.{group_name}.kwargs.checkpoint"})
+                          "label": group.get("label"), "key": f"agent.{group_name}.kwargs.checkpoint",
+                          "env_key": f"agent.{group_name}.env"})
     if cfg.get("ppo") and not any(s["name"] == "ppo" for s in specs):
-        specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None, "key": "ppo"})
+        specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None, "key": "ppo",
+                      "env_key": "ppo"})
     return specs
 
 
@@ -304,6 +313,11 @@ def plan(cfg: DictConfig) -> Plan:
                         raise  # a broken module of this package is an error, not a missing extra
                     skipped.append(f"{spec['name']} on {tier}/{size}: {exc}")
                     continue
+                if isinstance(player, AgentPlayer):
+                    try:
+                        player.check_env()
+                    except (TypeError, ValueError) as exc:
+                        raise ValueError(f"{spec['env_key']}={spec['env']}: {exc}") from None
                 trained = getattr(getattr(player, "agent", None), "trained_objective", None)
                 if trained not in (None, cfg.objective):  # a policy is ranked on the objective it was trained for
                     skipped.append(f"{spec['name']} on {tier}/{size}: trained for {trained}, this evaluation's "

@@ -170,6 +170,9 @@ def check_config(cfg: DictConfig) -> Resume | None:
         raise ValueError(f"train.n_steps={tc.n_steps} x env.num_envs={ec.num_envs} leaves a last minibatch of one "
                          f"sample at train.batch_size={tc.batch_size} (its advantages cannot be normalised): change "
                          "one of them")
+    if ec.forecast_futures and not ec.forecast_features:
+        raise ValueError(f"env.forecast_futures={ec.forecast_futures} samples futures for the env.forecast_features "
+                         "rollouts, got []")
     if ec.critic_hindsight and not ec.forecast_features:
         raise ValueError("env.critic_hindsight=true needs env.forecast_features (the critic reads their hindsight "
                          "rollouts), got []")
@@ -316,16 +319,17 @@ def make_train_env(env_cfg: DictConfig, reward_scale: float, forecast_rule: str 
     """The SB3 vector env of ``env.num_envs`` envs on the tier pool (forecast rewards when a rule is given)."""
     return make_sb3_vec_env(ENV_ID, num_envs=env_cfg.num_envs, tier=env_cfg.tier, size=env_cfg.size,
                             pool_size=env_cfg.pool_size, reward_scale=reward_scale, forecast_rule=forecast_rule,
-                            hindsight=env_cfg.forecast_hindsight, forecast_features=tuple(env_cfg.forecast_features),
+                            hindsight=bool(forecast_rule) and env_cfg.forecast_hindsight,
+                            forecast_features=tuple(env_cfg.forecast_features),
                             forecast_futures=env_cfg.forecast_futures, critic_hindsight=env_cfg.critic_hindsight,
                             **play_kwargs(env_cfg))
 
 
-def held_out(env_cfg: DictConfig, seeds: DictConfig) -> list[Instance]:
+def held_out(env_cfg: DictConfig, seeds: DictConfig, progress: bool = False) -> list[Instance]:
     """The pool instances of ``seeds`` (above the training seeds: :func:`check_config`)."""
     pool = tier_pool(env_cfg.tier, env_cfg.size)
     span = range(seeds.start, seeds.start + seeds.count)
-    pool.prepare(span)
+    pool.prepare(span, progress=progress)
     return [pool.instance(s) for s in span]
 
 
@@ -587,8 +591,8 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     elif OmegaConf.is_list(forecast_rule):  # several rules: the potential is the lowest of their forecasts
         forecast_rule = list(forecast_rule)
     venv = make_train_env(ec, scale, forecast_rule)
-    validation = held_out(ec, tc.validation_seeds)  # model selection and the deployable rule
-    instances = held_out(ec, tc.eval_seeds)
+    validation = held_out(ec, tc.validation_seeds, tc.progress_bar)  # model selection and the deployable rule
+    instances = held_out(ec, tc.eval_seeds, tc.progress_bar)
 
     # 2. the model: resumed from a checkpoint (its hyperparameters and timestep count), or new and
     #    warm-started by imitating a rule

@@ -391,3 +391,41 @@ def test_copying_an_env_says_how_to_branch_the_simulation_instead():
         jobs, machines, _ = branch.candidates()
         branch.step(jobs[0], machines[0])
     assert branch.schedule().finished and (sim.now, sim.decisions) == before  # the env's episode is untouched
+
+
+def test_numpy_integer_max_candidates_is_an_int():
+    """``np.int64(8)`` was checked and then handed on as is: Gymnasium's MultiBinary refused it, naming no argument."""
+    for env_id in ("DynaSched/DFJSP-v0", "DynaSched/DFJSP-Rules-v0"):
+        env = gym.make(env_id, instance="mk01", max_candidates=np.int64(8))
+        assert type(env.unwrapped.config.max_candidates) is int
+    assert gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=np.int32(8)).action_space.n == 8
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("mk01", r"reset options must be a dict \(or None\), got str: 'mk01'"),  # was: unknown options 'm', 'k', ...
+    (["instance"], r"reset options must be a dict \(or None\), got list"),  # was: AttributeError
+])
+def test_reset_options_that_are_no_dict_are_named(options, message):
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01")
+    with pytest.raises(TypeError, match=message):
+        env.reset(options=options)
+    assert env.reset(options={})[0]["action_mask"].any()  # an empty dict is no option
+
+
+def test_the_episode_views_before_the_first_reset_say_to_reset():
+    """render() and schedule() showed a made-up state (every machine busy with job 0, every job cancelled)."""
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", render_mode="ansi").unwrapped
+    for view in (env.render, env.schedule, lambda: env.simulator):
+        with pytest.raises(RuntimeError, match=r"no episode has begun: call reset\(\) first"):
+            view()
+    env.reset(seed=0)
+    assert "t=0" in env.render() and env.schedule().metrics["num_cancelled_jobs"] == 0
+
+
+@pytest.mark.parametrize(("spec", "error", "message"), [
+    ("", ValueError, r"instance must be a path or an embedded name \(.*\), got ''"),  # was: "., line 1"
+    (__file__.rpartition("/")[0], ValueError, r"a directory that is no instance"),  # was: "unrecognised format"
+])
+def test_an_instance_argument_that_names_no_instance_says_what_it_is(spec, error, message):
+    with pytest.raises(error, match=message):
+        gym.make("DynaSched/DFJSP-v0", instance=spec)

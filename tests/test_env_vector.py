@@ -323,3 +323,26 @@ def test_flags_must_be_true_or_false(make):
     """A string such as "false" is not read as true (for hindsight that would reveal the future)."""
     with pytest.raises(TypeError, match=r"(copy|parallel|hindsight) must be true or false, got '(no|false)'"):
         make()
+
+
+def test_actions_of_another_length_than_the_sub_environments_are_named():
+    """Two actions for three envs failed in NumPy's reshape, naming neither the actions nor num_envs."""
+    venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=3, vectorization_mode="vector_entry_point", instance="mk01")
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions must hold one action per sub-environment \(3\), got shape \(2,\)"):
+        venv.step(np.zeros(2, dtype=np.int64))
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"forecast_futures": 3}, ValueError, r"forecast_futures=3 samples futures for the forecast_features rollouts"),
+    ({"forecast_futures": -1}, ValueError, r"forecast_futures must be an integer >= 0, got -1"),
+    ({"hindsight": True}, ValueError, r"hindsight=True lets the forecast_rule forecasts see the future"),
+    ({"hindsight": "yes"}, TypeError, r"hindsight must be true or false, got 'yes'"),
+    ({"autoreset_mode": "next_step"}, ValueError, r"the SB3 adapter resets each finished episode in its final step"),
+])
+def test_sb3_adapter_refuses_options_that_would_not_apply(kwargs, error, message):
+    """Each was accepted and ignored (or failed as a duplicate keyword) when the option it qualifies was absent."""
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    with pytest.raises(error, match=message):
+        make_sb3_vec_env(num_envs=2, instance="mk01", **kwargs)

@@ -632,6 +632,16 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
 
 
+@pytest.mark.parametrize(("override", "message"), [
+    ("agent.rules.env.max_candidates=-1", r"^agent\.rules\.env=\{'max_candidates': -1\}: max_candidates must be"),
+    ("+agent.rules.env.foo=1", r"^agent\.rules\.env=\{.*'foo': 1\}: .*unexpected keyword argument 'foo'"),
+])
+def test_an_agents_env_settings_are_refused_before_any_episode_naming_the_key(override: str, message: str) -> None:
+    """They were checked in each episode: 27 failed rows were stored, each naming the env argument only."""
+    with pytest.raises(ValueError, match=message):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[rules]", "ppo=null", override))
+
+
 def test_the_behaviour_version_enters_every_agent_hash(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows played before a behaviour change (same configuration, other play) must not be reused."""
     def hashes() -> set[str]:

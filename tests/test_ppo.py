@@ -472,6 +472,8 @@ def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path
 @pytest.mark.parametrize(("overrides", "message"), [
     (["env.critic_hindsight=true", "env.forecast_features=[]"],
      r"^env\.critic_hindsight=true needs env\.forecast_features"),
+    (["env.forecast_features=[]", "env.forecast_futures=3"],  # trained without futures, recorded with 3
+     r"^env\.forecast_futures=3 samples futures for the env\.forecast_features rollouts, got \[\]$"),
     (["env.num_envs=1", "train.n_steps=129", "train.batch_size=64"],  # NaN logits after setup and a rollout
      r"^train\.n_steps=129 x env\.num_envs=1 leaves a last minibatch of one sample at train\.batch_size=64"),
     (["env.forecast_futures=2", "train.eval_seeds.start=900000"],

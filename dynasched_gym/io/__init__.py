@@ -71,6 +71,11 @@ def _detect(p: Path) -> tuple[str, Any]:
     for name in SNIFFED:
         if FORMATS[name].sniff(p, head):
             return name, None
+    if p.is_dir():  # only a dsbx instance directory is one
+        raise InstanceFormatError(f"a directory that is no instance (a dsbx instance directory holds "
+                                  f"{dsbx_dir.EVENTS}, a JMS one a single JMS .jsonl file; files are read in the "
+                                  f"formats {', '.join(FORMATS)})",
+                                  source=str(p), value=sorted(child.name for child in p.iterdir())[:8])
     raise InstanceFormatError(f"unrecognised instance format (known: {', '.join(FORMATS)})", source=str(p),
                               line=1, value=head[:40])
 
@@ -105,6 +110,8 @@ def resolve_instance(spec: Instance | str | os.PathLike[str]) -> Instance:
         return spec
     if isinstance(spec, str) and spec in data.EMBEDDED and not Path(spec).exists():
         return load_instance(data.path(spec))
+    if isinstance(spec, str) and not spec.strip():
+        raise ValueError(f"instance must be a path or an embedded name ({', '.join(data.EMBEDDED)}), got {spec!r}")
     if isinstance(spec, (str, os.PathLike)):
         return load_instance(spec)
     raise TypeError(f"instance must be an Instance, a path or an embedded name ({', '.join(data.EMBEDDED)}), "

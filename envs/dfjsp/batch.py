@@ -126,6 +126,7 @@ class EnvBatch:
         self.dims = np.zeros((num_envs, NUM_DIMS), dtype=np.int64)
         self.capacity = np.zeros(NUM_DIMS, dtype=np.int64)
         self.simulators: list[Simulator | None] = [None] * num_envs
+        self.begun = np.zeros(num_envs, dtype=bool)  # env -> whether an episode began (its state is one)
         self.static_rows = np.zeros(num_envs, dtype=np.int64)  # env -> row of the Static buffers
         self._row_instances: list[Instance | None] = [None] * num_envs  # Static row -> the instance it holds
         self.statics: StaticBatch | None = None
@@ -146,6 +147,7 @@ class EnvBatch:
         instance, tier = self.source.draw(rng, override)
         self.load(i, instance, tier)
         self.works.rng[i, 0] = rng.integers(1, 2**64 - 1, dtype=np.uint64, endpoint=True)
+        self.begun[i] = True
         return {"tier": tier}
 
     def load(self, i: int, instance: Instance, tier: str | None) -> None:
@@ -254,5 +256,8 @@ class EnvBatch:
         return _row(self.states, STATE_LAYOUT, State, i, self.dims[i])
 
     def simulator(self, i: int) -> Simulator:
-        """Env ``i``'s simulator, to read its schedule, clock and state (never to step it)."""
+        """Env ``i``'s simulator, to read its schedule, clock and state (never to step it); ``RuntimeError`` before
+        its first reset, when it holds no episode."""
+        if not self.begun[i]:
+            raise RuntimeError("no episode has begun: call reset() first")
         return self.simulators[i]

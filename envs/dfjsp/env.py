@@ -14,6 +14,7 @@ Every step is one numba call (:mod:`.kernels`); the semantics of the simulation 
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -323,8 +324,10 @@ class FJSPEnv(DFJSPEnv):
 
 def instance_option(options: dict[str, Any] | None, vector: bool = False) -> InstanceSpec | None:
     """The ``instance`` reset option (the only one besides a vector env's ``reset_mask``)."""
-    if not options:
+    if options is None:
         return None
+    if not isinstance(options, Mapping):
+        raise TypeError(f"reset options must be a dict (or None), got {type(options).__name__}: {options!r}")
     unknown = set(options) - ({"instance", "reset_mask"} if vector else {"instance"})
     if unknown:
         raise ValueError(f"unknown reset option(s) {sorted(unknown)}; the options are 'instance' "

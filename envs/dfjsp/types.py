@@ -147,7 +147,7 @@ class EnvConfig:
         check_choice("objective", self.objective, OBJECTIVES)
         check_choice("observability", self.observability, OBSERVABILITY)
         check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
-        check_integer("max_candidates", self.max_candidates, 1)
+        object.__setattr__(self, "max_candidates", check_integer("max_candidates", self.max_candidates, 1))
         check_positive("reward_scale", self.reward_scale)
         for name in ("time_scale", "ops_scale"):
             if getattr(self, name) is not None:

@@ -142,6 +142,9 @@ class DFJSPVectorEnv(VectorEnv):
         actions = np.asarray(actions)
         if actions.dtype.kind not in "iu":  # 1.7 is not truncated to slot 1
             raise TypeError(f"actions must be integers (action slots), got dtype {actions.dtype}: {actions!r}")
+        if actions.size != self.num_envs:
+            raise ValueError(f"actions must hold one action per sub-environment ({self.num_envs}), got shape "
+                             f"{actions.shape}")
         actions = actions.astype(np.int64, copy=False).reshape(self.num_envs)
         mode = self.metadata["autoreset_mode"]
         infos: dict[str, Any] = {}
