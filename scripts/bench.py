@@ -11,6 +11,10 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``--
   next-step autoreset), random valid actions in every sub-environment, transitions/s at ``--num-envs``,
   and at the largest of them also with ``parallel=True`` (the sub-envs on numba's threads, key
   ``"<N> parallel"``);
+- ``wrappers``: the training env of ``python -m scripts.train`` (16 sub-environments drawing from the medium/small
+  tier pool, weighted tardiness), random valid actions, transitions/s bare, with the hindsight forecast reward
+  (``EDD:EET``), with the rollout forecast features (``EDD:EET, ATC:LWL``) and with both; each as a ratio to the
+  bare env of the same run (the wrappers' cost);
 - ``sesc``: SESC calibration of one instance of the medium and of the large size preset, seconds;
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
@@ -59,6 +63,7 @@ from dynasched_gym import data, load_instance
 from dynasched_gym.cli import rule_argument
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
+from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector
 from dynasched_gym.generation import Scenario, calibrate
 from dynasched_gym.generation.stress_index import TIERS
 from dynasched_gym.generation.tiers import tier_pool
@@ -69,12 +74,15 @@ from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 
 FORMAT = "dynasched-bench/1"
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("kernel", "env", "vector", "sesc", "cold", "memory", "peers")
+SECTIONS = ("kernel", "env", "vector", "wrappers", "sesc", "cold", "memory", "peers")
 EMBEDDED = ("ta01", "mk10", "dsbx-medium")
 TIER_SIZES = {"tier-medium": "medium", "tier-large": "large"}
 INSTANCES = (*EMBEDDED, *TIER_SIZES)
 SESC_SIZES = ("medium", "large")
 COLD_INSTANCE = "ta01"
+#: The ``wrappers`` section's env: scripts.train's defaults (conf/env/dfjsp.yaml), on 64 pool seeds.
+WRAPPED_ENV = {"num_envs": 16, "tier": "medium", "size": "small", "objective": "weighted_tardiness", "pool_size": 64}
+WRAPPED_RULES = {"forecast reward": "EDD:EET", "forecast features": ("EDD:EET", "ATC:LWL")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +195,28 @@ def bench_vector(instance: Instance, args: argparse.Namespace) -> dict[str, Any]
         chunk = chunk_of(driver, max(1, 512 // n))
         chunk()  # warm-up
         out[f"{n} parallel" if parallel else str(n)] = medians(chunk, args.seconds, args.repeats)
+    return out
+
+
+def bench_wrappers(args: argparse.Namespace) -> dict[str, Any]:
+    """The training env (:data:`WRAPPED_ENV`) bare and with each forecast wrapper: median transitions/s, and the
+    ratio to the bare env's."""
+    reward, features = WRAPPED_RULES["forecast reward"], WRAPPED_RULES["forecast features"]
+    wrappings: dict[str, Callable[[Any], Any]] = {
+        "bare": lambda venv: venv,
+        "forecast reward": lambda venv: ForecastRewardVector(venv, reward, hindsight=True),
+        "forecast features": lambda venv: ForecastFeaturesVector(venv, features),
+        "both": lambda venv: ForecastRewardVector(ForecastFeaturesVector(venv, features), reward, hindsight=True),
+    }
+    out: dict[str, Any] = {}
+    for name, wrap in wrappings.items():
+        driver = VectorDriver(wrap(gym.make_vec(ENV_ID, vectorization_mode="vector_entry_point", **WRAPPED_ENV)),
+                              args.seed)
+        driver.reset()
+        chunk = chunk_of(driver, 32)
+        chunk()  # warm-up
+        out[name] = medians(chunk, args.seconds, args.repeats)
+        out[name]["ratio_to_bare"] = out[name]["steps_per_s"] / out["bare"]["steps_per_s"]
     return out
 
 
@@ -376,8 +406,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def report(results: dict[str, Any]) -> str:
     """The Markdown tables of ``results`` (each section that has figures)."""
-    parts = [table(results) for table in (_instances_table, _ours_table, _peers_table, _ratios_table, _sesc_table,
-                                          _cold_table, _memory_table, _targets_table)]
+    parts = [table(results) for table in (_instances_table, _ours_table, _peers_table, _ratios_table,
+                                          _wrappers_table, _sesc_table, _cold_table, _memory_table, _targets_table)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -429,6 +459,14 @@ def _ratios_table(results: dict[str, Any]) -> str:
             for r in shown]
     return "Ratios, ours / peer (this run):\n\n" + _table(["peer", "instance", "figure", "ours", "peer", "ratio"],
                                                           rows) if rows else ""
+
+
+def _wrappers_table(results: dict[str, Any]) -> str:
+    wrapped = results["ours"].get("wrappers")
+    settings = ", ".join(f"{k}={v}" for k, v in WRAPPED_ENV.items())
+    return (f"The training env ({settings}) and its forecast wrappers ({WRAPPED_RULES}), transitions/s:\n\n"
+            + _table(["env", "transitions/s", "/ bare"], [[name, _si(r["steps_per_s"]), f"{r['ratio_to_bare']:.2f}"]
+                                                          for name, r in wrapped.items()])) if wrapped else ""
 
 
 def _sesc_table(results: dict[str, Any]) -> str:
@@ -617,6 +655,8 @@ def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:
     for section, measure in (("kernel", bench_kernel), ("env", bench_env), ("vector", bench_vector)):
         if section in sections:
             tasks += [(("ours", section, key), lambda m=measure, i=inst: m(i, args)) for key, inst in instances.items()]
+    if "wrappers" in sections:
+        tasks.append((("ours", "wrappers"), lambda: bench_wrappers(args)))
     if "sesc" in sections:
         tasks += [(("ours", "sesc", size), lambda s=size: bench_sesc(s, args)) for size in SESC_SIZES]
     if "cold" in sections:

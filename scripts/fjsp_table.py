@@ -3,8 +3,8 @@
 Rules run in-kernel (:func:`dynasched_gym.rollout`; the rule agents play identically through
 ``DynaSched/FJSP-v0``); the lookahead agent plays through ``DynaSched/FJSP-v0``. Every schedule is
 checked by the independent validator. The published columns are the PDR means of Wang et al.
-(2023) result files, the best greedy DRL figure (DAN-G 10x5) and the best known upper bounds,
-as collected in shared/reference/published-results.md section 3.
+(2023) result files, the greedy DAN figures (10x5 and 15x10, the best greedy DRL) and the best known
+upper bounds, as collected in shared/reference/published-results.md section 3.
 
 Our rules dispatch non-delay (only idle machines are candidates), so the EET and SPT machine rules
 coincide here; the published PDRs may assign an operation to a busy machine (EET counts its wait).
@@ -32,7 +32,7 @@ INSTANCES = tuple(f"mk{i:02d}" for i in range(1, 11))
 RULES = ("FIFO:SPT", "FIFO:EET", "MOPNR:SPT", "MOPNR:EET", "SPT:SPT", "SPT:EET", "MWKR:SPT", "MWKR:EET")
 #: Published means over mk01-mk10 (shared/reference/published-results.md section 3).
 PUBLISHED = {"FIFO": 205.56, "MOR (MOPNR)": 200.36, "SPT": 237.52, "MWKR": 201.74,
-             "DAN-G 10x5 (best DRL greedy)": 185.70, "best known UB": 172.1}
+             "DAN-G 10x5": 185.70, "DAN-G 15x10 (best DRL greedy)": 184.40, "best known UB": 172.1}
 
 
 def main(argv: list[str] | None = None) -> None:

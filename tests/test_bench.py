@@ -34,6 +34,20 @@ def test_an_error_keeps_the_sections_measured_and_bad_options_stop_at_parsing(tm
     assert results["partial"] is True and results["ours"]["kernel"]["ta01"]["decisions_per_s"] > 0
 
 
+def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_env(tmp_path: Path, monkeypatch,
+                                                                                 capsys) -> None:
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(bench, "WRAPPED_ENV", {**bench.WRAPPED_ENV, "num_envs": 2, "pool_size": 2})
+    out = tmp_path / "bench.json"
+    bench.main(["--quick", "--only", "wrappers", "--instances", "ta01", "--seconds", "0.01", "--out", str(out)])
+    wrapped = json.loads(out.read_text())["ours"]["wrappers"]
+    assert list(wrapped) == ["bare", "forecast reward", "forecast features", "both"]
+    assert wrapped["bare"]["ratio_to_bare"] == 1.0
+    for figures in wrapped.values():
+        assert figures["ratio_to_bare"] == pytest.approx(figures["steps_per_s"] / wrapped["bare"]["steps_per_s"])
+    assert "| forecast features |" in capsys.readouterr().out
+
+
 def test_quick_run_writes_the_schema(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     bench.main(["--quick", "--only", "kernel,env,vector", "--instances", "ta01", "--num-envs", "1,3",
