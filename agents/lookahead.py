@@ -106,8 +106,7 @@ class LookaheadAgent(Agent):
         self.job_rule, self.machine_rule = parse_rule(self.rule or rule)
         self.rollout_rules = rule_codes(self.rollout_names or rollouts, MACHINE_RULES[self.machine_rule])
         if self.futures:
-            source = self.env.unwrapped.source
-            tier, size = self.future_tier or source.tier, self.future_size or source.size
+            tier, size = self.env.unwrapped.source.future_pool(self.future_tier, self.future_size)
             if self._futures is None or (self._futures.tier, self._futures.size) != (tier, size):
                 self._futures = SampledFutures(self.futures, tier, size, self.future_seed)
 

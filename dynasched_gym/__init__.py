@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynasched_gym.envs.registration import register_envs
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 from dynasched_gym.io import load_instance
 from dynasched_gym.metrics import METRIC_KEYS, compute_metrics
+from dynasched_gym.registration import register_envs
 from dynasched_gym.schedule import Schedule
 
 __version__ = "0.1.0"

@@ -49,8 +49,9 @@ ROW_FORMAT = "dynasched-result/1"
 #: an emergency-first rule agent's fallback (its pair not offered) keeps emergency jobs first. 4: events within EPS
 #: of each other form one instant, a job is tardy beyond EPS only, a maintenance cut as it starts is empty, and
 #: the RANDOM rule agent's fallback (its pair not offered) is a uniform offered pair, and the LLM agents read only
-#: top-level JSON objects of an answer; rollout forecast features are clipped to [-BIG, BIG].
-BEHAVIOUR_VERSION = 4
+#: top-level JSON objects of an answer; rollout forecast features are clipped to [-BIG, BIG]. 5: a lookahead with
+#: sampled futures draws them from the pool of the evaluated instance's tier (they came from the medium pool).
+BEHAVIOUR_VERSION = 5
 #: The fields that identify a row; the store holds each key once.
 KEY_FIELDS = ("agent_hash", "tier", "size", "seed", "objective")
 #: Row statuses: ``ok`` (valid schedule, metrics filled), ``invalid`` (the validator rejected the
@@ -287,8 +288,8 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
     - ``rank``: 1 = lowest mean among the fair agents with a valid schedule on every instance of the group
       (ties share a rank); ``None`` for clairvoyant agents and for agents with failed episodes (their means
       cover fewer instances); means are exact sums in seed order, so rows' order in the store changes nothing;
-    - ``vs_best_rule``: mean / mean of the best rule (the ``rule:`` agent with the lowest mean),
-      both over the seeds the two share;
+    - ``vs_best_rule``: mean / mean of the best rule (the ``rule:`` agent with the lowest mean among those with
+      a valid schedule on every instance of the group; none: NaN), both over the seeds the two share;
     - ``vs_clairvoyant``, ``regret``, ``regret_ci_low``, ``regret_ci_high``: against the clairvoyant
       reference, i.e. per seed the best value any clairvoyant agent reached: mean / reference mean,
       and the mean difference with a paired bootstrap interval (seeds both have);
@@ -297,13 +298,17 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
       ``tokens``: total token usage (agents that report it).
     """
     rows = list(rows)
+    names: dict[tuple[Any, ...], str] = {}  # one configuration stored under several names: its first row's
     hashes: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     for row in rows:
-        hashes[(row["objective"], row["size"], row["tier"], row["agent"])].add(row["agent_hash"])
+        group = (row["objective"], row["size"], row["tier"])
+        name = names.setdefault((*group, row["agent_hash"]), row["agent"])
+        hashes[(*group, name)].add(row["agent_hash"])
     groups: dict[tuple[Any, ...], dict[str, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:  # one agent name with several configurations: name@hash
         group = (row["objective"], row["size"], row["tier"])
-        label = row["agent"] if len(hashes[(*group, row["agent"])]) == 1 else f"{row['agent']}@{row['agent_hash'][:6]}"
+        name = names[(*group, row["agent_hash"])]
+        label = name if len(hashes[(*group, name)]) == 1 else f"{name}@{row['agent_hash'][:6]}"
         groups[group][label].append(row)
     board = []
     for (objective, size, tier), by_agent in sorted(groups.items(), key=lambda item: _group_order(item[0])):
@@ -314,9 +319,10 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
         for agent in clairvoyant:
             for s, v in values[agent].items():
                 reference[s] = min(v, reference.get(s, math.inf))
-        rules = [a for a in values if a.startswith("rule:") and a not in clairvoyant and values[a]]
-        best_rule = min(sorted(rules), key=lambda a: _mean(values[a].values()), default=None)
         seeds = {r["seed"] for agent, rs in by_agent.items() if agent not in clairvoyant for r in rs}
+        # a rule valid on only some seeds is not compared on them: its mean would cover an easier sample
+        rules = [a for a in values if a.startswith("rule:") and a not in clairvoyant and values[a].keys() == seeds]
+        best_rule = min(sorted(rules), key=lambda a: _mean(values[a].values()), default=None)
         entries = []
         for agent, rs in by_agent.items():
             ok = sorted((r for r in rs if r["status"] == "ok"), key=lambda r: r["seed"])
@@ -378,7 +384,8 @@ def _mean(values: Iterable[Any]) -> float:
 
 def difficulty_trend(board: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """Per (objective, size): the best rule's mean normalised weighted tardiness in tier order, and
-    whether it strictly increases; ``agents`` lists every agent whose own ``nwt`` does not."""
+    whether it strictly increases (``None`` with fewer than two tiers); ``agents`` lists every agent whose own
+    ``nwt`` does not."""
     trend: dict[tuple[Any, ...], dict[str, Any]] = {}
     per_agent: dict[tuple[Any, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for e in board:  # board order is tier order within (objective, size)
@@ -388,6 +395,6 @@ def difficulty_trend(board: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...]
             group["best_rule_nwt"].append(e["nwt"])
         per_agent[(e["objective"], e["size"])][e["agent"]].append(e["nwt"])
     for group, info in trend.items():
-        info["increasing"] = len(info["tiers"]) > 1 and bool(np.all(np.diff(info["best_rule_nwt"]) > 0))
+        info["increasing"] = bool(np.all(np.diff(info["best_rule_nwt"]) > 0)) if len(info["tiers"]) > 1 else None
         info["agents"] = sorted(a for a, v in per_agent[group].items() if not np.all(np.diff(v) > 0))
     return trend

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from dynasched_gym.envs.registration import ENV_SPECS, register_envs
+from dynasched_gym.registration import ENV_SPECS, register_envs
 
 _LAZY = {
     "DFJSPEnv": "dynasched_gym.envs.dfjsp.env",

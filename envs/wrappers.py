@@ -232,8 +232,7 @@ def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,
     futures sampled from the tier pool ``future_pool`` = (tier, size), by default the env's (``futures=0``:
     the future forgotten; ``hindsight``: the real future)."""
     futures, hindsight = check_integer("futures", futures, 0), check_bool("hindsight", hindsight)
-    tier, size = future_pool or (env.source.tier, env.source.size)
-    sampled = SampledFutures(futures, tier, size, slots=num_envs) if futures else None
+    sampled = SampledFutures(futures, *(future_pool or env.source.future_pool()), slots=num_envs) if futures else None
     return SlotForecaster(rules, env.config.objective, num_envs, sampled, hindsight)
 
 

@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.agent == "ppo":  # episodes side by side in a vector env, the policy scoring a batch per call
         schedules = agent.play(instances, args.objective, progress=True)
     else:
-        schedules = [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, objective=args.objective,
+        schedules = [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, tier=args.tier, size=args.size,
+                                                 objective=args.objective,
                                                  max_candidates=inst.num_jobs * inst.num_machines), seed=seed)
                      for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {agent.name}", unit="inst"),
                                            instances)]

@@ -35,7 +35,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -102,12 +102,14 @@ class AgentPlayer:
             config.pop("checkpoint", None)
         return {"agent": config, "env": self.env}
 
-    def play(self, instance: dynasched_gym.Instance, objective: str, seed: int) -> tuple[Schedule, dict[str, Any]]:
+    def play(self, instance: dynasched_gym.Instance, objective: str, seed: int, pool: tuple[str, str]
+             ) -> tuple[Schedule, dict[str, Any]]:
         import gymnasium as gym
 
         from dynasched_gym.agents import run_episode
 
-        env_kwargs = dict(self.env)
+        # the instance's pool: the tier and size its sampled futures come from (a lookahead with futures=N)
+        env_kwargs = {"tier": pool[0], "size": pool[1], **self.env}
         if env_kwargs.get("max_candidates") == ALL:
             env_kwargs["max_candidates"] = instance.num_jobs * instance.num_machines
         if not self._warm and _usage(self.agent) is None:  # compile the kernels outside the timed episode
@@ -136,7 +138,8 @@ class OraclePlayer:
     def config(self) -> dict[str, Any]:
         return {"agent": {"name": self.name, **self.kwargs}}
 
-    def play(self, instance: dynasched_gym.Instance, objective: str, seed: int) -> tuple[Schedule, dict[str, Any]]:
+    def play(self, instance: dynasched_gym.Instance, objective: str, seed: int, pool: tuple[str, str]
+             ) -> tuple[Schedule, dict[str, Any]]:
         began = time.perf_counter()
         result = self.solve(instance, objective=objective, **self.kwargs)  # Ctrl-C stops it: nothing stored
         return result.schedule, {"wall_time": time.perf_counter() - began, "decisions": None, "oracle": {
@@ -236,6 +239,12 @@ class Plan:
     def keys(self) -> set[Key]:
         return {self.key(*episode) for episode in self.episodes}
 
+    def labelled(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The rows of this plan's episodes, each under this run's name of its agent (a row may have been stored
+        under another label of the same configuration)."""
+        names = {self.key(*episode): episode[0].agent for episode in self.episodes}
+        return [{**r, "agent": names[row_key(r)]} for r in rows if row_key(r) in names]
+
 
 def _optional_missing(exc: ImportError) -> bool:
     """True when ``exc`` says an optional package (:data:`OPTIONAL`) is not installed."""
@@ -243,25 +252,30 @@ def _optional_missing(exc: ImportError) -> bool:
     return isinstance(exc, ModuleNotFoundError) and any(name == m or name.startswith(m + ".") for m in OPTIONAL)
 
 
-def _as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
+    """A config value that is one item or a list of them, as a list (``tiers=easy`` is ``[easy]``)."""
     if isinstance(value, (str, int)):
         return [value]
     return list(value)
 
 
 def agent_specs(cfg: DictConfig) -> list[dict[str, Any]]:
-    """The configured agents as ``{"name", "kwargs", "env", "label", "key"}`` dicts (``cfg.agent`` entries +
-    ``cfg.ppo``; ``key``: the config key of a checkpoint, for error messages)."""
+    """The configured agents as ``{"name", "kwargs", "env", "label", "where", "key", "env_key"}`` dicts (``cfg.agent``
+    entries + ``cfg.ppo``). For error messages, the config keys of the agent (``where``), its checkpoint (``key``)
+    and its env settings (``env_key``): ``agent.<group>...``, unless the group names its own (a script that
+    builds the groups from other keys, as ``scripts.observability``)."""
     specs = []
     groups = OmegaConf.to_container(cfg.agent, resolve=True) if cfg.get("agent") else {}
     for group_name, group in groups.items():
-        for name in _as_list(group["names"]):
+        where = group.get("where", f"agent.{group_name}")
+        for name in as_list(group["names"]):
             specs.append({"name": name, "kwargs": dict(group.get("kwargs") or {}), "env": dict(group.get("env") or {}),
-                          "label": group.get("label"), "key": f"agent.{group_name}.kwargs.checkpoint",
-                          "env_key": f"agent.{group_name}.env"})
+                          "label": group.get("label"), "where": where,
+                          "key": group.get("key", f"{where}.kwargs.checkpoint"),
+                          "env_key": group.get("env_key", f"{where}.env")})
     if cfg.get("ppo") and not any(s["name"] == "ppo" for s in specs):
-        specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None, "key": "ppo",
-                      "env_key": "ppo"})
+        specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None, "where": "ppo",
+                      "key": "ppo", "env_key": "ppo"})
     return specs
 
 
@@ -300,9 +314,15 @@ def plan(cfg: DictConfig) -> Plan:
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
     start = check_integer("seeds.start", cfg.seeds.start, 0)
     seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1))
+    from dynasched_gym.generation import TIERS, size_presets
+
+    for tier in as_list(cfg.tiers):
+        check_choice("tiers[]", tier, TIERS)
+    for size in as_list(cfg.sizes):
+        check_choice("sizes[]", size, size_presets())
     episodes, skipped = [], []
-    for tier in _as_list(cfg.tiers):
-        for size in _as_list(cfg.sizes):
+    for tier in as_list(cfg.tiers):
+        for size in as_list(cfg.sizes):
             seen: dict[str, str] = {}  # configuration hash -> the entrant's name on the board
             for spec in agent_specs(cfg):
                 try:
@@ -313,6 +333,11 @@ def plan(cfg: DictConfig) -> Plan:
                         raise  # a broken module of this package is an error, not a missing extra
                     skipped.append(f"{spec['name']} on {tier}/{size}: {exc}")
                     continue
+                except (TypeError, ValueError) as exc:  # a bad name or argument: named by its config key
+                    if str(exc).startswith(spec["key"]):  # a checkpoint path, already named
+                        raise
+                    raise ValueError(f"{spec['where']} (name {spec['name']!r}, kwargs {spec['kwargs']}): {exc}"
+                                     ) from None
                 if isinstance(player, AgentPlayer):
                     try:
                         player.check_env()
@@ -358,7 +383,7 @@ def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: s
         inst, score, digest = _instance(tier, size, seed)
         row.update(instance=inst.name, instance_sha256=digest, ssi=score)
         player = _player(entrant.spec)
-        schedule, extra = player.play(inst, objective, seed)
+        schedule, extra = player.play(inst, objective, seed, (tier, size))
         decisions, wall = extra.pop("decisions", schedule.decisions), extra["wall_time"]
         row.update(extra, decisions=decisions,
                    decisions_per_second=decisions / wall if decisions is not None and wall > 0 else None)
@@ -536,8 +561,7 @@ def run(cfg: DictConfig) -> Summary:
                 f"evaluation stopped: {type(exc).__name__}: {exc}\n{ran} episode(s) of this run are stored in "
                 f"{store.path}; once the cause is fixed, rerun the same command: it resumes with the episodes "
                 "missing") from exc
-    names = {the_plan.key(*episode): episode[0].agent for episode in the_plan.episodes}  # rows stored under another
-    rows = [{**r, "agent": names[row_key(r)]} for r in store.rows() if row_key(r) in wanted_keys] + retry  # label
+    rows = the_plan.labelled(store.rows()) + retry
     failed = [r for r in rows if r["status"] != "ok"]
     return Summary(len(wanted_keys), len(wanted_keys & done), ran, failed, the_plan.skipped,
                    time.perf_counter() - began, rows, retry)

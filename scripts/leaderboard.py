@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import sys
 from collections import defaultdict
@@ -34,7 +35,7 @@ from omegaconf import DictConfig
 
 from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.instance import write_text_atomic
-from dynasched_gym.results import ResultStore, aggregate, difficulty_trend, row_key
+from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
 from dynasched_gym.results import format_number as _num
 from scripts import evaluate
 
@@ -67,10 +68,13 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
     trend = difficulty_trend(board)
     for (objective, size), tiers in _groups(board).items():
         info = trend[(objective, size)]
+        levels = [f"{t} {_num(v)}" for t, v in zip(info["tiers"], info["best_rule_nwt"])]
+        signs = ["<" if a < b else ">=" for a, b in itertools.pairwise(info["best_rule_nwt"])]
+        verdict = {True: "**strictly increasing**", False: "**NOT strictly increasing**", None: "n/a (one tier)"}
         lines += [f"## Objective `{objective}` (`{metric.get(objective, objective)}`, lower is better), size `{size}`",
                   "", "Tier difficulty (best rule's mean normalised weighted tardiness, easy to extreme): "
-                  + " < ".join(f"{t} {_num(v)}" for t, v in zip(info["tiers"], info["best_rule_nwt"]))
-                  + (": **strictly increasing**" if info["increasing"] else ": **NOT strictly increasing**"),
+                  + " ".join(x for pair in itertools.zip_longest(levels, signs) for x in pair if x is not None)
+                  + f": {verdict[info['increasing']]}",
                   "", "Agents whose own normalised weighted tardiness does not increase with the tier: "
                   + (", ".join(info["agents"]) or "none") + ".", ""]
         for tier, entries in tiers.items():
@@ -221,9 +225,8 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         rows, skipped = summary.rows, summary.skipped
     else:
         plan = evaluate.plan(cfg)
-        keys = plan.keys()
         store = ResultStore(hydra.utils.to_absolute_path(str(cfg.store)))
-        rows = [r for r in store.rows() if row_key(r) in keys]
+        rows = plan.labelled(store.rows())
         evaluate.check_reused(rows, check_bool("validate", cfg.validate), store.path)
         skipped = plan.skipped
     if check_bool("all_rows", cfg.all_rows):

@@ -36,13 +36,17 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, agent_name
-from dynasched_gym.checks import check_choice
+from dynasched_gym.checks import check_choice, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
 
 #: PPO entrants: label -> the observability its checkpoint must have been trained on.
 PPO_LEVELS = {"ppo:concise": "concise", "ppo:full": "full"}
+#: The LLM settings the experiment sets per entrant (from levels= and variants=), at conf/agent/llm.yaml's defaults.
+SWEPT = {"level": "L2", "variant": "none"}
+#: The settings that list values.
+LISTS = ("tiers", "sizes", "levels", "variants", "baselines")
 TRAIN_FULL = ("python -m scripts.train env.tier=<tier> env.observability=full, then ppo.full=<run dir>/model.zip "
               "(or ppo.full={<tier>: <path>, ...})")
 COST_FIELDS = ("episodes", "decisions", "requests_per_decision", "prompt_tokens_per_decision",
@@ -88,19 +92,24 @@ def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], lis
         raise ValueError("agent.model is required: e.g. agent.model=Qwen/Qwen2.5-7B-Instruct "
                          "agent.base_url=http://localhost:8000/v1 (or levels=[] variants=[] for PPO alone)")
     llm = OmegaConf.to_container(cfg.agent, resolve=True)
+    for key, swept in SWEPT.items():  # set per entrant below: another value would be overwritten unseen
+        if llm.get(key) != swept:
+            raise ValueError(f"agent.{key}={llm.get(key)}: the experiment sets each LLM's level from levels= and its "
+                             f"prompt variant from variants=; leave agent.{key} at {swept}")
     env = OmegaConf.to_container(cfg.env, resolve=True)
     groups: dict[str, dict[str, Any]] = {}
+    # each group names the config keys its errors are reported under (scripts.evaluate.agent_specs)
     for level in cfg.levels:
         check_choice("levels[]", level, LEVELS)
         groups[agent_name(level)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": "none"},
-                                     "env": env}
+                                     "env": env, "where": "agent", "env_key": "env"}
     for variant in cfg.variants:
         check_choice("variants[]", variant, tuple(VARIANT_LEVEL))
         level = VARIANT_LEVEL[variant]
         groups[agent_name(level, variant)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": variant},
-                                              "env": env}
+                                              "env": env, "where": "agent", "env_key": "env"}
     for rule in cfg.baselines:
-        groups[rule] = {"names": [rule], "kwargs": {}, "env": env}
+        groups[rule] = {"names": [rule], "kwargs": {}, "env": env, "where": "baselines", "env_key": "env"}
     notes = []
     for label, level in PPO_LEVELS.items():
         checkpoint = _checkpoint(cfg.ppo.get(level), tier, f"ppo.{level}")
@@ -108,7 +117,8 @@ def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], lis
             notes.append(f"{label} on {tier}: not run, no checkpoint given (ppo.{level}=null); no numbers are "
                          f"reported for it." + (f" Train one with {TRAIN_FULL}." if level == "full" else ""))
             continue
-        groups[label] = {"names": ["ppo"], "kwargs": {"checkpoint": checkpoint}, "env": {}}
+        groups[label] = {"names": ["ppo"], "kwargs": {"checkpoint": checkpoint}, "env": {}, "where": f"ppo.{level}",
+                         "key": f"ppo.{level}", "env_key": f"ppo.{level}"}
     for label, group in groups.items():
         group["label"] = label
     return groups, notes
@@ -118,7 +128,7 @@ def evaluation_config(cfg: DictConfig, tier: str, groups: Mapping[str, Any]) -> 
     """The ``scripts.evaluate`` configuration of one tier."""
     return OmegaConf.create({
         "agent": {f"g{i}": group for i, group in enumerate(groups.values())}, "ppo": None, "tiers": [tier],
-        "sizes": list(cfg.sizes), "seeds": OmegaConf.to_container(cfg.seeds), "objective": cfg.objective,
+        "sizes": cfg.sizes, "seeds": OmegaConf.to_container(cfg.seeds), "objective": cfg.objective,
         "store": cfg.store, "workers": cfg.workers, "validate": cfg.validate, "progress": cfg.progress})
 
 
@@ -270,9 +280,15 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
 
 def run(cfg: DictConfig) -> Report:
     """Run (or resume) the experiment of ``cfg`` and write its report into ``cfg.out``."""
+    resamples = check_integer("resamples", cfg.resamples, 1)  # checked before the evaluation, as the output folder
+    out = Path(hydra.utils.to_absolute_path(str(cfg.out)))
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"out must be a folder, but {out} is a file")
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     skipped: list[str] = []
+    for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
+        cfg[key] = evaluate.as_list(cfg[key])
     for tier in cfg.tiers:
         groups, tier_notes = entrants(cfg, tier)
         notes += tier_notes
@@ -286,10 +302,9 @@ def run(cfg: DictConfig) -> Report:
         skipped += summary.skipped
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    entries = aggregate(rows, resamples=int(cfg.resamples)) if rows else []
+    entries = aggregate(rows, resamples=resamples) if rows else []
     cost = llm_cost(rows)
     text = markdown(cfg, entries, cost, notes, skipped)
-    out = Path(hydra.utils.to_absolute_path(str(cfg.out)))
     files = [out / "observability.md", out / "observability.csv"]
     write_text_atomic(files[0], text)
     write_text_atomic(files[1], csv_text(entries, llm_cost(rows, by=("size", "tier", "agent"))))

@@ -276,6 +276,26 @@ def test_rank_ties_do_not_depend_on_the_order_of_the_rows() -> None:
     assert [e["rank"] for e in board] == [1, 1] and board[0]["mean"] == board[1]["mean"]
 
 
+def test_a_rule_that_failed_on_some_seeds_is_not_the_best_rule() -> None:
+    """Its mean covers only the seeds it solved: rule:B's one valid seed (1.0) made it the best rule, and every
+    vs_best_rule was read against it."""
+    rows = [_row(s, agent="rule:A", agent_hash="A", objective_value=10.0 + s) for s in range(8)]
+    rows += [_row(s, agent="rule:B", agent_hash="B", objective_value=1.0, status="ok" if s == 0 else "invalid")
+             for s in range(8)]
+    rows += [_row(s, agent="lookahead", agent_hash="L", objective_value=9.0 + s) for s in range(8)]
+    board = {e["agent"]: e for e in aggregate(rows, resamples=100)}
+    assert board["rule:A"]["best_rule"] and not board["rule:B"]["best_rule"]
+    assert board["lookahead"]["rank"] == 1 and board["lookahead"]["vs_best_rule"] == pytest.approx(100 / 108)
+
+
+def test_one_configuration_stored_under_two_names_is_one_entry() -> None:
+    """Rows of one agent hash labelled differently in two runs (leaderboard run_missing=false, all_rows=true) were
+    two unranked entries, each covering part of the seeds."""
+    rows = [_row(s, agent="rnd" if s < 2 else "random", agent_hash="R", objective_value=5.0) for s in range(3)]
+    board = aggregate(rows, resamples=100)
+    assert [(e["agent"], e["episodes"], e["rank"]) for e in board] == [("rnd", 3, 1)]
+
+
 def test_same_name_with_two_configurations_is_split() -> None:
     rows = [r for r in _board_rows() if r["status"] == "ok" and r["tier"] == "easy"]
     rows += [{**r, "agent_hash": "other", "objective_value": 1.0} for r in rows if r["agent"] == "lookahead"]
@@ -329,10 +349,10 @@ def test_invalid_schedules_and_errors_are_failed_rows(cache: Path, tmp_path: Pat
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     play = evaluate.AgentPlayer.play
 
-    def broken(self, instance, objective, seed):
+    def broken(self, instance, objective, seed, pool):
         if self.name == "random":
             raise RuntimeError("agent crashed")
-        schedule, extra = play(self, instance, objective, seed)
+        schedule, extra = play(self, instance, objective, seed, pool)
         return dataclasses.replace(schedule, segment_end=schedule.segment_end + 1.0), extra
 
     monkeypatch.setattr(evaluate.AgentPlayer, "play", broken)
@@ -615,7 +635,7 @@ def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypat
     began = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):  # mk06 (makespan) is far from proven optimal within a minute
         sender.start()
-        player.play(resolve_instance("mk06"), "makespan", 0)
+        player.play(resolve_instance("mk06"), "makespan", 0, ("medium", "small"))
     sender.join()
     assert done.is_set() and time.perf_counter() - began < 15  # the search stopped, long before its time limit
 
@@ -630,6 +650,18 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     shipped = evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=shipped:full"))
     assert [e[0].agent for e in shipped.episodes] == ["random"]  # no shipped full checkpoint for easy: skipped
     assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("agent.lookahead.kwargs.top_k=0", r"^agent\.lookahead \(name 'lookahead', kwargs \{'top_k': 0, .*\}\): top_k"),
+    ("agent.random.names=[randm]", r"^agent\.random \(name 'randm', kwargs \{.*\}\): unknown agent 'randm'"),
+    ("tiers=[hardd]", r"^tiers\[\] must be one of .*, got 'hardd'$"),
+    ("sizes=[huge]", r"^sizes\[\] must be one of .*, got 'huge'$"),
+])
+def test_agent_names_arguments_and_tiers_are_refused_naming_their_key(override: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random,lookahead]", "ppo=null",
+                             override))
 
 
 @pytest.mark.parametrize(("override", "message"), [
@@ -735,3 +767,13 @@ def test_stored_rows_that_do_not_hold_for_this_run_are_refused_not_reused(cache:
         leaderboard.run(config("leaderboard", *base, "run_missing=false", f"out={tmp_path / 'board'}"))
     store.write_text(json.dumps({**row, "validated": True}) + "\n")
     assert evaluate.run(config("evaluate", *base)).reused == 1
+
+
+def test_a_lookahead_with_sampled_futures_draws_them_from_the_instances_own_pool(cache: Path) -> None:
+    """The env was made without the tier: every tier's futures came from the medium pool."""
+    from dynasched_gym.generation import tier_pool
+
+    player = evaluate.AgentPlayer("lookahead", {"futures": 1, "top_k": 2}, {})
+    schedule, _ = player.play(tier_pool("easy", "small").instance(10000), "weighted_tardiness", 0, ("easy", "small"))
+    assert schedule.finished
+    assert (player.agent._futures.tier, player.agent._futures.size) == ("easy", "small")

@@ -62,6 +62,10 @@ def test_markdown_lists_failures_skips_and_the_difficulty_check() -> None:
                                 ["ppo on easy/small: no checkpoint"], resamples=200)
     assert "bootstrap 95 % CI (200 resamples)" in text and "10,000" not in text  # the count aggregate used
     assert "easy 0.5 < hard 1: **strictly increasing**" in text
+    one_tier = aggregate([r for r in rows if r["tier"] == "easy"], resamples=200)
+    assert "easy 0.5: n/a (one tier)" in leaderboard.markdown(one_tier, {}, [], [], resamples=200)  # was NOT
+    swapped = aggregate([{**r, "tier": {"easy": "hard", "hard": "easy"}[r["tier"]]} for r in rows], resamples=200)
+    assert "easy 1 >= hard 0.5: **NOT strictly increasing**" in leaderboard.markdown(swapped, {}, [], [], 200)
     assert "**1 FAILED EPISODE(S)**" in text and "FAILED [invalid] llm on easy/small seed 2" in text
     assert "Skipped agents: ppo on easy/small: no checkpoint." in text
     assert "| ref | oracle *(clairvoyant reference)* |" in text

@@ -56,6 +56,28 @@ def test_a_mislabelled_ppo_checkpoint_is_refused(tmp_path: Path, server: ChatSer
         observability.run(cfg)
 
 
+@pytest.mark.parametrize(("overrides", "error", "message"), [
+    (["resamples=0"], ValueError, r"^resamples must be an integer >= 1, got 0$"),  # was an IndexError at the end
+    (["env.max_candidates=0"], ValueError, r"^env=\{'max_candidates': 0\}: max_candidates must be"),  # agent.g0.env
+    (["agent.level=L3"], ValueError, r"^agent\.level=L3: the experiment sets each LLM's level from levels="),
+    (["agent.variant=padded"], ValueError, r"^agent\.variant=padded: .* leave agent\.variant at none"),
+])
+def test_settings_are_refused_before_any_episode_naming_their_key(tmp_path: Path, server: ChatServer,
+                                                                   monkeypatch: pytest.MonkeyPatch, overrides,
+                                                                   error, message) -> None:
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
+    with pytest.raises(error, match=message):
+        observability.run(config(tmp_path, server, *overrides))
+    assert server.requests == 0 and not (tmp_path / "store.jsonl").exists()
+
+
+def test_a_single_tier_is_a_list_of_one(tmp_path: Path, server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tiers=easy`` was iterated letter by letter (tier 'e')."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
+    report = observability.run(config(tmp_path, server, "tiers=easy", "levels=[]", "variants=[]", "ppo.full=null"))
+    assert {r["tier"] for r in report.rows} == {"easy"}
+
+
 def test_the_model_is_required(tmp_path: Path, server: ChatServer) -> None:
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
         cfg = compose(config_name="observability", overrides=["tiers=[easy]"])

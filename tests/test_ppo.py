@@ -566,3 +566,10 @@ def test_forecast_auto_rules_is_bounded_only_where_it_is_used(train_script, tmp_
     """Without env.forecast_rule=auto the count is not read (it was refused after setup even then)."""
     assert train_script.check_config(_config(tmp_path / "run", "env.forecast_rule=EDD:EET",
                                              "env.forecast_auto_rules=60")) is None
+
+
+def test_training_sweeps_take_the_projects_launchers():
+    """DESIGN: tier sweeps run locally (joblib) or on a cluster; train's config had no launcher group."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        cfg = compose("train/ppo", overrides=["launcher=joblib"], return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")

@@ -106,7 +106,8 @@ def test_the_sampled_lookahead_decides_from_the_past_only(pool):
                                              key=lambda e: e.time))
     played = []
     for inst in (instance, changed):
-        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness", max_candidates=512)
+        env = gym.make("DynaSched/DFJSP-v0", instance=inst, tier="medium", objective="weighted_tardiness",
+                       max_candidates=512)
         schedule = run_episode(LookaheadAgent(top_k=4, futures=2), env, seed=0)
         assert validate_schedule(schedule).ok
         early = schedule.segment_start < t
@@ -117,7 +118,7 @@ def test_the_sampled_lookahead_decides_from_the_past_only(pool):
 
 
 def test_sampled_futures_are_reproducible_and_configured(pool):
-    env = gym.make("DynaSched/DFJSP-v0", instance=pool.instance(0), objective="weighted_tardiness",
+    env = gym.make("DynaSched/DFJSP-v0", instance=pool.instance(0), tier="medium", objective="weighted_tardiness",
                    max_candidates=512)
     agent = make("lookahead", top_k=4, futures=2, future_seed=7)
     first, second = (run_episode(agent, env, seed=0) for _ in range(2))
@@ -138,6 +139,12 @@ def test_bad_sampled_future_arguments_are_named(pool):
     env = gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="makespan", max_candidates=512)
     with pytest.raises(ValueError, match=r"seed \d+, cannot be a future of mk01"):
         run_episode(LookaheadAgent(futures=1, future_tier="medium", future_size="small"), env, seed=0)
+    # a fixed instance of no stated tier: its futures were drawn from the medium pool whatever its tier
+    fixed = gym.make("DynaSched/DFJSP-v0", instance=pool.instance(0), objective="weighted_tardiness")
+    for use in (lambda: run_episode(LookaheadAgent(futures=1), fixed, seed=0),
+                lambda: ForecastFeatures(fixed, RULES, futures=1)):
+        with pytest.raises(ValueError, match="a fixed instance of no stated tier: make the env with tier="):
+            use()
 
 
 RULES = ("EDD:EET", "ATC:LWL")
@@ -145,10 +152,10 @@ RULES = ("EDD:EET", "ATC:LWL")
 
 def test_sampled_forecast_features_are_the_mean_rollouts_over_the_futures(pool):
     instance = pool.instance(6)
-    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance, objective="weighted_tardiness"), RULES,
-                           futures=2)
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance, tier="medium",
+                                    objective="weighted_tardiness"), RULES, futures=2)
     plain = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance=instance, objective="weighted_tardiness"), RULES)
-    venv = ForecastFeaturesVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, instance=instance,
+    venv = ForecastFeaturesVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, instance=instance, tier="medium",
                                                vectorization_mode="vector_entry_point",
                                                objective="weighted_tardiness"), RULES, futures=2)
     observation, _ = env.reset(seed=0)

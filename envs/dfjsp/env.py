@@ -109,10 +109,12 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     Args:
         tier: tier of the instance pool to draw from when ``instance`` is ``None``
-            (``easy | medium | hard | extreme``).
-        size: size of the tier pool.
+            (``easy | medium | hard | extreme``; ``None``: ``medium``). With ``instance``, the tier that instance
+            belongs to: the pool of sampled futures (lookahead ``futures``, ``ForecastFeatures(futures=N)``),
+            which are refused when it is ``None``.
+        size: size of the tier pool (with ``instance``: of the sampled futures' pool).
         instance: a fixed instance: an :class:`~dynasched_gym.Instance`, a path, or an embedded
-            name (``mk01``..``mk10``, ``ta01``, ``dsbx-medium``); overrides ``tier``.
+            name (``mk01``..``mk10``, ``ta01``, ``dsbx-medium``); played instead of pool draws.
         objective: ``makespan | tardiness | weighted_tardiness | flow_time``.
         observability: ``concise`` (local and realised), ``full`` (adds structure: bottlenecks and
             utilisation) or ``oracle`` (adds future events; a clairvoyant ablation).
@@ -143,7 +145,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     def __init__(
         self,
-        tier: str = "medium",
+        tier: str | None = None,
         size: str = "small",
         instance: InstanceSpec | None = None,
         objective: str = "makespan",

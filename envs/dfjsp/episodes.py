@@ -46,13 +46,18 @@ def instance_ssi(instance: Instance) -> float | None:
         return None
 
 
+#: The tier episodes draw from when neither ``tier`` nor ``instance`` is given.
+DEFAULT_TIER = "medium"
+
+
 class InstanceSource:
     """The instance of each episode.
 
     Args:
         instance: a fixed instance (see :data:`InstanceSpec`), or ``None`` to draw from a tier pool.
-        tier: the tier of the pool (``instance=None`` only).
-        size: the size of the pool (``instance=None`` only).
+        tier: the tier of the pool (``None``: :data:`DEFAULT_TIER`); with a fixed instance, the tier it belongs to,
+            whose pool sampled futures are drawn from (``None``: unknown, and sampled futures are refused).
+        size: the size of the pool (with a fixed instance, of the pool sampled futures are drawn from).
         breakdown_policy: ``"resume"`` or ``"restart"`` overrides every instance's policy; ``None`` keeps it.
         pool_start: the first pool seed episodes draw (``instance=None`` only; e.g. 10 000 for held-out
             instances when training used ``0 .. 999``).
@@ -60,11 +65,14 @@ class InstanceSource:
             (``instance=None`` only); each is generated once and cached on disk.
     """
 
-    def __init__(self, instance: InstanceSpec | None, tier: str, size: str, breakdown_policy: str | None,
+    def __init__(self, instance: InstanceSpec | None, tier: str | None, size: str, breakdown_policy: str | None,
                  pool_size: int = 1000, pool_start: int = 0) -> None:
         from dynasched_gym.generation import TIERS, size_presets
 
-        check_choice("tier", tier, TIERS)  # checked with a fixed instance too: a typo must not pass unnoticed
+        if tier is None and instance is None:
+            tier = DEFAULT_TIER
+        if tier is not None:
+            check_choice("tier", tier, TIERS)  # checked with a fixed instance too: a typo must not pass unnoticed
         check_choice("size", size, size_presets())
         if breakdown_policy is not None and breakdown_policy not in BREAKDOWN_POLICIES:
             raise ValueError(f"breakdown_policy must be one of {BREAKDOWN_POLICIES} or None, got {breakdown_policy!r}")
@@ -119,6 +127,16 @@ class InstanceSource:
         if self.fixed is not None:
             return self.fixed, None
         return self.resolve(self._tier_pool().instance(self.pool_start + int(rng.integers(self.pool_size)))), self.tier
+
+    def future_pool(self, tier: str | None = None, size: str | None = None) -> tuple[str, str]:
+        """The (tier, size) pool that sampled futures of these episodes come from: ``tier`` and ``size`` where
+        given, else the source's; a fixed instance of no stated tier has none (``ValueError``)."""
+        tier = tier or self.tier
+        if tier is None:
+            raise ValueError("sampled futures come from a tier's pool, and this env plays a fixed instance of no "
+                             "stated tier: make the env with tier= (the tier the instance belongs to), or give the "
+                             "futures' tier (future_tier= / future_pool=)")
+        return tier, size or self.size
 
     def scales(self, instance: Instance, tier: str | None) -> tuple[float, float]:
         """The features' time unit tau and operations-per-job unit for an episode of ``instance``, fixed
