@@ -54,7 +54,7 @@ peers: $(PEERS_STAMP)
 
 # Ours and the peers side by side (docs/performance.md); writes .bench/bench.json.
 bench-peers: install peers
-	$(PY) -m scripts.bench --peer-python $(PEERS_PY)
+	$(PY) -m scripts.bench peer_python=$(PEERS_PY)
 
 clean:
 	rm -rf $(VENV) .bench .pytest_cache .ruff_cache .hypothesis

@@ -1,14 +1,14 @@
 """Performance: our simulator and environments side by side with the peers, cold start, memory.
 
 One run measures, on the same instances (``ta01``; ``mk10``; ``dsbx-medium``, the reference
-package's 243-job sample; the seed-``--tier-seed`` members of the ``--tier`` pools of the medium and
-the large size preset, ``tier-medium`` and ``tier-large``), these sections (``--only``):
+package's 243-job sample; the seed-``tier_seed`` members of the ``tier`` pools of the medium and
+the large size preset, ``tier-medium`` and ``tier-large``), these sections (``only``):
 
 - ``kernel``: whole episodes under a jitted dispatching rule inside numba (reset included), decisions/s;
 - ``env``: the single env (``DFJSP-v0``, the env class as the peers' are driven, and through
   ``gym.make``), ``step`` with uniformly random valid actions, steps/s;
 - ``vector``: the vector env (``gym.make_vec(..., vectorization_mode="vector_entry_point")``,
-  next-step autoreset), random valid actions in every sub-environment, transitions/s at ``--num-envs``,
+  next-step autoreset), random valid actions in every sub-environment, transitions/s at ``num_envs``,
   and at the largest of them also with ``parallel=True`` (the sub-envs on numba's threads, key
   ``"<N> parallel"``);
 - ``wrappers``: the training env of ``python -m scripts.train`` (16 sub-environments drawing from the medium/small
@@ -19,8 +19,8 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``--
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
 - ``memory``: peak RSS of a fresh process that plays one episode in one env, and one in each of the
-  ``--memory-envs`` sub-environments of a vector env; absolute and minus the peak after the imports;
-- ``peers`` (needs ``--peer-python``, a virtual environment with the peers installed, see
+  ``memory_envs`` sub-environments of a vector env; absolute and minus the peak after the imports;
+- ``peers`` (needs ``peer_python``, a virtual environment with the peers installed, see
   ``make peers``): JSSEnv, job-shop-lib and dsbx 0.4.0 on the same instances, each in a subprocess of
   that interpreter timing itself (``scripts/peers/``), with their import, first reset/step and memory.
   Instances are converted with our readers and writers; one a peer cannot express, and any failure,
@@ -28,13 +28,13 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``--
 
 A step schedules one operation in our envs (a decision), but not always in the peers' (JSSEnv's no-op
 waits), so operations scheduled per second are reported beside steps per second. Rates are medians
-of ``--repeats`` timed repeats of at least ``--seconds`` each, after a warm-up (numba compile or cache
+of ``repeats`` timed repeats of at least ``seconds`` each, after a warm-up (numba compile or cache
 load excluded; the cold section measures it). Ratios (ours / peer) and the issue's targets use only
-figures of this run. Tables print as Markdown; everything goes to ``--out`` as JSON (written
+figures of this run. Tables print as Markdown; everything goes to ``out`` as JSON (written
 atomically at the end, or on Ctrl-C with ``"partial": true``).
 
-Usage: ``python -m scripts.bench [--quick] [--only kernel,env,...] [--instances ta01,...]
-[--peer-python .peers/venv/bin/python] [--out .bench/bench.json]``
+Usage (Hydra, conf/bench.yaml): ``python -m scripts.bench [quick=true] [only=[kernel,env,...]]
+[instances=[ta01,...]] [peer_python=.peers/venv/bin/python] [out=.bench/bench.json]``
 """
 
 from __future__ import annotations
@@ -55,12 +55,15 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import hydra
 import numba
 import numpy as np
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
 from tqdm import tqdm
 
 from dynasched_gym import data, load_instance
-from dynasched_gym.cli import rule_argument
+from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector
@@ -185,7 +188,7 @@ def bench_env(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def bench_vector(instance: Instance, args: argparse.Namespace) -> dict[str, Any]:
-    """The vector env on ``instance`` at each ``--num-envs``: median transitions/s and ops/s."""
+    """The vector env on ``instance`` at each ``num_envs``: median transitions/s and ops/s."""
     out = {}
     largest = max(args.num_envs)
     for n, parallel in [(n, False) for n in args.num_envs] + [(largest, True)]:
@@ -221,7 +224,7 @@ def bench_wrappers(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def bench_sesc(size: str, args: argparse.Namespace) -> dict[str, Any]:
-    """SESC calibration of one instance of the ``size`` preset, ``--repeats`` seeds: median seconds."""
+    """SESC calibration of one instance of the ``size`` preset, ``repeats`` seeds: median seconds."""
     scenario = Scenario.preset(size)
     calibrate(scenario, method="sesc", seed=0)  # warm-up (numba, caches)
     runs = [calibrate(scenario, method="sesc", seed=seed) for seed in range(args.repeats)]
@@ -264,7 +267,7 @@ def our_runner(instance: Path, options: Sequence[str], timeout: float, cache: st
 
 
 def bench_cold(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Fresh processes: the first with an empty numba cache, then warm ones (``--quick``: the user's cache
+    """Fresh processes: the first with an empty numba cache, then warm ones (``quick``: the user's cache
     throughout, so nothing compiles from scratch and there is no empty-cache figure)."""
     options = ["--repeats", "0", "--episode-limit", "0"]
     with tempfile.TemporaryDirectory(prefix="numba-cache-") as tmp:
@@ -275,7 +278,7 @@ def bench_cold(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     if failed:
         return {"error": failed[0]["error"]}
     figures = [cold_figures(r) for r in warm]
-    return {"empty": {"skipped": "--quick"} if args.quick else cold_figures(first),
+    return {"empty": {"skipped": "quick"} if args.quick else cold_figures(first),
             "warm": {key: statistics.median(f[key] for f in figures) for key in figures[0]},
             "warm_repeats": figures}
 
@@ -287,7 +290,7 @@ def cold_figures(result: dict[str, Any]) -> dict[str, float]:
 
 
 def bench_memory(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Fresh processes playing one env, then a vector env of ``--memory-envs``, for one episode each."""
+    """Fresh processes playing one env, then a vector env of ``memory_envs``, for one episode each."""
     out: dict[str, Any] = {}
     n = args.memory_envs
     for size in dict.fromkeys((1, n)):  # once when n is 1
@@ -550,72 +553,54 @@ def load_instances(keys: Sequence[str], args: argparse.Namespace) -> dict[str, I
     return out
 
 
-def _at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
-        return value
-    return parse
+def _names(key: str, value: Any, choices: Sequence[str]) -> list[str]:
+    """The setting ``key``: one name or a list of names, each one of ``choices``."""
+    names = [value] if isinstance(value, str) else list(value)
+    for name in names:
+        check_choice(f"{key}[]", name, tuple(choices))
+    return names
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
-def _list(choices: Sequence[str]) -> Callable[[str], list[str]]:
-    def parse(text: str) -> list[str]:
-        items = [t for t in text.split(",") if t]
-        bad = [t for t in items if t not in choices]
-        if bad:
-            raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(choices)}")
-        return items
-    return parse
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The options, with the ``--quick`` defaults filled in and ``sections`` (what ``--only`` selects)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="1 repeat of 0.05 s, vector N=1,16, no empty-cache cold start (a smoke run)")
-    p.add_argument("--only", type=_list(SECTIONS), default=None, help=f"comma list of {', '.join(SECTIONS)}")
-    p.add_argument("--instances", type=_list(INSTANCES), default=list(INSTANCES), help="comma list")
-    p.add_argument("--repeats", type=_at_least(1), default=None, help="timed repeats (default 5; --quick 1)")
-    p.add_argument("--seconds", type=_positive_float, default=None,
-                   help="minimum length of a repeat (default 0.5; --quick 0.05)")
-    p.add_argument("--num-envs", type=lambda s: [_at_least(1)(x) for x in s.split(",")], default=None,
-                   help="vector sizes (default 1,16,64,256; --quick 1,16)")
-    p.add_argument("--memory-envs", type=_at_least(1), default=256)
-    p.add_argument("--rule", type=rule_argument, default="SPT", help="rule of the in-kernel rollouts")
-    p.add_argument("--tier", choices=TIERS, default="hard", help="tier of the tier-medium / tier-large instances")
-    p.add_argument("--tier-seed", type=_at_least(0), default=0)
-    p.add_argument("--seed", type=_at_least(0), default=0, help="seed of the random actions")
-    p.add_argument("--peer-python", default=None, help="python of a virtual environment with the peers (make peers)")
-    p.add_argument("--episode-limit", type=_positive_float, default=120.0,
-                   help="cut a subprocess's first episode after this long (s)")
-    p.add_argument("--timeout", type=_positive_float, default=900.0, help="kill a subprocess after this long (s)")
-    p.add_argument("--out", default=".bench/bench.json")
-    args = p.parse_args(argv)
-    quick = args.quick
-    args.repeats = args.repeats if args.repeats is not None else (1 if quick else 5)
-    args.seconds = args.seconds if args.seconds is not None else (0.05 if quick else 0.5)
-    args.num_envs = args.num_envs or ([1, 16] if quick else [1, 16, 64, 256])
-    sections = args.only or [s for s in SECTIONS if s != "peers" or args.peer_python]
-    if "peers" in sections and not args.peer_python:
-        p.error("--only peers needs --peer-python")
-    args.sections = sections
+def settings(cfg: DictConfig) -> argparse.Namespace:
+    """The settings of ``cfg`` (conf/bench.yaml) checked, each error naming its key, with the ``quick`` defaults
+    filled in and ``sections``, what ``only`` selects."""
+    quick = check_bool("quick", cfg.quick)
+    args = argparse.Namespace(
+        quick=quick, only=None if cfg.only is None else _names("only", cfg.only, SECTIONS),
+        instances=_names("instances", cfg.instances, INSTANCES),
+        repeats=1 if quick else 5, seconds=0.05 if quick else 0.5, num_envs=[1, 16] if quick else [1, 16, 64, 256],
+        memory_envs=check_integer("memory_envs", cfg.memory_envs, 1), rule=str(cfg.rule),
+        tier=cfg.tier, tier_seed=check_integer("tier_seed", cfg.tier_seed, 0), seed=check_integer("seed", cfg.seed, 0),
+        peer_python=None if cfg.peer_python is None else str(cfg.peer_python),
+        episode_limit=cfg.episode_limit, timeout=cfg.timeout, out=str(cfg.out))
+    if cfg.repeats is not None:
+        args.repeats = check_integer("repeats", cfg.repeats, 1)
+    if cfg.seconds is not None:
+        check_positive("seconds", cfg.seconds)
+        args.seconds = float(cfg.seconds)
+    if cfg.num_envs is not None:
+        sizes = [cfg.num_envs] if isinstance(cfg.num_envs, int) else list(cfg.num_envs)
+        args.num_envs = [check_integer("num_envs[]", n, 1) for n in sizes]
+    for key in ("episode_limit", "timeout"):
+        check_positive(key, cfg[key])
+    check_choice("tier", cfg.tier, TIERS)
+    try:
+        parse_rule(args.rule)
+    except ValueError as exc:
+        raise ValueError(f"rule={args.rule}: {exc}") from None
+    args.sections = args.only or [s for s in SECTIONS if s != "peers" or args.peer_python]
+    if "peers" in args.sections and not args.peer_python:
+        raise ValueError("only=[peers] needs peer_python (the python of a virtual environment with the peers)")
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run the bench, print the tables, write the JSON; returns the results (exit 130 when interrupted)."""
-    args = parse_args(argv)
+def measure(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Run the bench of ``cfg`` (given on the command line as ``overrides``), print the tables, write the JSON;
+    returns the results (exit 130 when interrupted)."""
+    args = settings(cfg)
     results: dict[str, Any] = {
         "format": FORMAT, "partial": True, "created": datetime.datetime.now().astimezone().isoformat(),
-        "command": "python -m scripts.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": " ".join(["python -m scripts.bench", *overrides]),
         "machine": machine(), "settings": dict(vars(args)), "instances": {}, "ours": {}, "peers": {}}
     out = Path(args.out)
     error: Exception | None = None
@@ -638,6 +623,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if results["partial"]:
         sys.exit(130)
     return results
+
+
+@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="bench", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point (conf/bench.yaml)."""
+    measure(cfg, HydraConfig.get().overrides.task)
 
 
 def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:
@@ -671,9 +662,9 @@ def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:
         tasks += [(("peers", peer.name, key), lambda p=peer, k=key, i=inst: bench_peer(p, k, i, tmp, args))
                   for peer in PEERS for key, inst in instances.items()]
     with tqdm(tasks, desc="bench", unit="task") as bar:
-        for (*parents, last), measure in bar:
+        for (*parents, last), task in bar:
             bar.set_postfix_str(" ".join((*parents[1:], last)))
-            value = measure()
+            value = task()
             node = results
             for name in parents:
                 node = node.setdefault(name, {})

@@ -10,26 +10,48 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hydra import compose, initialize_config_module
 
 from dynasched_gym import data, load_instance
 from scripts import bench
 from scripts.peers._common import UniformPicker, chunk_of, play
 
 
-def test_an_error_keeps_the_sections_measured_and_bad_options_stop_at_parsing(tmp_path: Path, monkeypatch,
-                                                                              capsys) -> None:
-    """--num-envs 0 used to fail after the kernel section, and any error but Ctrl-C wrote nothing."""
-    with pytest.raises(SystemExit):
-        bench.parse_args(["--num-envs", "0"])
-    assert "--num-envs: must be an integer >= 1, got 0" in capsys.readouterr().err
+def _bench(*overrides: str) -> dict:
+    """``python -m scripts.bench <overrides>``, in this process."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        cfg = compose("bench", overrides=list(overrides))
+    return bench.measure(cfg, overrides)
 
+
+def _settings(*overrides: str) -> argparse.Namespace:
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        return bench.settings(compose("bench", overrides=list(overrides)))
+
+
+@pytest.mark.parametrize(("override", "error", "message"), [
+    ("num_envs=[0]", ValueError, r"^num_envs\[\] must be an integer >= 1, got 0$"),
+    ("only=[kernel,warp]", ValueError, r"^only\[\] must be one of .*, got 'warp'$"),
+    ("instances=ta02", ValueError, r"^instances\[\] must be one of .*, got 'ta02'$"),
+    ("seconds=0", ValueError, r"^seconds must be a finite number > 0, got 0$"),
+    ("rule=FOO", ValueError, r"^rule=FOO: unknown rule 'FOO'"),
+    ("quick=maybe", TypeError, r"^quick must be true or false, got 'maybe'$"),
+    ("only=[peers]", ValueError, r"^only=\[peers\] needs peer_python"),
+])
+def test_bad_settings_stop_before_any_measurement_naming_their_key(override, error, message) -> None:
+    with pytest.raises(error, match=message):
+        _settings(override)
+
+
+def test_an_error_keeps_the_sections_measured(tmp_path: Path, monkeypatch) -> None:
+    """Any error but Ctrl-C used to write nothing."""
     def broken(inst, args):
         raise RuntimeError("vector bench broke")
 
     monkeypatch.setattr(bench, "bench_vector", broken)
     out = tmp_path / "bench.json"
     with pytest.raises(RuntimeError, match="vector bench broke"):
-        bench.main(["--quick", "--only", "kernel,vector", "--instances", "ta01", "--out", str(out)])
+        _bench("quick=true", "only=[kernel,vector]", "instances=[ta01]", f"out={out}")
     results = json.loads(out.read_text())
     assert results["partial"] is True and results["ours"]["kernel"]["ta01"]["decisions_per_s"] > 0
 
@@ -39,7 +61,7 @@ def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_en
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(bench, "WRAPPED_ENV", {**bench.WRAPPED_ENV, "num_envs": 2, "pool_size": 2})
     out = tmp_path / "bench.json"
-    bench.main(["--quick", "--only", "wrappers", "--instances", "ta01", "--seconds", "0.01", "--out", str(out)])
+    _bench("quick=true", "only=wrappers", "instances=[ta01]", "seconds=0.01", f"out={out}")
     wrapped = json.loads(out.read_text())["ours"]["wrappers"]
     assert list(wrapped) == ["bare", "forecast reward", "forecast features", "both"]
     assert wrapped["bare"]["ratio_to_bare"] == 1.0
@@ -50,9 +72,10 @@ def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_en
 
 def test_quick_run_writes_the_schema(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    bench.main(["--quick", "--only", "kernel,env,vector", "--instances", "ta01", "--num-envs", "1,3",
-                "--out", str(out)])
+    _bench("quick=true", "only=[kernel,env,vector]", "instances=[ta01]", "num_envs=[1,3]", f"out={out}")
     results = json.loads(out.read_text())
+    assert results["command"] == ("python -m scripts.bench quick=true only=[kernel,env,vector] instances=[ta01] "
+                                  f"num_envs=[1,3] out={out}")
     assert results["format"] == bench.FORMAT and results["partial"] is False
     assert results["settings"]["sections"] == ["kernel", "env", "vector"]
     assert results["machine"]["cores"] >= 1 and results["machine"]["numba"]
@@ -119,8 +142,8 @@ def _fake_python(tmp_path: Path, body: str) -> str:
 ])
 def test_a_failing_peer_is_reported_with_its_reason(tmp_path: Path, body: str, reason: str) -> None:
     out = tmp_path / "bench.json"
-    bench.main(["--quick", "--only", "peers", "--instances", "ta01,mk10", "--peer-python",
-                _fake_python(tmp_path, body), "--out", str(out)])
+    _bench("quick=true", "only=[peers]", "instances=[ta01,mk10]", f"peer_python={_fake_python(tmp_path, body)}",
+           f"out={out}")
     peers = json.loads(out.read_text())["peers"]
     assert set(peers) == {"JSSEnv", "job-shop-lib", "dsbx"}
     for peer in peers.values():
@@ -130,7 +153,7 @@ def test_a_failing_peer_is_reported_with_its_reason(tmp_path: Path, body: str, r
 
 
 def test_a_missing_peer_python_is_reported(tmp_path: Path) -> None:
-    args = bench.parse_args(["--quick", "--peer-python", str(tmp_path / "nope"), "--only", "peers"])
+    args = _settings("quick=true", f"peer_python={tmp_path / 'nope'}", "only=[peers]")
     result = bench.bench_peer(bench.PEERS[0], "ta01", load_instance(data.path("ta01")), tmp_path, args)
     assert result["error"].startswith("cannot run")
 
