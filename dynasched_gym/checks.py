@@ -27,6 +27,13 @@ def is_finite_real(value: object) -> bool:
         return False
 
 
+def as_list(value: Any) -> list[Any]:
+    """A setting that is one item or a list of them, as a list (``tiers=easy`` is ``[easy]``, not its letters)."""
+    if isinstance(value, (str, int)):
+        return [value]
+    return list(value)
+
+
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
     """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is one of ``choices``."""
     if value not in choices:

@@ -63,7 +63,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from dynasched_gym import data, load_instance
-from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive
+from dynasched_gym.checks import as_list, check_bool, check_choice, check_integer, check_positive
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector
@@ -555,7 +555,7 @@ def load_instances(keys: Sequence[str], args: argparse.Namespace) -> dict[str, I
 
 def _names(key: str, value: Any, choices: Sequence[str]) -> list[str]:
     """The setting ``key``: one name or a list of names, each one of ``choices``."""
-    names = [value] if isinstance(value, str) else list(value)
+    names = as_list(value)
     for name in names:
         check_choice(f"{key}[]", name, tuple(choices))
     return names
@@ -579,8 +579,7 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         check_positive("seconds", cfg.seconds)
         args.seconds = float(cfg.seconds)
     if cfg.num_envs is not None:
-        sizes = [cfg.num_envs] if isinstance(cfg.num_envs, int) else list(cfg.num_envs)
-        args.num_envs = [check_integer("num_envs[]", n, 1) for n in sizes]
+        args.num_envs = [check_integer("num_envs[]", n, 1) for n in as_list(cfg.num_envs)]
     for key in ("episode_limit", "timeout"):
         check_positive(key, cfg[key])
     check_choice("tier", cfg.tier, TIERS)

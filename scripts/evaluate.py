@@ -48,7 +48,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import dynasched_gym
-from dynasched_gym.checks import check_bool, check_choice, check_integer
+from dynasched_gym.checks import as_list, check_bool, check_choice, check_integer
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import (
     BEHAVIOUR_VERSION,
@@ -252,13 +252,6 @@ def _optional_missing(exc: ImportError) -> bool:
     return isinstance(exc, ModuleNotFoundError) and any(name == m or name.startswith(m + ".") for m in OPTIONAL)
 
 
-def as_list(value: Any) -> list[Any]:
-    """A config value that is one item or a list of them, as a list (``tiers=easy`` is ``[easy]``)."""
-    if isinstance(value, (str, int)):
-        return [value]
-    return list(value)
-
-
 def agent_specs(cfg: DictConfig) -> list[dict[str, Any]]:
     """The configured agents as ``{"name", "kwargs", "env", "label", "where", "key", "env_key"}`` dicts (``cfg.agent``
     entries + ``cfg.ppo``). For error messages, the config keys of the agent (``where``), its checkpoint (``key``)
@@ -308,41 +301,47 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
     return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"])}
 
 
+def _checked_player(spec: Mapping[str, Any], resolved: str) -> Player:
+    """The player of ``resolved`` (of ``spec``, :func:`agent_specs`); a bad agent name, argument or env setting is a
+    ValueError naming its config key."""
+    try:
+        player = _player(resolved)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{spec['where']} (name {spec['name']!r}, kwargs {spec['kwargs']}): {exc}") from None
+    if isinstance(player, AgentPlayer):
+        try:
+            player.check_env()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{spec['env_key']}={spec['env']}: {exc}") from None
+    return player
+
+
 def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
     checkpoint is missing, or a policy trained for another objective, is skipped, with the reason."""
+    from dynasched_gym.generation import TIERS, size_presets
+
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
     start = check_integer("seeds.start", cfg.seeds.start, 0)
     seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1))
-    from dynasched_gym.generation import TIERS, size_presets
-
-    for tier in as_list(cfg.tiers):
+    tiers, sizes = as_list(cfg.tiers), as_list(cfg.sizes)
+    for tier in tiers:
         check_choice("tiers[]", tier, TIERS)
-    for size in as_list(cfg.sizes):
+    for size in sizes:
         check_choice("sizes[]", size, size_presets())
     episodes, skipped = [], []
-    for tier in as_list(cfg.tiers):
-        for size in as_list(cfg.sizes):
+    for tier in tiers:
+        for size in sizes:
             seen: dict[str, str] = {}  # configuration hash -> the entrant's name on the board
             for spec in agent_specs(cfg):
                 try:
                     resolved = canonical_json(_resolve(spec, tier, size))
-                    player = _player(resolved)
+                    player = _checked_player(spec, resolved)
                 except (ImportError, FileNotFoundError) as exc:
                     if isinstance(exc, ImportError) and not _optional_missing(exc):
                         raise  # a broken module of this package is an error, not a missing extra
                     skipped.append(f"{spec['name']} on {tier}/{size}: {exc}")
                     continue
-                except (TypeError, ValueError) as exc:  # a bad name or argument: named by its config key
-                    if str(exc).startswith(spec["key"]):  # a checkpoint path, already named
-                        raise
-                    raise ValueError(f"{spec['where']} (name {spec['name']!r}, kwargs {spec['kwargs']}): {exc}"
-                                     ) from None
-                if isinstance(player, AgentPlayer):
-                    try:
-                        player.check_env()
-                    except (TypeError, ValueError) as exc:
-                        raise ValueError(f"{spec['env_key']}={spec['env']}: {exc}") from None
                 trained = getattr(getattr(player, "agent", None), "trained_objective", None)
                 if trained not in (None, cfg.objective):  # a policy is ranked on the objective it was trained for
                     skipped.append(f"{spec['name']} on {tier}/{size}: trained for {trained}, this evaluation's "

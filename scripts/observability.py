@@ -36,7 +36,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, agent_name
-from dynasched_gym.checks import check_choice, check_integer
+from dynasched_gym.checks import as_list, check_choice, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
@@ -288,7 +288,7 @@ def run(cfg: DictConfig) -> Report:
     notes: list[str] = []
     skipped: list[str] = []
     for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
-        cfg[key] = evaluate.as_list(cfg[key])
+        cfg[key] = as_list(cfg[key])
     for tier in cfg.tiers:
         groups, tier_notes = entrants(cfg, tier)
         notes += tier_notes

@@ -120,3 +120,10 @@ def test_csv_cost_figures_are_those_of_their_tier() -> None:
     assert [(r["tier"], r["llm_episodes"], r["llm_requests_per_decision"]) for r in lines] == [
         ("easy", "1.0", "1.0"), ("hard", "2.0", "0.5")]
     assert observability.llm_cost(rows)["llm:L2"]["episodes"] == 3  # the markdown's figure: all tiers together
+
+
+def test_the_swept_settings_are_at_the_llm_configs_defaults() -> None:
+    """observability.SWEPT repeats conf/agent/llm.yaml's level and variant: a change there must reach it."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        llm = compose(config_name="observability", overrides=["agent.model=m"]).agent
+    assert {key: llm[key] for key in observability.SWEPT} == observability.SWEPT
