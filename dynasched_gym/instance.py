@@ -479,6 +479,7 @@ def _validate(inst: Instance) -> None:
         for k, o in enumerate(range(ptr[j], ptr[j + 1])):
             _validate_operation(inst, o, f"jobs[{j}].ops[{k}].eligible")
     _validate_events(inst.events, num_m, num_j)
+    _check_changed_times(inst)
 
 
 def _validate_operation(inst: Instance, o: int, where: str) -> None:
@@ -506,6 +507,35 @@ def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> Non
             raise InstanceFormatError(
                 f"processing time must be a finite number >= {MIN_PROCESSING_TIME:g}", field=f"{where}.{m}", value=t
             )
+
+
+def _check_changed_times(inst: Instance) -> None:
+    """Refuse a PTIME_CHANGE that could make a processing time shorter than :data:`MIN_PROCESSING_TIME`: a nominal
+    ``value`` on the fastest machine, or the factors of one (job, op) compounded, applied to the job's shortest time
+    (of its operations and its route changes' operations; a bound, since the op a slot holds can change)."""
+    changes = [(i, e) for i, e in enumerate(inst.events) if e.type == EventType.PTIME_CHANGE]
+    if not changes:
+        return
+    fastest = float(np.max(inst.machine_speed))
+    op_shortest = np.minimum.reduceat(inst.elig_time, inst.op_elig_ptr[:-1])  # every op and job has one at least
+    shortest = dict(enumerate(np.minimum.reduceat(op_shortest, inst.job_op_ptr[:-1]).tolist()))
+    for e in inst.events:
+        if e.type == EventType.ROUTE_CHANGE:
+            shortest[e.job] = min(shortest[e.job], *(min(op.values()) for op in e.ops))
+    slots: dict[tuple[int, int], tuple[float, float]] = {}  # (job, op) -> (base time bound, product of factors)
+    for i, e in changes:
+        if e.value is not None:
+            base, product = e.value / fastest, 1.0
+            name, given, how = "value", e.value, f"value {e.value:g} / speed {fastest:g} of the fastest machine"
+        else:
+            base, product = slots.get((e.job, e.op), (shortest[e.job], 1.0))
+            product *= e.factor
+            name, given, how = "factor", e.factor, f"time {base:g} x this op's factors so far {product:g}"
+        slots[(e.job, e.op)] = (base, product)
+        if base * product < MIN_PROCESSING_TIME:
+            raise InstanceFormatError(
+                f"job {e.job} op {e.op} could take {base * product:g} < {MIN_PROCESSING_TIME:g} time units after this "
+                f"change ({how}); rescale the instance's time unit", field=f"events[{i}].{name}", value=given)
 
 
 def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:

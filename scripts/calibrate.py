@@ -32,6 +32,7 @@ from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tolerances, calibrate, ssi
 from dynasched_gym.generation.sesc import tolerance
 from dynasched_gym.io import dsbx_dir
+from scripts.overrides import check_added_keys
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -161,6 +162,7 @@ def run(cfg: DictConfig) -> Path:
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="calibrate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point."""
+    check_added_keys(cfg, free=("options",))
     out = run(cfg)
     print(f"wrote {out}")
 

@@ -61,6 +61,7 @@ from dynasched_gym.results import (
     row_key,
 )
 from dynasched_gym.schedule import Schedule
+from scripts.overrides import check_added_keys
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
 #: (``shipped:full``: the one trained on full observations, where shipped).
@@ -69,6 +70,12 @@ SHIPPED = "shipped"
 ALL = "all"
 #: Modules whose absence skips an agent with a note (an optional extra, or the oracle module) instead of failing.
 OPTIONAL = ("dynasched_gym.oracle", "ortools", "torch", "stable_baselines3", "sb3_contrib", "openai")
+#: Keys of an agent entry (``conf/agent/<group>.yaml``): ``names`` (agents of ``dynasched_gym.agents.make``) or
+#: ``_target_`` (``module.Class``, a subclass of ``dynasched_gym.agents.Agent``), its ``kwargs``, ``env`` settings of
+#: ``DynaSched/DFJSP-v0``, and an optional board ``label``.
+ENTRY_KEYS = ("names", "_target_", "kwargs", "env", "label")
+#: Config mappings whose keys the script checks itself (:func:`agent_specs`), so ``+`` may add to them.
+FREE_FORM = ("agent",)
 
 
 class EvaluationStopped(SystemExit):
@@ -79,13 +86,25 @@ class EvaluationStopped(SystemExit):
 
 # ------------------------------------------------------------------------------------------- players
 class AgentPlayer:
-    """Plays a :class:`~dynasched_gym.agents.Agent` through ``DynaSched/DFJSP-v0`` with ``env`` settings."""
+    """Plays a :class:`~dynasched_gym.agents.Agent` through ``DynaSched/DFJSP-v0`` with ``env`` settings: an agent
+    of :func:`dynasched_gym.agents.make` by ``name``, or one of the user's classes by ``target`` (``module.Class``,
+    built anew with ``kwargs`` for every episode, so that no state of one episode reaches another)."""
 
-    def __init__(self, name: str, kwargs: Mapping[str, Any], env: Mapping[str, Any]) -> None:
+    def __init__(self, name: str | None, kwargs: Mapping[str, Any], env: Mapping[str, Any],
+                 target: str | None = None) -> None:
         from dynasched_gym.agents import make
 
-        self.agent = make(name, **kwargs)
+        self.target, self.kwargs = target, dict(kwargs)
+        if target is None:
+            self.build: Callable[[], Any] = lambda: make(str(name), **self.kwargs)
+        else:
+            cls = agent_class(target)
+            self.build = lambda: cls(**self.kwargs)
+            self.source_sha256 = _source_sha256(cls)
+        self.agent = self.build()
         self.name, self.clairvoyant = self.agent.name, self.agent.clairvoyant
+        if target is not None and self.name == "agent":  # the Agent default: the class names it on the board
+            self.name = target.rpartition(".")[2]
         self.env = {**_policy_env(self.agent), **env}  # a trained policy's own settings unless overridden
         self._warm = False
 
@@ -100,7 +119,11 @@ class AgentPlayer:
         config = dict(self.agent.config())
         if config.get("sha256"):  # a checkpoint is identified by its content, not its path
             config.pop("checkpoint", None)
-        return {"agent": config, "env": self.env}
+        if self.target is None:
+            return {"agent": config, "env": self.env}
+        # a user's class: its config() may not cover its arguments, and its code may change under the same name
+        return {"agent": config, "target": self.target, "kwargs": self.kwargs, "source_sha256": self.source_sha256,
+                "env": self.env}
 
     def play(self, instance: dynasched_gym.Instance, objective: str, seed: int, pool: tuple[str, str]
              ) -> tuple[Schedule, dict[str, Any]]:
@@ -112,12 +135,15 @@ class AgentPlayer:
         env_kwargs = {"tier": pool[0], "size": pool[1], **self.env}
         if env_kwargs.get("max_candidates") == ALL:
             env_kwargs["max_candidates"] = instance.num_jobs * instance.num_machines
+        # an invalid action fails the episode: the env's default would play slot 0 instead and count it
+        env_kwargs.update(instance=instance, objective=objective, invalid_action="raise")
         if not self._warm and _usage(self.agent) is None:  # compile the kernels outside the timed episode
-            run_episode(self.agent, gym.make("DynaSched/DFJSP-v0", instance=instance, objective=objective,
-                                             **env_kwargs), seed=seed)
+            run_episode(self.agent, gym.make("DynaSched/DFJSP-v0", **env_kwargs), seed=seed)
             self._warm = True
+        if self.target is not None:
+            self.agent = self.build()
         before, began = _usage(self.agent), time.perf_counter()
-        env = gym.make("DynaSched/DFJSP-v0", instance=instance, objective=objective, **env_kwargs)
+        env = gym.make("DynaSched/DFJSP-v0", **env_kwargs)
         schedule = run_episode(self.agent, env, seed=seed)
         wall, after = time.perf_counter() - began, _usage(self.agent)
         tokens = None if after is None else {k: v - (before or {}).get(k, 0) for k, v in after.items()}
@@ -154,6 +180,34 @@ def _usage(agent: Any) -> dict[str, int] | None:
     return None if usage is None else {k: int(v) for k, v in dict(usage).items()}
 
 
+def agent_class(target: str) -> type:
+    """The :class:`~dynasched_gym.agents.Agent` subclass ``target`` (``package.module.Class``); a ValueError says why
+    there is none (no such module or class, or not an Agent)."""
+    from dynasched_gym.agents import Agent
+
+    module_name, _, class_name = str(target).rpartition(".")
+    if not module_name:
+        raise ValueError(f"_target_={target!r}: give the class as module.Class")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except ImportError as exc:
+        raise ValueError(f"_target_={target!r}: cannot import {module_name!r} ({exc}); is its directory on "
+                         "PYTHONPATH?") from None
+    except AttributeError:
+        raise ValueError(f"_target_={target!r}: module {module_name!r} has no {class_name!r}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise ValueError(f"_target_={target!r} is no subclass of dynasched_gym.agents.Agent")
+    return cls
+
+
+def _source_sha256(cls: type) -> str:
+    """SHA-256 of the source file of ``cls``'s module (a changed agent is another configuration)."""
+    path = inspect.getsourcefile(cls)
+    if path is None:
+        raise ValueError(f"{cls.__module__}.{cls.__qualname__}: no source file to identify the agent's code by")
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def _policy_env(agent: Any) -> dict[str, Any]:
     """Env settings a trained policy needs (:meth:`PPOAgent.env_settings`), ``{}`` for other agents."""
     settings = getattr(agent, "env_settings", None)
@@ -169,8 +223,9 @@ def _player(spec_json: str) -> Player:
     import json
 
     spec = json.loads(spec_json)
-    cls = OraclePlayer if spec["name"] == OraclePlayer.name else AgentPlayer
-    return cls(spec["name"], spec["kwargs"], spec["env"])
+    if spec["name"] == OraclePlayer.name:
+        return OraclePlayer(spec["name"], spec["kwargs"], spec["env"])
+    return AgentPlayer(spec["name"], spec["kwargs"], spec["env"], spec.get("target"))
 
 
 @lru_cache(maxsize=8)
@@ -253,23 +308,48 @@ def _optional_missing(exc: ImportError) -> bool:
 
 
 def agent_specs(cfg: DictConfig) -> list[dict[str, Any]]:
-    """The configured agents as ``{"name", "kwargs", "env", "label", "where", "key", "env_key"}`` dicts (``cfg.agent``
-    entries + ``cfg.ppo``). For error messages, the config keys of the agent (``where``), its checkpoint (``key``)
-    and its env settings (``env_key``): ``agent.<group>...``, unless the group names its own (a script that
-    builds the groups from other keys, as ``scripts.observability``)."""
+    """The configured agents as ``{"name", "kwargs", "env", "label", "where", "key", "env_key"}`` dicts, with
+    ``"target"`` for a ``_target_`` entry (``cfg.agent`` entries, :data:`ENTRY_KEYS`, + ``cfg.ppo``). For error
+    messages, the config keys of the agent (``where``), its checkpoint (``key``) and its env settings
+    (``env_key``): ``agent.<group>...``, unless the group names its own (a script that builds the groups from
+    other keys, as ``scripts.observability``)."""
     specs = []
     groups = OmegaConf.to_container(cfg.agent, resolve=True) if cfg.get("agent") else {}
     for group_name, group in groups.items():
+        if not isinstance(group, dict):
+            raise ValueError(f"agent.{group_name}: an agent entry is a mapping ({', '.join(ENTRY_KEYS)}), got "
+                             f"{group!r}")
         where = group.get("where", f"agent.{group_name}")
-        for name in as_list(group["names"]):
-            specs.append({"name": name, "kwargs": dict(group.get("kwargs") or {}), "env": dict(group.get("env") or {}),
-                          "label": group.get("label"), "where": where,
-                          "key": group.get("key", f"{where}.kwargs.checkpoint"),
-                          "env_key": group.get("env_key", f"{where}.env")})
+        env_key = group.get("env_key", f"{where}.env")
+        common = {"kwargs": dict(group.get("kwargs") or {}), "env": _entry_env(group, where, env_key),
+                  "label": group.get("label"), "where": where, "key": group.get("key", f"{where}.kwargs.checkpoint"),
+                  "env_key": env_key}
+        if "_target_" in group:
+            specs.append({"name": None, "target": str(group["_target_"]), **common})
+        else:
+            specs.extend({"name": name, **common} for name in as_list(group["names"]))
     if cfg.get("ppo") and not any(s["name"] == "ppo" for s in specs):
         specs.append({"name": "ppo", "kwargs": {"checkpoint": str(cfg.ppo)}, "env": {}, "label": None, "where": "ppo",
                       "key": "ppo", "env_key": "ppo"})
     return specs
+
+
+def _entry_env(group: Any, where: str, env_key: str) -> dict[str, Any]:
+    """The env settings (config key ``env_key``) of the agent entry ``group`` (config key ``where``), after checking
+    the entry's keys: a misspelt key, or an env setting the evaluation makes itself, would be ignored or fail every
+    episode."""
+    unknown = sorted(set(group) - set(ENTRY_KEYS) - {"where", "key", "env_key"})  # the last: set by scripts
+    if unknown:
+        raise ValueError(f"{where}: no such key(s) {', '.join(unknown)}; an agent entry has {', '.join(ENTRY_KEYS)}")
+    if ("names" in group) == ("_target_" in group):
+        raise ValueError(f"{where}: give names (agents of dynasched_gym.agents.make) or _target_ (a module.Class of "
+                         "yours), one of them")
+    env = dict(group.get("env") or {})
+    own = sorted(set(env) & {"instance", "objective", "invalid_action"})
+    if own:
+        raise ValueError(f"{env_key}: {', '.join(own)} set by the evaluation itself (each pool instance, the "
+                         "run's objective, invalid actions fail the episode); remove them")
+    return env
 
 
 def is_shipped(checkpoint: Any) -> bool:
@@ -298,7 +378,8 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
         kwargs["checkpoint"] = str(shipped_checkpoint(tier, size, observability or "concise"))
     elif kwargs.get("checkpoint"):
         kwargs["checkpoint"] = existing_checkpoint(kwargs["checkpoint"], spec["key"])
-    return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"])}
+    return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"]),
+            **({"target": spec["target"]} if spec.get("target") else {})}
 
 
 def _checked_player(spec: Mapping[str, Any], resolved: str) -> Player:
@@ -307,7 +388,8 @@ def _checked_player(spec: Mapping[str, Any], resolved: str) -> Player:
     try:
         player = _player(resolved)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{spec['where']} (name {spec['name']!r}, kwargs {spec['kwargs']}): {exc}") from None
+        what = f"_target_ {spec['target']!r}" if spec.get("target") else f"name {spec['name']!r}"
+        raise ValueError(f"{spec['where']} ({what}, kwargs {spec['kwargs']}): {exc}") from None
     if isinstance(player, AgentPlayer):
         try:
             player.check_env()
@@ -340,7 +422,7 @@ def plan(cfg: DictConfig) -> Plan:
                 except (ImportError, FileNotFoundError) as exc:
                     if isinstance(exc, ImportError) and not _optional_missing(exc):
                         raise  # a broken module of this package is an error, not a missing extra
-                    skipped.append(f"{spec['name']} on {tier}/{size}: {exc}")
+                    skipped.append(f"{spec.get('target') or spec['name']} on {tier}/{size}: {exc}")
                     continue
                 trained = getattr(getattr(player, "agent", None), "trained_objective", None)
                 if trained not in (None, cfg.objective):  # a policy is ranked on the objective it was trained for
@@ -580,6 +662,7 @@ def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
     :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C (the message says
     how to resume)."""
+    check_added_keys(cfg, free=FREE_FORM)
     try:
         summary = run(cfg)
     except KeyboardInterrupt:

@@ -38,6 +38,7 @@ from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
 from dynasched_gym.results import format_number as _num
 from scripts import evaluate
+from scripts.overrides import check_added_keys
 
 CLAIRVOYANT = "clairvoyant reference"
 CSV_FIELDS = ("objective", "size", "tier", "rank", "agent", "clairvoyant", "best_rule", "episodes", "failed", "mean",
@@ -243,6 +244,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C (the message says how to
     resume)."""
+    check_added_keys(cfg, free=evaluate.FREE_FORM)
     try:
         _, failed, text = run(cfg)
     except KeyboardInterrupt:

@@ -40,6 +40,7 @@ from dynasched_gym.checks import as_list, check_choice, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
+from scripts.overrides import check_added_keys
 
 #: PPO entrants: label -> the observability its checkpoint must have been trained on.
 PPO_LEVELS = {"ppo:concise": "concise", "ppo:full": "full"}
@@ -318,6 +319,7 @@ def run(cfg: DictConfig) -> Report:
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped
     (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why)."""
+    check_added_keys(cfg, free=("agent", "env", "ppo"))
     report = run(cfg)
     print(report.markdown)
     print("wrote " + ", ".join(str(f) for f in report.files))

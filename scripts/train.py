@@ -82,6 +82,7 @@ from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
+from scripts.overrides import check_added_keys
 
 ENV_ID = "DynaSched/DFJSP-v0"
 #: Rule whose mean objective on the first pool instances sets the automatic reward scale.
@@ -673,6 +674,7 @@ def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C during training prints the resume command and exits with status 130."""
     from hydra.core.hydra_config import HydraConfig
 
+    check_added_keys(cfg)
     try:
         path = train(cfg, list(HydraConfig.get().overrides.task))
     except TrainingInterrupted as exc:

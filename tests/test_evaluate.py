@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 
 import dynasched_gym
 from dynasched_gym.agents.rules import rule_objectives
+from dynasched_gym.io import resolve_instance
 from dynasched_gym.metrics import METRIC_KEYS
 from dynasched_gym.results import (
     KEY_FIELDS,
@@ -672,6 +673,112 @@ def test_an_agents_env_settings_are_refused_before_any_episode_naming_the_key(ov
     """They were checked in each episode: 27 failed rows were stored, each naming the env argument only."""
     with pytest.raises(ValueError, match=message):
         evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[rules]", "ppo=null", override))
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("+agent.random.kwarg.seed=3", r"^agent\.random: no such key\(s\) kwarg; an agent entry has names, _target_,"),
+    ("+agent.random._target_=x.Y", r"^agent\.random: give names .* or _target_ .*, one of them"),
+    ("+agent.random.env.objective=makespan", r"^agent\.random\.env: objective set by the evaluation itself"),
+    ("+agent.random.env.invalid_action=replace", r"^agent\.random\.env: invalid_action set by the evaluation"),
+])
+def test_an_agent_entry_with_a_misspelt_key_or_an_env_setting_of_the_evaluation_is_refused(override: str,
+                                                                                         message: str) -> None:
+    """A misspelt key was ignored (the agent played its defaults); env.objective failed every episode."""
+    with pytest.raises(ValueError, match=message):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", override))
+
+
+USER_AGENTS = """
+import numpy as np
+from dynasched_gym.agents import Agent
+
+
+class LastSlot(Agent):  # neither a name nor a config() of its own
+    def __init__(self, offset=0):
+        self.offset = offset
+
+    def act(self, observation, info):
+        valid = np.flatnonzero(observation["action_mask"])
+        return int(valid[max(0, len(valid) - 1 - self.offset)])
+
+
+class SeededOnce(Agent):  # its stream runs on from episode to episode when the same object plays them
+    name = "seeded-once"
+
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+
+    def act(self, observation, info):
+        return int(self.rng.choice(np.flatnonzero(observation["action_mask"])))
+
+
+class OutOfRange(Agent):
+    def act(self, observation, info):
+        return 10_000
+
+
+class NotAnAgent:
+    pass
+"""
+
+
+def _user_plan(tmp_path: Path, target: str, *overrides: str, kwargs: dict | None = None):
+    cfg = config("evaluate", "tiers=easy", "agent=[]", "ppo=null", "workers=1", "progress=false",
+                 f"store={tmp_path / 'store.jsonl'}", *overrides)
+    OmegaConf.update(cfg, "agent.mine", {"_target_": target, "kwargs": kwargs or {}, "env": {"max_candidates": "all"}},
+                     force_add=True)
+    return cfg
+
+
+def test_a_user_agent_class_is_evaluated_by_target_with_its_arguments_and_code_in_the_hash(
+        cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent without config() of its own shared one hash for every argument (offset 3 reused offset 0's rows)."""
+    (tmp_path / "user_agents_a.py").write_text(USER_AGENTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = evaluate.run(_user_plan(tmp_path, "user_agents_a.LastSlot", "seeds.count=2"))
+    assert first.ran == 2 and not first.failed and {r["agent"] for r in first.rows} == {"LastSlot"}
+    assert first.rows[0]["agent_config"]["target"] == "user_agents_a.LastSlot"
+    assert evaluate.run(_user_plan(tmp_path, "user_agents_a.LastSlot", "seeds.count=2")).reused == 2
+    other = evaluate.run(_user_plan(tmp_path, "user_agents_a.LastSlot", "seeds.count=2", kwargs={"offset": 3}))
+    assert other.ran == 2 and other.rows[0]["agent_hash"] != first.rows[0]["agent_hash"]
+    (tmp_path / "user_agents_a.py").write_text(USER_AGENTS + "# changed\n")
+    evaluate._player.cache_clear()  # as a new run: the module is imported again
+    monkeypatch.delitem(sys.modules, "user_agents_a")
+    assert evaluate.run(_user_plan(tmp_path, "user_agents_a.LastSlot", "seeds.count=2")).ran == 2
+
+
+def test_a_user_agent_is_built_anew_for_every_episode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One object played the warm-up and every episode: a seed's row depended on the episodes played before it."""
+    (tmp_path / "user_agents_b.py").write_text(USER_AGENTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    player = evaluate.AgentPlayer(None, {}, {"max_candidates": "all"}, target="user_agents_b.SeededOnce")
+    inst = resolve_instance("mk01")
+    played = [player.play(inst, "makespan", 0, ("medium", "small"))[0].metrics["makespan"] for _ in range(3)]
+    assert played[0] == played[1] == played[2]
+
+
+def test_an_invalid_action_fails_the_episode(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The env's default replaced it by slot 0: an agent playing only invalid actions was ranked as FIFO."""
+    (tmp_path / "user_agents_c.py").write_text(USER_AGENTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    summary = evaluate.run(_user_plan(tmp_path, "user_agents_c.OutOfRange", "seeds.count=1"))
+    assert [r["status"] for r in summary.rows] == ["error"]
+    assert summary.rows[0]["error"].startswith("InvalidActionError") and summary.rows[0]["objective_value"] is None
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    ("user_agents_d.NotAnAgent", r"_target_='user_agents_d.NotAnAgent' is no subclass of dynasched_gym.agents.Agent"),
+    ("user_agents_d.Missing", r"module 'user_agents_d' has no 'Missing'"),
+    ("no_such_module_here.Agent", r"cannot import 'no_such_module_here' .*PYTHONPATH"),
+    ("NoModule", r"give the class as module.Class"),
+])
+def test_a_target_that_is_no_agent_class_is_refused_naming_the_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     target: str, message: str) -> None:
+    (tmp_path / "user_agents_d.py").write_text(USER_AGENTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=rf"^agent\.mine \(_target_ '{target}', kwargs \{{\}}\): .*{message}"):
+        evaluate.plan(_user_plan(tmp_path, target, "seeds.count=1"))
 
 
 def test_the_behaviour_version_enters_every_agent_hash(monkeypatch: pytest.MonkeyPatch) -> None:

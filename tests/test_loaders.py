@@ -894,6 +894,26 @@ def test_processing_times_shorter_than_the_tolerance_allows_are_refused(job: Job
     assert Instance.build("ok", [Machine("M0")], [Job("J", [{0: 1e-6}])]).elig_time[0] == 1e-6
 
 
+def _ptime(time: float, **payload) -> Event:
+    return Event(time, EventType.PTIME_CHANGE, job=0, op=0, **payload)
+
+
+@pytest.mark.parametrize(("speed", "events", "field"), [
+    (1.0, [_ptime(0.0, factor=1e-10)], "events[0].factor"),
+    (1.0, [_ptime(0.0, factor=1e-3), _ptime(1.0, factor=1e-3), _ptime(2.0, factor=0.9)], "events[2].factor"),
+    (1e4, [_ptime(0.0, value=1e-6)], "events[0].value"),
+])
+def test_a_processing_time_change_that_could_go_below_the_tolerance_is_refused(speed: float, events: list,
+                                                                             field: str) -> None:
+    """The simulator played the 1e-10 long op and its validator refused the schedule (an end within EPS of the
+    change was read as done before it)."""
+    with pytest.raises(InstanceFormatError, match=r"job 0 op 0 could take .* < 1e-06 time units") as exc:
+        Instance.build("tiny", [Machine("M0", speed=speed)], [Job("J", [{0: 1.0}])], events)
+    assert exc.value.field == field
+    ok = [_ptime(0.0, factor=1e-3), _ptime(1.0, factor=1e3), _ptime(2.0, factor=0.9)]  # never below: accepted
+    assert len(Instance.build("ok", [Machine("M0", speed=speed)], [Job("J", [{0: 1.0}])], ok).events) == 3
+
+
 def test_an_atomic_write_error_names_the_file_asked_for(tmp_path: Path) -> None:
     """The error named the temporary file (/proc/.x.json.c1p0n5o_.tmp), not the caller's --out."""
     from dynasched_gym.instance import atomic_path, write_text_atomic
