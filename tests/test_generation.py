@@ -349,7 +349,7 @@ def test_fjsp_machines_keep_the_configured_groups(small):
 # GENERATOR_VERSION bump (pool cache keys, docs/generation.md "Determinism").
 PINNED_SHA256 = {
     "small preset, seed 0": "c91762d190ec74f34749992006595b085d781dde13e470e732afeb71fe2cab55",
-    "medium tier, small, pool seed 0": "609370bf4ad1bd1886592ced1a3f34ac3409cbb8ca284da5fb4cc4f3223563c9",
+    "medium tier, small, pool seed 0": "a4920ae6e521731423cccac0552e84fdcdd1c8e954ef5e08ba9fad805cc03f76",
 }
 
 
@@ -558,3 +558,19 @@ def test_calibrate_names_an_option_its_method_does_not_take(small, method, optio
     with pytest.raises(ValueError, match=rf"unknown option\(s\) \['{option}'\] of method '{method}'; it takes "
                                          rf"{accepted}"):
         calibrate(small, method=method, seed=0, **{option: 10})
+
+
+def test_libm_functions_are_the_c_librarys_elementwise_in_the_broadcast_shape() -> None:
+    """Generation and the SSI take exp, log, log1p, cos and power from the C library (dynasched_gym.generation.libm),
+    one result on every CPU, where NumPy's SIMD ufuncs round some last bits by CPU."""
+    from dynasched_gym.generation import libm
+
+    x = np.random.default_rng(0).uniform(0.1, 20.0, (3, 4))
+    for function, reference in ((libm.exp, math.exp), (libm.log, math.log), (libm.log1p, math.log1p),
+                                (libm.cos, math.cos)):
+        got = function(x)
+        assert got.shape == x.shape and got.dtype == np.float64
+        assert got.tolist() == [[reference(v) for v in row] for row in x.tolist()]
+    exponents = np.array([0.5, 1.3, 2.0, 3.7])
+    assert libm.power(x, exponents).tolist() == [[math.pow(v, e) for v, e in zip(row, exponents)] for row in x.tolist()]
+    assert libm.exp(1.0).shape == () and float(libm.exp(1.0)) == math.e

@@ -188,3 +188,14 @@ def test_invalid_action_raises_clear_error():
     sim.reset()
     with pytest.raises(ValueError, match=r"\(job 0, machine 1\) cannot start at t=0.0"):
         sim.step(0, 1)
+
+
+def test_the_numba_cache_is_keyed_by_every_module_whose_constants_the_kernels_freeze() -> None:
+    """metrics.EPS and the event type codes are compiled into the kernels: a changed EPS ran the cached kernels of
+    the old one (another return on a warm cache than on a cold one) while the key covered core and envs only."""
+    from dynasched_gym.core import _numba_cache
+
+    package = _numba_cache._PACKAGE
+    sources = set(_numba_cache._kernel_sources())
+    assert {package / "metrics.py", package / "instance.py", package / "core" / "kernels.py"} <= sources
+    assert package / "generation" / "sesc.py" not in sources  # no kernel imports it: editing it keeps the cache

@@ -19,8 +19,9 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def _kernel_sources() -> list[Path]:
-    """Every Python file of core and the environments: the kernels, and the module constants numba freezes into
-    them (feature columns, rule codes), which may live in files without kernels; over-inclusive on purpose."""
+    """Every Python file of core and the environments, and every package module that a file using numba imports
+    (transitively): the kernels, and the module constants numba freezes into them (feature columns, rule codes,
+    ``metrics.EPS``, event type codes), which may live in files without kernels; over-inclusive on purpose."""
     import importlib.util
 
     files = sorted((_PACKAGE / "core").glob("*.py"))
@@ -28,7 +29,33 @@ def _kernel_sources() -> list[Path]:
     if spec is not None and spec.submodule_search_locations:
         for location in spec.submodule_search_locations:
             files += sorted(Path(location).rglob("*.py"))
+    seen, pending = set(files), [path for path in files if b"numba" in path.read_bytes()]
+    while pending:
+        for path in _imported_modules(pending.pop()):
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+                pending.append(path)
     return files
+
+
+def _imported_modules(source: Path) -> list[Path]:
+    """The files of the package's own modules (outside ``envs``, listed whole) that ``source`` imports."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source.read_bytes())):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else (
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+        for name in names:
+            parts = name.split(".")
+            if parts[0] != "dynasched_gym" or parts[1:2] == ["envs"]:
+                continue
+            base = _PACKAGE.joinpath(*parts[1:])
+            for path in (base.with_suffix(".py"), base / "__init__.py"):
+                if path.is_file():
+                    found.append(path)
+    return found
 
 
 def configure() -> Path:

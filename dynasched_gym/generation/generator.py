@@ -31,12 +31,13 @@ from functools import cached_property
 import numpy as np
 
 from dynasched_gym.checks import check_integer
+from dynasched_gym.generation import libm
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure, window_arrays
 from dynasched_gym.generation.scenario import Scenario, expected_job_work, planned_jobs
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 #: Bumped whenever the same (scenario, seed) would give a different instance; part of pool cache keys.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 
 # Append new streams at the end: SeedSequence children are numbered, so the others keep their draws.
 _STREAMS = ("routes", "ptimes", "arrivals", "batches", "due", "breakdowns", "maintenance", "events", "windows")
@@ -92,12 +93,12 @@ class Draft:
     def op_nominal(self) -> np.ndarray:
         """(O,) nominal operation times under the current knobs (total work kept constant)."""
         share = self._op_group_share()
-        raw = self.op_base**self.processing_exponent * (share * self.group_scale).sum(axis=1)
+        raw = libm.power(self.op_base, self.processing_exponent) * (share * self.group_scale).sum(axis=1)
         return raw * (self._base_work / float(np.sum(raw * self._op_work_factor)))
 
     def releases(self) -> np.ndarray:
         """(J,) release times under the current knobs."""
-        gaps = self.base_gap**self.arrival_exponent
+        gaps = libm.power(self.base_gap, self.arrival_exponent)
         cum = np.cumsum(gaps) / gaps.sum()
         times = _warp(cum, self.scenario.arrivals) * self.horizon
         return np.where(self.job_arrival >= 0, times[np.maximum(self.job_arrival, 0)], 0.0)
@@ -247,7 +248,7 @@ def _warp(cum: np.ndarray, arrivals) -> np.ndarray:
     amp = arrivals.amplitude
     if arrivals.pattern == "periodic":
         period = arrivals.period_fraction
-        intensity = grid - amp * period / (2 * math.pi) * (np.cos(2 * math.pi * grid / period) - 1.0)
+        intensity = grid - amp * period / (2 * math.pi) * (libm.cos(2 * math.pi * grid / period) - 1.0)
     else:  # trend: rate 1 + amp * (2t - 1)
         intensity = grid + amp * (grid**2 - grid)
     return np.interp(cum * intensity[-1], intensity, grid)
@@ -296,7 +297,7 @@ def draft(scenario: Scenario, seed: int) -> Draft:
     op_base = np.array([mean for _, _, mean in flat]) * _gamma(rngs["ptimes"], targets.processing_scv, len(flat))
 
     # due-date allowances
-    due_allowance = np.exp(rngs["due"].normal(-_DUE_SPREAD**2 / 2, _DUE_SPREAD, num_jobs))
+    due_allowance = libm.exp(rngs["due"].normal(-_DUE_SPREAD**2 / 2, _DUE_SPREAD, num_jobs))
 
     # maintenance windows (fractions of H) and breakdowns (fractions of H, before scaling)
     num_m = len(speeds)

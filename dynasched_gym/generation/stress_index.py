@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dynasched_gym.generation import libm
 from dynasched_gym.generation.realised import (
     MetricInputs,
     column_sums,
@@ -53,7 +54,7 @@ from dynasched_gym.instance import EventType, Instance
 
 TIERS = ("easy", "medium", "hard", "extreme")
 TIER_BANDS = {"easy": (0.0, 25.0), "medium": (25.0, 50.0), "hard": (50.0, 75.0), "extreme": (75.0, 100.01)}
-SSI_VERSION = "3"
+SSI_VERSION = "4"
 STRESS_HALF = 0.3
 
 
@@ -89,12 +90,12 @@ def _norm_cdf(x: np.ndarray) -> np.ndarray:
     z = np.abs(x) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.3275911 * z)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    erf = 1.0 - poly * np.exp(-z * z)
+    erf = 1.0 - poly * libm.exp(-z * z)
     return 0.5 * (1.0 + np.sign(x) * erf)
 
 
 def _norm_pdf(x: np.ndarray) -> np.ndarray:
-    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    return libm.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
 
 
 def mean_reflected_workload(drift: np.ndarray, variance: np.ndarray, horizon: float, points: int = 64) -> np.ndarray:
@@ -165,7 +166,7 @@ def _ssi(instance: Instance) -> SSIResult:
     diffusion = mean_reflected_workload(bin_drift.ravel(), np.tile(variance, bins), h).reshape(bins, num_groups)
     diffusion = np.maximum(diffusion - np.maximum(bin_drift, 0.0) * h / 2, 0.0)
     bin_rho = np.minimum(arriving / capacity, 1.0)
-    pooling = np.maximum(bin_rho, 1e-6) ** (np.sqrt(2 * (group_size + 1)) - 2)
+    pooling = libm.power(np.maximum(bin_rho, 1e-6), np.sqrt(2 * (group_size + 1)) - 2)
     wait = (0.5 * (backlog[:-1] + backlog[1:]) + diffusion) / rate * pooling  # (bins, G)
 
     op_time = inputs.op_time * (op_group_share / availability).sum(axis=1)
@@ -193,10 +194,10 @@ def _ssi(instance: Instance) -> SSIResult:
 
 def _lognormal_excess(mean: np.ndarray, var: np.ndarray, slack: np.ndarray) -> np.ndarray:
     """E[(F - s)+] for log-normal F with the given mean and variance (Black-Scholes form)."""
-    sigma2 = np.log1p(var / np.maximum(mean, 1e-12) ** 2)
+    sigma2 = libm.log1p(var / np.maximum(mean, 1e-12) ** 2)
     sigma = np.sqrt(np.maximum(sigma2, 1e-12))
     s = np.maximum(slack, 1e-12)
-    d1 = (np.log(mean / s) + sigma2 / 2) / sigma
+    d1 = (libm.log(mean / s) + sigma2 / 2) / sigma
     # the expectation of a non-negative variable; the difference of two nearly equal terms can
     # round to slightly below 0 (-7e-17 for a job that cannot be late) when the excess is ~0
     return np.maximum(mean * _norm_cdf(d1) - s * _norm_cdf(d1 - sigma), 0.0)

@@ -3,8 +3,8 @@
 Tiers ``easy | medium | hard | extreme`` are bands of the SSI score
 (:data:`~dynasched_gym.generation.stress_index.TIER_BANDS`: [0, 25), [25, 50), [50, 75), [75, 100]).
 ``tier_pool(tier, size)`` gives a :class:`TierPool`; ``pool.instance(seed)`` is the pool's instance
-for that seed: the same bytes on every call (docs/generation.md, "Determinism": no step rounds
-differently on another CPU).
+for that seed: the same bytes on every call and on every x86-64 CPU with AVX2 and FMA (docs/generation.md,
+"Determinism": no step rounds by CPU).
 
 **Generation of seed s** (:func:`generate_member`), for tier t (index i in ``TIERS``) and size preset z:
 for attempt a = 0, 1, ..., ``MAX_ATTEMPTS`` - 1, ``rng = numpy.random.default_rng([s, i, a])``
