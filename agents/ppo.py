@@ -16,6 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 import yaml
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
@@ -23,6 +24,7 @@ from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.checks import check_bool
+from dynasched_gym.core.rules import check_seed
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
 from dynasched_gym.envs.wrappers import (
@@ -80,13 +82,15 @@ class PPOAgent(Agent):
 
     Args:
         checkpoint: a ``.zip`` saved by ``MaskablePPO.save`` (or a model in memory, e.g. while training).
-        deterministic: play the most probable action (else sample, with torch's global RNG).
+        deterministic: play the most probable action (else sample, from a stream of its own seeded with ``seed``
+            at every :meth:`reset`, as the random agent is: an episode depends on the instance and ``seed`` only).
+        seed: the sampling stream's seed (``deterministic=False``), in [0, 2**32).
     """
 
     name = "ppo"
 
     def __init__(self, checkpoint: str | os.PathLike[str] | MaskablePPO | None = None,
-                 deterministic: bool = True) -> None:
+                 deterministic: bool = True, seed: int = 0) -> None:
         if checkpoint is None:
             raise TypeError("make('ppo') needs checkpoint=: a model .zip of scripts.train, or a shipped one, e.g. "
                             "checkpoint=dynasched_gym.agents.ppo.shipped_checkpoint('hard')")
@@ -102,6 +106,12 @@ class PPOAgent(Agent):
             # the training schedules are not needed to act (and may not unpickle across cloudpickle versions)
             self.model = MaskablePPO.load(path, device="cpu", custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
             self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()
+        if not isinstance(self.model.observation_space, spaces.Dict):
+            kind = type(self.model.observation_space).__name__
+            raise ValueError(f"the PPO policy {self.checkpoint or 'given'} reads {kind} observations: PPOAgent "
+                             "plays policies of the Dict observations of "
+                             "DynaSched/DFJSP-v0 (SlotPolicy, MultiInputPolicy); play one trained on flattened "
+                             "observations with model.predict on an env with the same flattening")
         trained_on = {} if self.checkpoint is None else training_env(Path(self.checkpoint))
         self.trained_objective = trained_on.get("objective")
         scales = getattr(self.model.policy, "feature_scales", None)  # older checkpoints: their pool's
@@ -112,6 +122,8 @@ class PPOAgent(Agent):
                           "the ones it was trained in; pass time_scale= and ops_scale= to the env if you know them",
                           RuntimeWarning, stacklevel=2)
         self.deterministic = check_bool("deterministic", deterministic)
+        self.seed = check_seed(seed)
+        self._sampling: torch.Tensor | None = None  # the sampling stream's state (deterministic=False)
         self._forecaster: SlotForecaster | None = None
         if self.env_settings()["observability"] == "oracle":  # it reads future events: a reference, never ranked
             self.name, self.clairvoyant = "ppo-oracle", True
@@ -119,6 +131,7 @@ class PPOAgent(Agent):
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
         self.require_pair_env()
+        self._sampling = self._sampling_start()
         if not isinstance(env.observation_space, spaces.Dict):
             raise ValueError(f"the PPO agent reads the Dict observations of DynaSched/DFJSP-v0, got "
                              f"{type(env.observation_space).__name__}: play it on the env without "
@@ -188,6 +201,7 @@ class PPOAgent(Agent):
         """
         objective = objective or self.trained_objective or "weighted_tardiness"
         self._check_objective(objective)
+        self._sampling = self._sampling_start()  # one stream for the batch: the schedules depend on num_envs
         if not instances:
             return []
         num_envs = min(num_envs, len(instances))
@@ -206,8 +220,7 @@ class PPOAgent(Agent):
         following = num_envs
         with tqdm(total=len(instances), desc="play ppo", unit="inst", disable=not progress) as bar:
             while (playing >= 0).any():
-                actions, _ = self.model.predict(self._blank_hindsight(observation, (num_envs,)),
-                                                deterministic=self.deterministic, action_masks=venv.action_masks())
+                actions = self._predict(self._blank_hindsight(observation, (num_envs,)), venv.action_masks())
                 observation, _, terminated, _, _ = venv.step(actions)
                 if not terminated.any():
                     continue
@@ -229,13 +242,25 @@ class PPOAgent(Agent):
             env = self.env.unwrapped
             forecasts = self._forecaster(0, env.simulator, *env.offered_pairs(), env.time_scale)
             observation = {**observation, FORECASTS_KEY: forecasts}
-        action, _ = self.model.predict(self._blank_hindsight(observation), deterministic=self.deterministic,
-                                       action_masks=self.env.action_masks())
-        return int(action)
+        return int(self._predict(self._blank_hindsight(observation), self.env.action_masks()))
+
+    def _sampling_start(self) -> torch.Tensor | None:
+        """The state of the sampling stream at the start of an episode (``None`` when playing deterministically)."""
+        return None if self.deterministic else torch.Generator().manual_seed(self.seed).get_state()
+
+    def _predict(self, observation: dict[str, np.ndarray], action_masks: np.ndarray) -> np.ndarray:
+        """The policy's action(s); sampled ones draw from this agent's stream, never torch's global one."""
+        if self.deterministic:
+            return self.model.predict(observation, deterministic=True, action_masks=action_masks)[0]
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._sampling)
+            action = self.model.predict(observation, deterministic=False, action_masks=action_masks)[0]
+            self._sampling = torch.get_rng_state()
+        return action
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "checkpoint": self.checkpoint, "sha256": self.sha256,
-                "deterministic": self.deterministic}
+                "deterministic": self.deterministic, **({} if self.deterministic else {"seed": self.seed})}
 
 
 def observation_settings(space: spaces.Dict) -> dict[str, Any]:

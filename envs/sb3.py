@@ -110,9 +110,19 @@ class SB3VecEnv(VecEnv):
         """Close the vector env."""
         self.venv.close()
 
+    def _lookup(self, name: str) -> Any:
+        """The vector env's attribute ``name``: of the outermost wrapper that has it (Gymnasium's vector wrappers,
+        e.g. ``NormalizeReward``, do not pass attributes on, so ``action_masks`` would be lost under them)."""
+        venv = self.venv
+        while not hasattr(venv, name):
+            if not isinstance(venv, VectorWrapper):
+                raise AttributeError(f"the vector env {self.venv} has no attribute {name!r}, nor the envs it wraps")
+            venv = venv.env
+        return getattr(venv, name)
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The vector env's attribute ``attr_name``, once per index."""
-        value = getattr(self.venv, attr_name)
+        value = self._lookup(attr_name)
         return [value for _ in self._get_indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
@@ -122,7 +132,7 @@ class SB3VecEnv(VecEnv):
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
         """Call the vector env's method ``method_name`` once; returns its rows at ``indices``."""
-        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
+        result = self._lookup(method_name)(*method_args, **method_kwargs)
         return [result[i] for i in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:

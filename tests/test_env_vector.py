@@ -333,6 +333,23 @@ def test_actions_of_another_length_than_the_sub_environments_are_named():
         venv.step(np.zeros(2, dtype=np.int64))
 
 
+def test_sb3_adapter_finds_the_action_masks_under_gymnasiums_vector_wrappers():
+    """Gymnasium's vector wrappers pass no attribute on: get_action_masks failed under NormalizeReward."""
+    pytest.importorskip("sb3_contrib")
+    from gymnasium.wrappers.vector import NormalizeReward, RecordEpisodeStatistics
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from dynasched_gym.envs.sb3 import SB3VecEnv
+
+    base = DFJSPVectorEnv(num_envs=2, instance="mk01", autoreset_mode=AutoresetMode.SAME_STEP)
+    venv = SB3VecEnv(NormalizeReward(RecordEpisodeStatistics(base)))
+    venv.reset()
+    masks = get_action_masks(venv)
+    assert masks.shape == (2, 32) and masks[:, 0].all()
+    with pytest.raises(AttributeError, match=r"has no attribute 'no_such_method', nor the envs it wraps"):
+        venv.env_method("no_such_method")
+
+
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
     ({"forecast_futures": 3}, ValueError, r"forecast_futures=3 samples futures for the forecast_features rollouts"),
     ({"forecast_futures": -1}, ValueError, r"forecast_futures must be an integer >= 0, got -1"),
