@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -286,3 +287,21 @@ def test_same_bytes_and_scores_on_another_cpu(tmp_path: Path, cpu: dict[str, str
             inst = tier_pool(tier, "small", cache_dir=tmp_path / "here").instance(seed)
             here.append(f"{inst.to_json()} {ssi(inst).score!r}")
     assert other == here
+
+
+def test_the_pool_cache_follows_xdg_and_falls_back_to_a_temporary_directory(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool cache ignored $XDG_CACHE_HOME, and a home that cannot be written (a container user) failed at the
+    first pool instance with PermissionError."""
+    monkeypatch.delenv("DYNASCHED_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert tiers.default_cache_dir() == tmp_path / "xdg" / "dynasched_gym" / "pools"
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))  # below a file: never writable
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    with pytest.warns(RuntimeWarning, match=r"cannot keep the pools cache in .*file/cache/dynasched_gym/pools .*"
+                                            r"set \$DYNASCHED_CACHE"):
+        fallback = tiers.default_cache_dir()
+    assert fallback.parent.parent == tmp_path / "temp" and fallback.name == "pools"
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "given"))
+    assert tiers.default_cache_dir() == tmp_path / "given"

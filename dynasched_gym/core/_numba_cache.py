@@ -9,11 +9,12 @@ clean cache, and keeps compiled files out of the installed package.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 
 import numba
+
+from dynasched_gym.paths import user_cache_dir
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -59,13 +60,12 @@ def _imported_modules(source: Path) -> list[Path]:
 
 
 def configure() -> Path:
-    """Point numba's cache at ``$NUMBA_CACHE_DIR`` (or the user cache) / <hash of the kernel sources>."""
+    """Point numba's cache at ``$NUMBA_CACHE_DIR`` (or the user cache, :func:`dynasched_gym.paths.user_cache_dir`) /
+    <hash of the kernel sources>."""
     digest = hashlib.sha256(f"{numba.__version__} {sys.version}".encode())
     for path in _kernel_sources():
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
-    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache")), "dynasched_gym", "numba")
-    directory = Path(base) / digest.hexdigest()[:16]
+    directory = user_cache_dir("numba", "NUMBA_CACHE_DIR") / digest.hexdigest()[:16]
     numba.config.CACHE_DIR = str(directory)
     return directory

@@ -64,6 +64,7 @@ from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_targ
 from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic
+from dynasched_gym.paths import user_cache_dir
 
 #: Bumped whenever the pool algorithm (not the generator or the SSI) changes what a seed yields.
 POOL_VERSION = "1"
@@ -78,9 +79,10 @@ class CacheWarning(UserWarning):
 
 
 def default_cache_dir() -> Path:
-    """``$DYNASCHED_CACHE`` when set, else ``~/.cache/dynasched_gym/pools``."""
-    env = os.environ.get("DYNASCHED_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "dynasched_gym" / "pools"
+    """``$DYNASCHED_CACHE`` when set, else ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/dynasched_gym/pools``
+    (:func:`dynasched_gym.paths.user_cache_dir`: a temporary directory, with a warning, where that cannot be
+    written)."""
+    return user_cache_dir("pools", "DYNASCHED_CACHE")
 
 
 def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
