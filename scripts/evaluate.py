@@ -92,7 +92,7 @@ class AgentPlayer:
 
     def __init__(self, name: str | None, kwargs: Mapping[str, Any], env: Mapping[str, Any],
                  target: str | None = None) -> None:
-        from dynasched_gym.agents import make
+        from dynasched_gym.agents import Agent, make
 
         self.target, self.kwargs = target, dict(kwargs)
         if target is None:
@@ -103,7 +103,7 @@ class AgentPlayer:
             self.source_sha256 = _source_sha256(cls)
         self.agent = self.build()
         self.name, self.clairvoyant = self.agent.name, self.agent.clairvoyant
-        if target is not None and self.name == "agent":  # the Agent default: the class names it on the board
+        if target is not None and self.name == Agent.name:  # the default name: the class names it on the board
             self.name = target.rpartition(".")[2]
         self.env = {**_policy_env(self.agent), **env}  # a trained policy's own settings unless overridden
         self._warm = False

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import repeat
 
 import numpy as np
 
 
 def _elementwise(function: Callable[..., float], *arrays: np.ndarray | float) -> np.ndarray:
     """``function`` applied to every element of the broadcast ``arrays``, as a float64 array of their shape."""
-    broadcast = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays))
-    shape = broadcast[0].shape
-    flat = [b.ravel().tolist() for b in broadcast]
+    given = [np.asarray(a, dtype=np.float64) for a in arrays]
+    shape = np.broadcast_shapes(*(a.shape for a in given))
+    # a scalar argument (an exponent) is repeated, not broadcast to a list of copies
+    flat = [repeat(float(a)) if a.ndim == 0 else np.broadcast_to(a, shape).ravel().tolist() for a in given]
     return np.fromiter(map(function, *flat), dtype=np.float64, count=math.prod(shape)).reshape(shape)
 
 
