@@ -44,7 +44,7 @@ from ortools.sat.python import cp_model
 from dynasched_gym.core.rules import RULES
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.instance import Event, EventType, Instance
-from dynasched_gym.metrics import OBJECTIVE_METRICS
+from dynasched_gym.metrics import EPS, OBJECTIVE_METRICS
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
 from dynasched_gym.validate import events_by_instant, machine_downtime, validate_schedule
 
@@ -715,14 +715,18 @@ def _pieces(instance: Instance, j: int) -> list[tuple[float, float | None, float
 
 
 def _in_force(instance: Instance, completion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Due dates and weights in force at each job's completion, or at its cancellation when it has none."""
+    """Due dates and weights in force at each job's completion, or at its cancellation when it has none.
+
+    A completion up to the simulator's EPS after an event applies before it, as in the validator's replay
+    (an absolute EPS: the validator's relative tolerance would let a completion 1e-6 after a change at
+    t = 25 count as before it).
+    """
     due = np.array(instance.job_due, dtype=np.float64)
     weight = np.array(instance.job_weight, dtype=np.float64)
     for j in range(instance.num_jobs):
         c = completion[j]
         for _, e in _job_events(instance, j):
-            if (not np.isnan(c) and c <= e.time + _VALIDATOR_TOL * max(1.0, abs(e.time))) or (
-                    e.type == EventType.CANCELLATION and np.isnan(c)):
+            if (not np.isnan(c) and c <= e.time + EPS) or (e.type == EventType.CANCELLATION and np.isnan(c)):
                 break
             if e.type == EventType.DUE_DATE_CHANGE:
                 due[j] = e.due

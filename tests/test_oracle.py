@@ -110,6 +110,23 @@ def test_events_within_eps_are_one_instant(case):
         assert result.schedule.job_weight[0] == 2.0
 
 
+def test_completion_just_after_a_priority_change_takes_the_new_weight():
+    """A completion 3e-6 after a PRIORITY_CHANGE at t = 25 (more than EPS, less than the validator's relative
+    tolerance) comes after it: the oracle reported the old weight and raised 'invalid schedule'."""
+    off = 3e-6
+    inst = Instance.build("r", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{1: 1.0}]),
+                           Job("J1", [{0: 1.0}, {0: 2.0}, {0: 2.0}, {0: 4.0}], release=7.0 + 2 * off, weight=0.5,
+                               due=10.0)],
+                          [Event(7.0 + off, EventType.MAINTENANCE, machine=0, duration=9.0),
+                           Event(25.0, EventType.PRIORITY_CHANGE, job=1, weight=1.0)])
+    result = solve_clairvoyant(inst, "weighted_tardiness", time_limit=5.0)
+    check(result, "weighted_tardiness")
+    assert result.schedule.job_completion[1] == pytest.approx(25.0 + off, abs=1e-12)
+    assert result.schedule.job_weight[1] == 1.0
+    assert result.objective == pytest.approx(15.0 + off, abs=1e-9)
+
+
 def test_starts_before_a_processing_time_increase():
     ptime = Event(5.0, EventType.PTIME_CHANGE, job=0, op=0, factor=2.0)
     early = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}])], [ptime]), "makespan")
