@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dynasched_gym.agents.base import Agent, run_episode
+from dynasched_gym.errors import needs_extra
 
 
 def _rule(name: str, **kwargs: Any) -> Agent:
@@ -37,13 +38,15 @@ def _random(name: str, **kwargs: Any) -> Agent:
 
 
 def _ppo(name: str, **kwargs: Any) -> Agent:
-    from dynasched_gym.agents.ppo import PPOAgent
+    with needs_extra("rl", "the PPO agent"):
+        from dynasched_gym.agents.ppo import PPOAgent
 
     return PPOAgent(**kwargs)
 
 
 def _llm(name: str, **kwargs: Any) -> Agent:
-    from dynasched_gym.agents.llm import LLMAgent
+    with needs_extra("llm", "the LLM agent"):
+        from dynasched_gym.agents.llm import LLMAgent
 
     return LLMAgent(**kwargs)
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dynasched_gym import data
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, MissingExtraError
 from dynasched_gym.io import resolve_instance
 from dynasched_gym.metrics import METRIC_KEYS
 
@@ -238,12 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 on bad input or a file that cannot be written, 1 on an invalid
-    schedule)."""
+    """Entry point; returns the exit status (2 on bad input, a file that cannot be written or a missing optional
+    package, 1 on an invalid schedule)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (InstanceFormatError, OSError) as exc:
+    except (InstanceFormatError, OSError, MissingExtraError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

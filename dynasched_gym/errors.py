@@ -1,7 +1,10 @@
-"""The one error type for bad instance, schedule and config input, and the warning for fields not read."""
+"""The one error type for bad instance, schedule and config input, the warning for fields not read, and the
+error for an optional dependency that is not installed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -49,6 +52,25 @@ class InstanceFormatError(ValueError):
             field=field,
             value=self.value,
         )
+
+
+class MissingExtraError(ModuleNotFoundError):
+    """A feature's optional dependency is not installed; the message names the extra that installs it."""
+
+
+@contextmanager
+def needs_extra(extra: str, feature: str) -> Iterator[None]:
+    """Re-raise a third-party module missing inside the block as a :class:`MissingExtraError` that says
+    ``pip install 'dynasched-gym[<extra>]'`` (a missing module of this package stays a plain error: a bug)."""
+    try:
+        yield
+    except MissingExtraError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] == "dynasched_gym":
+            raise
+        raise MissingExtraError(f"{feature} needs the package {exc.name!r}, which is not installed: pip install "
+                                f"'dynasched-gym[{extra}]'", name=exc.name) from exc
 
 
 def _shown(value: Any, limit: int = 200) -> str:

@@ -39,14 +39,17 @@ from itertools import product
 from typing import Any
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from dynasched_gym.core.rules import RULES
 from dynasched_gym.core.simulator import rollout
+from dynasched_gym.errors import needs_extra
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import EPS, OBJECTIVE_METRICS
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
 from dynasched_gym.validate import events_by_instant, machine_downtime, validate_schedule
+
+with needs_extra("oracle", "the CP-SAT oracle"):
+    from ortools.sat.python import cp_model
 
 __all__ = ["OracleResult", "solve_clairvoyant"]
 

@@ -17,13 +17,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorWrapper
-from stable_baselines3.common.vec_env import VecMonitor
-from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
+from dynasched_gym.errors import needs_extra
+
+with needs_extra("rl", "dynasched_gym.envs.sb3"):
+    from stable_baselines3.common.vec_env import VecMonitor
+    from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 
 class SB3VecEnv(VecEnv):

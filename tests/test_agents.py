@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import gymnasium as gym
@@ -14,6 +15,7 @@ from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
 from dynasched_gym.agents.rules import complementary_rules
 from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.errors import MissingExtraError
 
 
 @pytest.mark.parametrize("rule", ["SPT:EET", "MWKR:EET", "MOPNR:LWL", "FIFO:LIT", "EDD:SPT", "ATC:EET", "CR:LWL"])
@@ -409,3 +411,14 @@ def test_rollout_rules_of_forecasts_and_llm_tables_must_be_deterministic():
         ForecastReward(env, "RANDOM")
     with pytest.raises(ValueError, match="prune_rules and rollout_rules take deterministic rules only"):
         LLMAgent("model", prune_rules=["RANDOM"])
+
+
+@pytest.mark.parametrize(("name", "module", "extra"), [("ppo", "torch", "rl"), ("llm", "openai", "llm")])
+def test_an_agent_without_its_extra_names_the_install(monkeypatch, name, module, extra):
+    for loaded in [m for m in sys.modules if m.startswith(("dynasched_gym.agents.ppo", "dynasched_gym.agents.policy",
+                                                           "dynasched_gym.agents.llm"))]:
+        monkeypatch.delitem(sys.modules, loaded)
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    with pytest.raises(MissingExtraError, match=rf"pip install 'dynasched-gym\[{extra}\]'") as caught:
+        make(name)
+    assert caught.value.name == module

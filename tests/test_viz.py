@@ -307,6 +307,17 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     assert main(["validate", str(bad)]) == 1  # readable, with an invalid record
 
 
+def test_cli_without_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
+    sched = tmp_path / "mk01.json"
+    main(["rollout", "mk01", "--out", str(sched)])
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # as if not installed
+    capsys.readouterr()
+    assert main(["gantt", str(sched), "--out", str(tmp_path / "g.png")]) == 2
+    assert "needs the package 'matplotlib.figure', which is not installed: pip install 'dynasched-gym[viz]'" in (
+        capsys.readouterr().err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mk01.json"]
+
+
 def test_cli_draws_names_with_dollars_and_reads_any_schedule_name(tmp_path, capsys):
     """A '$' in a name started TeX math in matplotlib (an unmatched one failed every picture); timeline took a
     schedule for an instance unless its name ended in .json; compare rounded every metric to 0.1."""

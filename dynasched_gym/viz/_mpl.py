@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, needs_extra
 from dynasched_gym.instance import atomic_path
 
 #: File types a figure can be saved as (by suffix).
@@ -25,10 +25,8 @@ def blank_figure(fig: Any, width: float, height: float, dpi: float) -> Any:
     Constrained layout keeps the titles and the legends placed above the axes from overlapping.
     """
     if fig is None:
-        try:
+        with needs_extra("viz", "drawing"):
             from matplotlib.figure import Figure
-        except ImportError as exc:  # pragma: no cover - matplotlib is a dev dependency
-            raise ImportError("the pictures need matplotlib: pip install 'dynasched-gym[viz]'") from exc
         fig = Figure(figsize=(width, height), dpi=dpi)
     fig.clf()
     fig.set_layout_engine("constrained")
