@@ -69,10 +69,12 @@ def in_interval(value: float, low: float, high: float, low_open: bool = False, h
     return (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
 
 
-def check_real(name: str, value: Any, low: float, high: float = math.inf, open_low: bool = False) -> None:
-    """Raise a ValueError naming ``name`` and ``value`` unless it is a finite number in [low, high]
-    ((low, high] with ``open_low``; bools are no numbers)."""
+def check_real(name: str, value: Any, low: float, high: float = math.inf, open_low: bool = False) -> float:
+    """``value`` as a ``float`` (so that ``1`` and ``1.0`` configure, and hash, alike); raise a ValueError naming
+    ``name`` and ``value`` unless it is a finite number in [low, high] ((low, high] with ``open_low``; bools are
+    no numbers)."""
     if not is_finite_real(value) or not in_interval(value, low, high, low_open=open_low):
         bound = f"in {'(' if open_low else '['}{low:g}, {high:g}]" if high < math.inf else \
             f"{'>' if open_low else '>='} {low:g}"
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return float(value)

@@ -252,6 +252,23 @@ def test_an_unreachable_endpoint_stops_the_episode_after_consecutive_failed_deci
         make("llm", model="m", cache=False, max_consecutive_errors=-1)
 
 
+def test_sampling_settings_are_checked_and_whole_numbers_configure_as_floats() -> None:
+    """``temperature=0`` is the agent of ``temperature=0.0`` (the same config, so the same result rows); a
+    value the endpoint would refuse mid-episode is refused when the agent is built."""
+    from dynasched_gym.results import config_hash
+
+    as_int = make("llm", model="m", cache=False, temperature=0, sample_temperature=1, sample_top_p=1)
+    as_float = make("llm", model="m", cache=False, temperature=0.0, sample_temperature=1.0, sample_top_p=1.0)
+    assert config_hash(as_int.config()) == config_hash(as_float.config())
+    assert type(as_int.config()["temperature"]) is float
+    for bad, message in ((dict(temperature="hot"), "temperature must be a finite number >= 0, got 'hot'"),
+                         (dict(top_p=0), r"top_p must be a finite number in \(0, 1\], got 0"),
+                         (dict(seed=1.5), "seed must be an integer >= 0, got 1.5"),
+                         (dict(max_tokens=0), "max_tokens must be an integer >= 1, got 0")):
+        with pytest.raises((TypeError, ValueError), match=message):
+            make("llm", model="m", cache=False, **bad)
+
+
 def test_failed_decisions_that_are_not_consecutive_do_not_stop_the_episode(server: ChatServer) -> None:
     failing = {0, 2, 4}  # requests answered with a 500: never two in a row
 

@@ -58,7 +58,7 @@ from dynasched_gym.agents.llm.prompts import (
 from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
-from dynasched_gym.checks import check_choice, check_integer
+from dynasched_gym.checks import check_choice, check_integer, check_real
 from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import instance_ssi
 from dynasched_gym.metrics import OBJECTIVES
@@ -158,6 +158,13 @@ class LLMAgent(Agent):
                 ("max_rows", max_rows, 1), ("future_events", future_events, 0), ("samples", samples, 1),
                 ("reflection_rounds", reflection_rounds, 1), ("max_tool_rounds", max_tool_rounds, 1),
                 ("max_consecutive_errors", max_consecutive_errors, 0)))
+        temperature, top_p = (None if value is None else check_real(name, value, *bounds) for name, value, bounds in (
+            ("temperature", temperature, (0.0,)), ("top_p", top_p, (0.0, 1.0, True))))
+        max_tokens, seed = (None if value is None else check_integer(name, value, minimum)
+                            for name, value, minimum in (("max_tokens", max_tokens, 1), ("seed", seed, 0)))
+        sample_temperature, reflection_temperature = (check_real(name, value, 0.0) for name, value in (
+            ("sample_temperature", sample_temperature), ("reflection_temperature", reflection_temperature)))
+        sample_top_p = check_real("sample_top_p", sample_top_p, 0.0, 1.0, open_low=True)
         self.prune_rules = None if prune_rules is None else rule_list(prune_rules)
         self.rollout_rules = None if rollout_rules is None else rule_list(rollout_rules)
         if fallback:  # fail now on a bad name, not in the first episode
