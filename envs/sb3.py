@@ -35,8 +35,8 @@ class SB3VecEnv(VecEnv):
     SB3 resets a finished sub-environment within the same step and passes the last observation as
     ``info["terminal_observation"]``, so the wrapped vector env must use
     ``autoreset_mode=SAME_STEP`` (:func:`make_sb3_vec_env` sets it). Per-env infos carry
-    ``invalid_actions``, and at an episode's end ``metrics`` (the schedule's metrics) and
-    ``TimeLimit.truncated`` (always ``False``: episodes end by themselves).
+    ``invalid_actions``, and at an episode's end ``TimeLimit.truncated`` (``True`` only for an episode cut by the
+    vector env's ``max_episode_steps``) and, when it terminated, ``metrics`` (the schedule's metrics) and ``ssi``.
 
     ``env_method(name)`` calls the vector env's method once and returns its per-env results (rows),
     so ``env_method("action_masks")`` gives the masks sb3-contrib's ``MaskablePPO`` needs;
@@ -103,9 +103,10 @@ class SB3VecEnv(VecEnv):
             env_infos[i]["invalid_actions"] = int(final_info["invalid_actions"][i])
             env_infos[i]["terminal_observation"] = self._observation(infos["final_obs"][i], batched=False)
             env_infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-            env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()
-                                       if not key.startswith("_")}
-            env_infos[i]["ssi"] = None if final_info["ssi"][i] is None else float(final_info["ssi"][i])
+            if final_info.get("_metrics", np.zeros(self.num_envs, dtype=bool))[i]:  # not for a truncated episode
+                env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()
+                                           if not key.startswith("_")}
+                env_infos[i]["ssi"] = None if final_info["ssi"][i] is None else float(final_info["ssi"][i])
             self.reset_infos[i] = {"tier": infos["tier"][i]}
         return self._observation(observation), rewards.astype(np.float32), dones, env_infos
 

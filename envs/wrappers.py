@@ -81,6 +81,13 @@ class _PassMasks:
 class _PassVectorMasks(VectorWrapper):
     """A vector wrapper that keeps the wrapped DFJSP vector env's ``action_masks()``."""
 
+    def _refuse_truncation(self) -> None:
+        """The forecast wrappers work on a finished episode's last state, which a ``SAME_STEP`` reset has already
+        replaced: they need episodes that end by themselves (no ``max_episode_steps``)."""
+        if getattr(self.env.unwrapped, "max_episode_steps", None) is not None:
+            raise ValueError(f"{type(self).__name__} needs episodes that end by themselves: make the vector env "
+                             f"without max_episode_steps (got {self.env.unwrapped.max_episode_steps})")
+
     def action_masks(self) -> np.ndarray:
         """Valid actions now (bool), from the wrapped vector env."""
         return self.env.unwrapped.action_masks()
@@ -295,6 +302,7 @@ class ForecastFeaturesVector(_PassVectorMasks):
     def __init__(self, env: VectorEnv, rules: str | Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
                  future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
         super().__init__(env)
+        self._refuse_truncation()
         self.rules, self.futures = rule_list(rules), futures
         self.key = HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
@@ -384,6 +392,7 @@ class ForecastRewardVector(_PassVectorMasks):
 
     def __init__(self, env: VectorEnv, rule: str | Sequence[str] = "EDD:EET", hindsight: bool = False) -> None:
         super().__init__(env)
+        self._refuse_truncation()
         self._mode = AutoresetMode(env.metadata["autoreset_mode"])
         if self._mode == AutoresetMode.DISABLED:
             raise ValueError("ForecastRewardVector needs autoreset_mode SAME_STEP or NEXT_STEP, not DISABLED")

@@ -363,3 +363,58 @@ def test_sb3_adapter_refuses_options_that_would_not_apply(kwargs, error, message
 
     with pytest.raises(error, match=message):
         make_sb3_vec_env(num_envs=2, instance="mk01", **kwargs)
+
+
+def test_vector_metadata_gives_render_fps_as_the_single_env():
+    """Gymnasium's vector HumanRendering refuses an env without metadata["render_fps"] (RecordVideo falls back to
+    30 fps); SyncVectorEnv takes the single env's metadata, so the vector entry point must carry it too."""
+    from gymnasium.wrappers.vector import HumanRendering
+
+    venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point", instance="mk01",
+                        render_mode="rgb_array")
+    assert venv.metadata["render_fps"] == DFJSPEnv.metadata["render_fps"]
+    HumanRendering(venv)  # raised ValueError: "The base environment must specify 'render_fps'"
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_make_vec_max_episode_steps_truncates_as_sync_time_limit(mode):
+    """gym.make_vec passes max_episode_steps to a vector entry point (and a spec's registered one); each sub-env
+    must then truncate as the single env under TimeLimit does (it raised TypeError: unexpected keyword)."""
+    kwargs = {"num_envs": 2, "instance": "mk01", "max_episode_steps": 7}
+    venv = gym.make_vec("DynaSched/DFJSP-v0", vectorization_mode="vector_entry_point", autoreset_mode=mode, **kwargs)
+    sync = gym.make_vec("DynaSched/DFJSP-v0", vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode},
+                        **kwargs)
+    observation, _ = venv.reset(seed=1)
+    expected, _ = sync.reset(seed=1)
+    rng = np.random.default_rng(0)
+    truncations = 0
+    for _ in range(20):
+        assert_same_observations([row(observation, i) for i in range(2)], [row(expected, i) for i in range(2)])
+        actions = np.array([valid_action(row(observation, i), rng) for i in range(2)])
+        observation, rewards, terminated, truncated, info = venv.step(actions)
+        expected, sync_rewards, sync_terminated, sync_truncated, sync_info = sync.step(actions)
+        assert np.array_equal(rewards, sync_rewards) and np.array_equal(terminated, sync_terminated)
+        assert np.array_equal(truncated, sync_truncated)
+        if mode == AutoresetMode.SAME_STEP and truncated.any():
+            assert_same_observations([info["final_obs"][i] for i in np.flatnonzero(truncated)],
+                                     [sync_info["final_obs"][i] for i in np.flatnonzero(truncated)])
+            assert "metrics" not in info["final_info"]  # an unfinished schedule has no final metrics
+        truncations += int(truncated.sum())
+    assert truncations >= 4
+
+
+def test_sb3_adapter_reports_truncated_episodes():
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=2, instance="mk01", max_episode_steps=5)
+    venv.reset()
+    for _ in range(5):
+        _, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))  # KeyError 'metrics' at the truncation
+    assert dones.all()
+    for info in infos:
+        assert info["TimeLimit.truncated"] and "metrics" not in info and info["episode"]["l"] == 5
+        assert venv.observation_space.contains(info["terminal_observation"])
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=2, instance="mk01", max_episode_steps=5,
+                         forecast_rule="EDD:EET")

@@ -60,11 +60,15 @@ class DFJSPVectorEnv(VectorEnv):
         parallel: step the sub-environments on numba's threads (``NUMBA_NUM_THREADS``, default all
             cores); worth it for tens of sub-environments and free cores, not beside other busy
             processes (docs/environments.md, "Performance"). Same results as serial stepping.
+        max_episode_steps: truncate a sub-environment's episode after this many steps (``truncated=True``), as
+            the single env under ``gym.make(..., max_episode_steps=N)``'s ``TimeLimit``; ``gym.make_vec`` passes
+            it to vector entry points. ``None`` (default): episodes only end by themselves.
         **kwargs: the keyword arguments of the single env (``instance``, ``objective``, ...).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["rgb_array", "ansi"],
+        "render_fps": DFJSPEnv.metadata["render_fps"],  # Gymnasium's vector HumanRendering / RecordVideo read it
         "autoreset_mode": AutoresetMode.NEXT_STEP,
     }
     env_class: ClassVar[type[DFJSPEnv]] = DFJSPEnv
@@ -75,9 +79,12 @@ class DFJSPVectorEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         copy: bool = True,
         parallel: bool = False,
+        max_episode_steps: int | None = None,
         **kwargs: Any,
     ) -> None:
         check_integer("num_envs", num_envs, 1)
+        self.max_episode_steps = None if max_episode_steps is None else check_integer(
+            "max_episode_steps", max_episode_steps, 1)
         render_mode = kwargs.get("render_mode")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode of a vector env must be one of {self.metadata['render_modes']} or None, "
@@ -97,6 +104,7 @@ class DFJSPVectorEnv(VectorEnv):
         self._batch = EnvBatch(template.config, template.source, num_envs, template.instance)
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         self._ended = np.zeros(num_envs, dtype=bool)  # episode over, reset pending (NEXT_STEP / DISABLED)
+        self._steps = np.zeros(num_envs, dtype=np.int64)  # steps of the current episodes (max_episode_steps)
         self._started = False
 
     # ---------------------------------------------------------------------------- gym API
@@ -163,20 +171,26 @@ class DFJSPVectorEnv(VectorEnv):
         else:
             terminated = np.zeros(self.num_envs, dtype=bool)
         rewards = self._batch.works.scalars[:, S_REWARD].copy()
-        if mode == AutoresetMode.SAME_STEP and terminated.any():
+        self._steps[stepping] += 1
+        if self.max_episode_steps is None:
+            truncated = np.zeros(self.num_envs, dtype=bool)
+        else:  # as TimeLimit: truncated once the limit is reached, terminated or not
+            truncated = stepping & (self._steps >= self.max_episode_steps)
+        done = terminated | truncated
+        if mode == AutoresetMode.SAME_STEP and done.any():
             final_obs = self._observation(copy=True)
-            final = [(i, {key: value[i] for key, value in final_obs.items()}, self._final_info(i))
-                     for i in np.flatnonzero(terminated)]
-            infos = self._begin(terminated)
+            final = [(i, {key: value[i] for key, value in final_obs.items()}, self._final_info(i, terminated[i]))
+                     for i in np.flatnonzero(done)]
+            infos = self._begin(done)
             for i, obs, info in final:
                 infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
         else:
             for i in np.flatnonzero(terminated):
                 infos = self._add_info(infos, self._final_info(i), i)
-            self._ended = terminated.copy()  # the caller owns the returned array
+            self._ended = done  # a new array: the caller owns the returned ones
         infos = self._add_array_info(infos, "invalid_actions", self._batch.works.counters[:, K_INVALID],
                                      np.ones(self.num_envs, dtype=bool))
-        return self._observation(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
+        return self._observation(), rewards, terminated, truncated, infos
 
     def render(self) -> tuple[Any, ...] | None:
         """One rendering per sub-environment (``rgb_array``: Gantt charts; ``ansi``: text)."""
@@ -229,13 +243,17 @@ class DFJSPVectorEnv(VectorEnv):
             infos = self._add_info(infos, self._batch.begin(i, self._rngs[i], override), i)
         if reset_batch(self._batch.handle, mask.view(np.uint8)):
             self._check_codes(self._batch.works.counters[:, K_CODE], mask)
+        self._steps[mask] = 0  # before _ended is cleared: mask may be _ended itself
         self._ended[mask] = False
         return infos
 
-    def _final_info(self, i: int) -> dict[str, Any]:
-        """The last step's info of sub-environment ``i``, whose episode just ended."""
-        return {"invalid_actions": int(self._batch.works.counters[i, K_INVALID]),
-                **final_info(self._batch.simulator(i).schedule())}
+    def _final_info(self, i: int, terminated: bool = True) -> dict[str, Any]:
+        """The last step's info of sub-environment ``i``, whose episode just ended (``metrics`` and ``ssi`` only
+        when it terminated: a truncated one's schedule is unfinished, as the single env under ``TimeLimit``)."""
+        info: dict[str, Any] = {"invalid_actions": int(self._batch.works.counters[i, K_INVALID])}
+        if terminated:
+            info.update(final_info(self._batch.simulator(i).schedule()))
+        return info
 
     def _add_info(self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int) -> dict[str, Any]:
         """Gymnasium's merge, but ``ssi`` is an object array: a float one (made from the first sub-environment's
