@@ -617,7 +617,10 @@ def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypat
 
     real, solving, done = cp_model.CpSolver.solve, threading.Event(), threading.Event()
 
+    began: list[float] = []
+
     def observed(solver, *args, **kwargs):
+        began.append(time.perf_counter())
         solving.set()
         try:
             return real(solver, *args, **kwargs)
@@ -625,7 +628,7 @@ def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypat
             done.set()
 
     def ctrl_c() -> None:
-        if solving.wait(60):
+        if solving.wait(600):  # building the model can take long on a loaded machine
             time.sleep(0.3)
             if not done.is_set():
                 os.kill(os.getpid(), signal.SIGINT)
@@ -633,12 +636,11 @@ def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypat
     monkeypatch.setattr(cp_model.CpSolver, "solve", observed)
     player = evaluate.OraclePlayer("cpsat-oracle", {"time_limit": 60.0, "workers": 1}, {})
     sender = threading.Thread(target=ctrl_c, daemon=True)
-    began = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):  # mk06 (makespan) is far from proven optimal within a minute
         sender.start()
         player.play(resolve_instance("mk06"), "makespan", 0, ("medium", "small"))
     sender.join()
-    assert done.is_set() and time.perf_counter() - began < 15  # the search stopped, long before its time limit
+    assert done.is_set() and time.perf_counter() - began[0] < 15  # the search stopped, long before its time limit
 
 
 # ------------------------------------------------------------------------------------------- PPO checkpoints
