@@ -177,9 +177,25 @@ def _rules(text: str) -> list[str]:
     return [rule_argument(name) for name in text.split(",")]
 
 
+def _integer(text: str) -> int:
+    """``int(text)``; anything else is an argparse error that names the text (not the type function)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _instance(text: str) -> str:
+    """An argparse type: a path or an embedded name, which is never blank (``resolve_instance`` raises on one)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path or an embedded name ({', '.join(data.EMBEDDED)}), "
+                                         f"got {text!r}")
+    return text
+
+
 def _positive(text: str) -> int:
     """An argparse type: an integer >= 1."""
-    value = int(text)
+    value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -187,7 +203,7 @@ def _positive(text: str) -> int:
 
 def _seed(text: str) -> int:
     """An argparse type: a seed of the kernels' random stream."""
-    seed = int(text)
+    seed = _integer(text)
     if not 0 <= seed < 2**32:
         raise argparse.ArgumentTypeError(f"must be in [0, 2**32), got {seed}")
     return seed
@@ -198,10 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dynasched-gym", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="summarise an instance")
-    p.add_argument("instance", help="path or embedded name (" + ", ".join(data.EMBEDDED) + ")")
+    p.add_argument("instance", type=_instance, help="path or embedded name (" + ", ".join(data.EMBEDDED) + ")")
     p.set_defaults(func=_cmd_info)
     p = sub.add_parser("rollout", help="simulate with a dispatching rule and print metrics")
-    p.add_argument("instance")
+    p.add_argument("instance", type=_instance)
     p.add_argument("--rule", type=rule_argument, default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the RANDOM rule, in [0, 2**32)")
     p.add_argument("--out", help="write the schedule JSON here")
@@ -210,12 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("schedule")
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("convert", help="write an instance in another format")
-    p.add_argument("instance")
+    p.add_argument("instance", type=_instance)
     p.add_argument("output")
     p.add_argument("--to", choices=("native", "dsbx-dir"), default="native")
     p.set_defaults(func=_cmd_convert)
     p = sub.add_parser("compare", help="every rule on several instances (default: the embedded ones)")
-    p.add_argument("instances", nargs="*")
+    p.add_argument("instances", nargs="*", type=_instance)
     p.add_argument("--metric", choices=METRIC_KEYS, default="makespan")
     p.add_argument("--rules", type=_rules, default="SPT:EET,FIFO:EET,MWKR:EET,MOPNR:EET,EDD:EET,ATC:EET",
                    help="comma-separated rules, job rule[:machine rule] each")
@@ -226,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", choices=("machine", "job"), default="machine", help="one row per machine or per job")
     p.set_defaults(func=_cmd_gantt)
     p = sub.add_parser("timeline", help="draw the event timeline of an instance or a schedule")
-    p.add_argument("source", help="schedule JSON file, instance path or embedded name")
+    p.add_argument("source", type=_instance, help="schedule JSON file, instance path or embedded name")
     p.add_argument("--out", required=True, help="output file (.png, .pdf or .svg)")
     p.add_argument("--bins", type=_positive, default=60, help="number of time bins of the histogram")
     p.set_defaults(func=_cmd_timeline)

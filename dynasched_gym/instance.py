@@ -448,7 +448,8 @@ def _validate(inst: Instance) -> None:
         raise InstanceFormatError("machine arrays differ in length", field="machines", value=num_m)
     for m, speed in enumerate(inst.machine_speed):
         if not (math.isfinite(speed) and speed > 0):
-            raise InstanceFormatError("speed must be a finite number > 0", field=f"machines[{m}].speed", value=speed)
+            raise InstanceFormatError("speed must be a finite number > 0", field=f"machines[{m}].speed",
+                                      value=float(speed))
     for name, arr in (("release", inst.job_release), ("due", inst.job_due), ("weight", inst.job_weight)):
         if arr.shape != (num_j,):
             raise InstanceFormatError("job arrays differ in length", field=f"jobs.{name}", value=arr.shape)
@@ -491,7 +492,8 @@ def _validate_operation(inst: Instance, o: int, where: str) -> None:
 
 def _check_machine_id(m: Any, num_m: int, where: str) -> None:
     if not (is_integer(m) and 0 <= m < num_m):
-        raise InstanceFormatError(f"unknown machine id (machines are 0..{num_m - 1})", field=where, value=m)
+        known = f"machines are 0..{num_m - 1}" if num_m else "the instance has no machines"
+        raise InstanceFormatError(f"unknown machine id ({known})", field=where, value=m)
 
 
 def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> None:

@@ -142,7 +142,12 @@ def load_schedule(path: str | os.PathLike[str]) -> Schedule:
 
 def schedule_from_dict(data: Mapping[str, Any], source: str = "<schedule>") -> Schedule:
     """Parse a ``dynasched-schedule/1`` object (with the instance inline, as :func:`load_schedule_dict` gives)."""
-    inst = Instance.from_dict(get_field(data, "instance", "", source), source=source)
+    try:
+        inst = Instance.from_dict(get_field(data, "instance", "", source), source=source)
+    except InstanceFormatError as exc:  # its fields are the instance object's: name them from the file's top
+        if exc.field == "instance":  # a missing "instance" key
+            raise
+        raise exc.located(source, field_prefix="instance") from None
     seg = _table(data, "segments", ("job", "op", "machine", "start", "end", "work", "status"), inst, source)
     down = _table(data, "downtime", ("machine", "start", "end", "kind"), inst, source)
     jobs = _table(data, "jobs", ("job", "due", "weight", "completion", "cancelled_at"), inst, source)
@@ -181,7 +186,9 @@ def _table(
     records = get_field(data, name, "", source)
     if not isinstance(records, list):
         raise InstanceFormatError("expected a list", source=source, field=name, value=type(records).__name__)
-    limits = {"job": inst.num_jobs, "machine": inst.num_machines}
+    # op has no bound of its own (route changes and rework add slots); 2**31 as for an instance's events, so that the
+    # int64 column below cannot overflow
+    limits = {"job": inst.num_jobs, "machine": inst.num_machines, "op": 2**31}
     columns: dict[str, list[Any]] = {key: [] for key in keys}
     for i, rec in enumerate(records):
         for key in keys:
@@ -193,8 +200,9 @@ def _table(
                 val = _CHOICES[key].index(val)
             elif key in _INTS:
                 val = as_int(val, where, source)
-                if not 0 <= val < limits.get(key, val + 1):
-                    raise InstanceFormatError("id out of range", source=source, field=where, value=val)
+                if not 0 <= val < limits[key]:
+                    raise InstanceFormatError(f"id out of range (0..{limits[key] - 1})", source=source, field=where,
+                                              value=val)
             else:
                 val = as_number(val, where, source, allow_none=key in _NULLABLE)
             columns[key].append(np.nan if val is None else val)

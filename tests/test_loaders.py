@@ -388,6 +388,34 @@ def test_bad_fjs(tmp_path: Path, text: str, line: int, field: str, value: object
     assert_located(exc, path, value, line=line, field=field)
 
 
+@pytest.mark.parametrize("token", ["1_000", "\u0665", "\uff15", "9" * 30, "9007199254740993"])
+def test_fjs_times_float_would_misread_are_refused(tmp_path: Path, token: str) -> None:
+    """float() reads '1_000' as 1000 and other scripts' digits as ASCII ones, and rounds integers above 2**53
+    (999...9 became 1e30): each loaded without a word."""
+    path = tmp_path / "bad.fjs"
+    path.write_text(f"1 2 1\n1 1 1 {token}\n", encoding="utf-8")
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert_located(exc, path, token, line=2, field="jobs[0].ops[0].time")
+
+
+def test_json_integers_float64_would_round_are_refused(tmp_path: Path, reference_dir: Path) -> None:
+    inst = Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])])
+    data = inst.to_dict()
+    data["jobs"][0]["ops"][0]["eligible"]["0"] = 2**53 + 1  # json writes it exactly, float() would give 2**53
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert_located(exc, path, 2**53 + 1, field="jobs[0].ops[0].eligible.0")
+    d = copy_reference(reference_dir, tmp_path / "d")
+    line = {"time": 5.858, "event_type": "BREAKDOWN", "machine_id": "G2-M2", "duration": 2**53 + 1}
+    events = _edit_events(d, 1, json.dumps(line))
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(d)
+    assert_located(exc, events, 2**53 + 1, line=1, field="duration")
+
+
 def test_truncated_benchmark_file(shared: Path, tmp_path: Path) -> None:
     text = (shared / "benchmarks/fjsp/brandimarte/mk01.fjs").read_text().splitlines()
     path = tmp_path / "mk01.fjs"
@@ -927,3 +955,41 @@ def test_an_atomic_write_error_names_the_file_asked_for(tmp_path: Path) -> None:
     with pytest.raises(OSError) as exc:  # an error of another path keeps its own name
         write_text_atomic(tmp_path / "file" / "out.json", "{}")
     assert exc.value.filename == str(tmp_path / "file")
+
+
+def test_a_dsbx_save_error_names_the_directory_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As for atomic files: the error named the temporary directory's file (.out.x1y2.tmp/events.jsonl)."""
+    inst = Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])])
+
+    def full(self: Path, text: str, *args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError) as exc:
+        dsbx_dir.save(inst, tmp_path / "out")
+    assert exc.value.filename == str(tmp_path / "out") and exc.value.errno == 28
+    assert list(tmp_path.iterdir()) == []  # nothing partial left
+
+
+def test_instance_errors_show_plain_values_and_say_when_there_are_no_machines() -> None:
+    """A speed was shown as np.float64(0.0); an instance without machines said 'machines are 0..-1'."""
+    with pytest.raises(InstanceFormatError, match=r"machines\[0\]\.speed.* \(got 0\.0\)$"):
+        Instance.build("t", [Machine("M0", speed=0)], [Job("J0", [{0: 2.0}])])
+    with pytest.raises(InstanceFormatError, match=r"the instance has no machines\) \(got 0\)$"):
+        Instance.build("t", [], [Job("J0", [{0: 2.0}])])
+
+
+@pytest.mark.parametrize(("content", "message", "value"), [
+    ('{"format": "dynasched-instance/1"}'.encode("utf-16"), "not a UTF-8 text file", b"\xff\xfe{\x00"),
+    ('{"format": "dynasched-instance/1"}'.encode("utf-16-le"), "holds NUL bytes", b'{\x00"\x00'),
+    (bytes(range(256)), "not a UTF-8 text file", b"\x00\x01"),
+    (b" \n\r\n", "empty file", " \n\r\n"),
+])
+def test_files_that_are_no_utf8_text_or_empty_say_so(tmp_path: Path, content: bytes, message: str,
+                                                      value: object) -> None:
+    """A UTF-16 or binary .json file, or an empty one, was an 'unrecognised instance format' shown as mojibake."""
+    path = tmp_path / "inst.json"
+    path.write_bytes(content)
+    with pytest.raises(InstanceFormatError, match=message) as exc:
+        load_instance(path)
+    assert str(path) in str(exc.value) and exc.value.value.startswith(value)

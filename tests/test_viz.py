@@ -256,6 +256,24 @@ def test_bad_schedule_records_name_the_field(small, edit, field):
     assert err.value.source == "bad.json" and err.value.field == field
 
 
+def test_schedule_ids_beyond_int64_and_inline_instance_errors_are_located(small, tmp_path):
+    """An op beyond int64 raised a bare OverflowError from numpy (gantt, curves and timeline printed a traceback);
+    an error in the inline instance named 'jobs[0].release', the schedule's own job records, not 'instance.jobs...'."""
+    for edit, field, value in (
+        (lambda d: d["segments"][0].update(op=10**20), "segments[0].op", 10**20),
+        (lambda d: d["instance"]["jobs"][0].update(release=-1), "instance.jobs[0].release", -1.0),
+        (lambda d: d.update(instance="x"), "instance", "x"),
+    ):
+        d = small.to_dict()
+        edit(d)
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps(d))
+        with pytest.raises(InstanceFormatError) as err:
+            load_schedule(bad)
+        assert (err.value.source, err.value.field, err.value.value) == (str(bad), field, value)
+        assert f"field {field!r}" in str(err.value) and repr(value) in str(err.value)
+
+
 def test_a_non_string_instance_path_names_the_field(small, tmp_path):
     bad = tmp_path / "s.json"
     bad.write_text(json.dumps({**small.to_dict(), "instance": {"path": 5}}))
@@ -359,6 +377,20 @@ def test_cli_checks_options_and_reports_file_system_errors(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert main(["convert", "dsbx-medium", str(tmp_path / "file" / "sub"), "--to", "dsbx-dir"]) == 2
     assert "File exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["info", ""], "expected a path or an embedded name"),  # was a ValueError traceback, status 1
+    (["compare", " "], "expected a path or an embedded name"),
+    (["timeline", "", "--out", "t.png"], "expected a path or an embedded name"),
+    (["rollout", "mk01", "--seed", "abc"], "expected an integer, got 'abc'"),  # was "invalid _seed value: 'abc'"
+    (["timeline", "mk01", "--out", "t.png", "--bins", "x"], "expected an integer, got 'x'"),
+])
+def test_cli_blank_instances_and_non_integers_are_usage_errors(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and "Traceback" not in err
 
 
 def test_cli_timeline_recognises_a_schedule_by_its_format_field(small, tmp_path):

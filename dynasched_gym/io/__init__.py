@@ -7,6 +7,7 @@ single-file JMS format (:mod:`.dsbx_jms`).
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -61,10 +62,19 @@ def _detect(p: Path) -> tuple[str, Any]:
     head = ""
     if p.is_file():
         try:
-            with p.open("r", encoding="utf-8-sig", errors="replace") as fh:
-                head = fh.read(4096)
+            with p.open("rb") as fh:
+                raw = fh.read(4096)
         except OSError as exc:
             raise InstanceFormatError(f"cannot read: {exc.strerror}", source=str(p), value=str(p)) from None
+        try:  # final=False: the 4096 bytes may end inside a character
+            head = codecs.getincrementaldecoder("utf-8-sig")().decode(raw, final=False)
+        except UnicodeDecodeError:  # a UTF-16 or binary file was "unrecognised instance format" with mojibake
+            raise InstanceFormatError("not a UTF-8 text file", source=str(p), value=raw[:20]) from None
+        if "\x00" in head:  # valid UTF-8, but no instance format holds NUL (UTF-16 of ASCII text without a BOM)
+            raise InstanceFormatError("not a text file (it holds NUL bytes: UTF-16 or binary?)", source=str(p),
+                                      value=raw[:20])
+        if not head.strip() and len(raw) < 4096:  # was "unrecognised instance format (got '')"
+            raise InstanceFormatError("empty file", source=str(p), line=1, value=head)
     if head.lstrip().startswith("{"):  # (head is empty unless p is a file)
         data = read_json(p)
         return _json_format(data, p), data

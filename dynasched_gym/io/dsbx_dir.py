@@ -133,6 +133,8 @@ class Where:
         """``val`` as a float: a finite number (bools not), > 0 with ``positive``, >= ``minimum`` if given."""
         if not is_finite_real(val):
             raise self.fail("expected a finite number", field, val)
+        if is_integer(val) and float(val) != val:  # an integer literal above 2**53 that float() would round
+            raise self.fail("an integer that float64 cannot hold exactly (above 2**53)", field, val)
         if positive and val <= 0:
             raise self.fail("must be > 0", field, val)
         if minimum is not None and val < minimum:
@@ -557,10 +559,13 @@ def save(instance: Instance, directory: str | os.PathLike[str], *, drop_unsuppor
             old = tmp.with_suffix(".old")
             os.replace(target, old)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         if old is not None and old.exists() and not target.exists():
             os.replace(old, target)
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.filename is not None and str(exc.filename).startswith(str(tmp)):
+            # the temporary directory is gone: name the directory the caller asked for (as atomic_path does)
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

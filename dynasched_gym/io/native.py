@@ -55,7 +55,7 @@ def check_keys(obj: Any, allowed: tuple[str, ...], where: str, source: str) -> N
 def get_field(obj: Mapping[str, Any], key: str, where: str, source: str, default: Any = ...) -> Any:
     """``obj[key]``; a missing key (without ``default``) or a non-object raises naming ``source`` and the field."""
     if not isinstance(obj, Mapping):
-        raise InstanceFormatError("expected a JSON object", source=source, field=where, value=obj)
+        raise InstanceFormatError("expected a JSON object", source=source, field=where or None, value=obj)
     if key not in obj:
         if default is ...:
             raise InstanceFormatError("missing field", source=source, field=join(where, key), value=None)
@@ -87,6 +87,9 @@ def as_number(val: Any, where: str, source: str, allow_none: bool = False) -> fl
         raise InstanceFormatError("expected a number", source=source, field=where, value=val)
     if not is_finite_real(val):  # NaN, infinities, an integer literal beyond the float range
         raise InstanceFormatError("expected a finite number", source=source, field=where, value=val)
+    if is_integer(val) and float(val) != val:  # an integer literal above 2**53 that float() would round
+        raise InstanceFormatError("an integer that float64 cannot hold exactly (above 2**53)", source=source,
+                                  field=where, value=val)
     return float(val)
 
 
