@@ -111,6 +111,7 @@ class ResultStore:
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
         self._lines = 0  # lines in those bytes (so that a warning names the line of the file)
         self._keys: set[Key] = set()
+        self._writing: set[Key] = set()  # keys whose line this object began to write (each absent from the file then)
 
     def __repr__(self) -> str:
         return f"ResultStore('{self.path}')"
@@ -159,6 +160,7 @@ class ResultStore:
                 if key in self._keys:
                     return False
                 fh.seek(0, os.SEEK_END)
+                self._writing.add(key)  # before the write: an interrupt may land anywhere after it (written())
                 fh.write(line)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -166,6 +168,18 @@ class ResultStore:
                 self._lines += 1
                 self._keys.add(key)
         return True
+
+    def written(self) -> set[Key]:
+        """The keys of the rows this object appended (since it was made), read back from the file: exact also when an
+        interrupt (Ctrl-C) cut an :meth:`append` short after its line was written, where ``append`` returned nothing.
+        A key counts when this object began to write its line, the key then absent under the exclusive lock, and
+        the line is in the file now; so rows other processes appended never count."""
+        if not self._writing:
+            return set()
+        with self._locked(exclusive=True):
+            with open(self.path, "ab+") as fh:
+                self._catch_up(fh)
+        return self._writing & self._keys
 
     def _catch_up(self, fh: Any) -> None:
         """Parse what other processes appended since our last look; cut off a dead writer's partial line."""

@@ -529,15 +529,29 @@ def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str,
                 while left:
                     yield left.pop(0)
         except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)
-            yield from left
-            for future in futures[handed:]:
-                if future.done() and not future.cancelled() and future.exception() is None:
-                    yield from future.result()
+            finished = left + [row for future in futures[handed:] if future.done() and not future.cancelled()
+                               and future.exception() is None for row in future.result()]
+            _stop_workers(pool)  # before the rows are stored: a second Ctrl-C then leaves no worker behind
+            yield from finished
             raise
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
+
+
+def _stop_workers(pool: Any) -> None:
+    """Cancel the queued tasks and end the worker processes now: the episodes they are playing are not stored
+    anyway, and waiting for them (``shutdown(wait=True)``, also at interpreter exit) kept an interrupted run alive
+    until they finished (a Ctrl-C sent to the main process alone, ``kill -INT``), or for ever after a second Ctrl-C
+    (the workers left waiting for tasks)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
 
 
 def keep_all(rows: Generator[dict[str, Any], None, None], keep: Callable[[dict[str, Any]], None]) -> None:
@@ -615,33 +629,41 @@ def run(cfg: DictConfig) -> Summary:
 
     for (tier, size), wanted in seeds.items():
         tier_pool(tier, size, workers=workers).prepare(wanted, progress=progress)
-    ran, retry = 0, []
+    retry: list[dict[str, Any]] = []
     with tqdm(total=len(pending), desc="episodes", unit="ep", disable=not progress) as bar:
 
-        def keep(row: dict[str, Any]) -> None:
-            nonlocal ran
+        kept: set[Key] = set()
+
+        def keep(row: dict[str, Any]) -> None:  # idempotent: keep_all may hand the row being kept again
+            if row_key(row) in kept:
+                return
             if row.get("retry"):
                 if row not in retry:
                     retry.append(row)
-            elif store.append(row):
-                ran += 1
+            else:
+                store.append(row)
             if row["status"] != "ok":
                 tqdm.write(_report_failure(row), file=sys.stderr)
+            kept.add(row_key(row))
             bar.update()
 
         try:
             keep_all(_run_tasks(list(by_instance.values()), the_plan.objective, validate, workers), keep)
         except KeyboardInterrupt:
+            # counted from the file: a Ctrl-C may cut an append short after its row was written (it returned nothing)
+            ran = len(store.written())
             tqdm.write(f"interrupted: {ran} episode(s) of this run are stored in {store.path} (none of the "
                        "episodes still playing); rerun the same command to resume", file=sys.stderr)
             raise
         except Exception as exc:
             if not getattr(exc, "stops_run", False):
                 raise
+            ran = len(store.written())
             raise EvaluationStopped(
                 f"evaluation stopped: {type(exc).__name__}: {exc}\n{ran} episode(s) of this run are stored in "
                 f"{store.path}; once the cause is fixed, rerun the same command: it resumes with the episodes "
                 "missing") from exc
+    ran = len(store.written())
     rows = the_plan.labelled(store.rows()) + retry
     failed = [r for r in rows if r["status"] != "ok"]
     return Summary(len(wanted_keys), len(wanted_keys & done), ran, failed, the_plan.skipped,

@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections import Counter
@@ -151,6 +152,52 @@ def test_a_row_lacking_what_the_leaderboard_reads_is_skipped_and_computed_again(
         assert store.append(_row(1))  # its key is free: the row is computed again
     with pytest.warns(StoreWarning):
         assert sorted(r["seed"] for r in store.rows()) == [1, 2]
+
+
+def test_written_counts_a_row_whose_append_a_ctrl_c_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the line is on disk (here: during its fsync) makes append raise instead of returning True; the
+    rows this store wrote are still counted exactly (not those another process appended)."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    assert store.append(_row(1)) and ResultStore(store.path).append(_row(2))  # row 2: another writer's
+    fsync = os.fsync
+
+    def interrupted(fd: int) -> None:
+        fsync(fd)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("dynasched_gym.results.os.fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.append(_row(3))
+    monkeypatch.setattr("dynasched_gym.results.os.fsync", fsync)
+    assert {k[3] for k in store.written()} == {1, 3}
+    assert not store.append(_row(3)) and {k[3] for k in store.written()} == {1, 3}
+    assert store.path.read_text().count("\n") == 3
+
+
+def test_ctrl_c_message_counts_every_stored_row_and_the_rerun_resumes(cache: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The Ctrl-C lands after the 5th row is written but before its append returned: the message says 5 (it said
+    4), the store holds 5, and the rerun reuses those 5 and plays only the others."""
+    cfg = config("evaluate", "tiers=easy", "seeds.count=1", "agent=[rules]", "ppo=null", "workers=1",
+                 f"store={tmp_path / 'store.jsonl'}", "progress=false")
+    fsync, calls = os.fsync, []
+
+    def interrupted(fd: int) -> None:
+        fsync(fd)
+        calls.append(fd)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("dynasched_gym.results.os.fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.run(cfg)
+    assert "interrupted: 5 episode(s) of this run are stored" in capsys.readouterr().err
+    assert len(ResultStore(cfg.store).rows()) == 5
+    monkeypatch.setattr("dynasched_gym.results.os.fsync", fsync)
+    summary = evaluate.run(cfg)
+    assert (summary.total, summary.reused, summary.ran) == (RULES, 5, RULES - 5)
+    assert Path(cfg.store).read_text().count("\n") == RULES
 
 
 def _append_many(path: str, seeds: list[int]) -> int:
@@ -450,6 +497,51 @@ def test_ctrl_c_while_a_row_is_stored_still_keeps_the_rows_of_every_finished_tas
         evaluate.keep_all(evaluate._run_tasks([[]] * 4, "makespan", True, workers=2), keep)
     assert kept == [{"seed": 0}, {"seed": 1}, {"seed": 2}, {"seed": 3}]  # all but the unfinished task 1's
     assert pool.shutdowns == [True]
+
+
+def _slow_task(jobs, objective, validate):
+    if jobs[0] == "slow":
+        time.sleep(20)
+    return [{"seed": jobs[0]}]
+
+
+def test_ctrl_c_with_workers_ends_them_at_once_keeping_the_finished_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C to the main process alone (kill -INT, timeout -s INT) while workers play long episodes: the run stops at
+    once with the rows of the finished tasks and no worker left (it waited for every running and queued episode,
+    then discarded them; after a second Ctrl-C it hung at exit, the workers waiting for tasks)."""
+    monkeypatch.setattr(evaluate, "_play_instance", _slow_task)  # forked workers see it
+    fork = multiprocessing.get_context("fork")
+    monkeypatch.setattr(evaluate.multiprocessing, "get_context", lambda method: fork)
+    created = []
+    executor = evaluate.ProcessPoolExecutor
+
+    def pool(*args, **kwargs):
+        created.append(executor(*args, **kwargs))
+        return created[-1]
+
+    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", pool)
+    rows, began = [], time.monotonic()
+
+    def keep(row: dict) -> None:
+        if row in rows:
+            return
+        rows.append(row)
+        if row["seed"] == 0:
+            time.sleep(1.0)  # task 2 finishes meanwhile
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # Ctrl-C, to the main process only
+            time.sleep(1.0)
+
+    tasks = evaluate._run_tasks([[0], ["slow"], [2], ["slow"], ["slow"]], "makespan", True, workers=2)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.keep_all(tasks, keep)
+    tasks.close()  # as when the interrupted run lets go of it (the pool's `with` ends)
+    assert rows == [{"seed": 0}, {"seed": 2}]
+    processes = [p for p in multiprocessing.active_children() if p.name.startswith("ForkProcess")]
+    assert processes or created[0]._processes is None  # the workers (ended by 3.14's terminate_workers)
+    for process in processes:  # Python waits for them at exit: they must end now, not after their 20 s episodes
+        process.join(5)
+        assert not process.is_alive()
+    assert time.monotonic() - began < 15
 
 
 @pytest.mark.slow
