@@ -625,8 +625,11 @@ def run(cfg: DictConfig) -> Summary:
     seeds: dict[tuple[str, str], list[int]] = {}
     for tier, size, seed in by_instance:
         seeds.setdefault((tier, size), []).append(seed)
+    from dynasched_gym.core import compile_note
     from dynasched_gym.generation import tier_pool
 
+    if pending and progress and (note := compile_note()):
+        tqdm.write(note, file=sys.stderr)
     for (tier, size), wanted in seeds.items():
         tier_pool(tier, size, workers=workers).prepare(wanted, progress=progress)
     retry: list[dict[str, Any]] = []

@@ -72,6 +72,7 @@ from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent, observation_settings
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_names, rule_objectives
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive, check_real
+from dynasched_gym.core import compile_note
 from dynasched_gym.core.rules import parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
@@ -582,6 +583,8 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     th.set_num_threads(tc.torch_threads)
 
     # 1. envs: the training pool (built ahead, in parallel), the validation and the test instances
+    if tc.progress_bar and (note := compile_note()):
+        tqdm.write(note, file=sys.stderr)
     tier_pool(ec.tier, ec.size).prepare(range(ec.pool_size), progress=tc.progress_bar)
     scale = auto_reward_scale(ec)
     auto_rules = (best_rules(ec, tc.imitation.episodes, ec.forecast_auto_rules if ec.forecast_rule == AUTO else 1)

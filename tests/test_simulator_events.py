@@ -7,6 +7,7 @@ from docs/semantics.md before the simulator ran them.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,16 @@ def test_the_numba_cache_is_keyed_by_every_module_whose_constants_the_kernels_fr
     sources = set(_numba_cache._kernel_sources())
     assert {package / "metrics.py", package / "instance.py", package / "core" / "kernels.py"} <= sources
     assert package / "generation" / "sesc.py" not in sources  # no kernel imports it: editing it keeps the cache
+
+
+def test_a_cold_kernel_cache_is_announced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripts say why the first run after an install shows no progress for a minute or two; not afterwards."""
+    import numba
+
+    from dynasched_gym.core import compile_note
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "kernels"))
+    assert "compiling the simulator's kernels" in compile_note() and str(tmp_path / "kernels") in compile_note()
+    (tmp_path / "kernels" / "core_1").mkdir(parents=True)
+    (tmp_path / "kernels" / "core_1" / "kernels.step-10.py311.nbi").write_bytes(b"")
+    assert compile_note() is None

@@ -11,4 +11,6 @@ _numba_cache.configure()  # before any kernel module is decorated
 from dynasched_gym.core.compiled import EPS, State, Static, compile_instance  # noqa: E402
 from dynasched_gym.core.simulator import Simulator, rollout  # noqa: E402
 
-__all__ = ["EPS", "Simulator", "State", "Static", "compile_instance", "rollout"]
+compile_note = _numba_cache.compile_note
+
+__all__ = ["EPS", "Simulator", "State", "Static", "compile_instance", "compile_note", "rollout"]

@@ -69,3 +69,14 @@ def configure() -> Path:
     directory = user_cache_dir("numba", "NUMBA_CACHE_DIR") / digest.hexdigest()[:16]
     numba.config.CACHE_DIR = str(directory)
     return directory
+
+
+def compile_note() -> str | None:
+    """A line for a long-running script to show before its first kernel call when the kernel cache is empty (the
+    first run after an install or a kernel change), where numba compiles for a minute or two without output;
+    ``None`` when compiled kernels are cached."""
+    directory = Path(numba.config.CACHE_DIR)
+    if directory.is_dir() and any(directory.rglob("*.nbi")):
+        return None
+    return (f"compiling the simulator's kernels (the first run after an install or a change of the kernels: a minute "
+            f"or two without progress; cached in {directory} from then on)")
