@@ -1,5 +1,5 @@
-"""The one error type for bad instance, schedule and config input, the warning for fields not read, and the
-error for an optional dependency that is not installed."""
+"""The one error type for bad instance, schedule and config input, the warnings for fields not read and events
+that can never apply, and the error for an optional dependency that is not installed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from typing import Any
 
 class UnreadFieldWarning(UserWarning):
     """An input file holds a field the loader does not read (a misspelt optional field falls back to its default)."""
+
+
+class IgnoredEventWarning(UserWarning):
+    """An instance holds an event that can never apply (a PTIME_CHANGE or REWORK of an operation its job can
+    never have): the simulator ignores it, as docs/semantics.md says, so the instance plays as if it were not there."""
 
 
 class InstanceFormatError(ValueError):

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.checks import is_finite_real, is_integer, is_real
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import IgnoredEventWarning, InstanceFormatError
 
 INSTANCE_FORMAT = "dynasched-instance/1"
 BREAKDOWN_POLICIES = ("resume", "restart")
@@ -481,6 +482,7 @@ def _validate(inst: Instance) -> None:
             _validate_operation(inst, o, f"jobs[{j}].ops[{k}].eligible")
     _validate_events(inst.events, num_m, num_j)
     _check_changed_times(inst)
+    _warn_unreachable_ops(inst)
 
 
 def _validate_operation(inst: Instance, o: int, where: str) -> None:
@@ -538,6 +540,23 @@ def _check_changed_times(inst: Instance) -> None:
             raise InstanceFormatError(
                 f"job {e.job} op {e.op} could take {base * product:g} < {MIN_PROCESSING_TIME:g} time units after this "
                 f"change ({how}); rescale the instance's time unit", field=f"events[{i}].{name}", value=given)
+
+
+def _warn_unreachable_ops(inst: Instance) -> None:
+    """Warn about a PTIME_CHANGE or REWORK naming an op its job can never have: the simulator ignores it. A job has
+    at most its own operations plus every route change's and one per REWORK (a bound: a route change may also
+    shorten the list)."""
+    most = np.diff(inst.job_op_ptr)
+    for e in inst.events:
+        if e.type == EventType.ROUTE_CHANGE:
+            most[e.job] += len(e.ops)  # type: ignore[arg-type]
+        elif e.type == EventType.REWORK:
+            most[e.job] += 1
+    for i, e in enumerate(inst.events):
+        if e.type in (EventType.PTIME_CHANGE, EventType.REWORK) and e.op >= most[e.job]:
+            warnings.warn(f"events[{i}].op: {e.type.name} of job {e.job} op {e.op} can never apply (the job never has "
+                          f"more than {most[e.job]} operations); the simulator ignores it", IgnoredEventWarning,
+                          stacklevel=2)
 
 
 def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:

@@ -993,3 +993,24 @@ def test_files_that_are_no_utf8_text_or_empty_say_so(tmp_path: Path, content: by
     with pytest.raises(InstanceFormatError, match=message) as exc:
         load_instance(path)
     assert str(path) in str(exc.value) and exc.value.value.startswith(value)
+
+
+def test_events_that_can_never_apply_are_warned_about(tmp_path: Path) -> None:
+    """A PTIME_CHANGE or REWORK of an op its job can never have loaded and was ignored without a word."""
+    from dynasched_gym.errors import IgnoredEventWarning
+
+    message = r"events\[0\]\.op: PTIME_CHANGE of job 0 op 9 can never apply \(the job never has more than 1 "
+    message += "operations"
+    with pytest.warns(IgnoredEventWarning, match=message):
+        unreachable = Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])],
+                                     [Event(1.0, EventType.PTIME_CHANGE, job=0, op=9, factor=2.0)])
+    path = tmp_path / "t.json"
+    unreachable.to_json(path)
+    with pytest.warns(IgnoredEventWarning, match=message):  # and when loaded from a file
+        load_instance(path)
+    reachable = [Event(1.0, EventType.ROUTE_CHANGE, job=0, op=1, ops=({0: 1.0}, {0: 1.0})),  # up to 3 slots
+                 Event(2.0, EventType.PTIME_CHANGE, job=0, op=2, factor=2.0),
+                 Event(3.0, EventType.REWORK, job=0, op=3)]  # a 4th slot once the rework copy is in
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])], reachable)
