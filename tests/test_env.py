@@ -18,6 +18,7 @@ from strategies import instances
 
 import dynasched_gym
 from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance, validate_schedule
+from dynasched_gym.core.compiled import JOB_ACTIVE, JOB_COMPLETED
 from dynasched_gym.data import path as embedded_path
 from dynasched_gym.envs import ENV_SPECS
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
@@ -116,6 +117,46 @@ def test_random_valid_episodes_give_valid_schedules(inst, seed, rules):
     assert schedule.finished
     report = validate_schedule(schedule)
     assert report.ok, f"{inst.to_json()}\n{report}"
+
+
+def documented_potential(sim, objective: str) -> float:
+    """The potential of envs/dfjsp/kernels.py ``potential`` worked out from its docstring, from the simulator state."""
+    st_, now = sim.state, sim.now
+    completed, open_ = st_.job_status == JOB_COMPLETED, st_.job_status == JOB_ACTIVE
+    if objective == "makespan":
+        running = st_.machine_end[st_.machine_job >= 0]
+        return float(max([0.0, *st_.job_completion[completed], *running]))
+    if objective == "flow_time":
+        release = sim.instance.job_release
+        total = (st_.job_completion[completed] - release[completed]).sum() + (now - release[open_]).sum()
+        return float(total / max(1, np.count_nonzero(completed | open_)))
+    has_due = ~np.isnan(st_.job_due)
+    late = np.where(completed, st_.job_completion - st_.job_due, now - st_.job_due)
+    counted = has_due & (completed | open_)
+    late = np.maximum(0.0, late[counted])
+    return float((late * st_.job_weight[counted]).sum() if objective == "weighted_tardiness" else late.sum())
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=5, max_machines=3, max_events=10), objective=st.sampled_from(OBJECTIVES),
+       seed=st.integers(0, 2**32 - 1))
+def test_each_reward_is_minus_the_change_of_the_documented_potential(inst, objective, seed):
+    # the telescoping sum alone holds for any potential that ends at the metric (one that left running operations
+    # or waiting jobs out gave other rewards on the way); two episodes on one env: each reset starts again from 0
+    env = DFJSPEnv(instance=inst, objective=objective, reward_scale=0.5)
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        observation, _ = env.reset(seed=seed)
+        before = 0.0  # the potential counts from 0 before the first step (kernels.py), whatever the clock says
+        rewards, terminated = [], False
+        while not terminated:
+            observation, reward, terminated, _, info = env.step(valid_action(observation, rng))
+            after = documented_potential(env.simulator, objective)
+            assert reward == pytest.approx(-0.5 * (after - before), rel=1e-9, abs=1e-9)
+            before = after
+            rewards.append(reward)
+        assert math.fsum(rewards) == pytest.approx(-0.5 * info["metrics"][OBJECTIVE_METRICS[objective]], rel=1e-9,
+                                                   abs=1e-9)
 
 
 def test_embedded_episode_completes_with_a_valid_schedule():

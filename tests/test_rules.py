@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import instances
 
-from dynasched_gym import Instance, Job, Machine, rollout, validate_schedule
+from dynasched_gym import Event, EventType, Instance, Job, Machine, rollout, validate_schedule
 from dynasched_gym.core import Simulator
-from dynasched_gym.core.rules import JOB_RULES, MACHINE_RULES, RULES, atc_scale, parse_rule, seed_rng, select
+from dynasched_gym.core.rules import (
+    JOB_RULES,
+    MACHINE_RULES,
+    RULES,
+    atc_scale,
+    job_priority,
+    parse_rule,
+    seed_rng,
+    select,
+)
 
 
 @pytest.fixture
@@ -90,3 +102,83 @@ def test_every_rule_rolls_out_a_valid_schedule(rule, shared):
     schedule = rollout(inst, rule=rule)
     assert validate_schedule(schedule).ok
     assert np.isfinite(schedule.metrics["makespan"])
+
+
+@pytest.mark.parametrize("machine_rule", MACHINE_RULES)
+def test_machine_ties_go_to_the_lower_machine_id(machine_rule):
+    # three idle machines, same time, same idle time, no workload: every machine rule ties; the lower id wins
+    inst = Instance.build("ties", [Machine("M0"), Machine("M1"), Machine("M2")], [Job("a", [{2: 3.0, 1: 3.0}])])
+    sim = Simulator(inst)
+    sim.reset()
+    assert select(sim.static, sim.state, *parse_rule(f"SPT:{machine_rule}")) == (0, 1)
+
+
+def test_lit_and_lwl_read_their_own_machine_statistics(sim):
+    # the fixture's M1 is both the longest idle and the least loaded; here M0 carries less workload
+    sim.state.machine_workload[:] = [3.0, 10.0]
+    assert select(sim.static, sim.state, *parse_rule("LPT:LIT")) == (0, 1)
+    assert select(sim.static, sim.state, *parse_rule("LPT:LWL")) == (0, 0)
+
+
+def test_p_is_the_work_left_of_a_preempted_operation():
+    """Resume policy: a's 4-unit operation ran 1 before the breakdown, so p = 3 < b's 3.5 and SPT takes a."""
+    inst = Instance.build("left", [Machine("M0")], [Job("a", [{0: 4.0}]), Job("b", [{0: 3.5}], release=2.0)],
+                          [Event(1.0, EventType.BREAKDOWN, machine=0, duration=2.0)], "resume")
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 3.0
+    assert job_priority(sim.static, sim.state, 0, parse_rule("SPT")[0]) == pytest.approx(3.0)
+    assert select(sim.static, sim.state, *parse_rule("SPT")) == (0, 0)
+
+
+def test_atc_scale_leaves_running_jobs_out():
+    inst = Instance.build("atc", [Machine("M0"), Machine("M1")],
+                          [Job("a", [{0: 10.0}]), Job("b", [{1: 2.0}]), Job("c", [{1: 4.0}])])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)  # a runs on M0; b and c wait for M1
+    assert atc_scale(sim.static, sim.state) == pytest.approx(3.0)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=5, max_machines=3, max_events=12), seed=st.integers(0, 2**32 - 1))
+def test_p_is_the_mean_remaining_time_over_the_eligible_machines(inst, seed):
+    """Where every eligible machine of a waiting job is free, SPT's p is the mean of the job's candidate times
+    (the simulator's own remaining processing times), through factor, value and route changes and preemptions."""
+    sim = Simulator(inst)
+    sim.reset()
+    rng = np.random.default_rng(seed)
+    spt = parse_rule("SPT")[0]
+    while not sim.done:
+        jobs, machines, times = sim.candidates()
+        for j in set(jobs.tolist()):
+            slot = sim.static.job_slot_ptr[j] + sim.state.job_pos[j]
+            op = sim.state.slot_op[slot]
+            eligible = sim.static.op_elig_ptr[op + 1] - sim.static.op_elig_ptr[op]
+            if np.count_nonzero(jobs == j) == eligible:
+                assert job_priority(sim.static, sim.state, j, spt) == pytest.approx(times[jobs == j].mean(), rel=1e-9)
+        k = int(rng.integers(len(jobs)))
+        sim.step(jobs[k], machines[k])
+
+
+def test_p_of_a_value_change_then_a_factor():
+    """A value replaces the base times (value / speed), a later factor scales them: p = mean(5/2, 5/1) x 2."""
+    inst = Instance.build("ptime", [Machine("M0", speed=2.0), Machine("M1")],
+                          [Job("a", [{0: 1.0, 1: 1.0}], release=3.0)],
+                          [Event(1.0, EventType.PTIME_CHANGE, job=0, op=0, value=5.0),
+                           Event(2.0, EventType.PTIME_CHANGE, job=0, op=0, factor=2.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    _, _, times = sim.candidates()
+    assert times.tolist() == [5.0, 10.0]
+    assert job_priority(sim.static, sim.state, 0, parse_rule("SPT")[0]) == pytest.approx(7.5)
+
+
+def test_atc_values_follow_the_documented_formula(sim):
+    """-(w / p) exp(-max(0, d - p - t) / (K p_mean)), K = 2, p_mean = 4 (the fixture); J2 has no due date."""
+    atc = parse_rule("ATC")[0]
+    values = [job_priority(sim.static, sim.state, j, atc) for j in range(3)]
+    assert values[0] == pytest.approx(-(1 / 6) * np.exp(-2 / 8))
+    assert values[1] == pytest.approx(-(1 / 2) * np.exp(-8 / 8))
+    assert values[2] == pytest.approx(1 / (1 + 3 / 4)) and values[2] > 0

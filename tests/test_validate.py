@@ -690,3 +690,34 @@ def test_known_clock_uses_eps_far_from_zero() -> None:
     sim.reset()
     sim.step(0, 0)
     assert sim.now == 1e6 + 5 and validate_schedule(sim.schedule(), require_finished=False, now=sim.now).ok
+
+
+def test_overlap_with_an_earlier_longer_segment() -> None:
+    # J1 overlaps J0 and ends first; J2 overlaps J0 only: the comparison is with the latest end so far, not the
+    # previous segment
+    i = inst(Job("J0", [{0: 10}]), Job("J1", [{0: 1}]), Job("J2", [{0: 1}]))
+    data = make(i, [(0, 0, 0, 0, 10), (1, 0, 0, 2, 3), (2, 0, 0, 5, 6)], [],
+                {0: {"completion": 10}, 1: {"completion": 3}, 2: {"completion": 6}})
+    report = validate_schedule(data)
+    assert report.kinds() == {"overlap": 2}
+    assert [v.segment for v in report.violations] == [1, 2]
+
+
+def test_release_missed_by_a_fraction_of_a_unit() -> None:
+    # the release is a time like any other: the tolerance is tol x max(1, |t|), not a whole time unit
+    data = make(one_op(release=2.0), [(0, 0, 0, 1.5, 6.5)], [], {0: {"completion": 6.5}})
+    assert kinds(data) == {"release"}
+    assert validate_schedule(make(one_op(release=2.0), [(0, 0, 0, 2.0, 7.0)], [], {0: {"completion": 7.0}})).ok
+
+
+def test_two_segments_of_one_slot_at_once() -> None:
+    # the second segment starts on M1 while the first still runs on M0 (no slot precedence applies within a slot)
+    i = inst(Job("J0", [{0: 10, 1: 10}]), events=[Event(4, E.BREAKDOWN, machine=0, duration=1)])
+    data = make(i, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 2, 8, 0.6, "completed")],
+                [(0, 4, 5, "breakdown")], {0: {"completion": 8}})
+    assert kinds(data) == {"precedence"}
+
+
+def test_segment_shorter_than_its_work() -> None:
+    data = make(one_op(), [(0, 0, 0, 0, 4)], [], {0: {"completion": 4}})
+    assert kinds(data) == {"duration"}
