@@ -32,8 +32,9 @@ partial one.
 ``train.resume=path.zip`` loads that checkpoint (its hyperparameters and timestep count) and trains on
 up to ``train.total_timesteps`` timesteps in all; the best validation result recorded beside it (and its
 policy, copied to ``best.zip``) carries over, so the resumed run selects as the uninterrupted one would.
-Ctrl-C during training saves ``interrupted.zip`` (the model at that timestep count) and prints the
-command that resumes from it.
+Ctrl-C (or SIGTERM, as a scheduler or ``kill`` sends) during training saves ``interrupted.zip`` (the model at
+that timestep count; a second Ctrl-C while it is saved waits for the save) and prints the command that resumes
+from it.
 
 Every setting the script reads (choices, rule names, numbers, switches, the ``train.resume`` file) is
 checked before any setup (:func:`check_config`): a bad one is refused naming its config key and value.
@@ -41,14 +42,17 @@ checked before any setup (:func:`check_config`): a bad one is refused naming its
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import shutil
+import signal
 import sys
+import threading
 import time
 import warnings
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -113,6 +117,58 @@ class TrainingInterrupted(KeyboardInterrupt):
         super().__init__(f"training interrupted at {timesteps} timesteps; the model is saved in {path}. "
                          f"Resume with:\n  {command}")
         self.path, self.timesteps, self.command = path, timesteps, command
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM raises :class:`KeyboardInterrupt`, as Ctrl-C does (main thread only: elsewhere
+    Python cannot set handlers, and the block runs unchanged)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Within the block Ctrl-C and SIGTERM only print that the block is finishing (the save of ``interrupted.zip``,
+    a second or so); the caller stops right after it. Main thread only, as :func:`sigterm_as_interrupt`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def wait(signum: int, frame: Any) -> None:
+        print("\nsaving interrupted.zip, stopping right after", file=sys.stderr, flush=True)
+
+    previous = {sig: signal.signal(sig, wait) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the final evaluation: training finished and its policies are saved in ``out`` (``chosen``: the
+    one to be tested), but ``model.zip``, ``report.md`` and ``model.yaml`` were not written."""
+
+    def __init__(self, out: Path, chosen: str, timesteps: int, env_cfg: DictConfig, seeds: DictConfig) -> None:
+        command = (f"python -m scripts.compare_agents --agent ppo --checkpoint {shlex.quote(str(out / chosen))} "
+                   f"--tier {env_cfg.tier} --size {env_cfg.size} --objective {env_cfg.objective} "
+                   f"--start {seeds.start} --seeds {seeds.count}")
+        super().__init__(f"training finished ({timesteps} timesteps) and is saved in {out}: last.zip (the last "
+                         f"policy) and {chosen} (the one selected for testing); the final evaluation was interrupted, "
+                         "so model.zip, report.md and model.yaml were not written (an earlier run's are left as they "
+                         f"were). Test the policy on the same seeds without training again:\n  {command}")
+        self.out, self.chosen, self.timesteps, self.command = out, chosen, timesteps, command
 
 
 # ------------------------------------------------------------------------------------------- config
@@ -638,12 +694,14 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
         callbacks.append(validator)
     learn_began = time.perf_counter()
     try:
-        model.learn(tc.total_timesteps - start_steps, callback=callbacks, tb_log_name="ppo",
-                    reset_num_timesteps=False, progress_bar=tc.progress_bar)
+        with sigterm_as_interrupt():  # a scheduler's or kill's SIGTERM saves interrupted.zip as Ctrl-C does
+            model.learn(tc.total_timesteps - start_steps, callback=callbacks, tb_log_name="ppo",
+                        reset_num_timesteps=False, progress_bar=tc.progress_bar)
     except KeyboardInterrupt:  # keep what was learnt since the last checkpoint
-        venv.close()
         path = (out / "interrupted.zip").resolve()
-        save_checkpoint(model, path, validator)
+        with signals_deferred():  # a second Ctrl-C must not cut the save short (and lose those steps)
+            venv.close()
+            save_checkpoint(model, path, validator)
         raise TrainingInterrupted(path, int(model.num_timesteps), resume_command(path, overrides)) from None
     learn_wall = time.perf_counter() - learn_began
     trained_steps = model.num_timesteps - start_steps
@@ -655,8 +713,13 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     venv.close()
 
     # 4. test on the held-out eval seeds against every rule; save config, seed and measurements with the model
-    ppo = evaluate(PPOAgent(model), ec, instances, progress=tc.progress_bar)
-    result = compare_with_rules(ppo, ec, instances, validation, progress=tc.progress_bar)
+    try:
+        with sigterm_as_interrupt():
+            ppo = evaluate(PPOAgent(model), ec, instances, progress=tc.progress_bar)
+            result = compare_with_rules(ppo, ec, instances, validation, progress=tc.progress_bar)
+    except KeyboardInterrupt:  # the training is done and saved: say so, and how to test the policy without it
+        raise EvaluationInterrupted(out.resolve(), chosen.name, int(start_steps + trained_steps), ec,
+                                    tc.eval_seeds) from None
     selected = {"validation_mean": validator.best[0], "timesteps": validator.best[1]} if validator.best else None
     meta = {"seed": int(cfg.seed), "reward_scale": scale, "forecast_rule": forecast_rule,
             "timesteps": int(start_steps + trained_steps), "selected": selected,
@@ -674,13 +737,14 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="train/ppo", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; on Ctrl-C during training prints the resume command and exits with status 130."""
+    """Hydra entry point; on Ctrl-C during training prints the resume command (during the final evaluation, where
+    the trained policy is) and exits with status 130."""
     from hydra.core.hydra_config import HydraConfig
 
     check_added_keys(cfg)
     try:
         path = train(cfg, list(HydraConfig.get().overrides.task))
-    except TrainingInterrupted as exc:
+    except (TrainingInterrupted, EvaluationInterrupted) as exc:
         print(f"\n{exc}", file=sys.stderr)
         sys.exit(130)
     print((path.parent / "report.md").read_text(encoding="utf-8"))

@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import shutil
+import threading
 import time
 import warnings
 import zipfile
@@ -605,3 +606,81 @@ def test_training_sweeps_take_the_projects_launchers():
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
         cfg = compose("train/ppo", overrides=["launcher=joblib"], return_hydra_config=True)
     assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")
+
+
+def test_sigterm_during_training_saves_the_model_as_ctrl_c_does(cache, train_script, tmp_path, monkeypatch):
+    """SIGTERM (what a scheduler or ``kill`` sends) stops training as Ctrl-C does: ``interrupted.zip`` and the resume
+    command, not a silent death that loses every step since the last checkpoint."""
+    import signal
+
+    class Term(train_script.Checkpoints):
+        def _on_step(self) -> bool:
+            if self.num_timesteps == 512:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return super()._on_step()
+
+    def unhandled(signum, frame):  # what the default handler would do is end pytest: stand in for it
+        raise RuntimeError("SIGTERM was not handled by the training script")
+
+    monkeypatch.setattr(train_script, "Checkpoints", Term)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            train_script.train(_config(tmp_path / "run", "train.total_timesteps=1024", "train.eval_every=0",
+                                       "env.forecast_features=[]", "env.forecast_rule=null"))
+    finally:
+        restored = signal.signal(signal.SIGTERM, previous)
+    assert restored is unhandled  # the script put the handler back
+    assert isinstance(caught.value, train_script.TrainingInterrupted) and caught.value.path.is_file()
+    assert make("ppo", checkpoint=caught.value.path).model.num_timesteps == caught.value.timesteps >= 512
+
+
+def test_a_second_ctrl_c_while_interrupted_zip_is_saved_does_not_lose_it(cache, train_script, tmp_path,
+                                                                        monkeypatch):
+    """Ctrl-C pressed again while ``interrupted.zip`` is being saved (as one does when a stop seems slow) lets the
+    save finish and still prints the resume command; before, it cut the save short and nothing was kept."""
+    import signal
+
+    class CtrlC(train_script.Checkpoints):
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= 512:
+                raise KeyboardInterrupt
+            return super()._on_step()
+
+    save = train_script.save_checkpoint
+
+    def second_ctrl_c(model, path, validator):
+        if path.name == "interrupted.zip":
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # the second Ctrl-C, mid-save
+            time.sleep(0.05)
+        save(model, path, validator)
+
+    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
+    monkeypatch.setattr(train_script, "save_checkpoint", second_ctrl_c)
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        train_script.train(_config(tmp_path / "run", "train.total_timesteps=1024", "train.eval_every=0",
+                                   "env.forecast_features=[]", "env.forecast_rule=null"))
+    assert isinstance(caught.value, train_script.TrainingInterrupted)
+    assert make("ppo", checkpoint=caught.value.path).model.num_timesteps == 512
+    assert signal.getsignal(signal.SIGINT) is handler  # Ctrl-C works as before afterwards
+
+
+def test_ctrl_c_in_the_final_evaluation_says_the_training_is_saved_and_how_to_test_it(cache, train_script, tmp_path,
+                                                                                      monkeypatch):
+    """Stopped in the final evaluation, the run says that training finished and where its policies are (resuming is
+    refused: nothing left to train), and gives the command that tests the selected policy on the same seeds."""
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_script, "compare_with_rules", stopped)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        train_script.train(_config(tmp_path / "run", "train.total_timesteps=1024", "train.eval_every=512",
+                                   "env.forecast_features=[]", "env.forecast_rule=null"))
+    stop = caught.value
+    assert isinstance(stop, train_script.EvaluationInterrupted) and stop.timesteps == 1024
+    assert stop.chosen == "best.zip" and (tmp_path / "run" / "best.zip").is_file()
+    assert (tmp_path / "run" / "last.zip").is_file() and not (tmp_path / "run" / "model.zip").exists()
+    assert stop.command.startswith("python -m scripts.compare_agents --agent ppo --checkpoint ")
+    assert f"--start {EVAL_SEEDS.start} --seeds {len(EVAL_SEEDS)}" in stop.command and stop.command in str(stop)

@@ -305,3 +305,34 @@ def test_the_pool_cache_follows_xdg_and_falls_back_to_a_temporary_directory(tmp_
     assert fallback.parent.parent == tmp_path / "temp" and fallback.name == "pools"
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "given"))
     assert tiers.default_cache_dir() == tmp_path / "given"
+
+
+def test_an_interrupted_prepare_keeps_the_members_its_workers_finished(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a member is written: every member already generated (that one, and those the workers finished
+    meanwhile) is kept; they were dropped, and the rerun generated them again."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Threads(ThreadPoolExecutor):  # in-process workers, so that the monkeypatched generator is the one run
+        def __init__(self, workers: int, mp_context: object = None) -> None:
+            super().__init__(workers)
+
+    monkeypatch.setattr(tiers, "ProcessPoolExecutor", Threads)
+    monkeypatch.setattr(tiers, "generate_member", lambda inputs, seed: f'{{"seed": {seed}}}')
+    write, interrupted = TierPool._write, threading.Event()
+
+    def interrupted_write(self: TierPool, seed: int, text: str) -> None:
+        if not interrupted.is_set():
+            interrupted.set()
+            time.sleep(0.3)  # the other members finish meanwhile
+            raise KeyboardInterrupt
+        write(self, seed, text)
+
+    monkeypatch.setattr(TierPool, "_write", interrupted_write)
+    pool = tier_pool("medium", cache_dir=tmp_path, workers=2)
+    with pytest.raises(KeyboardInterrupt):
+        pool.prepare(range(4), progress=False)
+    kept = sorted(int(p.stem.split("-")[1]) for p in pool.directory.glob("seed-*.sha256"))
+    assert kept == [0, 1, 2, 3] and all(pool._read(seed) == f'{{"seed": {seed}}}' for seed in kept)

@@ -40,6 +40,7 @@ persisting each as soon as it is done (an interrupted run resumes where it stopp
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -211,12 +212,22 @@ class TierPool:
                 return
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
                 futures = {pool.submit(generate_member, self._inputs, seed): seed for seed in missing}
+                written = set()
                 try:
                     for future in as_completed(futures):
                         self._write(futures[future], future.result())
+                        written.add(future)
                         bar.update()
                 except BaseException:
-                    pool.shutdown(cancel_futures=True)
+                    pool.shutdown(cancel_futures=True)  # waits for the members being generated
+                    # keep every member finished meanwhile (done, or running when interrupted), not only those
+                    # as_completed handed over before the interrupt
+                    with contextlib.suppress(Exception):
+                        for future, seed in futures.items():
+                            if future not in written and future.done() and not future.cancelled() \
+                                    and future.exception() is None:
+                                self._write(seed, future.result())
+                                bar.update()
                     raise
 
     # ------------------------------------------------------------------ files
