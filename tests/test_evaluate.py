@@ -499,13 +499,22 @@ def test_ctrl_c_while_a_row_is_stored_still_keeps_the_rows_of_every_finished_tas
     assert pool.shutdowns == [True]
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt during the test, whatever an earlier test in this process left installed."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _slow_task(jobs, objective, validate):
     if jobs[0] == "slow":
         time.sleep(20)
     return [{"seed": jobs[0]}]
 
 
-def test_ctrl_c_with_workers_ends_them_at_once_keeping_the_finished_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_with_workers_ends_them_at_once_keeping_the_finished_tasks(monkeypatch: pytest.MonkeyPatch,
+                                                                         ctrl_c_raises: None) -> None:
     """Ctrl-C to the main process alone (kill -INT, timeout -s INT) while workers play long episodes: the run stops at
     once with the rows of the finished tasks and no worker left (it waited for every running and queued episode,
     then discarded them; after a second Ctrl-C it hung at exit, the workers waiting for tasks)."""
@@ -521,6 +530,7 @@ def test_ctrl_c_with_workers_ends_them_at_once_keeping_the_finished_tasks(monkey
 
     monkeypatch.setattr(evaluate, "ProcessPoolExecutor", pool)
     rows, began = [], time.monotonic()
+    earlier = set(multiprocessing.active_children())  # an earlier test's pool may still be winding down
 
     def keep(row: dict) -> None:
         if row in rows:
@@ -536,7 +546,7 @@ def test_ctrl_c_with_workers_ends_them_at_once_keeping_the_finished_tasks(monkey
         evaluate.keep_all(tasks, keep)
     tasks.close()  # as when the interrupted run lets go of it (the pool's `with` ends)
     assert rows == [{"seed": 0}, {"seed": 2}]
-    processes = [p for p in multiprocessing.active_children() if p.name.startswith("ForkProcess")]
+    processes = [p for p in set(multiprocessing.active_children()) - earlier if p.name.startswith("ForkProcess")]
     assert processes or created[0]._processes is None  # the workers (ended by 3.14's terminate_workers)
     for process in processes:  # Python waits for them at exit: they must end now, not after their 20 s episodes
         process.join(5)
@@ -697,7 +707,8 @@ def test_an_unreachable_llm_endpoint_stops_the_evaluation(cache: Path, tmp_path:
 
 
 # ------------------------------------------------------------------------------------------- Ctrl-C in CP-SAT
-def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_during_a_cpsat_solve_raises_keyboard_interrupt_at_once(monkeypatch: pytest.MonkeyPatch,
+                                                                      ctrl_c_raises: None) -> None:
     """CP-SAT would take SIGINT for itself and return a cut-short schedule stored as ``ok``; the player stops."""
     if importlib.util.find_spec("ortools") is None:
         pytest.skip("ortools is not installed (pip install 'dynasched-gym[oracle]')")
