@@ -213,3 +213,27 @@ def test_a_cold_kernel_cache_is_announced(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "kernels" / "core_1").mkdir(parents=True)
     (tmp_path / "kernels" / "core_1" / "kernels.step-10.py311.nbi").write_bytes(b"")
     assert compile_note() is None
+
+
+def test_kernel_directories_unused_for_a_month_are_pruned(tmp_path: Path) -> None:
+    """Each change of the kernels left its 15-35 MB directory for ever; only this package's, unused, go."""
+    import os
+    import time
+
+    from dynasched_gym.core._numba_cache import MARKER, prune
+
+    def kernels(name: str, days_unused: float, marked: bool = True) -> Path:
+        directory = tmp_path / name
+        (directory / "core_1").mkdir(parents=True)
+        (directory / "core_1" / "kernels.step-10.py311.nbi").write_bytes(b"")
+        if marked:
+            (directory / MARKER).touch()
+            stamp = time.time() - days_unused * 86400
+            os.utime(directory / MARKER, (stamp, stamp))
+        return directory
+
+    old, recent, foreign, current = kernels("old", 40), kernels("recent", 3), kernels("foreign", 40, False), kernels(
+        "current", 40)
+    assert prune(tmp_path, keep=current) == [old]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "foreign", "recent"]
+    assert recent.is_dir() and foreign.is_dir()

@@ -8,8 +8,11 @@ clean cache, and keeps compiled files out of the installed package.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import numba
@@ -17,6 +20,11 @@ import numba
 from dynasched_gym.paths import user_cache_dir
 
 _PACKAGE = Path(__file__).resolve().parents[1]
+#: A file in each kernel directory of this package, touched at every import: what :func:`prune` may delete, and when
+#: it was last used (numba only reads its cached files).
+MARKER = "dynasched-kernels"
+#: A kernel directory no import has used for this long is deleted when another one is first made.
+STALE_DAYS = 30
 
 
 def _kernel_sources() -> list[Path]:
@@ -68,7 +76,27 @@ def configure() -> Path:
         digest.update(path.read_bytes())
     directory = user_cache_dir("numba", "NUMBA_CACHE_DIR") / digest.hexdigest()[:16]
     numba.config.CACHE_DIR = str(directory)
+    with contextlib.suppress(OSError):  # a read-only cache still serves its kernels
+        if not directory.is_dir():
+            prune(directory.parent, keep=directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / MARKER).touch()
     return directory
+
+
+def prune(parent: Path, keep: Path, max_age_days: float = STALE_DAYS) -> list[Path]:
+    """Delete the kernel directories in ``parent`` (those holding :data:`MARKER`) other than ``keep`` whose marker
+    is older than ``max_age_days``: each change of the kernels, an upgrade, leaves 15-35 MB behind. Directories of
+    other programs sharing ``$NUMBA_CACHE_DIR`` have no marker and are left alone. Returns those deleted."""
+    cutoff = time.time() - max_age_days * 86400
+    deleted = []
+    for marker in parent.glob(f"*/{MARKER}"):
+        directory = marker.parent
+        with contextlib.suppress(OSError):
+            if directory != keep and marker.stat().st_mtime < cutoff:
+                shutil.rmtree(directory)
+                deleted.append(directory)
+    return deleted
 
 
 def compile_note() -> str | None:
