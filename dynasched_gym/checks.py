@@ -27,6 +27,16 @@ def is_finite_real(value: object) -> bool:
         return False
 
 
+#: Why :func:`holds_exactly` refused a number (the loaders' message).
+INEXACT_INTEGER = "an integer that float64 cannot hold exactly (above 2**53)"
+
+
+def holds_exactly(value: float | int) -> bool:
+    """A finite real ``value`` is a float64 value as given: False for an integer above 2**53 that ``float()``
+    would round (JSON and text formats can write one)."""
+    return not is_integer(value) or float(value) == value
+
+
 def as_list(value: Any) -> list[Any]:
     """A setting that is one item or a list of them, as a list (``tiers=easy`` is ``[easy]``, not its letters)."""
     if isinstance(value, (str, int)):

@@ -103,7 +103,7 @@ class SB3VecEnv(VecEnv):
             env_infos[i]["invalid_actions"] = int(final_info["invalid_actions"][i])
             env_infos[i]["terminal_observation"] = self._observation(infos["final_obs"][i], batched=False)
             env_infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-            if final_info.get("_metrics", np.zeros(self.num_envs, dtype=bool))[i]:  # not for a truncated episode
+            if "_metrics" in final_info and final_info["_metrics"][i]:  # not for a truncated episode
                 env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()
                                            if not key.startswith("_")}
                 env_infos[i]["ssi"] = None if final_info["ssi"][i] is None else float(final_info["ssi"][i])

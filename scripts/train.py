@@ -52,7 +52,7 @@ import threading
 import time
 import warnings
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -120,40 +120,37 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM raises :class:`KeyboardInterrupt`, as Ctrl-C does (main thread only: elsewhere
+def _signal_handlers(handler: Callable[[int, Any], None], *signums: int) -> Iterator[None]:
+    """``handler`` for ``signums`` within the block, the previous handlers after it (main thread only: elsewhere
     Python cannot set handlers, and the block runs unchanged)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {signum: signal.signal(signum, handler) for signum in signums}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _saving(signum: int, frame: Any) -> None:
+    print("\nsaving interrupted.zip, stopping right after", file=sys.stderr, flush=True)
+
+
+def sigterm_as_interrupt() -> contextlib.AbstractContextManager[None]:
+    """Within the block SIGTERM (a scheduler's, ``kill``'s) raises :class:`KeyboardInterrupt`, as Ctrl-C does."""
+    return _signal_handlers(_interrupt, signal.SIGTERM)
+
+
+def signals_deferred() -> contextlib.AbstractContextManager[None]:
     """Within the block Ctrl-C and SIGTERM only print that the block is finishing (the save of ``interrupted.zip``,
-    a second or so); the caller stops right after it. Main thread only, as :func:`sigterm_as_interrupt`."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def wait(signum: int, frame: Any) -> None:
-        print("\nsaving interrupted.zip, stopping right after", file=sys.stderr, flush=True)
-
-    previous = {sig: signal.signal(sig, wait) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    a second or so); the caller stops right after it."""
+    return _signal_handlers(_saving, signal.SIGINT, signal.SIGTERM)
 
 
 class EvaluationInterrupted(KeyboardInterrupt):

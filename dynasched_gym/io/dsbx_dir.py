@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dynasched_gym.checks import is_finite_real, is_integer
+from dynasched_gym.checks import INEXACT_INTEGER, holds_exactly, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine, current_umask
 from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
@@ -133,8 +133,8 @@ class Where:
         """``val`` as a float: a finite number (bools not), > 0 with ``positive``, >= ``minimum`` if given."""
         if not is_finite_real(val):
             raise self.fail("expected a finite number", field, val)
-        if is_integer(val) and float(val) != val:  # an integer literal above 2**53 that float() would round
-            raise self.fail("an integer that float64 cannot hold exactly (above 2**53)", field, val)
+        if not holds_exactly(val):
+            raise self.fail(INEXACT_INTEGER, field, val)
         if positive and val <= 0:
             raise self.fail("must be > 0", field, val)
         if minimum is not None and val < minimum:

@@ -19,6 +19,7 @@ import math
 import re
 from pathlib import Path
 
+from dynasched_gym.checks import INEXACT_INTEGER, holds_exactly
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Instance, Job, Machine
 from dynasched_gym.io.text import MAX_DECLARED, read_text
@@ -26,7 +27,6 @@ from dynasched_gym.io.text import MAX_DECLARED, read_text
 _INT = re.compile(r"[+-]?[0-9]{1,18}\Z")  # ASCII digits; 18 fit an int64 (and int() of 5000 digits raises)
 # A decimal number in ASCII: float() also takes "1_000", other scripts' digits ("\u0665", "\uff15"), "nan" and "inf"
 _NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
-_EXACT = 2**53  # integers up to this size are float64 values exactly
 _DIGITS = re.compile(r"\+?[0-9]+\Z")
 _EOF = "<end of file>"
 
@@ -126,8 +126,9 @@ class TokenReader:
         val = float(tok)
         if val <= 0:
             raise self.error("processing time must be > 0", field, int(val) if val.is_integer() else val)
-        if val >= _EXACT and _DIGITS.match(tok) and (len(tok.lstrip("+0")) > 20 or int(tok) != val):  # rounded
-            raise self.error(f"an integer time above 2**53 = {_EXACT} that float64 cannot hold exactly", field, tok)
+        # without its leading zeros a finite time has at most 309 digits: int() takes it
+        if _DIGITS.match(tok) and not holds_exactly(int(tok.lstrip("+0"))):
+            raise self.error(INEXACT_INTEGER, field, tok)
         return val
 
     def expect_end(self) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dynasched_gym.checks import is_finite_real, is_integer, is_real
+from dynasched_gym.checks import INEXACT_INTEGER, holds_exactly, is_finite_real, is_integer, is_real
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import INSTANCE_FORMAT, PAYLOAD_FIELDS, Event, EventType, Instance, Job, Machine
 from dynasched_gym.io.text import read_json
@@ -87,9 +87,8 @@ def as_number(val: Any, where: str, source: str, allow_none: bool = False) -> fl
         raise InstanceFormatError("expected a number", source=source, field=where, value=val)
     if not is_finite_real(val):  # NaN, infinities, an integer literal beyond the float range
         raise InstanceFormatError("expected a finite number", source=source, field=where, value=val)
-    if is_integer(val) and float(val) != val:  # an integer literal above 2**53 that float() would round
-        raise InstanceFormatError("an integer that float64 cannot hold exactly (above 2**53)", source=source,
-                                  field=where, value=val)
+    if not holds_exactly(val):
+        raise InstanceFormatError(INEXACT_INTEGER, source=source, field=where, value=val)
     return float(val)
 
 
