@@ -72,7 +72,7 @@ from dynasched_gym.generation.stress_index import TIERS
 from dynasched_gym.generation.tiers import tier_pool
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io import dsbx_dir
-from scripts.overrides import check_added_keys
+from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 from scripts.peers._common import chunk_of, medians
 from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 
@@ -562,6 +562,7 @@ def _names(key: str, value: Any, choices: Sequence[str]) -> list[str]:
     return names
 
 
+@settings_checked()
 def settings(cfg: DictConfig) -> argparse.Namespace:
     """The settings of ``cfg`` (conf/bench.yaml) checked, each error naming its key, with the ``quick`` defaults
     filled in and ``sections``, what ``only`` selects."""
@@ -627,9 +628,10 @@ def measure(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, Any]:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="bench", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point (conf/bench.yaml)."""
-    check_added_keys(cfg)
-    measure(cfg, HydraConfig.get().overrides.task)
+    """Hydra entry point (conf/bench.yaml); exits with status 2 on a bad setting."""
+    with setting_errors_exit():
+        check_added_keys(cfg)
+        measure(cfg, HydraConfig.get().overrides.task)
 
 
 def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:

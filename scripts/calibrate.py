@@ -27,12 +27,12 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from dynasched_gym.checks import check_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tolerances, calibrate, ssi
-from dynasched_gym.generation.sesc import tolerance
+from dynasched_gym.generation.scenario import replace_targets
+from dynasched_gym.generation.sesc import check_calibration, tolerance
 from dynasched_gym.io import dsbx_dir
-from scripts.overrides import check_added_keys
+from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -136,14 +136,16 @@ def run(cfg: DictConfig) -> Path:
 
     ``seed`` must be an integer >= 0 (``seed=1.7`` is refused, not truncated).
     """
-    out = Path(cfg.out)
-    if out.exists():
-        raise FileExistsError(f"{out} exists; choose another out=")
-    seed = check_integer("seed", cfg.seed, 0)
-    scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
-    targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
-    options = OmegaConf.to_container(cfg.options, resolve=True)
-    result = calibrate(scenario, targets, method=cfg.method, seed=seed, **options)
+    with settings_checked():
+        out = Path(cfg.out)
+        if out.exists():
+            raise ValueError(f"out={out} exists; choose another out=")
+        options = OmegaConf.to_container(cfg.options, resolve=True)
+        seed = check_calibration(cfg.method, cfg.seed, **options)
+        scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
+        targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
+        scenario = replace_targets(scenario, **targets)
+    result = calibrate(scenario, method=cfg.method, seed=seed, **options)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed to out when complete
     tmp.mkdir()
@@ -161,9 +163,10 @@ def run(cfg: DictConfig) -> Path:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="calibrate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point."""
-    check_added_keys(cfg, free=("options",))
-    out = run(cfg)
+    """Hydra entry point; exits with status 2 on a bad setting."""
+    with setting_errors_exit():
+        check_added_keys(cfg, free=("options",))
+        out = run(cfg)
     print(f"wrote {out}")
 
 

@@ -61,7 +61,7 @@ from dynasched_gym.results import (
     row_key,
 )
 from dynasched_gym.schedule import Schedule
-from scripts.overrides import check_added_keys
+from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
 #: (``shipped:full``: the one trained on full observations, where shipped).
@@ -398,9 +398,11 @@ def _checked_player(spec: Mapping[str, Any], resolved: str) -> Player:
     return player
 
 
+@settings_checked()
 def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
-    checkpoint is missing, or a policy trained for another objective, is skipped, with the reason."""
+    checkpoint is missing, or a policy trained for another objective, is skipped, with the reason. A setting
+    the script cannot use is a :class:`~scripts.overrides.SettingError` naming its key."""
     from dynasched_gym.generation import TIERS, size_presets
 
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
@@ -606,8 +608,9 @@ def _report_failure(row: Mapping[str, Any]) -> str:
 def run(cfg: DictConfig) -> Summary:
     """Evaluate what ``cfg`` asks for, appending the missing rows to ``cfg.store``; the selection's summary."""
     began = time.perf_counter()
-    workers = check_integer("workers", cfg.workers, 1)
-    validate, progress = check_bool("validate", cfg.validate), check_bool("progress", cfg.progress)
+    with settings_checked():
+        workers = check_integer("workers", cfg.workers, 1)
+        validate, progress = check_bool("validate", cfg.validate), check_bool("progress", cfg.progress)
     store = ResultStore(hydra.utils.to_absolute_path(str(cfg.store)))
     _one_thread()
     the_plan = plan(cfg)
@@ -686,12 +689,13 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
     :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C (the message says
-    how to resume)."""
-    check_added_keys(cfg, free=FREE_FORM)
-    try:
-        summary = run(cfg)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    how to resume), or with status 2 on a bad setting (:func:`~scripts.overrides.setting_errors_exit`)."""
+    with setting_errors_exit():
+        check_added_keys(cfg, free=FREE_FORM)
+        try:
+            summary = run(cfg)
+        except KeyboardInterrupt:
+            sys.exit(130)
     print(f"store: {hydra.utils.to_absolute_path(str(cfg.store))}")
     print(summary)
     report_failures(summary.failed)

@@ -38,7 +38,7 @@ from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
 from dynasched_gym.results import format_number as _num
 from scripts import evaluate
-from scripts.overrides import check_added_keys
+from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
 
 CLAIRVOYANT = "clairvoyant reference"
 CSV_FIELDS = ("objective", "size", "tier", "rank", "agent", "clairvoyant", "best_rule", "episodes", "failed", "mean",
@@ -216,11 +216,11 @@ def write(board: Sequence[Entry], rows: Sequence[Mapping[str, Any]], failed: Seq
 
 def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Evaluate what is missing (``cfg.run_missing``), aggregate, write; (board, failed rows, markdown)."""
-    resamples = check_integer("resamples", cfg.resamples, 1)  # checked before the evaluation, as the output folder
-    out = Path(hydra.utils.to_absolute_path(str(cfg.out)))
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"out must be a folder, but {out} is a file")
-    if check_bool("run_missing", cfg.run_missing):
+    with settings_checked():  # before the evaluation
+        resamples = check_integer("resamples", cfg.resamples, 1)
+        run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
+        out = output_folder("out", cfg.out)
+    if run_missing:
         summary = evaluate.run(cfg)
         print(summary)
         rows, skipped = summary.rows, summary.skipped
@@ -230,7 +230,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         rows = plan.labelled(store.rows())
         evaluate.check_reused(rows, check_bool("validate", cfg.validate), store.path)
         skipped = plan.skipped
-    if check_bool("all_rows", cfg.all_rows):
+    if all_rows:
         rows = ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows()
     if not rows:
         raise SystemExit("no rows to aggregate: run with run_missing=true, or check the store and the selection")
@@ -243,12 +243,13 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="leaderboard", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C (the message says how to
-    resume)."""
-    check_added_keys(cfg, free=evaluate.FREE_FORM)
-    try:
-        _, failed, text = run(cfg)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    resume), 2 on a bad setting."""
+    with setting_errors_exit():
+        check_added_keys(cfg, free=evaluate.FREE_FORM)
+        try:
+            _, failed, text = run(cfg)
+        except KeyboardInterrupt:
+            sys.exit(130)
     print(text)
     print(f"wrote {hydra.utils.to_absolute_path(str(cfg.out))}/leaderboard.md, .csv and plots")
     if failed:

@@ -40,7 +40,7 @@ from dynasched_gym.checks import as_list, check_choice, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
-from scripts.overrides import check_added_keys
+from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
 
 #: PPO entrants: label -> the observability its checkpoint must have been trained on.
 PPO_LEVELS = {"ppo:concise": "concise", "ppo:full": "full"}
@@ -281,22 +281,22 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
 
 def run(cfg: DictConfig) -> Report:
     """Run (or resume) the experiment of ``cfg`` and write its report into ``cfg.out``."""
-    resamples = check_integer("resamples", cfg.resamples, 1)  # checked before the evaluation, as the output folder
-    out = Path(hydra.utils.to_absolute_path(str(cfg.out)))
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"out must be a folder, but {out} is a file")
-    rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    configs: dict[str, tuple[int, DictConfig]] = {}  # tier -> (agents, its scripts.evaluate configuration)
+    with settings_checked():  # every tier's, before the first evaluation
+        resamples = check_integer("resamples", cfg.resamples, 1)
+        out = output_folder("out", cfg.out)
+        for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
+            cfg[key] = as_list(cfg[key])
+        for tier in cfg.tiers:
+            groups, tier_notes = entrants(cfg, tier)
+            notes += tier_notes
+            _check_ppo(cfg, tier, groups)
+            configs[tier] = len(groups), evaluation_config(cfg, tier, groups)
+    rows: list[dict[str, Any]] = []
     skipped: list[str] = []
-    for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
-        cfg[key] = as_list(cfg[key])
-    for tier in cfg.tiers:
-        groups, tier_notes = entrants(cfg, tier)
-        notes += tier_notes
-        ecfg = evaluation_config(cfg, tier, groups)
-        _check_ppo(cfg, tier, groups)
-        print(f"tier {tier}: {len(groups)} agents x {len(cfg.sizes)} size(s) x {cfg.seeds.count} seeds",
-              file=sys.stderr)
+    for tier, (agents, ecfg) in configs.items():
+        print(f"tier {tier}: {agents} agents x {len(cfg.sizes)} size(s) x {cfg.seeds.count} seeds", file=sys.stderr)
         summary = evaluate.run(ecfg)
         print(summary, file=sys.stderr)
         rows += summary.rows
@@ -318,9 +318,11 @@ def run(cfg: DictConfig) -> Report:
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="observability", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped
-    (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why)."""
-    check_added_keys(cfg, free=("agent", "env", "ppo"))
-    report = run(cfg)
+    (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why), and
+    with status 2 on a bad setting."""
+    with setting_errors_exit():
+        check_added_keys(cfg, free=("agent", "env", "ppo"))
+        report = run(cfg)
     print(report.markdown)
     print("wrote " + ", ".join(str(f) for f in report.files))
     failed = [r for r in report.rows if r["status"] != "ok"]

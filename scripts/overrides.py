@@ -1,19 +1,99 @@
-"""Refuse Hydra overrides that add settings a script does not read.
+"""Refuse bad Hydra settings: overrides that add a key a script does not read, and values it cannot use.
 
 Hydra composes ``+key=value`` into the config whatever the key, and a script reads only its own keys: ``+tier=hard``
 (which Hydra itself suggests when ``tier=hard`` names no key) or a misspelt ``+seeds.cout=5`` would run with the
 defaults, silently. :func:`check_added_keys` composes the same config without the ``+`` overrides and refuses every
 key the user added, unless it lies under one of the script's free-form mappings (an agent's keyword arguments,
 calibrate's ``options``), which the script checks itself.
+
+A value the script cannot use (``seeds.count=abc``, ``tiers=[nightmare]``) is a :class:`SettingError` naming the key
+and the value: the checks of a script's settings run inside :func:`settings_checked`, before any work, and the
+script's ``main`` runs inside :func:`setting_errors_exit`, which prints ``error: <message>`` and exits with status 2
+(a usage error, as argparse's), without a traceback and without the empty run folder Hydra made for the run.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
+import shutil
+import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+
+
+class SettingError(ValueError):
+    """A setting of a script's Hydra config that the script refuses; the message names the key and the value."""
+
+
+@contextmanager
+def settings_checked() -> Iterator[None]:
+    """Re-raise a TypeError, ValueError or FileNotFoundError of the block as a :class:`SettingError` (its cause the
+    original): wrap the checks of a script's settings in it (each check's message names its key), and no work,
+    where an error would be a bug to trace."""
+    try:
+        yield
+    except SettingError:
+        raise
+    except (TypeError, ValueError, FileNotFoundError) as exc:
+        raise SettingError(str(exc)) from exc
+
+
+def output_folder(key: str, value: Any) -> Path:
+    """The setting ``key``: a folder to write into, made absolute from the launch directory; a file there is a
+    :class:`SettingError`."""
+    from hydra.utils import to_absolute_path
+
+    folder = Path(to_absolute_path(str(value)))
+    if folder.exists() and not folder.is_dir():
+        raise SettingError(f"{key} must be a folder, but {folder} is a file")
+    return folder
+
+
+def _hydra_files_only(folder: Path) -> bool:
+    """``folder`` holds nothing but what Hydra writes at the start of a run (``.hydra/``, an empty log)."""
+    return all(path.is_dir() or path.stat().st_size == 0 or path.relative_to(folder).parts[0] == ".hydra"
+               for path in folder.rglob("*"))
+
+
+def remove_empty_run_folder() -> None:
+    """Delete the running Hydra job's output folder if it holds only Hydra's own files, and the parent folders
+    that leaves empty below the working directory (``outputs/evaluate/<date>/``)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return
+    runtime = HydraConfig.get().runtime
+    folder, top = Path(runtime.output_dir).resolve(), Path(runtime.cwd).resolve()
+    if not folder.is_dir() or folder == top or not _hydra_files_only(folder):
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    for parent in folder.parents:
+        if parent == top or top not in parent.parents:
+            break
+        try:
+            parent.rmdir()
+        except OSError:  # not empty: another run's
+            break
+
+
+@contextmanager
+def setting_errors_exit() -> Iterator[None]:
+    """Run a script's ``main`` in this: a :class:`SettingError` prints ``error: <message>`` on stderr and exits with
+    status 2, leaving no empty run folder (:func:`remove_empty_run_folder`); with ``HYDRA_FULL_ERROR=1`` it is
+    raised, for the whole traceback."""
+    try:
+        yield
+    except SettingError as exc:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":  # Hydra's switch for the whole traceback
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        remove_empty_run_folder()
+        sys.exit(2)
 
 
 def _paths(node: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -45,8 +125,9 @@ def added_keys(config: Mapping[str, Any], base: Mapping[str, Any], free: Sequenc
 
 
 def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
-    """Raise a ValueError naming every key that a ``+``/``++`` override added to the running Hydra app's config and
-    that the script does not read (none of its config files has it), with the keys it has at that level."""
+    """Raise a :class:`SettingError` naming every key that a ``+``/``++`` override added to the running Hydra app's
+    config and that the script does not read (none of its config files has it), with the keys it has at that
+    level."""
     from hydra import compose
     from hydra.core.hydra_config import HydraConfig
 
@@ -69,9 +150,10 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
         close = difflib.get_close_matches(leaf, siblings, n=1)
         hint = f"did you mean {'.'.join([*parent, close[0]])}?" if close else f"known: {', '.join(siblings)}"
         problems.append(f"{key} ({hint})")
-    raise ValueError(f"{hydra_config.job.config_name}: no such setting{'s' if len(problems) > 1 else ''}: "
+    raise SettingError(f"{hydra_config.job.config_name}: no such setting{'s' if len(problems) > 1 else ''}: "
                      f"{'; '.join(problems)}. A + override adds a key the script would not read; set an existing "
                      "one without +")
 
 
-__all__ = ["added_keys", "check_added_keys"]
+__all__ = ["SettingError", "added_keys", "check_added_keys", "output_folder", "remove_empty_run_folder",
+           "setting_errors_exit", "settings_checked"]

@@ -87,7 +87,7 @@ from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
-from scripts.overrides import check_added_keys
+from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 
 ENV_ID = "DynaSched/DFJSP-v0"
 #: Rule whose mean objective on the first pool instances sets the automatic reward scale.
@@ -190,9 +190,10 @@ class Resume(NamedTuple):
     best: tuple[float, int, Path] | None
 
 
+@settings_checked()
 def check_config(cfg: DictConfig) -> Resume | None:
-    """Refuse bad settings before any setup, each error naming the config key and the value given; returns
-    what ``train.resume`` holds (None without it)."""
+    """Refuse bad settings before any setup, each :class:`~scripts.overrides.SettingError` naming the config key
+    and the value given; returns what ``train.resume`` holds (None without it)."""
     tc, ec = cfg.train, cfg.env
     check_choice("env.tier", ec.tier, TIERS)
     check_choice("env.size", ec.size, size_presets())
@@ -735,15 +736,16 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="train/ppo", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C during training prints the resume command (during the final evaluation, where
-    the trained policy is) and exits with status 130."""
+    the trained policy is) and exits with status 130; exits with status 2 on a bad setting."""
     from hydra.core.hydra_config import HydraConfig
 
-    check_added_keys(cfg)
-    try:
-        path = train(cfg, list(HydraConfig.get().overrides.task))
-    except (TrainingInterrupted, EvaluationInterrupted) as exc:
-        print(f"\n{exc}", file=sys.stderr)
-        sys.exit(130)
+    with setting_errors_exit():
+        check_added_keys(cfg)
+        try:
+            path = train(cfg, list(HydraConfig.get().overrides.task))
+        except (TrainingInterrupted, EvaluationInterrupted) as exc:
+            print(f"\n{exc}", file=sys.stderr)
+            sys.exit(130)
     print((path.parent / "report.md").read_text(encoding="utf-8"))
     print(f"wrote {path}")
 

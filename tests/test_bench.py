@@ -14,6 +14,7 @@ from hydra import compose, initialize_config_module
 
 from dynasched_gym import data, load_instance
 from scripts import bench
+from scripts.overrides import SettingError
 from scripts.peers._common import UniformPicker, chunk_of, play
 
 
@@ -39,8 +40,9 @@ def _settings(*overrides: str) -> argparse.Namespace:
     ("only=[peers]", ValueError, r"^only=\[peers\] needs peer_python"),
 ])
 def test_bad_settings_stop_before_any_measurement_naming_their_key(override, error, message) -> None:
-    with pytest.raises(error, match=message):
+    with pytest.raises(SettingError, match=message) as refused:
         _settings(override)
+    assert isinstance(refused.value.__cause__, error)
 
 
 def test_an_error_keeps_the_sections_measured(tmp_path: Path, monkeypatch) -> None:

@@ -15,6 +15,7 @@ from test_evaluate import RULES, _board_rows, config
 
 from dynasched_gym.results import aggregate
 from scripts import leaderboard
+from scripts.overrides import SettingError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -100,8 +101,9 @@ def test_bad_settings_are_refused_before_any_episode_naming_the_key(tmp_path: Pa
     store = tmp_path / "store.jsonl"
     cfg = config("leaderboard", "tiers=[easy]", "seeds.count=1", "agent=[rules]", "ppo=null", "workers=1",
                  "progress=false", f"store={store}", f"out={tmp_path / 'board'}", override)
-    with pytest.raises(error, match=re.escape(message)):
+    with pytest.raises(SettingError, match=re.escape(message)) as refused:
         leaderboard.run(cfg)
+    assert isinstance(refused.value.__cause__, error)  # the check's own error, kept as the cause
     assert not store.exists() and not (tmp_path / "board").exists()
 
 
@@ -110,6 +112,6 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_episode(tmp_path:
     store = tmp_path / "store.jsonl"
     cfg = config("leaderboard", "tiers=[easy]", "seeds.count=1", "agent=[rules]", "ppo=null", "workers=1",
                  "progress=false", f"store={store}", f"out={tmp_path / 'board'}")
-    with pytest.raises(NotADirectoryError, match="out must be a folder"):
+    with pytest.raises(SettingError, match="out must be a folder"):
         leaderboard.run(cfg)
     assert not store.exists()

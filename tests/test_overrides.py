@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from test_evaluate import config
 
-from scripts.overrides import added_keys
+from scripts.overrides import SettingError, added_keys, remove_empty_run_folder
 
 
 def test_added_keys_are_the_topmost_keys_missing_from_the_base() -> None:
@@ -34,12 +36,84 @@ def test_added_keys_are_the_topmost_keys_missing_from_the_base() -> None:
 def test_each_script_refuses_an_added_key_it_would_not_read(script: str, overrides: list[str], message: str,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert f"error: {script if script != 'train' else 'train/ppo'}: {message}" in \
+        _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
+
+
+def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``script`` with ``overrides``, check it exits with status 2 leaving no run folder; its stderr."""
     module = importlib.import_module(f"scripts.{script}")
-    monkeypatch.setattr(sys, "argv", [script, *overrides, f"hydra.run.dir={tmp_path}"])
+    monkeypatch.setattr(sys, "argv", [script, *overrides, f"hydra.run.dir={tmp_path / 'run'}"])
     with pytest.raises(SystemExit) as exit_info:
         module.main()
-    assert exit_info.value.code == 1
-    assert message in capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert not (tmp_path / "run").exists(), list((tmp_path / "run").rglob("*"))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "HYDRA_FULL_ERROR" not in err
+    return err
+
+
+@pytest.mark.parametrize(("script", "overrides", "message"), [
+    ("evaluate", ["seeds.count=abc"], "seeds.count must be an integer >= 1, got 'abc'"),
+    ("evaluate", ["tiers=[nightmare]"], "tiers[] must be one of ('easy', 'medium', 'hard', 'extreme'), got 'night"),
+    ("evaluate", ["workers=-3"], "workers must be an integer >= 1, got -3"),
+    ("leaderboard", ["resamples=0"], "resamples must be an integer >= 1, got 0"),
+    ("leaderboard", ["objective=speed", "run_missing=false"], "objective must be one of"),
+    ("calibrate", ["method=annealing"], "unknown calibration method 'annealing'"),
+    ("calibrate", ["+options.max_steps=-1"], "max_steps must be an integer >= 0, got -1"),
+    ("calibrate", ["targets.utilization=7"], "targets.utilization"),
+    ("bench", ["only=[kernal]"], "only[] must be one of"),
+    ("observability", ["levels=[L9]", "agent.model=m"], "levels[] must be one of"),
+    ("train", ["train.gamma=1.5"], "train.gamma must be"),
+])
+def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrides: list[str], message: str,
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """One line, ``error: <key> ... <value>``, exit status 2, no traceback and no empty run folder left behind."""
+    err = _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
+    assert err.startswith("error: ") and message in err, err
+
+
+def test_a_bad_value_in_a_later_tier_stops_before_the_first_tier_is_played(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The observability experiment checks every tier's entrants before it evaluates the first."""
+    from scripts import observability
+
+    monkeypatch.setattr(observability.evaluate, "run", lambda cfg: pytest.fail("evaluated before every check"))
+    cfg = config("observability", "tiers=[easy,hard]", "levels=[]", "variants=[]", "baselines=[]",
+                 f"ppo.concise={{easy: null, hard: {tmp_path / 'missing.zip'}}}", f"out={tmp_path / 'out'}")
+    with pytest.raises(SettingError, match=r"ppo\.concise\.hard"):
+        observability.run(cfg)
+
+
+def test_hydra_full_error_shows_the_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripts import evaluate
+
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    monkeypatch.setattr(sys, "argv", ["evaluate", "workers=-3", f"hydra.run.dir={tmp_path / 'run'}"])
+    with pytest.raises(SettingError, match="workers must be"):
+        evaluate.main()
+
+
+def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a folder holding nothing but Hydra's own files (and empty ones) is removed."""
+    from hydra.core.hydra_config import HydraConfig
+
+    run = tmp_path / "outputs" / "day" / "time"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text("a: 1")
+    (run / "job.log").write_text("")
+    monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: True))
+    runtime = SimpleNamespace(output_dir=str(run), cwd=str(tmp_path))
+    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: SimpleNamespace(runtime=runtime)))
+    (run / "model.zip").write_bytes(b"x")
+    remove_empty_run_folder()
+    assert (run / "model.zip").exists()
+    (run / "model.zip").unlink()
+    (tmp_path / "outputs" / "other").mkdir()
+    remove_empty_run_folder()
+    assert not (tmp_path / "outputs" / "day").exists() and (tmp_path / "outputs" / "other").exists()
 
 
 def test_an_argument_added_to_an_agent_reaches_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -31,6 +31,7 @@ from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, HINDSIGHT_KEY, ForecastFeatures, ForecastReward
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.io import resolve_instance
+from scripts.overrides import SettingError
 
 REPO = Path(__file__).resolve().parents[1]
 TIERS = ("easy", "medium", "hard", "extreme")
@@ -496,8 +497,9 @@ def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
     cfg = _config(tmp_path / "run", override)
     began = time.perf_counter()
-    with pytest.raises(error, match=message):
+    with pytest.raises(SettingError, match=message) as refused:
         train_script.train(cfg)
+    assert isinstance(refused.value.__cause__, error)
     assert time.perf_counter() - began < 3.0  # before any setup: no pool, no env, no model
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
 

@@ -135,15 +135,8 @@ class _Search:
         return self.history
 
 
-def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, method: str, seed: int,
-           budget: int = 600, popsize: int | None = None, sigma0: float | None = None) -> list[dict[str, Any]]:
-    """Calibrate draft ``d`` in place with ``method`` (``cmaes`` | ``nsga2``); one history record per generation.
-
-    ``budget`` (an integer >= 1) caps the evaluations; ``popsize`` overrides the population (an
-    integer >= 2 for CMA-ES, >= 1 for NSGA-II; ``None``: CMA-ES default 4 + 3 ln n, NSGA-II 12);
-    ``sigma0`` is CMA-ES's initial step size on the unit box (a finite number > 0, default 0.1),
-    refused with ``nsga2``, which has no step size.
-    """
+def check_evolve_options(method: str, budget: int, popsize: int | None, sigma0: float | None) -> None:
+    """Refuse a bad ``method`` or option of :func:`evolve` (its docstring says what each may be)."""
     if method not in EVOLUTIONARY_METHODS:
         raise ValueError(f"unknown evolutionary method {method!r}; one of {EVOLUTIONARY_METHODS}")
     check_integer("budget", budget, 1)
@@ -153,6 +146,18 @@ def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, metho
         if method != "cmaes":
             raise ValueError(f"sigma0 is a CMA-ES option; {method} has no step size (got sigma0={sigma0!r})")
         check_positive("sigma0", sigma0)
+
+
+def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, method: str, seed: int,
+           budget: int = 600, popsize: int | None = None, sigma0: float | None = None) -> list[dict[str, Any]]:
+    """Calibrate draft ``d`` in place with ``method`` (``cmaes`` | ``nsga2``); one history record per generation.
+
+    ``budget`` (an integer >= 1) caps the evaluations; ``popsize`` overrides the population (an
+    integer >= 2 for CMA-ES, >= 1 for NSGA-II; ``None``: CMA-ES default 4 + 3 ln n, NSGA-II 12);
+    ``sigma0`` is CMA-ES's initial step size on the unit box (a finite number > 0, default 0.1),
+    refused with ``nsga2``, which has no step size.
+    """
+    check_evolve_options(method, budget, popsize, sigma0)
     if method == "cmaes":
         search = _Search(d, targets, tolerances, budget,
                          lambda e: sum((v / tolerance(tolerances, k)) ** 2 for k, v in e.items()))

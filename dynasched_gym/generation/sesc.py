@@ -229,6 +229,28 @@ def set_knobs(d: Draft, values: Mapping[str, Any]) -> None:
         setattr(d, name, np.array(value) if isinstance(value, list) else value)
 
 
+def check_calibration(method: str, seed: Any, **options: Any) -> int:
+    """Refuse a bad ``method``, ``seed`` or option of :func:`calibrate` (unknown to the method, or a bad value)
+    before any work: :func:`calibrate` would find them only after the draft. Returns the seed."""
+    seed = check_integer("seed", seed, 0)
+    if method not in METHODS:
+        raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
+    from dynasched_gym.generation.evolutionary import check_evolve_options, evolve
+
+    search = sesc if method == "sesc" else evolve
+    defaults = {name: p.default for name, p in inspect.signature(search).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} of method {method!r}; it takes {', '.join(defaults)}")
+    values = {**defaults, **options}
+    if method == "sesc":
+        check_integer("max_steps", values["max_steps"], 0)
+    else:
+        check_evolve_options(method, **values)
+    return seed
+
+
 def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None = None, method: str = "sesc",
               seed: int = 0, **options: Any) -> CalibrationResult:
     """Generate one instance of ``scenario`` and calibrate it to ``targets`` (default: the scenario's).
@@ -238,17 +260,9 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
     ``seed`` is an integer >= 0 (NumPy integers too, bools not), as in
     :func:`~dynasched_gym.generation.generator.draft`.
     """
-    seed = check_integer("seed", seed, 0)
-    if method not in METHODS:
-        raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
+    seed = check_calibration(method, seed, **options)
     from dynasched_gym.generation.evolutionary import evolve
 
-    search = sesc if method == "sesc" else evolve
-    allowed = [name for name, p in inspect.signature(search).parameters.items()
-               if p.default is not inspect.Parameter.empty]
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:  # checked before the draft: an unknown keyword would fail only after it
-        raise ValueError(f"unknown option(s) {unknown} of method {method!r}; it takes {', '.join(allowed)}")
     if targets is not None:
         values = vars(targets) if isinstance(targets, Targets) else dict(targets)
         scenario = replace_targets(scenario, **values)
