@@ -32,6 +32,7 @@ from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tol
 from dynasched_gym.generation.scenario import replace_targets
 from dynasched_gym.generation.sesc import check_calibration, tolerance
 from dynasched_gym.io import dsbx_dir
+from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 
 
@@ -163,8 +164,8 @@ def run(cfg: DictConfig) -> Path:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="calibrate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; exits with status 2 on a bad setting."""
-    with setting_errors_exit():
+    """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM."""
+    with setting_errors_exit(), interrupted_exit("nothing was written (a calibration is written whole, at its end)"):
         check_added_keys(cfg, free=("options",))
         out = run(cfg)
     print(f"wrote {out}")

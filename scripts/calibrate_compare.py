@@ -40,6 +40,7 @@ from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
+from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
 
 GRID_SEED = 20260
@@ -163,4 +164,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with interrupted_exit("the runs finished so far are kept in the journal beside --out (.jsonl); rerun the same "
+                          "command to resume"):
+        main()

@@ -36,6 +36,7 @@ from dynasched_gym.agents.rules import rule_objectives
 from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
+from scripts.interrupts import interrupted_exit
 
 HELD_OUT = 10_000
 #: The lookahead agent's options: flag -> keyword argument of ``make("lookahead", ...)`` (None: not a keyword).
@@ -148,4 +149,5 @@ def subset_comparison(agent: np.ndarray, rules: np.ndarray, overall_best: int, s
 
 
 if __name__ == "__main__":
-    main()
+    with interrupted_exit("nothing was written; the pool instances generated so far are kept"):
+        main()

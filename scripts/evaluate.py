@@ -61,6 +61,7 @@ from dynasched_gym.results import (
     row_key,
 )
 from dynasched_gym.schedule import Schedule
+from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
@@ -74,6 +75,9 @@ OPTIONAL = ("dynasched_gym.oracle", "ortools", "torch", "stable_baselines3", "sb
 #: ``_target_`` (``module.Class``, a subclass of ``dynasched_gym.agents.Agent``), its ``kwargs``, ``env`` settings of
 #: ``DynaSched/DFJSP-v0``, and an optional board ``label``.
 ENTRY_KEYS = ("names", "_target_", "kwargs", "env", "label")
+#: What an interrupt outside the episodes says (they say how many were stored).
+RESUME_NOTE = ("the pool instances generated and the episodes stored so far are kept; rerun the same command to "
+               "resume")
 #: Config mappings whose keys the script checks itself (:func:`agent_specs`), so ``+`` may add to them.
 FREE_FORM = ("agent",)
 
@@ -658,9 +662,8 @@ def run(cfg: DictConfig) -> Summary:
         except KeyboardInterrupt:
             # counted from the file: a Ctrl-C may cut an append short after its row was written (it returned nothing)
             ran = len(store.written())
-            tqdm.write(f"interrupted: {ran} episode(s) of this run are stored in {store.path} (none of the "
-                       "episodes still playing); rerun the same command to resume", file=sys.stderr)
-            raise
+            raise KeyboardInterrupt(f"interrupted: {ran} episode(s) of this run are stored in {store.path} (none "
+                                    "of the episodes still playing); rerun the same command to resume") from None
         except Exception as exc:
             if not getattr(exc, "stops_run", False):
                 raise
@@ -688,14 +691,11 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
-    :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C (the message says
-    how to resume), or with status 2 on a bad setting (:func:`~scripts.overrides.setting_errors_exit`)."""
-    with setting_errors_exit():
+    :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C or SIGTERM (the
+    message says how to resume), or with status 2 on a bad setting (:func:`~scripts.overrides.setting_errors_exit`)."""
+    with setting_errors_exit(), interrupted_exit(RESUME_NOTE):
         check_added_keys(cfg, free=FREE_FORM)
-        try:
-            summary = run(cfg)
-        except KeyboardInterrupt:
-            sys.exit(130)
+        summary = run(cfg)
     print(f"store: {hydra.utils.to_absolute_path(str(cfg.store))}")
     print(summary)
     report_failures(summary.failed)
@@ -703,8 +703,8 @@ def main(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
-__all__ = ["KEY_FIELDS", "EvaluationStopped", "Plan", "Summary", "agent_specs", "check_reused", "existing_checkpoint",
-           "is_shipped", "main", "plan", "play_episode", "report_failures", "run"]
+__all__ = ["KEY_FIELDS", "RESUME_NOTE", "EvaluationStopped", "Plan", "Summary", "agent_specs", "check_reused",
+           "existing_checkpoint", "is_shipped", "main", "plan", "play_episode", "report_failures", "run"]
 
 if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name
     from scripts.evaluate import main as entry

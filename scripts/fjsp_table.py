@@ -27,6 +27,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import data, load_instance, rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.instance import write_text_atomic
+from scripts.interrupts import interrupted_exit
 
 INSTANCES = tuple(f"mk{i:02d}" for i in range(1, 11))
 RULES = ("FIFO:SPT", "FIFO:EET", "MOPNR:SPT", "MOPNR:EET", "SPT:SPT", "SPT:EET", "MWKR:SPT", "MWKR:EET")
@@ -81,4 +82,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with interrupted_exit("nothing was written (the table is written at its end)"):
+        main()

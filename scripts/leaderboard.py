@@ -38,6 +38,7 @@ from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
 from dynasched_gym.results import format_number as _num
 from scripts import evaluate
+from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
 
 CLAIRVOYANT = "clairvoyant reference"
@@ -242,14 +243,11 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="leaderboard", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C (the message says how to
-    resume), 2 on a bad setting."""
-    with setting_errors_exit():
+    """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C or SIGTERM (the message
+    says how to resume), 2 on a bad setting."""
+    with setting_errors_exit(), interrupted_exit(evaluate.RESUME_NOTE):
         check_added_keys(cfg, free=evaluate.FREE_FORM)
-        try:
-            _, failed, text = run(cfg)
-        except KeyboardInterrupt:
-            sys.exit(130)
+        _, failed, text = run(cfg)
     print(text)
     print(f"wrote {hydra.utils.to_absolute_path(str(cfg.out))}/leaderboard.md, .csv and plots")
     if failed:

@@ -40,6 +40,7 @@ from dynasched_gym.checks import as_list, check_choice, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
+from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
 
 #: PPO entrants: label -> the observability its checkpoint must have been trained on.
@@ -318,9 +319,9 @@ def run(cfg: DictConfig) -> Report:
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="observability", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped
-    (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why), and
-    with status 2 on a bad setting."""
-    with setting_errors_exit():
+    (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why), with
+    status 130 on Ctrl-C or SIGTERM (the message says how to resume), and with status 2 on a bad setting."""
+    with setting_errors_exit(), interrupted_exit(evaluate.RESUME_NOTE):
         check_added_keys(cfg, free=("agent", "env", "ppo"))
         report = run(cfg)
     print(report.markdown)

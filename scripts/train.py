@@ -48,11 +48,10 @@ import shlex
 import shutil
 import signal
 import sys
-import threading
 import time
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -87,6 +86,7 @@ from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
+from scripts.interrupts import interrupted_exit, signal_handlers, sigterm_as_interrupt
 from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 
 ENV_ID = "DynaSched/DFJSP-v0"
@@ -119,38 +119,14 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.path, self.timesteps, self.command = path, timesteps, command
 
 
-@contextlib.contextmanager
-def _signal_handlers(handler: Callable[[int, Any], None], *signums: int) -> Iterator[None]:
-    """``handler`` for ``signums`` within the block, the previous handlers after it (main thread only: elsewhere
-    Python cannot set handlers, and the block runs unchanged)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.signal(signum, handler) for signum in signums}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def _saving(signum: int, frame: Any) -> None:
     print("\nsaving interrupted.zip, stopping right after", file=sys.stderr, flush=True)
-
-
-def sigterm_as_interrupt() -> contextlib.AbstractContextManager[None]:
-    """Within the block SIGTERM (a scheduler's, ``kill``'s) raises :class:`KeyboardInterrupt`, as Ctrl-C does."""
-    return _signal_handlers(_interrupt, signal.SIGTERM)
 
 
 def signals_deferred() -> contextlib.AbstractContextManager[None]:
     """Within the block Ctrl-C and SIGTERM only print that the block is finishing (the save of ``interrupted.zip``,
     a second or so); the caller stops right after it."""
-    return _signal_handlers(_saving, signal.SIGINT, signal.SIGTERM)
+    return signal_handlers(_saving, signal.SIGINT, signal.SIGTERM)
 
 
 class EvaluationInterrupted(KeyboardInterrupt):
@@ -735,17 +711,16 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
 
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="train/ppo", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; on Ctrl-C during training prints the resume command (during the final evaluation, where
-    the trained policy is) and exits with status 130; exits with status 2 on a bad setting."""
+    """Hydra entry point; on Ctrl-C or SIGTERM during training prints the resume command (during the final
+    evaluation, where the trained policy is) and exits with status 130; exits with status 2 on a bad setting."""
     from hydra.core.hydra_config import HydraConfig
 
-    with setting_errors_exit():
+    # outside learning and the final evaluation (which say what they saved): setup, the warm start, the saves
+    kept = (f"outside the training loop; what was written is kept (pool instances in the cache, checkpoints in "
+            f"{cfg.out}/checkpoints). Rerun the same command to start again, or add train.resume=<checkpoint>")
+    with setting_errors_exit(), interrupted_exit(kept):
         check_added_keys(cfg)
-        try:
-            path = train(cfg, list(HydraConfig.get().overrides.task))
-        except (TrainingInterrupted, EvaluationInterrupted) as exc:
-            print(f"\n{exc}", file=sys.stderr)
-            sys.exit(130)
+        path = train(cfg, list(HydraConfig.get().overrides.task))
     print((path.parent / "report.md").read_text(encoding="utf-8"))
     print(f"wrote {path}")
 

@@ -33,6 +33,7 @@ from dynasched_gym.generation import TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
 from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.results import read_jsonl
+from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
 
 RANGES = {
@@ -167,4 +168,5 @@ def _plot(score: np.ndarray, difficulty: np.ndarray, tiers: list[str], rho: floa
 
 
 if __name__ == "__main__":
-    main()
+    with interrupted_exit("the rows computed so far are kept in <--out>/rows.jsonl; rerun the same command to resume"):
+        main()

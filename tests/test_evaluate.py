@@ -175,8 +175,7 @@ def test_written_counts_a_row_whose_append_a_ctrl_c_cut_short(tmp_path: Path, mo
 
 
 def test_ctrl_c_message_counts_every_stored_row_and_the_rerun_resumes(cache: Path, tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The Ctrl-C lands after the 5th row is written but before its append returned: the message says 5 (it said
     4), the store holds 5, and the rerun reuses those 5 and plays only the others."""
     cfg = config("evaluate", "tiers=easy", "seeds.count=1", "agent=[rules]", "ppo=null", "workers=1",
@@ -190,9 +189,8 @@ def test_ctrl_c_message_counts_every_stored_row_and_the_rerun_resumes(cache: Pat
             raise KeyboardInterrupt
 
     monkeypatch.setattr("dynasched_gym.results.os.fsync", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted: 5 episode\(s\) of this run are stored"):
         evaluate.run(cfg)
-    assert "interrupted: 5 episode(s) of this run are stored" in capsys.readouterr().err
     assert len(ResultStore(cfg.store).rows()) == 5
     monkeypatch.setattr("dynasched_gym.results.os.fsync", fsync)
     summary = evaluate.run(cfg)
@@ -599,6 +597,39 @@ def test_killed_evaluation_resumes_without_loss_or_duplicates(cache: Path, tmp_p
     lines = [json.loads(line) for line in store.read_text().splitlines() if line.strip()]
     assert len(lines) == total and len({row_key(r) for r in lines}) == total  # every key exactly once
     assert _comparable(lines) == _comparable(ResultStore(tmp_path / "clean.jsonl").rows())
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_evaluation_as_ctrl_c_does(cache: Path, tmp_path: Path) -> None:
+    """A scheduler's or ``kill``'s SIGTERM: the rows played are kept and counted, no ``.tmp`` file is left, exit
+    status 130 without a traceback, and the rerun resumes (SIGTERM killed the process outright before)."""
+    from dynasched_gym.generation import tier_pool
+
+    tier_pool("hard", "small").prepare(range(10_000, 10_006), progress=False)
+    env = {**os.environ, "DYNASCHED_CACHE": str(cache)}
+    store = tmp_path / "out" / "store.jsonl"
+    args = ["tiers=hard", "seeds.count=6", "agent=[lookahead]", "ppo=null", "progress=false", "workers=1",
+            f"store={store}", "hydra.run.dir=" + str(tmp_path / "hydra")]
+    proc = subprocess.Popen([sys.executable, "-m", "scripts.evaluate", *args], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if store.exists() and store.read_bytes().count(b"\n") >= 2:
+                proc.send_signal(signal.SIGTERM)
+                break
+            time.sleep(0.005)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, f"the evaluation finished before it could be stopped, or: {err[-3000:]}"
+    kept = store.read_bytes().count(b"\n")
+    assert f"interrupted: {kept} episode(s) of this run are stored in {store}" in err and "Traceback" not in err
+    assert not [p for p in [*tmp_path.rglob("*"), *cache.rglob("*")] if p.name.endswith(".tmp")]
+    resumed = _run_cli(args, env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"6 episodes: {kept} reused from the store, {6 - kept} run now, 0 failed" in resumed.stdout
 
 
 @pytest.mark.slow

@@ -1,0 +1,63 @@
+"""Ctrl-C and SIGTERM end a script with status 130 and a message, no traceback (scripts/interrupts.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scripts.interrupts import INTERRUPTED, interrupted_exit
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_sigterm_in_the_block_exits_130_with_the_note_and_restores_the_handler(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    finished = []
+    with pytest.raises(SystemExit) as exit_info, interrupted_exit("the rows so far are kept"):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here at the latest
+        finally:
+            finished.append(True)  # what SIGTERM's default action would skip
+    assert exit_info.value.code == INTERRUPTED == 130 and finished
+    assert capsys.readouterr().err == "\ninterrupted: the rows so far are kept\n"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_an_interrupt_that_carries_its_own_message_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit), interrupted_exit("generic note"):
+        raise KeyboardInterrupt("interrupted: 5 episode(s) are stored; rerun to resume")
+    assert capsys.readouterr().err == "\ninterrupted: 5 episode(s) are stored; rerun to resume\n"
+
+
+def test_no_note_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit), interrupted_exit():
+        raise KeyboardInterrupt
+    assert capsys.readouterr().err == ""
+
+
+def test_an_argparse_script_stops_on_sigterm_without_a_traceback(tmp_path: Path) -> None:
+    """validate_ssi keeps its rows as they come; SIGTERM ends it with 130 and says so."""
+    rows = tmp_path / "ssi" / "rows.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "scripts.validate_ssi", "--instances", "40", "--out",
+                             str(tmp_path / "ssi")], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "DYNASCHED_CACHE": str(tmp_path / "cache")})
+    try:
+        deadline = time.monotonic() + 240
+        while proc.poll() is None and time.monotonic() < deadline and not (rows.exists() and rows.stat().st_size):
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted: the rows computed so far are kept" in err and "Traceback" not in err
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
