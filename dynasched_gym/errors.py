@@ -3,6 +3,7 @@ that can never apply, and the error for an optional dependency that is not insta
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -84,3 +85,12 @@ def _shown(value: Any, limit: int = 200) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit - 40]}...<{len(text) - limit + 20} characters>...{text[-20:]}"
+
+
+def user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel, for the function calling this, of the first frame outside this package:
+    a warning then points at the user's line whichever public entry point led to it."""
+    frame, level = sys._getframe(1), 1  # the function that calls warnings.warn
+    while frame is not None and str(frame.f_globals.get("__name__", "")).partition(".")[0] == "dynasched_gym":
+        frame, level = frame.f_back, level + 1
+    return level

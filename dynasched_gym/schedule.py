@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning, user_stacklevel
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io.native import as_int, as_number, get_field
 from dynasched_gym.metrics import compute_metrics
@@ -111,7 +112,8 @@ def _or_none(x: float) -> float | None:
 
 
 def load_schedule_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a schedule JSON file into a dict, resolving ``instance.path`` relative to the file."""
+    """Read a schedule JSON file into a dict, resolving ``instance.path`` relative to the file; a field the file
+    or a record should not have is named in an :class:`~dynasched_gym.errors.UnreadFieldWarning`."""
     from dynasched_gym.io.text import read_json
 
     return schedule_dict(read_json(Path(path)), path)
@@ -124,6 +126,7 @@ def schedule_dict(data: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, Mapping) or data.get("format") != SCHEDULE_FORMAT:
         raise InstanceFormatError(f"not a {SCHEDULE_FORMAT} file", source=str(p), field="format",
                                   value=data.get("format") if isinstance(data, Mapping) else data)
+    _warn_unread(data, str(p))
     inst = data.get("instance")
     if isinstance(inst, Mapping) and "path" in inst:
         from dynasched_gym.io import load_instance
@@ -133,6 +136,33 @@ def schedule_dict(data: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
                                       field="instance.path", value=inst["path"])
         data["instance"] = load_instance(p.parent / inst["path"]).to_dict()
     return data
+
+
+#: The fields of a schedule file and of its records (DESIGN section 5); the instance is checked by its loader.
+SCHEDULE_FIELDS = {"": ("format", "instance", "segments", "downtime", "jobs", "metrics"),
+                   "segments": ("job", "op", "machine", "start", "end", "work", "status"),
+                   "downtime": ("machine", "start", "end", "kind"),
+                   "jobs": ("job", "release", "due", "weight", "completion", "cancelled_at")}
+
+
+def _warn_unread(data: Mapping[str, Any], source: str) -> None:
+    """An :class:`~dynasched_gym.errors.UnreadFieldWarning` for each field of the file, or of its records, that
+    :data:`SCHEDULE_FIELDS` lacks (once per field, naming the first record holding it and how many do)."""
+    unread: dict[tuple[str, str], list[int]] = {}  # (table, field) -> the records holding it
+    for table, known in SCHEDULE_FIELDS.items():
+        records = data.get(table) if table else [data]
+        for i, record in enumerate(records if isinstance(records, list) else []):
+            for key in record if isinstance(record, Mapping) else ():
+                if key not in known:
+                    unread.setdefault((table, str(key)), []).append(i)
+    for (table, key), holders in unread.items():
+        if table:
+            where = f"{table}[].{key} ({len(holders)} records, the first {table}[{holders[0]}])" \
+                if len(holders) > 1 else f"{table}[{holders[0]}].{key}"
+        else:
+            where = key
+        warnings.warn(f"{source}: field {where} is not read; a schedule{' record' if table else ''} holds "
+                      f"{', '.join(SCHEDULE_FIELDS[table])}", UnreadFieldWarning, stacklevel=user_stacklevel())
 
 
 def load_schedule(path: str | os.PathLike[str]) -> Schedule:
@@ -148,8 +178,8 @@ def schedule_from_dict(data: Mapping[str, Any], source: str = "<schedule>") -> S
         if exc.field == "instance":  # a missing "instance" key
             raise
         raise exc.located(source, field_prefix="instance") from None
-    seg = _table(data, "segments", ("job", "op", "machine", "start", "end", "work", "status"), inst, source)
-    down = _table(data, "downtime", ("machine", "start", "end", "kind"), inst, source)
+    seg = _table(data, "segments", SCHEDULE_FIELDS["segments"], inst, source)
+    down = _table(data, "downtime", SCHEDULE_FIELDS["downtime"], inst, source)
     jobs = _table(data, "jobs", ("job", "due", "weight", "completion", "cancelled_at"), inst, source)
     n = inst.num_jobs
     counts = np.bincount(jobs["job"], minlength=n)

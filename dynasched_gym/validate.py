@@ -53,7 +53,13 @@ from dynasched_gym.checks import is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import EPS, compute_metrics
-from dynasched_gym.schedule import DOWNTIME_KINDS, SCHEDULE_FORMAT, SEGMENT_STATUSES, load_schedule_dict
+from dynasched_gym.schedule import (
+    DOWNTIME_KINDS,
+    SCHEDULE_FIELDS,
+    SCHEDULE_FORMAT,
+    SEGMENT_STATUSES,
+    load_schedule_dict,
+)
 
 if TYPE_CHECKING:
     from dynasched_gym.schedule import Schedule
@@ -89,9 +95,9 @@ VIOLATION_KINDS: dict[str, str] = {
     "metrics": "a reported metric differs from the recomputed one",
 }
 
-_SEGMENT_KEYS = ("job", "op", "machine", "start", "end", "work", "status")
-_DOWNTIME_KEYS = ("machine", "start", "end", "kind")
-_JOB_KEYS = ("job", "release", "due", "weight", "completion", "cancelled_at")
+_SEGMENT_KEYS = SCHEDULE_FIELDS["segments"]
+_DOWNTIME_KEYS = SCHEDULE_FIELDS["downtime"]
+_JOB_KEYS = SCHEDULE_FIELDS["jobs"]
 
 
 # The order of a machine's happenings within one instant (docs/semantics.md, "Happenings at one

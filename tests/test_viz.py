@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from dynasched_gym import (
     validate_schedule,
 )
 from dynasched_gym.cli import main
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import STREAM_EVENT_TYPES
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, load_schedule, schedule_from_dict
 from dynasched_gym.viz import (
@@ -232,11 +233,34 @@ def test_schedule_files_load_back_exactly(small, tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(small.to_dict(instance_path="inst.json")))
     small.to_json(tmp_path / "inline.json")
     for name in ("s.json", "inline.json"):
-        back = load_schedule(tmp_path / name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no field of a file it wrote goes unread
+            back = load_schedule(tmp_path / name)
         assert back.instance == small.instance and back.metrics == small.metrics
         for field in Schedule.__dataclass_fields__:
             if field not in ("instance", "decisions"):
                 np.testing.assert_array_equal(getattr(back, field), getattr(small, field), err_msg=field)
+
+
+def test_a_schedule_field_not_read_is_named_in_a_warning_at_the_callers_line(small, tmp_path):
+    """Extra fields were ignored without a word (a file of another tool or version)."""
+    d = small.to_dict()
+    d["segmentz"] = []
+    for segment in d["segments"][1:]:
+        segment["wrk"] = 1.0
+    d["jobs"][2]["note"] = "x"
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(d))
+    for read in (load_schedule, validate_schedule):
+        with pytest.warns(UnreadFieldWarning) as caught:
+            read(path)
+        assert [str(w.message) for w in caught] == [
+            f"{path}: field segmentz is not read; a schedule holds format, instance, segments, downtime, jobs, metrics",
+            f"{path}: field segments[].wrk ({len(d['segments']) - 1} records, the first segments[1]) is not read; a "
+            "schedule record holds job, op, machine, start, end, work, status",
+            f"{path}: field jobs[2].note is not read; a schedule record holds job, release, due, weight, completion, "
+            "cancelled_at"]
+        assert {w.filename for w in caught} == {__file__}
 
 
 @pytest.mark.parametrize(("edit", "field"), [

@@ -46,7 +46,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import sys
 import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -59,7 +58,7 @@ from tqdm import tqdm
 
 from dynasched_gym import conf
 from dynasched_gym.checks import check_integer
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.generation import generator, stress_index
 from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_target, size_presets
 from dynasched_gym.generation.sesc import calibrate
@@ -251,7 +250,7 @@ class TierPool:
             problem = None
         if problem is not None:
             warnings.warn(f"tier pool cache: {problem}; rebuilding {self.directory}", CacheWarning,
-                          stacklevel=_caller_stacklevel())
+                          stacklevel=user_stacklevel())
             shutil.rmtree(self.directory)
         write_text_atomic(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
@@ -269,7 +268,7 @@ class TierPool:
         if problem is None:
             return data.decode("utf-8")
         warnings.warn(f"tier pool cache: {data_path} is corrupt or incomplete ({problem}); regenerating it",
-                      CacheWarning, stacklevel=_caller_stacklevel())
+                      CacheWarning, stacklevel=user_stacklevel())
         return None
 
     def _write(self, seed: int, text: str) -> None:
@@ -282,18 +281,6 @@ class TierPool:
 def _check_seed(seed: int) -> int:
     """``seed`` as an ``int``; an error naming ``seed`` unless it is an integer >= 0 (NumPy ones too, bools not)."""
     return check_integer("seed", seed, 0)
-
-
-def _caller_stacklevel() -> int:
-    """The ``warnings.warn`` stacklevel, for its caller, of the first frame outside this module.
-
-    A warning then points at the user's line whichever public entry point (:func:`tier_pool`,
-    :class:`TierPool`, :meth:`TierPool.instance`) led to it.
-    """
-    frame, level = sys._getframe(1), 1  # the function that calls warnings.warn
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def tier_pool(tier: str, size: str = "small", **kwargs: Any) -> TierPool:
