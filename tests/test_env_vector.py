@@ -227,6 +227,23 @@ def test_vector_render_and_seed_lists():
         venv.reset(seed=[1])
 
 
+def test_vector_seeds_may_be_any_sequence_or_a_numpy_integer():
+    """A tuple of seeds or a NumPy integer (what ``np.arange`` and ``rng.integers`` give) was refused deep inside
+    Gymnasium; Gymnasium's own vector envs take them."""
+    venv = DFJSPVectorEnv(2, tier="easy")
+
+    def drawn(seed):
+        venv.reset(seed=seed)
+        return [venv.instance(i).name for i in range(2)]
+
+    assert drawn([4, 9]) == drawn((4, 9)) == drawn(np.array([4, 9])) != drawn([4, 5])
+    assert drawn(np.int64(4)) == drawn(4) == drawn([4, 5])
+    with pytest.raises(TypeError, match=r"seed must be an integer, a list of 2 integers or None, or None; got '4'"):
+        venv.reset(seed="4")
+    with pytest.raises(ValueError, match=r"expected 2 seeds \(one per sub-environment\), got 3"):
+        venv.reset(seed=(1, 2, 3))
+
+
 def test_an_ssi_of_none_stays_none_beside_a_score():
     """Two sub-environments end in one step, the first with a score: the second's None was turned into NaN (the
     info array was a float one); the SB3 adapter passed the NaN on. Its count of invalid actions was the new

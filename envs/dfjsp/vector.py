@@ -7,6 +7,7 @@ reset with seed ``seed + i`` (and reset again without a seed after each episode)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -109,14 +110,15 @@ class DFJSPVectorEnv(VectorEnv):
 
     # ---------------------------------------------------------------------------- gym API
     def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """Reset every sub-environment (or those in ``options["reset_mask"]``).
 
         ``options={"instance": ...}`` plays that instance in the new episodes; a list gives one per
         sub-environment (``None``: drawn as usual; entries of sub-environments not reset are ignored).
         """
-        super().reset(seed=None if isinstance(seed, list) else seed)
+        seeds = per_env_seeds(seed, self.num_envs)
+        super().reset(seed=seeds[0] if isinstance(seed, (int, np.integer)) else None)  # the vector env's own rng
         override = instance_option(options, vector=True)
         overrides = list(override) if isinstance(override, (list, tuple)) else [override] * self.num_envs
         if len(overrides) != self.num_envs:
@@ -126,9 +128,6 @@ class DFJSPVectorEnv(VectorEnv):
             mask = np.asarray(options["reset_mask"], dtype=bool)
             if mask.shape != (self.num_envs,):
                 raise ValueError(f"reset_mask must have shape ({self.num_envs},), got {mask.shape}")
-        seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
-        if len(seeds) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} seeds, got {len(seeds)}")
         if not self._started and not mask.all():
             raise ValueError("the first reset must reset every sub-environment")
         overrides = [None if spec is None or not mask[i] else self._batch.resolve(spec)  # all checked before any loads
@@ -290,6 +289,20 @@ class DFJSPVectorEnv(VectorEnv):
                     "action_mask": w.action_mask.copy()}
         return {"candidates": w.candidates, "machines": w.machines, "global": w.global_,
                 "action_mask": w.action_mask}
+
+
+def per_env_seeds(seed: Any, num_envs: int) -> list[int | None]:
+    """The reset seed of each sub-environment: ``seed + i`` for an integer, the items of a list, tuple or array
+    (one per sub-environment; None: not reseeded), all None for None."""
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return [int(seed) + i for i in range(num_envs)]
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        if len(seed) != num_envs:
+            raise ValueError(f"expected {num_envs} seeds (one per sub-environment), got {len(seed)}")
+        return [int(s) if isinstance(s, np.integer) else s for s in seed]
+    raise TypeError(f"seed must be an integer, a list of {num_envs} integers or None, or None; got {seed!r}")
 
 
 def autoreset_mode_of(mode: AutoresetMode | str) -> AutoresetMode:
