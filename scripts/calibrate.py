@@ -35,6 +35,10 @@ from dynasched_gym.io import dsbx_dir
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
 
+#: Config mappings whose keys calibrate checks itself: calibrate()'s options, and the scenario (Scenario.from_dict
+#: refuses an unknown field), where + adds the fields a preset leaves at their defaults (scale.horizon, ...).
+FREE_FORM = ("options", "size.scenario")
+
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -166,7 +170,7 @@ def run(cfg: DictConfig) -> Path:
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM."""
     with setting_errors_exit(), interrupted_exit("nothing was written (a calibration is written whole, at its end)"):
-        check_added_keys(cfg, free=("options",))
+        check_added_keys(cfg, free=FREE_FORM)
         out = run(cfg)
     print(f"wrote {out}")
 

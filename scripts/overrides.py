@@ -124,6 +124,18 @@ def added_keys(config: Mapping[str, Any], base: Mapping[str, Any], free: Sequenc
     return [".".join(path) for path in added]
 
 
+def base_overrides(task: Sequence[str]) -> list[str]:
+    """The command line's overrides without those that add keys (``+``, ``++``) and without those that set a key
+    under an added one (``+agent@agent.llm.kwargs=llm agent.llm.kwargs.model=m``: the second has nothing to set
+    once the first is gone)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(task))
+    added = [o.package or o.key_or_group for o in parsed if o.is_add() or o.is_force_add()]
+    return [o.input_line for o in parsed if not (o.is_add() or o.is_force_add())
+            and not any(o.key_or_group == key or o.key_or_group.startswith(f"{key}.") for key in added)]
+
+
 def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
     """Raise a :class:`SettingError` naming every key that a ``+``/``++`` override added to the running Hydra app's
     config and that the script does not read (none of its config files has it), with the keys it has at that
@@ -135,7 +147,7 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
     task = list(hydra_config.overrides.task)
     if not any(o.startswith("+") for o in task):
         return
-    base = compose(config_name=hydra_config.job.config_name, overrides=[o for o in task if not o.startswith("+")])
+    base = compose(config_name=hydra_config.job.config_name, overrides=base_overrides(task))
     base_tree = OmegaConf.to_container(base, resolve=False)
     added = added_keys(OmegaConf.to_container(cfg, resolve=False), base_tree, free)
     if not added:
@@ -155,5 +167,5 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
                      "one without +")
 
 
-__all__ = ["SettingError", "added_keys", "check_added_keys", "output_folder", "remove_empty_run_folder",
-           "setting_errors_exit", "settings_checked"]
+__all__ = ["SettingError", "added_keys", "base_overrides", "check_added_keys", "output_folder",
+           "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]

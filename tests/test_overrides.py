@@ -8,9 +8,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from omegaconf import DictConfig
 from test_evaluate import config
 
-from scripts.overrides import SettingError, added_keys, remove_empty_run_folder
+from scripts.overrides import SettingError, added_keys, base_overrides, remove_empty_run_folder
 
 
 def test_added_keys_are_the_topmost_keys_missing_from_the_base() -> None:
@@ -114,6 +115,55 @@ def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "outputs" / "other").mkdir()
     remove_empty_run_folder()
     assert not (tmp_path / "outputs" / "day").exists() and (tmp_path / "outputs" / "other").exists()
+
+
+class _Reached(Exception):
+    """Raised in place of a script's run: the settings passed every check."""
+
+
+def _reaches_run(script: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DictConfig:
+    """The config ``script`` hands its ``run`` once its checks pass (they must)."""
+    module = importlib.import_module(f"scripts.{script}")
+    seen = []
+
+    def run(cfg: DictConfig) -> None:
+        seen.append(cfg)
+        raise _Reached
+
+    monkeypatch.setattr(module, "run", run)
+    monkeypatch.setattr(sys, "argv", [script, *overrides, f"hydra.run.dir={tmp_path / 'run'}"])
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")  # Hydra raises the script's exception instead of exiting with 1
+    with pytest.raises(_Reached):
+        module.main()
+    return seen[0]
+
+
+def test_an_override_under_a_key_a_plus_override_adds_is_accepted(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/llm.md's command: ``agent.llm.kwargs.model=...`` sets a key that ``+agent@agent.llm.kwargs=llm`` adds.
+    The check composed the config without the + overrides but with that one, and Hydra refused it."""
+    cfg = _reaches_run("evaluate", ["agent=[rules]", "+agent@agent.llm.kwargs=llm", "+agent.llm.names=[llm]",
+                                    "+agent.llm.env={max_candidates: all}", "agent.llm.kwargs.model=qwen2.5:7b",
+                                    "agent.llm.kwargs.base_url=http://localhost:11434/v1"], tmp_path, monkeypatch)
+    assert cfg.agent.llm.kwargs.model == "qwen2.5:7b" and list(cfg.agent.llm.names) == ["llm"]
+    assert base_overrides(["agent=[rules]", "+agent@agent.llm.kwargs=llm", "agent.llm.kwargs.model=m", "++x.y=1",
+                           "x.y.z=2", "agent.llmx=3", "tiers=[easy]"]) == ["agent=[rules]", "agent.llmx=3",
+                                                                          "tiers=[easy]"]
+
+
+def test_calibrate_takes_the_scenario_fields_a_preset_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/generation.md's horizon and bottleneck-window commands were refused as settings calibrate would not read;
+    the scenario checks its own fields, so a misspelt one is still refused, naming it."""
+    cfg = _reaches_run("calibrate", ["size=medium", "size.scenario.scale.num_jobs=null",
+                                     "+size.scenario.scale.horizon=1000"], tmp_path, monkeypatch)
+    assert cfg.size.scenario.scale.horizon == 1000
+    cfg = _reaches_run("calibrate", ["size=medium", "+size.scenario.bottleneck_windows=[{group: GroupA, start: 0.2, "
+                                     "end: 0.4, utilization: 0.9}]"], tmp_path, monkeypatch)
+    assert cfg.size.scenario.bottleneck_windows[0].group == "GroupA"
+    monkeypatch.undo()
+    err = _usage_error("calibrate", ["+size.scenario.scale.horizn=1000"], tmp_path, monkeypatch, capsys)
+    assert "scale.horizn" in err and "unknown field" in err
 
 
 def test_an_argument_added_to_an_agent_reaches_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
