@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from dynasched_gym.agents.llm.client import ChatClient, LLMConfigError, LLMError
+from dynasched_gym.agents.llm.client import ChatClient, LLMConfigError, LLMError, default_cache_dir
 from dynasched_gym.agents.llm.parsing import answer_schema, parse_answer
 
 Answer = dict[str, Any]
@@ -252,3 +252,12 @@ def test_answer_schema_enumerates_the_legal_ids() -> None:
     schema = answer_schema([5, 3], reasoning=True)
     assert schema["properties"]["action_id"]["enum"] == [3, 5]
     assert schema["required"] == ["reasoning", "action_id"] and schema["additionalProperties"] is False
+
+
+def test_the_response_cache_lives_with_the_other_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It ignored $XDG_CACHE_HOME, which the pool and kernel caches honour."""
+    monkeypatch.delenv("DYNASCHED_LLM_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "dynasched_gym" / "llm"
+    monkeypatch.setenv("DYNASCHED_LLM_CACHE", str(tmp_path / "given"))
+    assert default_cache_dir() == tmp_path / "given"

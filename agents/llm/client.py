@@ -14,7 +14,7 @@
   messages, sampling parameters, tools, response format): a rerun of the same decisions makes no
   request. The base URL is not part of the key, so the same model served elsewhere reuses it.
   Files are ``<cache_dir>/<2 hex>/<64 hex>.json`` written atomically; the default directory is
-  ``$DYNASCHED_LLM_CACHE``, else ``~/.cache/dynasched_gym/llm``.
+  ``$DYNASCHED_LLM_CACHE``, else ``$XDG_CACHE_HOME/dynasched_gym/llm`` (``~/.cache/...`` without it).
 - **Accounting.** Each :class:`Completion` carries the server's ``usage`` token counts (also for
   cached ones: the tokens the decision cost when it was made), the attempts it took and its latency.
 
@@ -37,6 +37,7 @@ from typing import Any
 import openai
 
 from dynasched_gym.instance import write_text_atomic
+from dynasched_gym.paths import user_cache_dir
 from dynasched_gym.results import canonical_json
 
 #: Sent as the key when ``api_key_env`` is unset: local servers (vLLM, Ollama) accept any key.
@@ -120,9 +121,9 @@ class Completion:
 
 
 def default_cache_dir() -> Path:
-    """``$DYNASCHED_LLM_CACHE`` when set, else ``~/.cache/dynasched_gym/llm``."""
-    env = os.environ.get("DYNASCHED_LLM_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "dynasched_gym" / "llm"
+    """``$DYNASCHED_LLM_CACHE`` when set, else ``llm`` in the package's cache directory, as for the pools and the
+    kernels (:func:`dynasched_gym.paths.user_cache_dir`: ``$XDG_CACHE_HOME`` or ``~/.cache``)."""
+    return user_cache_dir("llm", "DYNASCHED_LLM_CACHE")
 
 
 class ResponseCache:
