@@ -65,11 +65,24 @@ class StoreWarning(UserWarning):
     """A results store line was truncated, unreadable or duplicated, and was ignored."""
 
 
+def _json_value(value: Any) -> Any:
+    """What ``value``, which JSON cannot hold, stands for in a config: a NumPy scalar's Python number
+    (``np.int64(16)`` hashes as ``16``), a path's string, a set's members in a fixed order."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=canonical_json)
+    # its str() may hold a memory address or a process's ordering: the hash would change from run to run
+    raise TypeError(f"a config holds a {type(value).__name__} ({value!r}), which has no canonical JSON form: give "
+                    "numbers, strings, lists, mappings, NumPy scalars, paths or sets")
+
+
 def canonical_json(obj: Any) -> str:
-    """Compact JSON with sorted keys (the hashed form of configs): NumPy scalars as the Python numbers they hold
-    (``np.int64(16)`` hashes as ``16``), other objects JSON cannot hold as their ``str``."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False,
-                      default=lambda value: value.item() if isinstance(value, np.generic) else str(value))
+    """Compact JSON with sorted keys (the hashed form of configs; other values as :func:`_json_value` says, and
+    a TypeError for one with no fixed form)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_json_value)
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

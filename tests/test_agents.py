@@ -340,6 +340,20 @@ def test_numpy_integer_settings_hash_as_the_python_integers():
     assert config_hash({"k": np.float64(0.5)}) == config_hash({"k": 0.5})
 
 
+def test_a_config_value_without_a_fixed_json_form_is_refused_not_hashed_by_its_str():
+    """An object's str() may hold its memory address (or a set its process's order): the agent's hash, and so its
+    rows, would differ from run to run. Paths and sets have a fixed form; anything else is a TypeError."""
+    from pathlib import Path
+
+    from dynasched_gym.results import config_hash
+
+    assert config_hash({"k": Path("a/b.zip")}) == config_hash({"k": "a/b.zip"})
+    assert config_hash({"k": {"b", "a", "c"}}) == config_hash({"k": ["a", "b", "c"]})
+    assert config_hash({"k": frozenset({2, "x"})}) == config_hash({"k": ["x", 2]})  # by their JSON: '"x"' < '2'
+    with pytest.raises(TypeError, match=r"a config holds a object \(<object object at"):
+        config_hash({"k": object()})
+
+
 def test_random_rule_agents_keep_their_own_streams_when_played_side_by_side():
     """The kernels' random stream is one per process: two RANDOM agents stepped in turn drew from each other's
     (agent 0 scored 54 on mk01 beside another, 63 alone). Each now plays as alone, as ``rollout(seed)`` does."""
