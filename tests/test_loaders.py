@@ -794,6 +794,26 @@ def test_an_embedded_name_given_as_a_path_says_how_to_load_it(tmp_path: Path, mo
     assert load_instance(dynasched_gym.data.path("mk01")).name == "mk01"
 
 
+def test_a_file_named_like_an_embedded_instance_is_read_with_a_warning(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output folder or file called mk01 in the current directory replaced FJSP-v0's default instance unseen."""
+    import gymnasium as gym
+
+    from dynasched_gym.io import resolve_instance
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mk01").write_text("2 2\n0 3 1 4\n1 2 0 5\n")  # a 2x2 JSSP, not Brandimarte's mk01
+    with pytest.warns(UserWarning, match=r"instance 'mk01' names both .*mk01 and an embedded instance") as caught:
+        assert resolve_instance("mk01").num_jobs == 2
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_instance("./mk01").num_jobs == 2
+        assert resolve_instance("mk02").num_jobs == 10  # no file of that name: the embedded one, silently
+    with pytest.warns(UserWarning, match="names both"):
+        gym.make("DynaSched/FJSP-v0")
+
+
 @pytest.mark.parametrize(("job", "field"), [
     ({"release": 10**400}, "jobs[0].release"),  # an integer beyond the float range: float() overflowed (a crash)
     ({"weight": 10**400}, "jobs[0].weight"),

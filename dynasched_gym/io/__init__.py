@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import codecs
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.instance import INSTANCE_FORMAT, Instance
 from dynasched_gym.io import dsbx_dir, dsbx_jms, fjsp, jssp, native
 from dynasched_gym.io.text import read_json
@@ -113,13 +114,19 @@ def _json_format(data: Any, p: Path) -> str:
 
 def resolve_instance(spec: Instance | str | os.PathLike[str]) -> Instance:
     """An :class:`Instance` as is, the instance of a file (any format above; an existing file wins), or an
-    embedded instance by name (``mk01``, ``ta01``, ..., :data:`dynasched_gym.data.EMBEDDED`)."""
+    embedded instance by name (``mk01``, ``ta01``, ..., :data:`dynasched_gym.data.EMBEDDED`; a warning when a file
+    or folder has that name too)."""
     from dynasched_gym import data
 
     if isinstance(spec, Instance):
         return spec
-    if isinstance(spec, str) and spec in data.EMBEDDED and not Path(spec).exists():
-        return load_instance(data.path(spec))
+    if isinstance(spec, str) and spec in data.EMBEDDED:
+        if not Path(spec).exists():
+            return load_instance(data.path(spec))
+        # e.g. an output folder named mk01 would replace FJSP-v0's default instance unseen
+        warnings.warn(f"instance {spec!r} names both {Path(spec).resolve()} and an embedded instance: reading the "
+                      f"former (pass './{spec}' for it, or dynasched_gym.data.path({spec!r}) for the embedded one, "
+                      "to say which)", UserWarning, stacklevel=user_stacklevel())
     if isinstance(spec, str) and not spec.strip():
         raise ValueError(f"instance must be a path or an embedded name ({', '.join(data.EMBEDDED)}), got {spec!r}")
     if isinstance(spec, (str, os.PathLike)):
