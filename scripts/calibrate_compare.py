@@ -164,6 +164,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    with interrupted_exit("the runs finished so far are kept in the journal beside --out (.jsonl); rerun the same "
-                          "command to resume"):
+    with interrupted_exit("the runs finished so far are kept in the journal beside --out (default "
+                          ".bench/calibrate_compare.jsonl); rerun the same command to resume"):
         main()

@@ -168,5 +168,6 @@ def _plot(score: np.ndarray, difficulty: np.ndarray, tiers: list[str], rho: floa
 
 
 if __name__ == "__main__":
-    with interrupted_exit("the rows computed so far are kept in <--out>/rows.jsonl; rerun the same command to resume"):
+    with interrupted_exit("the rows computed so far are kept in rows.jsonl under --out (default .bench/ssi); rerun "
+                          "the same command to resume"):
         main()
