@@ -211,7 +211,7 @@ def _seed(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dynasched-gym``."""
-    parser = argparse.ArgumentParser(prog="dynasched-gym", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="dynasched-gym", description=(__doc__ or "").split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="summarise an instance")
     p.add_argument("instance", type=_instance, help="path or embedded name (" + ", ".join(data.EMBEDDED) + ")")

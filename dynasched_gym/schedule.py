@@ -127,6 +127,7 @@ def schedule_dict(data: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
         raise InstanceFormatError(f"not a {SCHEDULE_FORMAT} file", source=str(p), field="format",
                                   value=data.get("format") if isinstance(data, Mapping) else data)
     _warn_unread(data, str(p))
+    data = dict(data)  # a copy: the caller's mapping is left as it is (and may be read-only)
     inst = data.get("instance")
     if isinstance(inst, Mapping) and "path" in inst:
         from dynasched_gym.io import load_instance

@@ -125,7 +125,7 @@ def table(summary: dict[str, dict[str, float]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Run (or resume) the comparison and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--size", default="medium")
     parser.add_argument("--vectors", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=3)

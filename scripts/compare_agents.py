@@ -46,7 +46,7 @@ LOOKAHEAD_OPTIONS = {"--top-k": "top_k", "--rule": "rule", "--rollout-rules": "r
 
 def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the command line), play, print the comparison."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--tier", default="hard", choices=TIERS)
     parser.add_argument("--size", default="small", choices=size_presets())
     parser.add_argument("--seeds", type=int, default=100)

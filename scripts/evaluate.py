@@ -35,7 +35,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -513,7 +513,7 @@ def _one_thread() -> None:
 
 
 def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str, validate: bool, workers: int
-               ) -> Iterator[dict[str, Any]]:
+               ) -> Generator[dict[str, Any], None, None]:
     """Rows of the tasks as they finish (in this process when ``workers <= 1``: episode by episode, so an
     interruption loses only the episode being played; in ``workers`` processes instance by instance, so an
     interruption loses only the instances being played: the rows of every task already finished, in order or

@@ -97,7 +97,7 @@ def design_rows(stored: list[dict[str, Any]], vectors: list[dict[str, float]]) -
 
 def main(argv: list[str] | None = None) -> None:
     """Compute (or resume) the rows of ``--instances`` target vectors, print and write the statistics."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=320)
     parser.add_argument("--out", default=".bench/ssi")
     args = parser.parse_args(argv)

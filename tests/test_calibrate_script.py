@@ -184,3 +184,13 @@ def test_calibrate_compare_resumes_only_runs_of_its_own_grid(tmp_path: Path, mon
     assert calls == []
     with pytest.raises(SystemExit):
         calibrate_compare.main(["--vectors", "0", *args])
+
+
+@pytest.mark.parametrize("script", ["scripts.calibrate_compare", "scripts.compare_agents", "scripts.fjsp_table",
+                                    "scripts.validate_ssi"])
+def test_argparse_scripts_run_without_docstrings(script: str) -> None:
+    # python -OO strips docstrings, which the scripts' parsers take their descriptions from
+    done = subprocess.run([sys.executable, "-OO", "-m", script, "--help"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout

@@ -9,6 +9,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from strategies import instances
 from dynasched_gym.core import Simulator, rollout
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 from dynasched_gym.metrics import compute_metrics
-from dynasched_gym.schedule import DOWNTIME_KINDS, SCHEDULE_FORMAT, SEGMENT_STATUSES, Schedule
+from dynasched_gym.schedule import DOWNTIME_KINDS, SCHEDULE_FORMAT, SEGMENT_STATUSES, Schedule, schedule_dict
 from dynasched_gym.validate import ScheduleInvalidError, ValidationReport, Violation, validate_schedule
 
 E = EventType
@@ -395,6 +396,17 @@ def test_json_file_round_trip(tmp_path: Path) -> None:
     path.write_text(json.dumps(by_path), encoding="utf-8")
     assert validate_schedule(path).ok
     assert kinds(by_path) == {"format"}  # a bare dict cannot resolve the path
+
+
+def test_schedule_dict_copies_the_mapping_it_resolves(tmp_path: Path) -> None:
+    data = rework()
+    (tmp_path / "instance.json").write_text(json.dumps(data["instance"]), encoding="utf-8")
+    by_path = {**copy.deepcopy(data), "instance": {"path": "instance.json"}}
+    resolved = schedule_dict(by_path, tmp_path / "schedule.json")
+    assert isinstance(resolved, dict) and "jobs" in resolved["instance"]
+    assert by_path["instance"] == {"path": "instance.json"}  # the caller's mapping is left as it is
+    read_only = schedule_dict(MappingProxyType(by_path), tmp_path / "schedule.json")  # any Mapping passes the check
+    assert isinstance(read_only, dict) and read_only["instance"] == resolved["instance"]
 
 
 def test_schedule_object() -> None:

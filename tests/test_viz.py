@@ -324,6 +324,13 @@ def test_cli_round_trip(tmp_path, capsys):
     assert outputs[4].read_text().startswith("<?xml") and outputs[1].read_text().startswith("<!DOCTYPE html>")
 
 
+def test_cli_runs_without_docstrings():
+    # python -OO (PYTHONOPTIMIZE=2) strips docstrings: the parser's description must not need the module's
+    done = subprocess.run([sys.executable, "-OO", "-m", "dynasched_gym", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "rollout" in done.stdout
+
+
 def test_cli_errors_name_the_file(tmp_path, capsys):
     sched = tmp_path / "mk01.json"
     main(["rollout", "mk01", "--out", str(sched)])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 import gymnasium as gym
 import numpy as np
@@ -324,8 +324,21 @@ class FJSPEnv(DFJSPEnv):
         super().__init__(instance=instance, **kwargs)
 
 
-def instance_option(options: dict[str, Any] | None, vector: bool = False) -> InstanceSpec | None:
-    """The ``instance`` reset option (the only one besides a vector env's ``reset_mask``)."""
+#: A vector env's ``instance`` reset option given per sub-environment (``None``: drawn as usual).
+PerEnvSpecs = list[InstanceSpec | None] | tuple[InstanceSpec | None, ...]
+
+
+@overload
+def instance_option(options: dict[str, Any] | None, vector: Literal[False] = False) -> InstanceSpec | None: ...
+
+
+@overload
+def instance_option(options: dict[str, Any] | None, vector: bool) -> InstanceSpec | PerEnvSpecs | None: ...
+
+
+def instance_option(options: dict[str, Any] | None, vector: bool = False) -> InstanceSpec | PerEnvSpecs | None:
+    """The ``instance`` reset option (the only one besides a vector env's ``reset_mask``); a vector env's may be a
+    list or tuple, one per sub-environment."""
     if options is None:
         return None
     if not isinstance(options, Mapping):
