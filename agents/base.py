@@ -52,6 +52,12 @@ class Agent(ABC):
 
 def run_episode(agent: Agent, env: gym.Env, seed: int | None = None) -> Schedule:
     """Play one episode of ``env`` with ``agent`` and return its schedule."""
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be an Agent (dynasched_gym.agents.make('random'), ...), got "
+                        f"{type(agent).__name__}: {agent!r:.80}")
+    if not isinstance(env, gym.Env):  # a vector env failed on its first step with a message about action shapes
+        raise TypeError(f"env must be a single DynaSched gymnasium env (gym.make(...), not gym.make_vec), got "
+                        f"{type(env).__name__}: {env!r:.80}")
     observation, info = env.reset(seed=seed)
     agent.reset(env)
     done = False

@@ -10,11 +10,12 @@ import numpy as np
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
-from dynasched_gym.checks import check_bool, check_integer
+from dynasched_gym.checks import check_bool, check_choice, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
 from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.futures import SampledFutures
+from dynasched_gym.generation import TIERS, size_presets
 from dynasched_gym.metrics import OBJECTIVES
 
 #: Default (base rule, rollout job rules) per objective: measured choices (docs/agents.md).
@@ -81,6 +82,13 @@ class LookaheadAgent(Agent):
         if futures and (horizon is not None or clairvoyant):
             raise ValueError(f"futures={futures} rolls out to the end in sampled futures: it cannot be combined "
                              f"with horizon={horizon} or clairvoyant={clairvoyant}")
+        if not futures and (future_tier is not None or future_size is not None or future_seed):
+            raise ValueError(f"future_tier={future_tier!r}, future_size={future_size!r} and future_seed={future_seed} "
+                             "choose the sampled futures, and futures=0 samples none: set futures= too")
+        if future_tier is not None:  # checked now, not in the first episode
+            check_choice("future_tier", future_tier, TIERS)
+        if future_size is not None:
+            check_choice("future_size", future_size, size_presets())
         if objective is not None and objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
         rollout_names = None if rollout_rules is None else rule_list(rollout_rules)

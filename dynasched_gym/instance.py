@@ -198,7 +198,7 @@ class Instance:
     def __post_init__(self) -> None:
         for names, dtype in ((_FLOAT_FIELDS, np.float64), (_INT_FIELDS, np.int64)):
             for name in names:
-                object.__setattr__(self, name, _owned_array(getattr(self, name), dtype))
+                object.__setattr__(self, name, _owned_array(getattr(self, name), dtype, name))
         object.__setattr__(self, "events", tuple(self.events))
         _validate(self)
 
@@ -229,10 +229,12 @@ class Instance:
 
     def job_ops(self, job: int) -> list[dict[int, float]]:
         """The static operation chain of ``job`` as a list of {machine: time} dicts."""
+        _check_index("job", job, self.num_jobs)
         return [self.operation(o) for o in range(self.job_op_ptr[job], self.job_op_ptr[job + 1])]
 
     def operation(self, op: int) -> dict[int, float]:
         """Eligible machines and times of global operation ``op``."""
+        _check_index("op", op, len(self.op_elig_ptr) - 1)
         lo, hi = self.op_elig_ptr[op], self.op_elig_ptr[op + 1]
         return {int(m): float(t) for m, t in zip(self.elig_machine[lo:hi], self.elig_time[lo:hi])}
 
@@ -393,6 +395,24 @@ def current_umask() -> int:
     return mask
 
 
+def _check_index(name: str, value: Any, count: int) -> None:
+    """Raise naming ``name`` and ``value`` unless it is an integer id in ``0 .. count - 1`` (-1 is no last one: it
+    gave an empty chain)."""
+    if not is_integer(value):
+        raise TypeError(f"{name} must be an integer id in 0..{count - 1}, got {value!r}")
+    if not 0 <= value < count:
+        raise IndexError(f"{name} must be an integer id in 0..{count - 1}, got {value!r}")
+
+
+def check_instance(name: str, value: Any) -> Instance:
+    """``value``; a TypeError naming argument ``name`` unless it is an :class:`Instance` (a path or an embedded name
+    is loaded first: ``load_instance(path)``, ``resolve_instance(name)``)."""
+    if not isinstance(value, Instance):
+        raise TypeError(f"{name} must be an Instance (load a file with dynasched_gym.load_instance(path), an embedded "
+                        f"one with dynasched_gym.io.resolve_instance(name)), got {type(value).__name__}: {value!r:.80}")
+    return value
+
+
 def _operation_to_dict(op: Operation) -> dict[str, float]:
     return {str(int(m)): float(t) for m, t in op.items()}
 
@@ -415,15 +435,23 @@ def _python_number(x: Any) -> Any:
     return x
 
 
-def _owned_array(value: Any, dtype: type[np.generic]) -> np.ndarray:
-    """A read-only C-contiguous ``dtype`` array of ``value`` that no caller can write to.
+def _owned_array(value: Any, dtype: type[np.generic], name: str) -> np.ndarray:
+    """A read-only C-contiguous ``dtype`` array of ``value`` (field ``name``) that no caller can write to.
 
     An array already held by an instance (see ``_OWNED``) is returned as is; anything else is
-    copied, so the caller's array is neither shared nor made read-only.
+    copied, so the caller's array is neither shared nor made read-only. Values the conversion would change are
+    refused naming the field: bools, complex numbers and strings, and for an integer field fractions (0.9 is no
+    machine 0).
     """
     if _OWNED.get(id(value)) is value and value.dtype == dtype:
         return value
-    arr = np.array(value, dtype=dtype, order="C", copy=True)
+    given = np.asarray(value)
+    if given.dtype.kind in "bcUSMmV":
+        raise InstanceFormatError(f"expected numbers, got an array of dtype {given.dtype}", field=name,
+                                  value=given.tolist()[:8])
+    if dtype is np.int64 and given.dtype.kind == "f" and not np.all(np.isfinite(given) & (given == np.trunc(given))):
+        raise InstanceFormatError("expected integers", field=name, value=given.tolist()[:8])
+    arr = np.array(given, dtype=dtype, order="C", copy=True)
     arr.setflags(write=False)
     _OWNED[id(arr)] = arr
     return arr

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer
+
 #: The one tolerance of time comparisons (docs/semantics.md, "Time and tolerance"), absolute: the simulator's,
 #: the validator's when it decides what happened first, and the tardy-job count's.
 EPS = 1e-9
@@ -62,6 +64,10 @@ def compute_metrics(
     ``utilization`` = busy time / available time, both clipped to [0, makespan]; it is 0 when
     nothing completed, and never above 1 for a valid schedule.
     """
+    cancelled = np.asarray(cancelled)
+    if cancelled.dtype != np.bool_:  # ~ of an int array is no negation: ~1 == -2 counted a cancelled job as done
+        raise TypeError(f"cancelled must be a bool array (one per job), got dtype {cancelled.dtype}: {cancelled!r:.80}")
+    num_machines = check_integer("num_machines", num_machines, 1)
     done = ~cancelled & ~np.isnan(completion)
     c, r, d, w = completion[done], release[done], due[done], weight[done]
     makespan = float(c.max()) if c.size else 0.0

@@ -40,10 +40,11 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer, check_real
 from dynasched_gym.core.rules import RULES
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.errors import needs_extra
-from dynasched_gym.instance import Event, EventType, Instance
+from dynasched_gym.instance import Event, EventType, Instance, check_instance
 from dynasched_gym.metrics import EPS, OBJECTIVE_METRICS
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
 from dynasched_gym.validate import events_by_instant, machine_downtime, validate_schedule
@@ -150,9 +151,17 @@ def solve_clairvoyant(
         RuntimeError: the model's schedule fails validation (a bug).
     """
     t0 = time.perf_counter()
+    check_instance("instance", instance)
     if objective not in OBJECTIVE_METRICS:
         raise ValueError(f"objective must be one of {tuple(OBJECTIVE_METRICS)}, got {objective!r}")
     key = OBJECTIVE_METRICS[objective]
+    time_limit = check_real("time_limit", time_limit, 0.0, open_low=True)  # -1 or NaN ran 0.05 s without a word
+    workers = check_integer("workers", workers, 1)  # CP-SAT reads 0 as "choose for me"
+    seed = check_integer("seed", seed, 0)
+    if seed >= 2**31:
+        raise ValueError(f"seed must be an integer in [0, 2**31) (CP-SAT's random_seed), got {seed!r}")
+    if hint is not None and not isinstance(hint, Schedule):
+        raise TypeError(f"hint must be a Schedule of the instance or None, got {type(hint).__name__}: {hint!r:.80}")
     if hint is not None and (hint.instance != instance or not hint.finished):
         raise ValueError("hint must be a finished schedule of the same instance")
     candidates = [rollout(instance, rule) for rule in RULES] + ([hint] if hint is not None else [])

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_choice, is_finite_real, is_integer
+from dynasched_gym.checks import check_choice, check_integer, is_finite_real, is_integer
 
 ROW_FORMAT = "dynasched-result/1"
 #: Bumped whenever an agent may play an instance differently under the same configuration (rule semantics,
@@ -163,9 +163,12 @@ class ResultStore:
     def append(self, row: Mapping[str, Any]) -> bool:
         """Append ``row`` durably unless its key is already stored; True when it was written.
 
-        Its ``status`` must be one of :data:`STATUSES` (a ValueError otherwise: nothing is written)."""
+        Its ``status`` must be one of :data:`STATUSES`, and its fields those :func:`checked_row_key` checks (a
+        ValueError otherwise: nothing is written, where a row the store then skipped on reading was written)."""
+        if not isinstance(row, Mapping):
+            raise TypeError(f"a row is a mapping of fields, got {type(row).__name__}: {row!r:.80}")
         check_choice("a row's status", row.get("status"), STATUSES)
-        key = row_key(row)
+        key = checked_row_key(row)
         line = (json.dumps(row, allow_nan=False, default=str) + "\n").encode("utf-8")
         with self._locked(exclusive=True):
             with open(self.path, "ab+") as fh:
@@ -284,6 +287,7 @@ def format_number(x: float | None, digits: int = 4) -> str:
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """95 % percentile bootstrap interval of the mean of ``values`` (NaNs for an empty sample)."""
+    resamples, seed = check_integer("resamples", resamples, 1), check_integer("seed", seed, 0)
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return math.nan, math.nan
@@ -295,7 +299,11 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = 10_000, 
 def paired_margin(agent: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray) -> dict[str, Any]:
     """``agent`` minus ``reference`` per instance: mean ``margin``, paired bootstrap ``ci95``, ``relative`` (to the
     reference's mean, None when it is 0), and on how many instances the agent is better (``wins``) or ``ties``."""
-    diff = np.asarray(agent, dtype=float) - np.asarray(reference, dtype=float)
+    agent, reference = np.asarray(agent, dtype=float), np.asarray(reference, dtype=float)
+    if agent.shape != reference.shape or agent.ndim != 1:  # [1, 2] - [1] broadcast into a margin over no pairs
+        raise ValueError(f"agent and reference must hold one value per instance each, paired: got shapes "
+                         f"{agent.shape} and {reference.shape}")
+    diff = agent - reference
     low, high = bootstrap_ci(diff)
     mean = float(np.mean(reference))
     return {"margin": float(diff.mean()), "ci95": [low, high], "relative": float(diff.mean() / mean) if mean else None,
@@ -324,6 +332,7 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
     - ``ssi``: mean SSI score of the instances; ``decisions``, ``wall_time``: means per episode;
       ``tokens``: total token usage (agents that report it).
     """
+    check_integer("resamples", resamples, 1), check_integer("seed", seed, 0)  # also when no group needs them
     rows = list(rows)
     names: dict[tuple[Any, ...], str] = {}  # one configuration stored under several names: its first row's
     hashes: dict[tuple[Any, ...], set[str]] = defaultdict(set)

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dynasched_gym.checks import is_finite_real, is_integer
+from dynasched_gym.checks import check_bool, check_real, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import EPS, compute_metrics
@@ -190,7 +190,8 @@ def validate_schedule(
         The report; it never raises on a bad schedule (use :meth:`ValidationReport.raise_if_invalid`).
 
     Raises:
-        ValueError: ``now`` is neither None nor a finite number.
+        ValueError: ``now`` is neither None nor a finite number, or ``tol`` is no finite number >= 0.
+        TypeError: ``require_finished`` is not a bool.
     """
     if isinstance(schedule, (str, os.PathLike)):
         try:
@@ -205,7 +206,9 @@ def validate_schedule(
         return ValidationReport((Violation("format", f"not a schedule: {type(schedule).__name__}"),))
     if now is not None and _num(now) is None:
         raise ValueError(f"now must be a finite number or None, got {now!r}")
-    return _Checker(tol, require_finished, _num(now)).run(data)
+    # a negative or NaN tol flagged every comparison, a string failed deep inside; "no" was read as true
+    tol = check_real("tol", tol, 0.0)
+    return _Checker(tol, check_bool("require_finished", require_finished), _num(now)).run(data)
 
 
 # --------------------------------------------------------------------------------------- records

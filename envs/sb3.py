@@ -20,7 +20,7 @@ from gymnasium.vector import AutoresetMode, VectorWrapper
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.checks import check_bool, check_integer
-from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv
+from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 from dynasched_gym.errors import needs_extra
 
@@ -88,8 +88,8 @@ class SB3VecEnv(VecEnv):
         return {"instance": [o.get("instance") for o in options]}
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Store the actions for :meth:`step_wait`."""
-        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        """Store the actions for :meth:`step_wait` (integers, one per sub-environment: 1.7 is refused, not slot 1)."""
+        self._actions = check_actions(actions, self.num_envs)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Step every sub-environment; finished ones are reset (SB3 semantics)."""

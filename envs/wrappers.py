@@ -68,6 +68,15 @@ def flatten(observation: dict[str, np.ndarray], keep_mask: bool, num_envs: int |
 DEFAULT_FORECAST_RULES = ("EDD:EET", "ATC:LWL")
 
 
+def dict_space(env: gym.Env, wrapper: str) -> spaces.Dict:
+    """``env``'s ``Dict`` observation space; a TypeError naming ``wrapper`` when it is flat already (a
+    ``FlattenDictObservation`` below the wrapper: it goes last)."""
+    if not isinstance(env.observation_space, spaces.Dict):
+        raise TypeError(f"{wrapper} wraps an env with the Dict observations of the DFJSP envs, got "
+                        f"{type(env.observation_space).__name__} observations: wrap it before FlattenDictObservation")
+    return env.observation_space
+
+
 class _PassMasks:
     """Keeps the wrapped env's ``action_masks()`` (the sb3-contrib convention)."""
 
@@ -114,8 +123,8 @@ class FlattenDictObservation(_MaskedWrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, keep_mask: bool = True) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, keep_mask=keep_mask)
         _MaskedWrapper.__init__(self, env)
-        self.keep_mask = keep_mask
-        self.observation_space = flat_space(env.observation_space, keep_mask)
+        self.keep_mask = check_bool("keep_mask", keep_mask)
+        self.observation_space = flat_space(dict_space(env, type(self).__name__), keep_mask)
 
     def observation(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         """The flat vector of ``observation``."""
@@ -137,6 +146,7 @@ class ObservabilityWrapper(_MaskedWrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, observability: str) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, observability=observability)
         _MaskedWrapper.__init__(self, env)
+        dict_space(env, type(self).__name__)
         if observability not in OBSERVABILITY:
             raise ValueError(f"observability must be one of {OBSERVABILITY}, got {observability!r}")
         self.observability = observability
@@ -239,6 +249,10 @@ def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,
     futures sampled from the tier pool ``future_pool`` = (tier, size), by default the env's (``futures=0``:
     the future forgotten; ``hindsight``: the real future)."""
     futures, hindsight = check_integer("futures", futures, 0), check_bool("hindsight", hindsight)
+    if future_pool is not None and (not isinstance(future_pool, Sequence) or isinstance(future_pool, str)
+                                    or len(future_pool) != 2):
+        raise TypeError(f"future_pool must be a (tier, size) pair such as ('hard', 'small') or None, got "
+                        f"{future_pool!r}")
     sampled = SampledFutures(futures, *(future_pool or env.source.future_pool()), slots=num_envs) if futures else None
     return SlotForecaster(rules, env.config.objective, num_envs, sampled, hindsight)
 
@@ -281,7 +295,7 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         self.rules, self.futures, self.key = rules, futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self._forecaster = forecaster(env.unwrapped, self.rules, futures, 1, future_pool, hindsight)
         self.future_pool = self._forecaster.future_pool  # resolved: the env's pool when none is given
-        self.observation_space = with_forecast_space(env.observation_space, self.rules, self.key)
+        self.observation_space = with_forecast_space(dict_space(env, type(self).__name__), self.rules, self.key)
 
     def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``observation`` with its forecast block."""

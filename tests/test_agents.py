@@ -198,6 +198,9 @@ def test_bad_agent_arguments_are_named(tmp_path):
     ("lookahead", {"clairvoyant": True}, ValueError, "agent 'lookahead' is not clairvoyant, got clairvoyant=True"),
     ("lookahead-oracle", {"clairvoyant": False}, ValueError, "'lookahead-oracle' is clairvoyant, got .*=False"),
     (5, {}, TypeError, "an agent name is a string such as 'rule:MWKR:EET' or 'lookahead', got 5"),
+    ("lookahead", {"future_tier": "hard"}, ValueError, "futures=0 samples none"),  # ignored
+    ("lookahead", {"future_size": "tiny"}, ValueError, "futures=0 samples none"),  # ignored, never checked
+    ("lookahead", {"futures": 1, "future_tier": "hardd"}, ValueError, "future_tier must be one of .*got 'hardd'"),
 ])
 def test_agent_settings_are_checked_where_they_are_given(name, kwargs, error, message):
     """Each of these was accepted: a truthy string turned an option on, an empty rule meant the default."""
@@ -436,3 +439,16 @@ def test_an_agent_without_its_extra_names_the_install(monkeypatch, name, module,
     with pytest.raises(MissingExtraError, match=rf"pip install 'dynasched-gym\[{extra}\]'") as caught:
         make(name)
     assert caught.value.name == module
+
+
+def test_run_episode_names_a_wrong_agent_or_env():
+    """A name for the agent, or an instance name or a vector env for the env, failed with an AttributeError or a
+    message about action shapes."""
+    env = gym.make("DynaSched/FJSP-v0")
+    with pytest.raises(TypeError, match=r"agent must be an Agent .*got str: 'random'"):
+        run_episode("random", env)
+    with pytest.raises(TypeError, match=r"env must be a single DynaSched gymnasium env .*got str: 'mk01'"):
+        run_episode(make("random"), "mk01")
+    venv = gym.make_vec("DynaSched/FJSP-v0", num_envs=2, vectorization_mode="vector_entry_point")
+    with pytest.raises(TypeError, match=r"env must be a single .*not gym.make_vec"):
+        run_episode(make("random"), venv)

@@ -473,3 +473,29 @@ def test_the_episode_views_before_the_first_reset_say_to_reset():
 def test_an_instance_argument_that_names_no_instance_says_what_it_is(spec, error, message):
     with pytest.raises(error, match=message):
         gym.make("DynaSched/DFJSP-v0", instance=spec)
+
+
+def test_a_reset_seed_is_an_integer_numpy_ones_too_bools_not():
+    """reset(seed=True) played seed 1; a NumPy integer, which the vector env takes, was refused by Gymnasium."""
+    env = DFJSPEnv(tier="easy")
+    with pytest.raises(TypeError, match="seed must be an integer >= 0, got True"):
+        env.reset(seed=True)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+        env.reset(seed=-1)
+    assert env.reset(seed=np.int64(3))[0]["machines"].tolist() == env.reset(seed=3)[0]["machines"].tolist()
+
+
+def test_wrapper_settings_and_order_are_checked():
+    """keep_mask="no" appended the mask; a wrapper over flat observations failed with an IndexError or a
+    TypeError of its own; future_pool="hard" failed with 'multiple values for argument slots'."""
+    from dynasched_gym.envs.wrappers import FlattenDictObservation, ForecastFeatures, ObservabilityWrapper
+
+    with pytest.raises(TypeError, match="keep_mask must be true or false, got 'no'"):
+        FlattenDictObservation(gym.make("DynaSched/FJSP-v0"), keep_mask="no")
+    flat = FlattenDictObservation(gym.make("DynaSched/FJSP-v0"))
+    for wrapper in (ObservabilityWrapper, ForecastFeatures, FlattenDictObservation):
+        args = ("concise",) if wrapper is ObservabilityWrapper else ()
+        with pytest.raises(TypeError, match=f"{wrapper.__name__} wraps an env with the Dict observations .*got Box"):
+            wrapper(flat, *args)
+    with pytest.raises(TypeError, match=r"future_pool must be a \(tier, size\) pair .*got 'hard'"):
+        ForecastFeatures(gym.make("DynaSched/FJSP-v0"), futures=2, future_pool="hard")

@@ -435,3 +435,38 @@ def test_sb3_adapter_reports_truncated_episodes():
     with pytest.raises(ValueError, match="max_episode_steps"):
         make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=2, instance="mk01", max_episode_steps=5,
                          forecast_rule="EDD:EET")
+
+
+
+def test_reset_masks_and_seed_lists_are_checked():
+    """reset_mask ["no", "no"] or indices [2, 5] were read as all true, and a seed list's True as seed 1."""
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    venv.reset(seed=0)
+    for bad in (["no", "no"], [2, 5], [0.5, 0.0]):
+        with pytest.raises(ValueError, match=r"reset_mask must hold one bool \(or 0 / 1\) per sub-environment"):
+            venv.reset(options={"reset_mask": bad})
+    with pytest.raises(ValueError, match=r"reset_mask must have shape \(2,\), got \(\)"):
+        venv.reset(options={"reset_mask": True})
+    venv.reset(options={"reset_mask": [1, 0]})  # 0 / 1 integers are a mask
+    venv.reset(options={"reset_mask": np.array([False, True])})
+    with pytest.raises(TypeError, match=r"seed\[0\] must be an integer >= 0, got True"):
+        venv.reset(seed=[True, False])
+    with pytest.raises(TypeError, match=r"seed\[0\] must be an integer >= 0, got 1.5"):
+        venv.reset(seed=[1.5, 2])
+    venv.reset(seed=[None, np.int64(4)])
+
+
+def test_the_sb3_adapter_refuses_fractional_actions():
+    """SB3VecEnv cast its actions to int64: 1.7 played slot 1 and True slot 1, and a wrong count failed in reshape."""
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env("DynaSched/FJSP-v0", num_envs=2)
+    venv.reset()
+    with pytest.raises(TypeError, match="actions must be integers"):
+        venv.step(np.array([1.7, 0.2]))
+    with pytest.raises(TypeError, match="actions must be integers"):
+        venv.step(np.array([True, False]))
+    with pytest.raises(ValueError, match=r"one action per sub-environment \(2\), got shape \(3,\)"):
+        venv.step(np.array([0, 0, 0]))
+    venv.step(np.array([0, 1]))

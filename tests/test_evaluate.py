@@ -35,6 +35,7 @@ from dynasched_gym.results import (
     aggregate,
     bootstrap_ci,
     difficulty_trend,
+    paired_margin,
     row_key,
 )
 from scripts import evaluate, leaderboard
@@ -1030,3 +1031,28 @@ def test_a_lookahead_with_sampled_futures_draws_them_from_the_instances_own_pool
     schedule, _ = player.play(tier_pool("easy", "small").instance(10000), "weighted_tardiness", 0, ("easy", "small"))
     assert schedule.finished
     assert (player.agent._futures.tier, player.agent._futures.size) == ("easy", "small")
+
+
+def test_paired_statistics_need_pairs_and_resamples() -> None:
+    """paired_margin([1, 2], [1]) broadcast into a margin over no pairs; resamples=0 failed with an IndexError."""
+    with pytest.raises(ValueError, match=r"one value per instance each, paired: got shapes \(2,\) and \(1,\)"):
+        paired_margin([1.0, 2.0], [1.0])
+    for bad, error in ((0, ValueError), (-5, ValueError), (2.5, TypeError)):
+        with pytest.raises(error, match=f"resamples must be an integer >= 1, got {bad}"):
+            bootstrap_ci([1.0, 2.0, 3.0], resamples=bad)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+        bootstrap_ci([1.0, 2.0], seed=-1)
+    assert paired_margin([1.0, 2.0], [2.0, 2.0])["wins"] == 1
+
+
+def test_the_store_refuses_a_row_it_would_skip_on_reading(tmp_path: Path) -> None:
+    """A row without agent_hash failed with a KeyError; one whose objective value was a string was written and then
+    skipped by every read (computed again on every run)."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    with pytest.raises(ValueError, match="field 'agent_hash' must be a string, got '<missing>'"):
+        store.append({k: v for k, v in _row(0).items() if k != "agent_hash"})
+    with pytest.raises(ValueError, match="field 'objective_value' of an ok row must be a finite number, got '1'"):
+        store.append(_row(0, objective_value="1"))
+    with pytest.raises(TypeError, match="a row is a mapping of fields, got list"):
+        store.append([1])
+    assert not store.path.exists() or store.rows() == []

@@ -574,3 +574,15 @@ def test_libm_functions_are_the_c_librarys_elementwise_in_the_broadcast_shape() 
     exponents = np.array([0.5, 1.3, 2.0, 3.7])
     assert libm.power(x, exponents).tolist() == [[math.pow(v, e) for v, e in zip(row, exponents)] for row in x.tolist()]
     assert libm.exp(1.0).shape == () and float(libm.exp(1.0)) == math.e
+
+
+
+def test_calibrate_and_ssi_name_a_wrong_scenario_or_instance():
+    """calibrate("small") and ssi("mk01") failed with an AttributeError, calibrate(targets=[0.6]) with a dict
+    conversion error."""
+    with pytest.raises(TypeError, match=r"scenario must be a Scenario \(e.g. Scenario.preset\('small'\)\), got str"):
+        calibrate("small")
+    with pytest.raises(TypeError, match=r"targets must be a Targets, a mapping .*got list"):
+        calibrate(Scenario.preset("small"), [0.6])
+    with pytest.raises(TypeError, match=r"instance must be an Instance .*got str: 'mk01'"):
+        ssi("mk01")

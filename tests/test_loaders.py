@@ -1034,3 +1034,26 @@ def test_events_that_can_never_apply_are_warned_about(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])], reachable)
+
+
+
+def test_an_instances_arrays_and_ids_are_checked():
+    """Instance(...) truncated an op pointer of 1.5 to 1 and a machine id of 0.9 to 0, read "1" as speed 1 and True
+    as release 1; job_ops(-1) and operation(-1) gave an empty chain; load_instance(5) failed in pathlib."""
+    inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
+    fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
+    for name, bad in (("elig_machine", [0.9, 1.0, 1.0]), ("job_op_ptr", [0, 1.5, 3]), ("machine_speed", ["1", "1"]),
+                      ("job_release", [True, False])):
+        with pytest.raises(InstanceFormatError, match=f"field '{name}': expected (integers|numbers)"):
+            Instance(**{**fields, name: bad})
+    assert Instance(**{**fields, "elig_machine": [0.0, 1.0, 1.0]}) == inst  # integral floats are ids
+    for call, name in ((inst.job_ops, "job"), (inst.operation, "op")):
+        with pytest.raises(IndexError, match=f"{name} must be an integer id in 0"):
+            call(-1)
+        with pytest.raises(TypeError, match=f"{name} must be an integer id"):
+            call(1.5)
+    assert inst.job_ops(1) == [{1: 1.0}] and inst.operation(2) == {1: 1.0}
+    with pytest.raises(TypeError, match=r"path must be a path \(str or os.PathLike\), got int: 5"):
+        load_instance(5)
+    with pytest.raises(TypeError, match="it is loaded already"):
+        load_instance(inst)

@@ -224,3 +224,22 @@ def test_rejects_bad_arguments():
         solve_clairvoyant(inst, "lateness")
     with pytest.raises(ValueError, match="hint"):
         solve_clairvoyant(inst, hint=rollout(one_machine([Job("J0", [{0: 2.0}])])))
+
+
+def test_solver_settings_are_checked():
+    """time_limit=-1 or NaN ran 0.05 s without a word, workers=0 let CP-SAT choose, seed=1.5 or a string hint
+    failed inside ortools or with an AttributeError, and an instance name with one deep inside."""
+    inst = Instance.build("s", [Machine("M0")], [Job("J0", [{0: 1.0}])])
+    for kwargs, error, message in (
+        ({"time_limit": -1}, ValueError, r"time_limit must be a finite number > 0, got -1"),
+        ({"time_limit": float("nan")}, ValueError, r"time_limit must be a finite number > 0, got nan"),
+        ({"workers": 0}, ValueError, "workers must be an integer >= 1, got 0"),
+        ({"workers": 2.5}, TypeError, "workers must be an integer >= 1, got 2.5"),
+        ({"seed": 1.5}, TypeError, "seed must be an integer >= 0, got 1.5"),
+        ({"seed": 2**31}, ValueError, r"seed must be an integer in \[0, 2\*\*31\)"),
+        ({"hint": "x"}, TypeError, "hint must be a Schedule of the instance or None, got str"),
+    ):
+        with pytest.raises(error, match=message):
+            solve_clairvoyant(inst, "makespan", **kwargs)
+    with pytest.raises(TypeError, match=r"instance must be an Instance .*got str: 'mk01'"):
+        solve_clairvoyant("mk01")

@@ -237,3 +237,48 @@ def test_kernel_directories_unused_for_a_month_are_pruned(tmp_path: Path) -> Non
     kernels("foreign", 40, marked=False)
     assert prune(tmp_path, keep=current) == [old]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "foreign", "recent"]
+
+
+def _two_jobs() -> Instance:
+    return Instance.build("api", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 2.0}, {1: 1.0}]), Job("J1", [{1: 3.0}, {0: 1.0}])])
+
+
+def test_simulator_arguments_are_checked():
+    """step(0.7, 0) played job 0 and step("1", "1") job 1; run(max_decisions=3.5) or "3" ran to the end and True
+    ran one decision; a rule was not checked once the episode was over; Simulator("mk01") failed with an
+    AttributeError deep inside."""
+    sim = Simulator(_two_jobs())
+    sim.reset()
+    for job, machine, name in ((0.7, 0, "job"), (0, 0.9, "machine"), ("1", "1", "job"), (True, 0, "job")):
+        with pytest.raises(TypeError, match=f"{name} must be an integer"):
+            sim.step(job, machine)
+    with pytest.raises(ValueError, match="cannot start"):  # no OverflowError
+        sim.step(2**63, 0)
+    assert sim.decisions == 0
+    for bad, error in ((3.5, TypeError), ("3", TypeError), (True, TypeError), (None, TypeError), (-5, ValueError)):
+        with pytest.raises(error, match=f"max_decisions must be an integer >= -1, got {bad!r}"):
+            sim.run(max_decisions=bad)
+    sim.run(max_decisions=1)
+    assert sim.decisions == 1
+    sim.run(max_decisions=2**70)  # never reached: to the end
+    assert sim.done
+    with pytest.raises(ValueError, match="unknown rule 'XYZ'"):
+        sim.run("XYZ")
+    with pytest.raises(TypeError, match=r"instance must be an Instance .*got str: 'mk01'"):
+        Simulator("mk01")
+
+
+def test_restore_takes_only_a_snapshot_of_the_same_instance():
+    """restore((1, 2)) wrote 1 and 2 into the first two state arrays without a word; another instance's snapshot
+    failed with a NumPy broadcast error."""
+    sim = Simulator(_two_jobs())
+    sim.reset()
+    before = sim.snapshot()
+    with pytest.raises(TypeError, match=r"snapshot must be a State from Simulator.snapshot"):
+        sim.restore((1, 2))
+    other = Simulator(Instance.build("one", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}])]))
+    other.reset()
+    with pytest.raises(ValueError, match="snapshot is not of this simulation of 'api'"):
+        sim.restore(other.snapshot())
+    assert all((a == b).all() or (a != a).all() for a, b in zip(sim.state, before))

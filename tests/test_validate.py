@@ -733,3 +733,27 @@ def test_two_segments_of_one_slot_at_once() -> None:
 def test_segment_shorter_than_its_work() -> None:
     data = make(one_op(), [(0, 0, 0, 0, 4)], [], {0: {"completion": 4}})
     assert kinds(data) == {"duration"}
+
+
+def test_validator_settings_are_checked():
+    """tol=-1 or NaN reported every comparison as a violation, tol="x" failed inside; require_finished="no" was
+    read as true."""
+    schedule = rollout(Instance.build("t", [Machine("M0")], [Job("J0", [{0: 1.0}])]))
+    for bad in (-1, float("nan"), "x", True, float("inf")):
+        with pytest.raises(ValueError, match=f"tol must be a finite number >= 0, got {bad!r}"):
+            validate_schedule(schedule, tol=bad)
+    with pytest.raises(TypeError, match="require_finished must be true or false, got 'no'"):
+        validate_schedule(schedule, require_finished="no")
+    assert validate_schedule(schedule, tol=0).ok
+
+
+def test_compute_metrics_needs_a_bool_cancelled_array_and_machines():
+    """An int cancelled array counted a cancelled job as completed (~1 == -2); num_machines=0 gave utilization 0."""
+    one, empty = np.array([1.0]), np.zeros(0)
+    args = dict(release=np.zeros(2), due=np.full(2, np.nan), weight=np.ones(2), completion=np.array([1.0, 2.0]),
+                busy_start=empty, busy_end=empty, down_start=empty, down_end=empty)
+    with pytest.raises(TypeError, match=r"cancelled must be a bool array .*got dtype int64"):
+        compute_metrics(**args, cancelled=np.array([0, 1]), num_machines=1)
+    with pytest.raises(ValueError, match="num_machines must be an integer >= 1, got 0"):
+        compute_metrics(**args, cancelled=np.array([False, True]), num_machines=0)
+    assert compute_metrics(**args, cancelled=np.array([False, True]), num_machines=1)["makespan"] == one[0]

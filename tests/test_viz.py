@@ -164,6 +164,9 @@ def test_timeline_and_curves_figures(small):
     assert len(curves_figure(small).axes) == 4
     with pytest.raises(ValueError, match="bins"):
         timeline_figure(small, bins=0)
+    for bad in (2.5, True):  # failed inside NumPy / matplotlib
+        with pytest.raises(TypeError, match=f"bins must be an integer >= 1, got {bad}"):
+            timeline_figure(small, bins=bad)
 
 
 def test_saved_files_are_complete(small, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer, is_integer
 from dynasched_gym.core import kernels
 from dynasched_gym.core.batch import candidates_one, make_handle, reset_one, run_rule_one, step_one
 from dynasched_gym.core.compiled import (
@@ -16,8 +17,8 @@ from dynasched_gym.core.compiled import (
     compile_instance,
     copy_state,
 )
-from dynasched_gym.core.rules import parse_rule, seed_rng
-from dynasched_gym.instance import Instance
+from dynasched_gym.core.rules import check_seed, parse_rule, seed_rng
+from dynasched_gym.instance import Instance, check_instance
 from dynasched_gym.schedule import Schedule
 
 
@@ -45,7 +46,7 @@ class Simulator:
     """
 
     def __init__(self, instance: Instance) -> None:
-        self.instance = instance
+        self.instance = check_instance("instance", instance)
         self.static = compile_instance(instance)
         self.state = allocate_state(self.static)
         self._handle = make_handle(self.static, self.state)
@@ -90,7 +91,11 @@ class Simulator:
         """Start ``job``'s current operation on ``machine`` now; advance to the next decision."""
         if self.done:
             raise RuntimeError("the episode is over; call reset()")
-        code = step_one(self._handle, int(job), int(machine))
+        for name, value in (("job", job), ("machine", machine)):  # 0.7 is not job 0, nor "1" job 1
+            if not is_integer(value):
+                raise TypeError(f"{name} must be an integer (a {name} id), got {value!r}")
+        # an id beyond int64 is none: the kernel refuses -1 as it refuses every unknown id
+        code = step_one(self._handle, *(int(v) if -2**63 <= v < 2**63 else -1 for v in (job, machine)))
         if code == kernels.ERR_INVALID_ACTION:
             raise ValueError(
                 f"(job {job}, machine {machine}) cannot start at t={self.now}; pick one of candidates()"
@@ -98,10 +103,17 @@ class Simulator:
         check_code(code, self.instance, self.now)
 
     def run(self, rule: str = "SPT", seed: int | None = None, max_decisions: int = -1) -> None:
-        """Dispatch with a jitted rule (see :mod:`dynasched_gym.core.rules`) without returning to Python."""
+        """Dispatch with a jitted rule (see :mod:`dynasched_gym.core.rules`) without returning to Python, for at most
+        ``max_decisions`` decisions (-1: to the end)."""
+        job_rule, machine_rule = parse_rule(rule)  # checked also when the episode is over: a typo is no no-op
+        if seed is not None:
+            check_seed(seed)
+        # an integer (3.5 or "3" never equalled the count, and ran to the end); beyond int64 it is never reached
+        max_decisions = check_integer("max_decisions", max_decisions, -1)
+        if max_decisions >= 2**63:
+            max_decisions = -1
         if self.done:
             return
-        job_rule, machine_rule = parse_rule(rule)
         if seed is not None:
             seed_rng(seed)
         check_code(run_rule_one(self._handle, job_rule, machine_rule, max_decisions), self.instance, self.now)
@@ -112,7 +124,13 @@ class Simulator:
         return copy_state(self.state)
 
     def restore(self, snapshot: State) -> None:
-        """Return to a state taken by :meth:`snapshot` (the snapshot stays usable)."""
+        """Return to a state taken by :meth:`snapshot` of this instance (the snapshot stays usable)."""
+        if not isinstance(snapshot, State):
+            raise TypeError(f"snapshot must be a State from Simulator.snapshot(), got {type(snapshot).__name__}")
+        for name, dst, src in zip(State._fields, self.state, snapshot):  # all checked before any is copied
+            if not isinstance(src, np.ndarray) or src.shape != dst.shape:
+                raise ValueError(f"snapshot is not of this simulation of {self.instance.name!r}: its {name} has "
+                                 f"shape {getattr(src, 'shape', None)}, expected {dst.shape} (of another instance?)")
         for dst, src in zip(self.state, snapshot):
             np.copyto(dst, src)
 

@@ -261,6 +261,12 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
     :func:`~dynasched_gym.generation.generator.draft`.
     """
     seed = check_calibration(method, seed, **options)
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a Scenario (e.g. Scenario.preset('small')), got {type(scenario).__name__}: "
+                        f"{scenario!r:.80}")
+    if targets is not None and not isinstance(targets, (Targets, Mapping)):
+        raise TypeError(f"targets must be a Targets, a mapping such as {{'utilization': 0.6}} or None, got "
+                        f"{type(targets).__name__}: {targets!r:.80}")
     from dynasched_gym.generation.evolutionary import evolve
 
     if targets is not None:

@@ -50,7 +50,7 @@ from dynasched_gym.generation.realised import (
     instance_inputs,
     measure,
 )
-from dynasched_gym.instance import EventType, Instance
+from dynasched_gym.instance import EventType, Instance, check_instance
 
 TIERS = ("easy", "medium", "hard", "extreme")
 TIER_BANDS = {"easy": (0.0, 25.0), "medium": (25.0, 50.0), "hard": (50.0, 75.0), "extreme": (75.0, 100.01)}
@@ -111,7 +111,7 @@ def mean_reflected_workload(drift: np.ndarray, variance: np.ndarray, horizon: fl
 
 def ssi(instance: Instance) -> SSIResult:
     """The Schedule Stress Index of ``instance`` (module docstring; docs/ssi.md); memoised on the instance."""
-    cached = instance._cache.get("ssi")
+    cached = check_instance("instance", instance)._cache.get("ssi")
     if cached is None:
         cached = instance._cache["ssi"] = _ssi(instance)
     return cached

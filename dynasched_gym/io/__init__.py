@@ -43,6 +43,9 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 def load_instance(path: str | os.PathLike[str], format: str | None = None) -> Instance:
     """Load an instance from ``path``, detecting the format unless ``format`` names one."""
+    if not isinstance(path, (str, os.PathLike)):  # pathlib's error named neither the argument nor the value
+        hint = " (it is loaded already)" if isinstance(path, Instance) else ""
+        raise TypeError(f"path must be a path (str or os.PathLike){hint}, got {type(path).__name__}: {path!r:.80}")
     p = Path(path)
     if format is None:
         name, data = _detect(p)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.instance import EventType, Instance
 from dynasched_gym.schedule import SEGMENT_STATUSES, Schedule
 from dynasched_gym.viz._mpl import blank_figure, palette, plain_text, save_figure
@@ -33,8 +34,7 @@ def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
 
 def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None, dpi: float = 100) -> Any:
     """Plot events per time bin (stacked by type) above a rug of the event times."""
-    if bins < 1:
-        raise ValueError(f"bins must be at least 1, got {bins}")
+    bins = check_integer("bins", bins, 1)  # 2.5 and True failed inside NumPy and matplotlib
     events = event_times(source)
     colours = dict(zip((t.name for t in EventType), palette(len(EventType))))
     horizon = max(1.0, *(float(v[-1]) for v in events.values()))

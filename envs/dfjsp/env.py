@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from dynasched_gym.checks import check_integer
 from dynasched_gym.core.kernels import DONE, ERR_INVALID_ACTION
 from dynasched_gym.core.rules import COMPOSITE_RULES
 from dynasched_gym.core.simulator import Simulator, check_code
@@ -187,6 +188,8 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
         """Start an episode; ``options={"instance": ...}`` plays that instance in this episode. A reset that
         fails (a bad option or instance) changes nothing: the episode before it and the random stream stay."""
+        if seed is not None:  # True is no seed 1; a NumPy integer is one, as in the vector env
+            seed = check_integer("seed", seed, 0)
         override = instance_option(options)
         if override is not None:  # checked before the reseed, as the vector env checks before any load
             override = self._batch.resolve(override)

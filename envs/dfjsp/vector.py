@@ -83,7 +83,7 @@ class DFJSPVectorEnv(VectorEnv):
         max_episode_steps: int | None = None,
         **kwargs: Any,
     ) -> None:
-        check_integer("num_envs", num_envs, 1)
+        num_envs = check_integer("num_envs", num_envs, 1)
         self.max_episode_steps = None if max_episode_steps is None else check_integer(
             "max_episode_steps", max_episode_steps, 1)
         render_mode = kwargs.get("render_mode")
@@ -125,9 +125,7 @@ class DFJSPVectorEnv(VectorEnv):
             raise ValueError(f"expected {self.num_envs} instances (one per sub-environment), got {len(overrides)}")
         mask = np.ones(self.num_envs, dtype=bool)
         if options and options.get("reset_mask") is not None:
-            mask = np.asarray(options["reset_mask"], dtype=bool)
-            if mask.shape != (self.num_envs,):
-                raise ValueError(f"reset_mask must have shape ({self.num_envs},), got {mask.shape}")
+            mask = reset_mask_of(options["reset_mask"], self.num_envs)
         if not self._started and not mask.all():
             raise ValueError("the first reset must reset every sub-environment")
         overrides = [None if spec is None or not mask[i] else self._batch.resolve(spec)  # all checked before any loads
@@ -146,13 +144,7 @@ class DFJSPVectorEnv(VectorEnv):
         """Step every sub-environment with its action (see the class docstring for autoresets)."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        actions = np.asarray(actions)
-        if actions.dtype.kind not in "iu":  # 1.7 is not truncated to slot 1
-            raise TypeError(f"actions must be integers (action slots), got dtype {actions.dtype}: {actions!r}")
-        if actions.size != self.num_envs:
-            raise ValueError(f"actions must hold one action per sub-environment ({self.num_envs}), got shape "
-                             f"{actions.shape}")
-        actions = actions.astype(np.int64, copy=False).reshape(self.num_envs)
+        actions = check_actions(actions, self.num_envs)
         mode = self.metadata["autoreset_mode"]
         infos: dict[str, Any] = {}
         stepping = ~self._ended
@@ -301,8 +293,34 @@ def per_env_seeds(seed: Any, num_envs: int) -> list[int | None]:
     if isinstance(seed, (list, tuple, np.ndarray)):
         if len(seed) != num_envs:
             raise ValueError(f"expected {num_envs} seeds (one per sub-environment), got {len(seed)}")
-        return [int(s) if isinstance(s, np.integer) else s for s in seed]
+        # each an integer >= 0 or None (True is no seed 1)
+        return [None if s is None else check_integer(f"seed[{i}]", s, 0) for i, s in enumerate(seed)]
     raise TypeError(f"seed must be an integer, a list of {num_envs} integers or None, or None; got {seed!r}")
+
+
+def check_actions(actions: Any, num_envs: int) -> np.ndarray:
+    """``actions`` as an ``(num_envs,)`` int64 array; a TypeError unless they are integers (1.7 is not truncated to
+    slot 1, nor True read as 1), a ValueError unless there is one per sub-environment."""
+    actions = np.asarray(actions)
+    if actions.dtype.kind not in "iu":
+        raise TypeError(f"actions must be integers (action slots), got dtype {actions.dtype}: {actions!r}")
+    if actions.size != num_envs:
+        raise ValueError(f"actions must hold one action per sub-environment ({num_envs}), got shape "
+                         f"{actions.shape}: {actions!r}")
+    return actions.astype(np.int64, copy=False).reshape(num_envs)
+
+
+def reset_mask_of(mask: Any, num_envs: int) -> np.ndarray:
+    """The ``reset_mask`` reset option as a ``(num_envs,)`` bool array: bools, or integers 0 and 1; anything else
+    (indices such as ``[2, 5]``, strings, fractions) raises naming the value instead of being read as true."""
+    array = np.asarray(mask)
+    if array.shape != (num_envs,):
+        raise ValueError(f"reset_mask must have shape ({num_envs},), got {array.shape}: {mask!r}")
+    if array.dtype.kind == "b":
+        return array.astype(bool, copy=True)
+    if array.dtype.kind not in "iu" or not np.isin(array, (0, 1)).all():
+        raise ValueError(f"reset_mask must hold one bool (or 0 / 1) per sub-environment, got {mask!r}")
+    return array.astype(bool)
 
 
 def autoreset_mode_of(mode: AutoresetMode | str) -> AutoresetMode:
