@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -104,7 +106,13 @@ class PPOAgent(Agent):
                 raise FileNotFoundError(f"PPO checkpoint {str(checkpoint)!r} is not a file (shipped ones: "
                                         "dynasched_gym.agents.ppo.shipped_checkpoint(tier))")
             # the training schedules are not needed to act (and may not unpickle across cloudpickle versions)
-            self.model = MaskablePPO.load(path, device="cpu", custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
+            try:
+                self.model = MaskablePPO.load(path, device="cpu",
+                                              custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
+            except (ValueError, KeyError, AssertionError, EOFError, RuntimeError, zipfile.BadZipFile,
+                    pickle.UnpicklingError) as error:  # SB3 raises each of these for a file it cannot read
+                raise ValueError(f"PPO checkpoint {str(path)!r} is not a model saved by scripts.train or "
+                                 f"MaskablePPO.save: {type(error).__name__}: {error}") from error
             self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()
         if not isinstance(self.model.observation_space, spaces.Dict):
             kind = type(self.model.observation_space).__name__

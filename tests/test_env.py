@@ -299,6 +299,8 @@ def test_bad_arguments_raise_helpful_errors():
         DFJSPEnv(instance="mk01", observability="partial")
     with pytest.raises(ValueError, match="max_candidates"):
         DFJSPEnv(instance="mk01", max_candidates=0)
+    with pytest.raises(ValueError, match=r"max_candidates must be at most 65536.*got 1000000000000"):
+        DFJSPEnv(instance="mk01", max_candidates=10**12)  # was a MemoryError allocating the slot arrays
     with pytest.raises(ValueError, match="breakdown_policy"):
         DFJSPEnv(instance="mk01", breakdown_policy="redo")
     with pytest.raises(TypeError, match="instance must be"):

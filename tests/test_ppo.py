@@ -295,6 +295,20 @@ def test_unknown_shipped_checkpoint_names_the_shipped_ones():
     assert CHECKPOINTS.is_dir()
 
 
+@pytest.mark.parametrize("content", [b"not a zip", "zip without data", "zip with broken data"])
+def test_a_file_that_is_no_model_is_refused_naming_it(content, tmp_path):
+    """A text file, or a zip SB3 cannot read, is a ValueError naming the file (it was SB3's AssertionError,
+    JSONDecodeError or ValueError, none naming what was wrong)."""
+    path = tmp_path / "model.zip"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("data" if "broken" in content else "other", "{not json")
+    with pytest.raises(ValueError, match=r"PPO checkpoint '.*model\.zip' is not a model saved by scripts\.train"):
+        make("ppo", checkpoint=path)
+
+
 def test_a_checkpoint_with_no_recorded_units_and_no_config_beside_it_warns(tmp_path):
     """Neither the policy nor a sidecar says which units it was trained in: loading it says so."""
     model = MaskablePPO.load(shipped_checkpoint("medium"), device="cpu")

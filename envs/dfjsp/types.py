@@ -118,6 +118,11 @@ not there at all (their widths follow the level).
 """
 
 
+#: The most action slots an env takes: more than the jobs x machines of any benchmark or generated size (at most
+#: a few thousand), the most (job, machine) pairs an instance can offer at once.
+MAX_CANDIDATES_LIMIT = 2**16
+
+
 @dataclass(frozen=True)
 class EnvConfig:
     """Validated settings shared by a single env and its vector version.
@@ -148,6 +153,9 @@ class EnvConfig:
         check_choice("observability", self.observability, OBSERVABILITY)
         check_choice("invalid_action", self.invalid_action, INVALID_ACTION_POLICIES)
         object.__setattr__(self, "max_candidates", check_integer("max_candidates", self.max_candidates, 1))
+        if self.max_candidates > MAX_CANDIDATES_LIMIT:  # the arrays are allocated up front: 10**12 was a MemoryError
+            raise ValueError(f"max_candidates must be at most {MAX_CANDIDATES_LIMIT} (more action slots than any "
+                             f"instance offers pairs), got {self.max_candidates}")
         check_positive("reward_scale", self.reward_scale)
         for name in ("time_scale", "ops_scale"):
             if getattr(self, name) is not None:
