@@ -25,7 +25,7 @@ from sb3_contrib import MaskablePPO
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
-from dynasched_gym.checks import check_bool
+from dynasched_gym.checks import check_bool, check_path
 from dynasched_gym.core.rules import check_seed
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
@@ -99,7 +99,7 @@ class PPOAgent(Agent):
         if isinstance(checkpoint, MaskablePPO):
             self.model, self.checkpoint, self.sha256 = checkpoint, None, None
         else:
-            path = Path(checkpoint)
+            path = check_path("checkpoint", checkpoint, " or a MaskablePPO")
             if not path.is_file() and Path(f"{path}.zip").is_file():  # SB3's own convention: "model" means model.zip
                 path = Path(f"{path}.zip")
             if not path.is_file():

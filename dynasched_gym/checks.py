@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -66,6 +68,14 @@ def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be true or false, got {value!r}")
     return value
+
+
+def check_path(name: str, value: Any, hint: str = "") -> Path:
+    """``value`` as a :class:`~pathlib.Path`; a TypeError naming ``name`` and ``value`` (with ``hint``) unless it is
+    a ``str`` or ``os.PathLike`` (pathlib's own error named neither)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike){hint}, got {type(value).__name__}: {value!r:.80}")
+    return Path(value)
 
 
 def check_positive(name: str, value: object) -> None:

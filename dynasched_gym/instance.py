@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import is_finite_real, is_integer, is_real
+from dynasched_gym.checks import check_path, is_finite_real, is_integer, is_real
 from dynasched_gym.errors import IgnoredEventWarning, InstanceFormatError
 
 INSTANCE_FORMAT = "dynasched-instance/1"
@@ -253,6 +253,9 @@ class Instance:
         Numbers may be Python or NumPy scalars; anything else (a string, a bool, a non-integer machine
         id) raises naming the field instead of being converted. A due date is ``None`` or finite.
         """
+        machines = _records("machines", machines, Machine)
+        jobs = _records("jobs", jobs, Job)
+        events = _records("events", events, Event)
         release: list[float] = []
         due: list[float] = []
         weight: list[float] = []
@@ -334,7 +337,7 @@ class Instance:
         """Serialise to native JSON; with ``path``, also write the file atomically."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            write_text_atomic(Path(path), text)
+            write_text_atomic(check_path("path", path), text)
         return text
 
     @classmethod
@@ -415,6 +418,18 @@ def check_instance(name: str, value: Any) -> Instance:
 
 def _operation_to_dict(op: Operation) -> dict[str, float]:
     return {str(int(m)): float(t) for m, t in op.items()}
+
+
+def _records(field: str, value: Any, kind: type) -> Sequence[Any]:
+    """``value``, checked to be a sequence of ``kind`` records: a TypeError naming ``field`` otherwise (a dict was
+    read as its keys, a lone record or None failed as not iterable), an InstanceFormatError naming the record."""
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"{field} must be a list of {kind.__name__} records, got {type(value).__name__}: "
+                        f"{value!r:.80}")
+    for i, record in enumerate(value):
+        if not isinstance(record, kind):
+            raise InstanceFormatError(f"not a {kind.__name__}", field=f"{field}[{i}]", value=record)
+    return value
 
 
 def _real(x: Any, field: str) -> float:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_choice, check_integer, is_finite_real, is_integer
+from dynasched_gym.checks import check_choice, check_integer, check_path, is_finite_real, is_integer
 
 ROW_FORMAT = "dynasched-result/1"
 #: Bumped whenever an agent may play an instance differently under the same configuration (rule semantics,
@@ -119,7 +119,7 @@ class ResultStore:
     """The append-only JSONL results file at ``path`` (module docstring)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = check_path("path", path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
         self._lines = 0  # lines in those bytes (so that a warning names the line of the file)
@@ -331,9 +331,18 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
     - ``nwt``, ``nwt_ci_low``, ``nwt_ci_high``: mean normalised weighted tardiness (comparable across tiers);
     - ``ssi``: mean SSI score of the instances; ``decisions``, ``wall_time``: means per episode;
       ``tokens``: total token usage (agents that report it).
+
+    Each row must hold what :func:`checked_row_key` checks (a ValueError names the row and the field).
     """
     check_integer("resamples", resamples, 1), check_integer("seed", seed, 0)  # also when no group needs them
     rows = list(rows)
+    for i, row in enumerate(rows):  # a missing field was a bare KeyError naming no row
+        if not isinstance(row, Mapping):
+            raise TypeError(f"rows[{i}] must be a result row (a mapping), got {type(row).__name__}: {row!r:.80}")
+        try:
+            checked_row_key(row)
+        except ValueError as exc:
+            raise ValueError(f"rows[{i}]: {exc}") from None
     names: dict[tuple[Any, ...], str] = {}  # one configuration stored under several names: its first row's
     hashes: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     for row in rows:

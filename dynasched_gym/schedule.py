@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning, user_stacklevel
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io.native import as_int, as_number, get_field
@@ -72,12 +73,19 @@ class Schedule:
             num_machines=self.instance.num_machines,
         )
 
-    def to_dict(self, instance_path: str | None = None) -> dict[str, Any]:
-        """The DESIGN section 5 JSON object; ``instance_path`` stores a path instead of the instance."""
+    def to_dict(self, instance_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The DESIGN section 5 JSON object; ``instance_path`` stores a path instead of the instance (relative to
+        the schedule file, where :func:`load_schedule` reads it)."""
+        if instance_path is not None:  # 5 was stored as is (the file did not load), "" inlined the instance
+            check_path("instance_path", instance_path)
+            instance_path = os.fspath(instance_path)  # as given: pathlib would write "./inst.json" as "inst.json"
+            if not instance_path:
+                raise ValueError("instance_path must be a path relative to the schedule file, or None to store the "
+                                 "instance inline, got ''")
         inst = self.instance
         return {
             "format": SCHEDULE_FORMAT,
-            "instance": {"path": instance_path} if instance_path else inst.to_dict(),
+            "instance": inst.to_dict() if instance_path is None else {"path": instance_path},
             "segments": [
                 {"job": int(j), "op": int(k), "machine": int(m), "start": float(s), "end": float(e),
                  "work": float(w), "status": SEGMENT_STATUSES[st]}
@@ -103,7 +111,7 @@ class Schedule:
         """Serialise to JSON; with ``path``, also write the file atomically."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            write_text_atomic(Path(path), text)
+            write_text_atomic(check_path("path", path), text)
         return text
 
 
@@ -116,7 +124,7 @@ def load_schedule_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
     or a record should not have is named in an :class:`~dynasched_gym.errors.UnreadFieldWarning`."""
     from dynasched_gym.io.text import read_json
 
-    return schedule_dict(read_json(Path(path)), path)
+    return schedule_dict(read_json(check_path("path", path)), path)
 
 
 def schedule_dict(data: Any, path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -172,7 +172,7 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     if forecast_futures and not forecast_features:  # each option applies to the one it names
         raise ValueError(f"forecast_futures={forecast_futures} samples futures for the forecast_features rollouts, "
                          "and none are given")
-    if hindsight and not forecast_rule:
+    if hindsight and forecast_rule is None:
         raise ValueError("hindsight=True lets the forecast_rule forecasts see the future, and no forecast_rule is "
                          "given")
     if "autoreset_mode" in kwargs:
@@ -187,6 +187,6 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
         venv = ForecastFeaturesVector(venv, forecast_features, forecast_futures)
     if critic_hindsight:
         venv = ForecastFeaturesVector(venv, forecast_features, hindsight=True)
-    if forecast_rule:
+    if forecast_rule is not None:  # "" or [] was read as None (no forecast reward) without a word: refused there
         venv = ForecastRewardVector(venv, forecast_rule, hindsight)
     return VecMonitor(SB3VecEnv(venv, flatten=flatten, keep_mask=keep_mask))

@@ -191,6 +191,9 @@ def check_config(cfg: DictConfig) -> Resume | None:
     if ec.reward_scale is not None:
         check_positive("env.reward_scale", ec.reward_scale)
     _check_rules("env.forecast_rule", ec.forecast_rule, auto=True, rollout=True)
+    if OmegaConf.is_list(ec.forecast_rule) and not ec.forecast_rule:  # [] was read as null without a word
+        raise ValueError("env.forecast_rule must be a JOB:MACHINE rule, a non-empty list of them, auto or null (no "
+                         "forecast reward), got []")
     if ec.forecast_rule == AUTO and ec.forecast_auto_rules > len(rule_names()):
         raise ValueError(f"env.forecast_auto_rules must be at most {len(rule_names())} (the deterministic rules), got "
                          f"{ec.forecast_auto_rules}")

@@ -282,6 +282,10 @@ def test_ppo_warns_when_played_in_other_feature_units():
 def test_make_ppo_without_a_checkpoint_says_what_to_pass():
     with pytest.raises(TypeError, match=r"needs checkpoint=.*shipped_checkpoint"):
         make("ppo")
+    # pathlib's "expected str, bytes or os.PathLike object, not int" named neither the argument nor the value
+    with pytest.raises(TypeError, match=r"^checkpoint must be a path \(str or os.PathLike\) or a MaskablePPO, got "
+                                        r"int: 5$"):
+        make("ppo", checkpoint=5)
 
 
 def test_the_random_rule_is_reproducible_from_its_seed():

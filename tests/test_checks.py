@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dynasched_gym.checks import check_integer, check_positive, is_finite_real, is_integer, is_real
+from dynasched_gym.checks import check_integer, check_path, check_positive, is_finite_real, is_integer, is_real
 
 INTEGERS = [0, -3, 2**70, np.int64(5), np.uint8(1)]
 REALS = [0.5, -1e300, np.float32(2.5), np.float64(-0.0), Fraction(1, 3)]
@@ -38,3 +39,11 @@ def test_check_positive_names_the_argument(value: object) -> None:
     with pytest.raises(ValueError, match="scale must be a finite number > 0"):
         check_positive("scale", value)
     check_positive("scale", np.float32(0.5))
+
+
+@pytest.mark.parametrize("value", [5, None, b"out.json", ["out.json"]])
+def test_check_path_names_the_argument(value: object) -> None:
+    with pytest.raises(TypeError, match=re.escape(f"out must be a path (str or os.PathLike), got "
+                                                  f"{type(value).__name__}: {value!r}")):
+        check_path("out", value)
+    assert check_path("out", "a/b.json") == check_path("out", Path("a/b.json")) == Path("a/b.json")

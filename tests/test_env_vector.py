@@ -373,6 +373,10 @@ def test_sb3_adapter_finds_the_action_masks_under_gymnasiums_vector_wrappers():
     ({"hindsight": True}, ValueError, r"hindsight=True lets the forecast_rule forecasts see the future"),
     ({"hindsight": "yes"}, TypeError, r"hindsight must be true or false, got 'yes'"),
     ({"autoreset_mode": "next_step"}, ValueError, r"the SB3 adapter resets each finished episode in its final step"),
+    # an empty rule, or none, trained on the accrued objective as if forecast_rule were None
+    ({"forecast_rule": ""}, ValueError, r"unknown rule ''"),
+    ({"forecast_rule": []}, ValueError, r"a forecast reward needs at least one rule"),
+    ({"forecast_rule": "", "hindsight": True}, ValueError, r"unknown rule ''"),
 ])
 def test_sb3_adapter_refuses_options_that_would_not_apply(kwargs, error, message):
     """Each was accepted and ignored (or failed as a duplicate keyword) when the option it qualifies was absent."""

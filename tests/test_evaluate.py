@@ -350,6 +350,21 @@ def test_same_name_with_two_configurations_is_split() -> None:
     assert {"lookahead@lookah", "lookahead@other"} <= agents and "lookahead" not in agents
 
 
+def test_aggregate_names_the_row_and_the_field_it_lacks() -> None:
+    """aggregate([{}]) raised a bare KeyError: 'objective', naming neither the row nor what a row holds."""
+    good = _row(0)
+    for rows, message in (([{}], r"^rows\[0\]: field 'agent' must be a string, got '<missing>'$"),
+                          ([good, {k: v for k, v in good.items() if k != "seed"}],
+                           r"^rows\[1\]: field 'seed' must be an integer >= 0, got '<missing>'$"),
+                          ([{**good, "normalised_weighted_tardiness": None}],
+                           r"^rows\[0\]: field 'normalised_weighted_tardiness' of an ok row must be a finite")):
+        with pytest.raises(ValueError, match=message):
+            aggregate(rows, resamples=10)
+    with pytest.raises(TypeError, match=r"^rows\[0\] must be a result row \(a mapping\), got list: \[1\]$"):
+        aggregate([[1]], resamples=10)
+    assert [e["episodes"] for e in aggregate([good], resamples=10)] == [1]
+
+
 # ------------------------------------------------------------------------------------------- evaluation
 def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path) -> None:
     from dynasched_gym.generation import tier_pool
@@ -1043,6 +1058,12 @@ def test_paired_statistics_need_pairs_and_resamples() -> None:
     with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
         bootstrap_ci([1.0, 2.0], seed=-1)
     assert paired_margin([1.0, 2.0], [2.0, 2.0])["wins"] == 1
+
+
+def test_the_store_names_a_path_of_the_wrong_type() -> None:
+    """ResultStore(None) failed in pathlib: "expected str, bytes or os.PathLike object, not NoneType"."""
+    with pytest.raises(TypeError, match=r"^path must be a path \(str or os.PathLike\), got NoneType: None$"):
+        ResultStore(None)
 
 
 def test_the_store_refuses_a_row_it_would_skip_on_reading(tmp_path: Path) -> None:

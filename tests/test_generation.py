@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import instances
 
-from dynasched_gym import EventType, Instance, InstanceFormatError, load_instance, rollout, validate_schedule
+from dynasched_gym import EventType, Instance, InstanceFormatError, conf, load_instance, rollout, validate_schedule
 from dynasched_gym.generation import (
     TIER_BANDS,
     Scenario,
@@ -125,6 +125,10 @@ def test_unknown_fields_groups_and_presets_are_rejected(small):
         Scenario.from_dict(data)
     with pytest.raises(InstanceFormatError, match="unknown size preset"):
         Scenario.preset("huge")
+    # a path read whatever YAML file it named: the tier prior's (KeyError 'scenario'), or one anywhere
+    for path in ("../tier/hard", str(conf.CONF_DIR / "size" / "small"), "./small"):
+        with pytest.raises(InstanceFormatError, match=r"unknown size preset \(known by name: large, medium, small\)"):
+            Scenario.preset(path)
     one_group = small.to_dict()
     one_group["plant"]["groups"] = one_group["plant"]["groups"][:1]
     one_group["plant"]["families"] = [{"name": "A", "route": [{"group": "GroupA", "mean_time": 5.0}],
@@ -213,6 +217,9 @@ def test_tiers_partition_the_score_range():
     assert list(TIER_BANDS) == ["easy", "medium", "hard", "extreme"]
     with pytest.raises(ValueError):
         tier_of(101.0)
+    for bad in ("50", None, True):  # "50" failed comparing a str with a float; True was the score 1
+        with pytest.raises(TypeError, match=rf"^score must be a number \(an SSI score, 0\.\.100\), got {bad!r}$"):
+            tier_of(bad)
 
 
 def test_calibration_history_is_json_serialisable(small):

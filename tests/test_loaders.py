@@ -1057,3 +1057,31 @@ def test_an_instances_arrays_and_ids_are_checked():
         load_instance(5)
     with pytest.raises(TypeError, match="it is loaded already"):
         load_instance(inst)
+
+
+def test_writers_and_format_detection_name_a_path_of_the_wrong_type(tmp_path: Path) -> None:
+    """pathlib's "expected str, bytes or os.PathLike object, not int" named neither the argument nor the value."""
+    inst = Instance.build("a", [Machine("M0")], [Job("J0", [{0: 1.0}])])
+    for call, name, bad in ((detect_format, "path", None), (inst.to_json, "path", 5),
+                            (lambda p: dsbx_dir.save(inst, p), "directory", 5)):
+        with pytest.raises(TypeError, match=re.escape(f"{name} must be a path (str or os.PathLike), got "
+                                                      f"{type(bad).__name__}: {bad!r}")):
+            call(bad)
+    assert inst.to_json(None) == inst.to_json()  # None: no file, as documented
+
+
+def test_build_names_records_given_in_another_container():
+    """jobs={"J0": job} failed with "'str' object has no attribute 'release'" (a dict is read as its keys), one Job
+    or None with "... is not iterable"."""
+    machines, job = [Machine("M0")], Job("J0", [{0: 1.0}])
+    for kwargs, name, kind in (({"jobs": {"J0": job}}, "jobs", "Job"), ({"jobs": job}, "jobs", "Job"),
+                               ({"jobs": None}, "jobs", "Job"), ({"machines": {"M0": machines[0]}}, "machines",
+                                                                   "Machine"),
+                               ({"events": None}, "events", "Event")):
+        with pytest.raises(TypeError, match=rf"^{name} must be a list of {kind} records, got "):
+            Instance.build(**{"name": "a", "machines": machines, "jobs": [job], **kwargs})
+    for kwargs, field in (({"jobs": [{"name": "J0"}]}, "jobs[0]"), ({"machines": ["M0"]}, "machines[0]")):
+        with pytest.raises(InstanceFormatError) as err:
+            Instance.build(**{"name": "a", "machines": machines, "jobs": [job], **kwargs})
+        assert err.value.field == field
+    assert Instance.build("a", tuple(machines), (job,)).num_jobs == 1  # any sequence

@@ -282,3 +282,24 @@ def test_restore_takes_only_a_snapshot_of_the_same_instance():
     with pytest.raises(ValueError, match="snapshot is not of this simulation of 'api'"):
         sim.restore(other.snapshot())
     assert all((a == b).all() or (a != a).all() for a, b in zip(sim.state, before))
+
+
+def test_bind_takes_only_a_state_of_the_same_instance():
+    """bind(None) was accepted and the next reset failed inside numba; another instance's arrays were simulated on
+    (numba checks no bounds)."""
+    sim = Simulator(_two_jobs())
+    sim.reset()
+    for bad in (None, (1, 2)):
+        with pytest.raises(TypeError, match=rf"^state must be a State of this instance, got {type(bad).__name__}$"):
+            sim.bind(bad)
+    other = Simulator(Instance.build("one", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}])]))
+    with pytest.raises(ValueError, match="state is not of this simulation of 'api': its job_status is int64 of shape "
+                                         r"\(1,\), expected int64 of shape \(2,\)"):
+        sim.bind(other.state)
+    with pytest.raises(ValueError, match="its now is float32 of shape"):
+        sim.bind(sim.state._replace(now=sim.state.now.astype("float32")))
+    snapshot = sim.snapshot()
+    sim.bind(snapshot)  # the env batch's way: simulate on arrays held elsewhere
+    assert sim.state is snapshot
+    sim.step(0, 0)
+    assert sim.decisions == 1

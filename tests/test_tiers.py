@@ -172,6 +172,18 @@ def test_workers_must_be_a_positive_integer(tmp_path: Path, workers: object, err
     assert tier_pool("easy", cache_dir=tmp_path, workers=1).workers == 1
 
 
+def test_prepare_progress_and_cache_dir_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare(progress="no") showed the bar (any string was true); cache_dir=5 failed in pathlib, unnamed."""
+    pool = tier_pool("easy", cache_dir=tmp_path)
+    monkeypatch.setattr(tiers, "calibrate", _no_calibration)
+    for bad in ("no", 0, None):
+        with pytest.raises(TypeError, match=rf"^progress must be true or false, got {bad!r}$"):
+            pool.prepare([0], progress=bad)
+    assert not list(pool.directory.glob("seed-*"))
+    with pytest.raises(TypeError, match=r"^cache_dir must be a path \(str or os.PathLike\), got int: 5$"):
+        tier_pool("easy", cache_dir=5)
+
+
 # ------------------------------------------------------------------------------ tier prior files
 @pytest.fixture
 def conf_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,15 +28,24 @@ from dynasched_gym import (
 from dynasched_gym.cli import main
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import STREAM_EVENT_TYPES
-from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, load_schedule, schedule_from_dict
+from dynasched_gym.schedule import (
+    DOWNTIME_KINDS,
+    SEGMENT_STATUSES,
+    load_schedule,
+    load_schedule_dict,
+    schedule_from_dict,
+)
 from dynasched_gym.viz import (
     curves_figure,
     event_times,
+    figure_rgb,
     gantt_figure,
     gantt_html,
     metric_curves,
+    save_curves,
     save_figure,
     save_gantt,
+    save_timeline,
     timeline_figure,
 )
 from dynasched_gym.viz.gantt import gantt_size
@@ -167,6 +177,19 @@ def test_timeline_and_curves_figures(small):
     for bad in (2.5, True):  # failed inside NumPy / matplotlib
         with pytest.raises(TypeError, match=f"bins must be an integer >= 1, got {bad}"):
             timeline_figure(small, bins=bad)
+
+
+def test_figure_now_and_dpi_are_checked(small):
+    """now="abc" failed inside NumPy, NaN and -5 drew a chart of no moment; dpi=0, -3 or NaN failed only when the
+    figure was drawn, inside matplotlib."""
+    for bad in ("abc", float("nan"), -5.0, float("inf"), True):
+        with pytest.raises(ValueError, match=re.escape(f"now must be a finite number >= 0, got {bad!r}")):
+            gantt_figure(small, now=bad)
+    for bad in (0, -3, float("nan"), "abc"):
+        for draw in (gantt_figure, curves_figure, timeline_figure):
+            with pytest.raises(ValueError, match=re.escape(f"dpi must be a finite number > 0, got {bad!r}")):
+                draw(small, dpi=bad)
+    assert figure_rgb(gantt_figure(small, now=np.float64(2), dpi=50)).shape[1] == 500
 
 
 def test_saved_files_are_complete(small, tmp_path):
@@ -308,6 +331,35 @@ def test_a_non_string_instance_path_names_the_field(small, tmp_path):
         load_schedule(bad)
     assert err.value.field == "instance.path" and err.value.value == 5
     assert not validate_schedule(bad).ok
+
+
+def test_to_dict_takes_only_a_path_for_the_instance(small, tmp_path):
+    """to_dict(instance_path=5) wrote a file that did not load, "" stored the instance inline, a pathlib.Path was
+    stored as is (json.dumps then failed)."""
+    with pytest.raises(TypeError, match=r"^instance_path must be a path \(str or os.PathLike\), got int: 5$"):
+        small.to_dict(instance_path=5)
+    with pytest.raises(ValueError, match=r"^instance_path must be a path relative to the schedule file, .* got ''$"):
+        small.to_dict(instance_path="")
+    small.instance.to_json(tmp_path / "inst.json")
+    for given in (Path("inst.json"), "./inst.json"):
+        (tmp_path / "s.json").write_text(json.dumps(small.to_dict(instance_path=given)))
+        assert json.loads((tmp_path / "s.json").read_text())["instance"] == {"path": str(given)}
+        assert load_schedule(tmp_path / "s.json").instance == small.instance
+
+
+@pytest.mark.parametrize("bad", [5, None])
+def test_schedule_and_picture_files_name_a_path_of_the_wrong_type(small, tmp_path, bad):
+    """pathlib's "expected str, bytes or os.PathLike object, not int" named neither the argument nor the value (and
+    save_curves and save_timeline drew the whole figure first)."""
+    calls = [load_schedule, load_schedule_dict, lambda p: save_gantt(small, p), lambda p: save_curves(small, p),
+             lambda p: save_timeline(small, p), lambda p: save_figure(gantt_figure(small), p)]
+    if bad is not None:  # to_json(None) writes no file
+        calls.append(small.to_json)
+    for call in calls:
+        with pytest.raises(TypeError, match=re.escape(f"path must be a path (str or os.PathLike), got "
+                                                      f"{type(bad).__name__}: {bad!r}")):
+            call(bad)
+    assert list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------------------------------- CLI

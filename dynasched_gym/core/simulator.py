@@ -59,6 +59,8 @@ class Simulator:
 
     def bind(self, state: State) -> None:
         """Simulate on ``state`` (arrays of this instance, e.g. a row of an env batch) instead of its own."""
+        # None failed inside numba at the next step; another instance's arrays were used unchecked (no bounds checks)
+        self._check_state("state", state, "a State of this instance")
         self.state = state
         self._handle = make_handle(self.static, state)
 
@@ -125,14 +127,20 @@ class Simulator:
 
     def restore(self, snapshot: State) -> None:
         """Return to a state taken by :meth:`snapshot` of this instance (the snapshot stays usable)."""
-        if not isinstance(snapshot, State):
-            raise TypeError(f"snapshot must be a State from Simulator.snapshot(), got {type(snapshot).__name__}")
-        for name, dst, src in zip(State._fields, self.state, snapshot):  # all checked before any is copied
-            if not isinstance(src, np.ndarray) or src.shape != dst.shape:
-                raise ValueError(f"snapshot is not of this simulation of {self.instance.name!r}: its {name} has "
-                                 f"shape {getattr(src, 'shape', None)}, expected {dst.shape} (of another instance?)")
+        self._check_state("snapshot", snapshot, "a State from Simulator.snapshot()")
         for dst, src in zip(self.state, snapshot):
             np.copyto(dst, src)
+
+    def _check_state(self, name: str, state: object, kind: str) -> None:
+        """Raise naming ``name`` unless ``state`` is a State whose arrays have this simulation's shapes and dtypes
+        (all checked before any is used)."""
+        if not isinstance(state, State):
+            raise TypeError(f"{name} must be {kind}, got {type(state).__name__}")
+        for field, dst, src in zip(State._fields, self.state, state):
+            if not isinstance(src, np.ndarray) or src.shape != dst.shape or src.dtype != dst.dtype:
+                raise ValueError(f"{name} is not of this simulation of {self.instance.name!r}: its {field} is "
+                                 f"{getattr(src, 'dtype', type(src).__name__)} of shape {getattr(src, 'shape', None)}, "
+                                 f"expected {dst.dtype} of shape {dst.shape} (of another instance?)")
 
     # ------------------------------------------------------------- results
     def schedule(self) -> Schedule:

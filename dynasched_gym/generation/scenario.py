@@ -194,10 +194,11 @@ class Scenario:
 
         from dynasched_gym import conf
 
+        # by name only: a path such as "../tier/hard" or "/tmp/x" read whatever YAML file it named
+        if size not in size_presets():
+            raise InstanceFormatError(f"unknown size preset (known by name: {', '.join(size_presets())})",
+                                      source=str(conf.CONF_DIR / "size"), field="size", value=size)
         path = conf.CONF_DIR / "size" / f"{size}.yaml"
-        if not path.is_file():
-            raise InstanceFormatError(f"unknown size preset (known: {', '.join(size_presets())})", source=str(path),
-                                      field="size", value=size)
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         try:
             return cls.from_dict(data["scenario"])

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dynasched_gym.checks import is_real
 from dynasched_gym.generation import libm
 from dynasched_gym.generation.realised import (
     MetricInputs,
@@ -75,6 +76,8 @@ class SSIResult:
 
 def tier_of(score: float) -> str:
     """The tier whose band holds ``score``."""
+    if not is_real(score):  # "50" failed comparing str with float, True was a score of 1
+        raise TypeError(f"score must be a number (an SSI score, 0..100), got {score!r}")
     for name, (lo, hi) in TIER_BANDS.items():
         if lo <= score < hi:
             return name

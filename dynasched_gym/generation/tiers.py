@@ -57,7 +57,7 @@ import yaml
 from tqdm import tqdm
 
 from dynasched_gym import conf
-from dynasched_gym.checks import check_integer
+from dynasched_gym.checks import check_bool, check_integer, check_path
 from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.generation import generator, stress_index
 from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_target, size_presets
@@ -182,7 +182,7 @@ class TierPool:
         self.workers = check_integer("workers", workers, 1) if workers is not None else min(2, os.cpu_count() or 1)
         self._inputs = key_inputs(tier, size)
         self.key = hashlib.sha256(_canonical(self._inputs).encode("utf-8")).hexdigest()
-        self.directory = Path(cache_dir if cache_dir is not None else default_cache_dir()) / self.key
+        self.directory = (default_cache_dir() if cache_dir is None else check_path("cache_dir", cache_dir)) / self.key
         self._open()
 
     def __repr__(self) -> str:
@@ -199,6 +199,7 @@ class TierPool:
 
     def prepare(self, seeds: Iterable[int], progress: bool = True) -> None:
         """Generate the seeds that are not cached yet, in ``workers`` processes, persisting each when done."""
+        check_bool("progress", progress)  # "no" would show the bar
         missing = [s for s in dict.fromkeys(map(_check_seed, seeds))
                    if not all(p.is_file() for p in self._paths(s))]
         workers = min(self.workers, len(missing))

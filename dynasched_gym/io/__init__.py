@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.instance import INSTANCE_FORMAT, Instance
 from dynasched_gym.io import dsbx_dir, dsbx_jms, fjsp, jssp, native
@@ -38,15 +39,12 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     A file holding a JSON object is parsed: it is a native instance if its ``format`` field (wherever
     it is in the file) says so, a JMS file if it has ``static_info``; another ``format`` raises.
     """
-    return _detect(Path(path))[0]
+    return _detect(check_path("path", path))[0]
 
 
 def load_instance(path: str | os.PathLike[str], format: str | None = None) -> Instance:
     """Load an instance from ``path``, detecting the format unless ``format`` names one."""
-    if not isinstance(path, (str, os.PathLike)):  # pathlib's error named neither the argument nor the value
-        hint = " (it is loaded already)" if isinstance(path, Instance) else ""
-        raise TypeError(f"path must be a path (str or os.PathLike){hint}, got {type(path).__name__}: {path!r:.80}")
-    p = Path(path)
+    p = check_path("path", path, " (it is loaded already)" if isinstance(path, Instance) else "")
     if format is None:
         name, data = _detect(p)
         return FORMATS[name].load(p) if data is None else instance_from_json(data, p)

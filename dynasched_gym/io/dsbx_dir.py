@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dynasched_gym.checks import INEXACT_INTEGER, holds_exactly, is_finite_real, is_integer
+from dynasched_gym.checks import INEXACT_INTEGER, check_path, holds_exactly, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine, current_umask
 from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
@@ -544,8 +544,8 @@ def save(instance: Instance, directory: str | os.PathLike[str], *, drop_unsuppor
     ``directory`` must not exist, be empty, or hold only a previous :func:`save` output (which is
     replaced). Everything is written to a temporary sibling directory first and then renamed.
     """
+    target = check_path("directory", directory)
     files = render(instance, drop_unsupported)
-    target = Path(directory)
     if target.exists() and (not target.is_dir() or set(os.listdir(target)) - set(_WRITTEN)):
         raise FileExistsError(f"{target} exists and is not a dsbx directory written by save()")
     target.parent.mkdir(parents=True, exist_ok=True)

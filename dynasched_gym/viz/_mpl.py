@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_path, check_positive
 from dynasched_gym.errors import InstanceFormatError, needs_extra
 from dynasched_gym.instance import atomic_path
 
@@ -24,6 +25,7 @@ def blank_figure(fig: Any, width: float, height: float, dpi: float) -> Any:
 
     Constrained layout keeps the titles and the legends placed above the axes from overlapping.
     """
+    check_positive("dpi", dpi)  # 0, NaN or a string failed only when drawn, inside matplotlib
     if fig is None:
         with needs_extra("viz", "drawing"):
             from matplotlib.figure import Figure
@@ -67,7 +69,7 @@ def check_suffix(path: Path, allowed: tuple[str, ...]) -> str:
 
 def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     """Save ``fig`` atomically as PNG, PDF or SVG (chosen by the suffix of ``path``)."""
-    path = Path(path)
+    path = check_path("path", path)
     fmt = check_suffix(path, FIGURE_SUFFIXES)[1:]
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=fmt)

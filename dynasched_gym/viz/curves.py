@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_path
 from dynasched_gym.schedule import Schedule
 from dynasched_gym.viz._mpl import blank_figure, plain_text, save_figure
 
@@ -80,6 +81,7 @@ def curves_figure(schedule: Schedule, fig: Any = None, dpi: float = 100) -> Any:
 
 def save_curves(schedule: Schedule, path: str | os.PathLike[str]) -> Path:
     """Write :func:`curves_figure` to ``path`` atomically (PNG, PDF or SVG by suffix)."""
+    path = check_path("path", path)  # before drawing
     return save_figure(curves_figure(schedule), path)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import check_path, check_real
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
 from dynasched_gym.viz._mpl import FIGURE_SUFFIXES, blank_figure, check_suffix, palette, plain_text, save_figure
@@ -54,6 +55,8 @@ def gantt_figure(
     downtime at it; ``running`` adds the operations in progress, faded, up to their planned end.
     """
     _check_view(by)
+    if now is not None:  # a string failed inside NumPy; NaN or a negative time drew a chart of no moment
+        now = check_real("now", now, 0.0)
     inst = schedule.instance
     machine_view = by == "machine"
     rows = inst.num_machines if machine_view else inst.num_jobs
@@ -113,7 +116,7 @@ def gantt_size(instance: Instance, by: str = "machine") -> tuple[float, float]:
 
 def save_gantt(schedule: Schedule, path: str | os.PathLike[str], by: str = "machine") -> Path:
     """Write the Gantt chart to ``path`` atomically: PNG, PDF or SVG (matplotlib) or HTML, by suffix."""
-    path = Path(path)
+    path = check_path("path", path)
     if check_suffix(path, GANTT_SUFFIXES) == ".html":
         write_text_atomic(path, gantt_html(schedule, by))
     else:

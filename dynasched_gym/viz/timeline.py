@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_integer
+from dynasched_gym.checks import check_integer, check_path
 from dynasched_gym.instance import EventType, Instance
 from dynasched_gym.schedule import SEGMENT_STATUSES, Schedule
 from dynasched_gym.viz._mpl import blank_figure, palette, plain_text, save_figure
@@ -61,4 +61,5 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
 
 def save_timeline(source: Instance | Schedule, path: str | os.PathLike[str], bins: int = 60) -> Path:
     """Write :func:`timeline_figure` to ``path`` atomically (PNG, PDF or SVG by suffix)."""
+    path = check_path("path", path)  # before drawing
     return save_figure(timeline_figure(source, bins), path)
