@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 def is_integer(value: object) -> bool:
     """``value`` is a Python or NumPy integer; bools are not (``True`` is no count or id)."""
@@ -63,11 +65,11 @@ def check_integer(name: str, value: Any, minimum: int) -> int:
 
 
 def check_bool(name: str, value: Any) -> bool:
-    """``value``; raise a TypeError naming ``name`` and ``value`` unless it is ``True`` or ``False`` (a string
-    such as ``"maybe"`` or ``"false"`` would otherwise be read as true)."""
-    if not isinstance(value, bool):
+    """``value`` as a ``bool``; raise a TypeError naming ``name`` and ``value`` unless it is ``True`` or ``False``
+    (NumPy's too; a string such as ``"maybe"`` or ``"false"`` would otherwise be read as true)."""
+    if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be true or false, got {value!r}")
-    return value
+    return bool(value)
 
 
 def check_path(name: str, value: Any, hint: str = "") -> Path:

@@ -421,8 +421,11 @@ def _operation_to_dict(op: Operation) -> dict[str, float]:
 
 
 def _records(field: str, value: Any, kind: type) -> Sequence[Any]:
-    """``value``, checked to be a sequence of ``kind`` records: a TypeError naming ``field`` otherwise (a dict was
-    read as its keys, a lone record or None failed as not iterable), an InstanceFormatError naming the record."""
+    """``value``, checked to be a sequence (or a generator) of ``kind`` records: a TypeError naming ``field``
+    otherwise (a dict was read as its keys, a lone record or None failed as not iterable), an InstanceFormatError
+    naming the record."""
+    if isinstance(value, Iterator):  # a generator of events always worked
+        value = tuple(value)
     if not isinstance(value, Sequence) or isinstance(value, str):
         raise TypeError(f"{field} must be a list of {kind.__name__} records, got {type(value).__name__}: "
                         f"{value!r:.80}")

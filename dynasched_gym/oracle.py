@@ -146,8 +146,10 @@ def solve_clairvoyant(
         hint: a finished schedule of ``instance`` (e.g. an agent's); the result is never worse.
 
     Raises:
-        ValueError: unknown objective, a hint of another instance or unfinished, or a job with more
-            than :data:`MAX_VARIANTS` variants.
+        ValueError: unknown objective, a hint of another instance or unfinished, a job with more
+            than :data:`MAX_VARIANTS` variants, a ``time_limit`` not > 0, ``workers`` < 1, or a ``seed``
+            outside [0, 2**31).
+        TypeError: ``instance`` is no Instance, ``hint`` no Schedule, ``workers`` or ``seed`` no integer.
         RuntimeError: the model's schedule fails validation (a bug).
     """
     t0 = time.perf_counter()

@@ -9,7 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dynasched_gym.checks import check_integer, check_path, check_positive, is_finite_real, is_integer, is_real
+from dynasched_gym.checks import (
+    check_bool,
+    check_integer,
+    check_path,
+    check_positive,
+    is_finite_real,
+    is_integer,
+    is_real,
+)
 
 INTEGERS = [0, -3, 2**70, np.int64(5), np.uint8(1)]
 REALS = [0.5, -1e300, np.float32(2.5), np.float64(-0.0), Fraction(1, 3)]
@@ -47,3 +55,13 @@ def test_check_path_names_the_argument(value: object) -> None:
                                                   f"{type(value).__name__}: {value!r}")):
         check_path("out", value)
     assert check_path("out", "a/b.json") == check_path("out", Path("a/b.json")) == Path("a/b.json")
+
+
+@pytest.mark.parametrize("value", ["no", 1, None, np.array([True])])
+def test_check_bool_takes_python_and_numpy_bools(value: object) -> None:
+    """A NumPy bool (``terminated[i]``, ``mask.all()``) is true or false: validate_schedule(require_finished=np.True_)
+    worked until require_finished was checked, and then was refused as 'must be true or false, got np.True_'."""
+    with pytest.raises(TypeError, match=re.escape(f"flag must be true or false, got {value!r}")):
+        check_bool("flag", value)
+    for given in (True, np.True_, False, np.False_):
+        assert type(check_bool("flag", given)) is bool and check_bool("flag", given) == given

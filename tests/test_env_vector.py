@@ -460,6 +460,19 @@ def test_reset_masks_and_seed_lists_are_checked():
     venv.reset(seed=[None, np.int64(4)])
 
 
+def test_a_vector_reset_seed_is_checked_as_a_single_envs_is():
+    """reset(seed=-1) failed inside Gymnasium (gymnasium.error.Error naming no argument), where a single env and a
+    seed list say seed must be >= 0; a 0-d array failed with 'len() of unsized object'."""
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    with pytest.raises(ValueError, match=r"^seed must be an integer >= 0, got -1$"):
+        venv.reset(seed=-1)
+    with pytest.raises(ValueError, match=r"^seed must be an integer >= 0, got np.int64\(-3\)$"):
+        venv.reset(seed=np.int64(-3))
+    with pytest.raises(TypeError, match=r"seed must be an integer, a list of 2 integers or None.*got array\(3\)"):
+        venv.reset(seed=np.array(3))
+    venv.reset(seed=np.array([3, 4]))
+
+
 def test_the_sb3_adapter_refuses_fractional_actions():
     """SB3VecEnv cast its actions to int64: 1.7 played slot 1 and True slot 1, and a wrong count failed in reshape."""
     pytest.importorskip("stable_baselines3")

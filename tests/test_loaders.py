@@ -1085,3 +1085,6 @@ def test_build_names_records_given_in_another_container():
             Instance.build(**{"name": "a", "machines": machines, "jobs": [job], **kwargs})
         assert err.value.field == field
     assert Instance.build("a", tuple(machines), (job,)).num_jobs == 1  # any sequence
+    built = Instance.build("a", machines, (j for j in [job]),
+                           events=(e for e in [Event(1.0, EventType.BREAKDOWN, machine=0, duration=2.0)]))
+    assert built.num_jobs == 1 and len(built.events) == 1  # generators, as before

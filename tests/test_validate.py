@@ -745,6 +745,7 @@ def test_validator_settings_are_checked():
     with pytest.raises(TypeError, match="require_finished must be true or false, got 'no'"):
         validate_schedule(schedule, require_finished="no")
     assert validate_schedule(schedule, tol=0).ok
+    assert validate_schedule(schedule, require_finished=np.True_).ok  # a NumPy bool, as before the check
 
 
 def test_compute_metrics_needs_a_bool_cancelled_array_and_machines():

@@ -15,7 +15,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dynasched_gym.checks import check_bool, check_integer
+from dynasched_gym.checks import check_bool, check_integer, is_integer
 from dynasched_gym.core.kernels import DONE, ERR_STALLED
 from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
@@ -118,7 +118,7 @@ class DFJSPVectorEnv(VectorEnv):
         sub-environment (``None``: drawn as usual; entries of sub-environments not reset are ignored).
         """
         seeds = per_env_seeds(seed, self.num_envs)
-        super().reset(seed=seeds[0] if isinstance(seed, (int, np.integer)) else None)  # the vector env's own rng
+        super().reset(seed=seeds[0] if is_integer(seed) else None)  # the vector env's own rng
         override = instance_option(options, vector=True)
         overrides = list(override) if isinstance(override, (list, tuple)) else [override] * self.num_envs
         if len(overrides) != self.num_envs:
@@ -288,9 +288,9 @@ def per_env_seeds(seed: Any, num_envs: int) -> list[int | None]:
     (one per sub-environment; None: not reseeded), all None for None."""
     if seed is None:
         return [None] * num_envs
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return [int(seed) + i for i in range(num_envs)]
-    if isinstance(seed, (list, tuple, np.ndarray)):
+    if is_integer(seed):  # >= 0, as a single env's seed and each seed of a list (-1 failed inside Gymnasium)
+        return [check_integer("seed", seed, 0) + i for i in range(num_envs)]
+    if isinstance(seed, (list, tuple)) or (isinstance(seed, np.ndarray) and seed.ndim == 1):  # a 0-d one has no len
         if len(seed) != num_envs:
             raise ValueError(f"expected {num_envs} seeds (one per sub-environment), got {len(seed)}")
         # each an integer >= 0 or None (True is no seed 1)
