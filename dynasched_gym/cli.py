@@ -209,9 +209,15 @@ def _seed(text: str) -> int:
     return seed
 
 
+def doc_summary(doc: str | None) -> str:
+    """The first paragraph of a module docstring, for a command's ``--help`` (empty under ``python -OO``, which
+    strips docstrings)."""
+    return (doc or "").split("\n\n")[0]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dynasched-gym``."""
-    parser = argparse.ArgumentParser(prog="dynasched-gym", description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="dynasched-gym", description=doc_summary(__doc__))
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="summarise an instance")
     p.add_argument("instance", type=_instance, help="path or embedded name (" + ", ".join(data.EMBEDDED) + ")")

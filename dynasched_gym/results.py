@@ -334,7 +334,8 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
 
     Each row must hold what :func:`checked_row_key` checks (a ValueError names the row and the field).
     """
-    check_integer("resamples", resamples, 1), check_integer("seed", seed, 0)  # also when no group needs them
+    check_integer("resamples", resamples, 1)  # also when no group needs them
+    check_integer("seed", seed, 0)
     rows = list(rows)
     for i, row in enumerate(rows):  # a missing field was a bare KeyError naming no row
         if not isinstance(row, Mapping):

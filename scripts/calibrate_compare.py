@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from dynasched_gym.cli import doc_summary
 from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
@@ -125,7 +126,7 @@ def table(summary: dict[str, dict[str, float]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Run (or resume) the comparison and print the table."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--size", default="medium")
     parser.add_argument("--vectors", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=3)

@@ -33,6 +33,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.rules import rule_objectives
+from dynasched_gym.cli import doc_summary
 from dynasched_gym.generation import TIERS, size_presets, tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
@@ -46,7 +47,7 @@ LOOKAHEAD_OPTIONS = {"--top-k": "top_k", "--rule": "rule", "--rollout-rules": "r
 
 def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the command line), play, print the comparison."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--tier", default="hard", choices=TIERS)
     parser.add_argument("--size", default="small", choices=size_presets())
     parser.add_argument("--seeds", type=int, default=100)

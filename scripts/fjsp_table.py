@@ -26,6 +26,7 @@ from tqdm import tqdm
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import data, load_instance, rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
+from dynasched_gym.cli import doc_summary
 from dynasched_gym.instance import write_text_atomic
 from scripts.interrupts import interrupted_exit
 
@@ -38,7 +39,7 @@ PUBLISHED = {"FIFO": 205.56, "MOR (MOPNR)": 200.36, "SPT": 237.52, "MWKR": 201.7
 
 def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the command line), play mk01-mk10, print the table and write its JSON."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--top-k", type=int, default=16, help="lookahead candidates per decision")
     parser.add_argument("--out", default=".bench/fjsp_table.json")
     args = parser.parse_args(argv)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from dynasched_gym.cli import doc_summary
 from dynasched_gym.generation import TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
 from dynasched_gym.instance import atomic_path, write_text_atomic
@@ -97,7 +98,7 @@ def design_rows(stored: list[dict[str, Any]], vectors: list[dict[str, float]]) -
 
 def main(argv: list[str] | None = None) -> None:
     """Compute (or resume) the rows of ``--instances`` target vectors, print and write the statistics."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--instances", type=int, default=320)
     parser.add_argument("--out", default=".bench/ssi")
     args = parser.parse_args(argv)

@@ -316,9 +316,7 @@ def reset_mask_of(mask: Any, num_envs: int) -> np.ndarray:
     array = np.asarray(mask)
     if array.shape != (num_envs,):
         raise ValueError(f"reset_mask must have shape ({num_envs},), got {array.shape}: {mask!r}")
-    if array.dtype.kind == "b":
-        return array.astype(bool, copy=True)
-    if array.dtype.kind not in "iu" or not np.isin(array, (0, 1)).all():
+    if array.dtype.kind != "b" and (array.dtype.kind not in "iu" or not np.isin(array, (0, 1)).all()):
         raise ValueError(f"reset_mask must hold one bool (or 0 / 1) per sub-environment, got {mask!r}")
     return array.astype(bool)
 

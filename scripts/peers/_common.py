@@ -166,11 +166,12 @@ def emit(payload: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def main(measure: Callable[[argparse.Namespace], dict[str, Any]], description: str,
+def main(measure: Callable[[argparse.Namespace], dict[str, Any]], doc: str | None,
          configure: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
-    """Parse the arguments (``configure`` adds a runner's own), run ``measure`` and print its result,
-    or the error and exit 1."""
-    p = parser(description)
+    """Parse the arguments (described by the first paragraph of the runner's docstring ``doc``, None under
+    ``python -OO``; ``configure`` adds the runner's own), run ``measure`` and print its result, or the error and
+    exit 1."""
+    p = parser((doc or "").split("\n\n")[0])
     if configure is not None:
         configure(p)
     args = p.parse_args()

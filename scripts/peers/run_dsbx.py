@@ -54,4 +54,4 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main(measure, (__doc__ or "").split("\n\n")[0])
+    main(measure, __doc__)

@@ -94,4 +94,4 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    main(measure, (__doc__ or "").split("\n\n")[0], _configure)
+    main(measure, __doc__, _configure)
