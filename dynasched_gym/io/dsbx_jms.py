@@ -32,8 +32,8 @@ Mapping (a contract):
   breakdowns first. The simulator reorders same-time events by kind anyway.
 
 A directory holding exactly one such ``.jsonl`` file (the shipped layout) is read as that file.
-Errors name the file, line 1 (the file is one line) and the field, e.g.
-``dynamic_events.machine_break[2]``.
+Errors name the file and the field, e.g. ``dynamic_events.machine_break[2]`` (not a line: the shipped files
+are one line, and a pretty-printed file's line of a field is not known after parsing).
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def load(path: Path) -> Instance:
 
 def from_json(data: Any, file: Path) -> Instance:
     """The instance of the parsed content ``data`` of the JMS file ``file``."""
-    where = Where(str(file), 1)
+    where = Where(str(file))
     info = where.get(data, "static_info", "static_info")
     if isinstance(data, Mapping):
         where.unread(data, ("static_info", "emergency_static", "dynamic_events", "timestamp", "meta"), "")
