@@ -33,7 +33,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
 
 def test_sdist_runs_the_tests_and_scripts(built):
     names = set(built["sdist"])
-    for needed in ("Makefile", "tests/conftest.py", "tests/strategies.py", "tests/data/behaviour_pins.json",
+    for needed in ("Makefile", "LICENSE", "tests/conftest.py", "tests/strategies.py", "tests/data/behaviour_pins.json",
                    "scripts/train.py", "conf/train/ppo.yaml", "conf/leaderboard.yaml", "docs/agents.md",
                    "envs/dfjsp/env.py", "agents/checkpoints/ppo-medium-small.zip"):
         assert needed in names, needed
@@ -47,3 +47,4 @@ def test_wheel_holds_envs_agents_configs_and_checkpoints(built):
                    "dynasched_gym/agents/checkpoints/ppo-medium-small.yaml"):
         assert needed in names, needed
     assert not [name for name in names if name.startswith(("tests/", "scripts/"))]
+    assert [name for name in names if name.endswith(".dist-info/licenses/LICENSE")], "the licence text"
