@@ -640,7 +640,8 @@ def run(cfg: DictConfig) -> Summary:
     for (tier, size), wanted in seeds.items():
         tier_pool(tier, size, workers=workers).prepare(wanted, progress=progress)
     retry: list[dict[str, Any]] = []
-    with tqdm(total=len(pending), desc="episodes", unit="ep", disable=not progress) as bar:
+    with tqdm(total=len(the_plan.episodes), initial=len(the_plan.episodes) - len(pending), desc="episodes",
+              unit="ep", disable=not progress) as bar:
 
         kept: set[Key] = set()
 

@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{args.instances} instances: {args.instances - len(pending)} reused from {rows_path}, "
           f"{len(pending)} to compute", file=sys.stderr)
     with rows_path.open("a") as fh:
-        for i in tqdm(pending, desc="instances", unit="instance"):
+        for i in tqdm(pending, desc="instances", unit="instance", initial=args.instances - len(pending),
+                         total=args.instances):
             rows[i] = evaluate(i, vectors[i])
             fh.write(json.dumps(rows[i]) + "\n")
             fh.flush()
