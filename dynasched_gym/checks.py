@@ -54,6 +54,23 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
+def named_items(name: str, value: Any) -> list[tuple[str, Any]]:
+    """The items of the setting ``name`` (one item or a list, as :func:`as_list`), each with the name its errors
+    give: ``name`` for an item given alone, ``name[i]`` for the i-th of a list."""
+    if isinstance(value, (str, int)):
+        return [(name, value)]
+    return [(f"{name}[{i}]", item) for i, item in enumerate(value)]
+
+
+def check_choices(name: str, value: Any, choices: Sequence[str]) -> list[Any]:
+    """The setting ``name`` (one name or a list) as a list, each item one of ``choices`` (a ValueError names the
+    item, as :func:`named_items`, and its value)."""
+    items = named_items(name, value)
+    for item_name, item in items:
+        check_choice(item_name, item, choices)
+    return [item for _, item in items]
+
+
 def check_integer(name: str, value: Any, minimum: int) -> int:
     """``value`` as an ``int``; raise naming argument ``name`` and ``value`` unless it is an integer (NumPy
     integers included, bools not; :class:`TypeError`) >= ``minimum`` (:class:`ValueError`)."""

@@ -63,7 +63,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from dynasched_gym import data, load_instance
-from dynasched_gym.checks import as_list, check_bool, check_choice, check_integer, check_positive
+from dynasched_gym.checks import check_bool, check_choice, check_choices, check_integer, check_positive, named_items
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector
@@ -556,22 +556,14 @@ def load_instances(keys: Sequence[str], args: argparse.Namespace) -> dict[str, I
     return out
 
 
-def _names(key: str, value: Any, choices: Sequence[str]) -> list[str]:
-    """The setting ``key``: one name or a list of names, each one of ``choices``."""
-    names = as_list(value)
-    for name in names:
-        check_choice(f"{key}[]", name, tuple(choices))
-    return names
-
-
 @settings_checked()
 def settings(cfg: DictConfig) -> argparse.Namespace:
     """The settings of ``cfg`` (conf/bench.yaml) checked, each error naming its key, with the ``quick`` defaults
     filled in and ``sections``, what ``only`` selects."""
     quick = check_bool("quick", cfg.quick)
     args = argparse.Namespace(
-        quick=quick, only=None if cfg.only is None else _names("only", cfg.only, SECTIONS),
-        instances=_names("instances", cfg.instances, INSTANCES),
+        quick=quick, only=None if cfg.only is None else check_choices("only", cfg.only, SECTIONS),
+        instances=check_choices("instances", cfg.instances, INSTANCES),
         repeats=1 if quick else 5, seconds=0.05 if quick else 0.5, num_envs=[1, 16] if quick else [1, 16, 64, 256],
         memory_envs=check_integer("memory_envs", cfg.memory_envs, 1), rule=str(cfg.rule),
         tier=cfg.tier, tier_seed=check_integer("tier_seed", cfg.tier_seed, 0), seed=check_integer("seed", cfg.seed, 0),
@@ -583,7 +575,7 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         check_positive("seconds", cfg.seconds)
         args.seconds = float(cfg.seconds)
     if cfg.num_envs is not None:
-        args.num_envs = [check_integer("num_envs[]", n, 1) for n in as_list(cfg.num_envs)]
+        args.num_envs = [check_integer(name, n, 1) for name, n in named_items("num_envs", cfg.num_envs)]
     for key in ("episode_limit", "timeout"):
         check_positive(key, cfg[key])
     check_choice("tier", cfg.tier, TIERS)

@@ -48,7 +48,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import dynasched_gym
-from dynasched_gym.checks import as_list, check_bool, check_choice, check_integer
+from dynasched_gym.checks import as_list, check_bool, check_choice, check_choices, check_integer
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import (
     BEHAVIOUR_VERSION,
@@ -412,11 +412,7 @@ def plan(cfg: DictConfig) -> Plan:
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
     start = check_integer("seeds.start", cfg.seeds.start, 0)
     seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1))
-    tiers, sizes = as_list(cfg.tiers), as_list(cfg.sizes)
-    for tier in tiers:
-        check_choice("tiers[]", tier, TIERS)
-    for size in sizes:
-        check_choice("sizes[]", size, size_presets())
+    tiers, sizes = check_choices("tiers", cfg.tiers, TIERS), check_choices("sizes", cfg.sizes, size_presets())
     episodes, skipped = [], []
     for tier in tiers:
         for size in sizes:

@@ -36,7 +36,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, agent_name
-from dynasched_gym.checks import as_list, check_choice, check_integer
+from dynasched_gym.checks import as_list, check_choices, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
@@ -101,12 +101,10 @@ def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], lis
     env = OmegaConf.to_container(cfg.env, resolve=True)
     groups: dict[str, dict[str, Any]] = {}
     # each group names the config keys its errors are reported under (scripts.evaluate.agent_specs)
-    for level in cfg.levels:
-        check_choice("levels[]", level, LEVELS)
+    for level in check_choices("levels", cfg.levels, LEVELS):
         groups[agent_name(level)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": "none"},
                                      "env": env, "where": "agent", "env_key": "env"}
-    for variant in cfg.variants:
-        check_choice("variants[]", variant, tuple(VARIANT_LEVEL))
+    for variant in check_choices("variants", cfg.variants, tuple(VARIANT_LEVEL)):
         level = VARIANT_LEVEL[variant]
         groups[agent_name(level, variant)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": variant},
                                               "env": env, "where": "agent", "env_key": "env"}

@@ -31,9 +31,9 @@ def _settings(*overrides: str) -> argparse.Namespace:
 
 
 @pytest.mark.parametrize(("override", "error", "message"), [
-    ("num_envs=[0]", ValueError, r"^num_envs\[\] must be an integer >= 1, got 0$"),
-    ("only=[kernel,warp]", ValueError, r"^only\[\] must be one of .*, got 'warp'$"),
-    ("instances=ta02", ValueError, r"^instances\[\] must be one of .*, got 'ta02'$"),
+    ("num_envs=[0]", ValueError, r"^num_envs\[0\] must be an integer >= 1, got 0$"),
+    ("only=[kernel,warp]", ValueError, r"^only\[1\] must be one of .*, got 'warp'$"),
+    ("instances=ta02", ValueError, r"^instances must be one of .*, got 'ta02'$"),
     ("seconds=0", ValueError, r"^seconds must be a finite number > 0, got 0$"),
     ("rule=FOO", ValueError, r"^rule=FOO: unknown rule 'FOO'"),
     ("quick=maybe", TypeError, r"^quick must be true or false, got 'maybe'$"),

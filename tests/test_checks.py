@@ -11,6 +11,7 @@ import pytest
 
 from dynasched_gym.checks import (
     check_bool,
+    check_choices,
     check_integer,
     check_path,
     check_positive,
@@ -65,3 +66,13 @@ def test_check_bool_takes_python_and_numpy_bools(value: object) -> None:
         check_bool("flag", value)
     for given in (True, np.True_, False, np.False_):
         assert type(check_bool("flag", given)) is bool and check_bool("flag", given) == given
+
+
+def test_check_choices_names_the_item() -> None:
+    """One value given alone is a list of one (not of its letters); an error names the item by its index."""
+    assert check_choices("tiers", "easy", ("easy", "hard")) == ["easy"]
+    assert check_choices("tiers", ["hard", "easy"], ("easy", "hard")) == ["hard", "easy"]
+    with pytest.raises(ValueError, match=re.escape("tiers must be one of ('easy',), got 'hard'")):
+        check_choices("tiers", "hard", ("easy",))
+    with pytest.raises(ValueError, match=re.escape("tiers[1] must be one of ('easy',), got 'hardd'")):
+        check_choices("tiers", ("easy", "hardd"), ("easy",))

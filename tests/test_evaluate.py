@@ -818,8 +818,9 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
 @pytest.mark.parametrize(("override", "message"), [
     ("agent.lookahead.kwargs.top_k=0", r"^agent\.lookahead \(name 'lookahead', kwargs \{'top_k': 0, .*\}\): top_k"),
     ("agent.random.names=[randm]", r"^agent\.random \(name 'randm', kwargs \{.*\}\): unknown agent 'randm'"),
-    ("tiers=[hardd]", r"^tiers\[\] must be one of .*, got 'hardd'$"),
-    ("sizes=[huge]", r"^sizes\[\] must be one of .*, got 'huge'$"),
+    ("tiers=[hardd]", r"^tiers\[0\] must be one of .*, got 'hardd'$"),
+    ("tiers=hardd", r"^tiers must be one of .*, got 'hardd'$"),  # one value given alone
+    ("sizes=[small,huge]", r"^sizes\[1\] must be one of .*, got 'huge'$"),
 ])
 def test_agent_names_arguments_and_tiers_are_refused_naming_their_key(override: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -57,15 +57,15 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
 
 @pytest.mark.parametrize(("script", "overrides", "message"), [
     ("evaluate", ["seeds.count=abc"], "seeds.count must be an integer >= 1, got 'abc'"),
-    ("evaluate", ["tiers=[nightmare]"], "tiers[] must be one of ('easy', 'medium', 'hard', 'extreme'), got 'night"),
+    ("evaluate", ["tiers=[nightmare]"], "tiers[0] must be one of ('easy', 'medium', 'hard', 'extreme'), got 'night"),
     ("evaluate", ["workers=-3"], "workers must be an integer >= 1, got -3"),
     ("leaderboard", ["resamples=0"], "resamples must be an integer >= 1, got 0"),
     ("leaderboard", ["objective=speed", "run_missing=false"], "objective must be one of"),
     ("calibrate", ["method=annealing"], "unknown calibration method 'annealing'"),
     ("calibrate", ["+options.max_steps=-1"], "max_steps must be an integer >= 0, got -1"),
     ("calibrate", ["targets.utilization=7"], "targets.utilization"),
-    ("bench", ["only=[kernal]"], "only[] must be one of"),
-    ("observability", ["levels=[L9]", "agent.model=m"], "levels[] must be one of"),
+    ("bench", ["only=[kernal]"], "only[0] must be one of"),
+    ("observability", ["levels=[L9]", "agent.model=m"], "levels[0] must be one of"),
     ("train", ["train.gamma=1.5"], "train.gamma must be"),
 ])
 def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrides: list[str], message: str,
