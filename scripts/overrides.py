@@ -60,18 +60,30 @@ def _hydra_files_only(folder: Path) -> bool:
                for path in folder.rglob("*"))
 
 
+def _sequential_sweep(hydra: Any) -> bool:
+    """The running job is one of a ``-m`` sweep whose jobs run one after another in this process (Hydra's basic
+    launcher), so none writes into the sweep folder once this process exits."""
+    from hydra.types import RunMode
+
+    return hydra.mode == RunMode.MULTIRUN and str(hydra.launcher.get("_target_", "")).endswith(".BasicLauncher")
+
+
 def remove_empty_run_folder() -> None:
     """Delete the running Hydra job's output folder if it holds only Hydra's own files, and the parent folders
-    that leaves empty below the working directory (``outputs/evaluate/<date>/``)."""
+    that leaves empty below the working directory (``outputs/evaluate/<date>/``). In a sequential sweep stopped
+    by its first job, the sweep folder's ``multirun.yaml`` goes too: the sweep ran nothing."""
     from hydra.core.hydra_config import HydraConfig
 
     if not HydraConfig.initialized():
         return
-    runtime = HydraConfig.get().runtime
-    folder, top = Path(runtime.output_dir).resolve(), Path(runtime.cwd).resolve()
+    hydra = HydraConfig.get()
+    folder, top = Path(hydra.runtime.output_dir).resolve(), Path(hydra.runtime.cwd).resolve()
     if not folder.is_dir() or folder == top or not _hydra_files_only(folder):
         return
     shutil.rmtree(folder, ignore_errors=True)
+    if _sequential_sweep(hydra) and [p.name for p in folder.parent.iterdir()] == ["multirun.yaml"]:
+        folder = folder.parent
+        shutil.rmtree(folder, ignore_errors=True)
     for parent in folder.parents:
         if parent == top or top not in parent.parents:
             break

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hydra.types import RunMode
 from omegaconf import DictConfig
 from test_evaluate import config
 
@@ -107,7 +108,7 @@ def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.Mo
     (run / "job.log").write_text("")
     monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: True))
     runtime = SimpleNamespace(output_dir=str(run), cwd=str(tmp_path))
-    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: SimpleNamespace(runtime=runtime)))
+    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: SimpleNamespace(runtime=runtime, mode=RunMode.RUN)))
     (run / "model.zip").write_bytes(b"x")
     remove_empty_run_folder()
     assert (run / "model.zip").exists()
@@ -115,6 +116,26 @@ def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "outputs" / "other").mkdir()
     remove_empty_run_folder()
     assert not (tmp_path / "outputs" / "day").exists() and (tmp_path / "outputs" / "other").exists()
+
+
+def test_a_sweep_stopped_by_its_first_job_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``-m`` with a bad first value: no sweep folder holding only ``multirun.yaml``; a later bad value keeps the
+    earlier jobs' folders and the sweep's ``multirun.yaml``."""
+    from scripts import evaluate
+
+    sweep = tmp_path / "sweep"
+    common = ["ppo=null", "agent=[]", "seeds.count=1", "progress=false", f"store={tmp_path / 'r.jsonl'}",
+              f"hydra.sweep.dir={sweep}"]
+    monkeypatch.setattr(sys, "argv", ["evaluate", "-m", "tiers=nightmare,easy", *common])
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main()
+    assert exit_info.value.code == 2 and not sweep.exists(), list(sweep.rglob("*"))
+    monkeypatch.setattr(sys, "argv", ["evaluate", "-m", "tiers=easy,nightmare", *common])
+    with pytest.raises(SystemExit):
+        evaluate.main()
+    assert sorted(p.name for p in sweep.iterdir()) == ["0", "multirun.yaml"]
+    assert "tiers must be one of" in capsys.readouterr().err
 
 
 class _Reached(Exception):
