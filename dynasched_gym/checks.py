@@ -98,9 +98,9 @@ def check_path(name: str, value: Any, hint: str = "") -> Path:
 
 
 def check_positive(name: str, value: object) -> None:
-    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is a finite real number > 0 (bools not)."""
-    if not is_finite_real(value) or value <= 0:  # type: ignore[operator]
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    """Raise naming ``name`` and ``value`` unless ``value`` is a finite real number > 0: a TypeError for no real
+    number (bools are none), a ValueError for one out of range."""
+    check_real(name, value, 0.0, open_low=True)
 
 
 def in_interval(value: float, low: float, high: float, low_open: bool = False, high_open: bool = False) -> bool:
@@ -109,11 +109,11 @@ def in_interval(value: float, low: float, high: float, low_open: bool = False, h
 
 
 def check_real(name: str, value: Any, low: float, high: float = math.inf, open_low: bool = False) -> float:
-    """``value`` as a ``float`` (so that ``1`` and ``1.0`` configure, and hash, alike); raise a ValueError naming
-    ``name`` and ``value`` unless it is a finite number in [low, high] ((low, high] with ``open_low``; bools are
-    no numbers)."""
+    """``value`` as a ``float`` (so that ``1`` and ``1.0`` configure, and hash, alike); raise naming ``name`` and
+    ``value`` unless it is a finite number in [low, high] ((low, high] with ``open_low``): a TypeError for no real
+    number (bools are none), a ValueError for a non-finite one or one out of range."""
     if not is_finite_real(value) or not in_interval(value, low, high, low_open=open_low):
         bound = f"in {'(' if open_low else '['}{low:g}, {high:g}]" if high < math.inf else \
             f"{'>' if open_low else '>='} {low:g}"
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+        raise (ValueError if is_real(value) else TypeError)(f"{name} must be a finite number {bound}, got {value!r}")
     return float(value)

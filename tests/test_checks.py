@@ -43,9 +43,11 @@ def test_check_integer_names_the_argument(value: object, error: type[Exception])
     assert check_integer("count", np.int16(3), 1) == 3
 
 
-@pytest.mark.parametrize("value", [0, -1.0, float("nan"), 10**400, True, "2"])
-def test_check_positive_names_the_argument(value: object) -> None:
-    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+@pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError),
+                                              (10**400, ValueError), (True, TypeError), ("2", TypeError)])
+def test_check_positive_names_the_argument(value: object, error: type[Exception]) -> None:
+    """A value of the wrong type is a TypeError, a number out of range a ValueError (as check_integer's)."""
+    with pytest.raises(error, match="scale must be a finite number > 0"):
         check_positive("scale", value)
     check_positive("scale", np.float32(0.5))
 

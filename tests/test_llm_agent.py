@@ -261,11 +261,12 @@ def test_sampling_settings_are_checked_and_whole_numbers_configure_as_floats() -
     as_float = make("llm", model="m", cache=False, temperature=0.0, sample_temperature=1.0, sample_top_p=1.0)
     assert config_hash(as_int.config()) == config_hash(as_float.config())
     assert type(as_int.config()["temperature"]) is float
-    for bad, message in ((dict(temperature="hot"), "temperature must be a finite number >= 0, got 'hot'"),
-                         (dict(top_p=0), r"top_p must be a finite number in \(0, 1\], got 0"),
-                         (dict(seed=1.5), "seed must be an integer >= 0, got 1.5"),
-                         (dict(max_tokens=0), "max_tokens must be an integer >= 1, got 0")):
-        with pytest.raises((TypeError, ValueError), match=message):
+    for bad, error, message in (
+            (dict(temperature="hot"), TypeError, "temperature must be a finite number >= 0, got 'hot'"),
+            (dict(top_p=0), ValueError, r"top_p must be a finite number in \(0, 1\], got 0"),
+            (dict(seed=1.5), TypeError, "seed must be an integer >= 0, got 1.5"),
+            (dict(max_tokens=0), ValueError, "max_tokens must be an integer >= 1, got 0")):
+        with pytest.raises(error, match=message):
             make("llm", model="m", cache=False, **bad)
 
 

@@ -739,8 +739,9 @@ def test_validator_settings_are_checked():
     """tol=-1 or NaN reported every comparison as a violation, tol="x" failed inside; require_finished="no" was
     read as true."""
     schedule = rollout(Instance.build("t", [Machine("M0")], [Job("J0", [{0: 1.0}])]))
-    for bad in (-1, float("nan"), "x", True, float("inf")):
-        with pytest.raises(ValueError, match=f"tol must be a finite number >= 0, got {bad!r}"):
+    for bad, error in ((-1, ValueError), (float("nan"), ValueError), ("x", TypeError), (True, TypeError),
+                       (float("inf"), ValueError)):
+        with pytest.raises(error, match=f"tol must be a finite number >= 0, got {bad!r}"):
             validate_schedule(schedule, tol=bad)
     with pytest.raises(TypeError, match="require_finished must be true or false, got 'no'"):
         validate_schedule(schedule, require_finished="no")

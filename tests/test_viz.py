@@ -182,12 +182,13 @@ def test_timeline_and_curves_figures(small):
 def test_figure_now_and_dpi_are_checked(small):
     """now="abc" failed inside NumPy, NaN and -5 drew a chart of no moment; dpi=0, -3 or NaN failed only when the
     figure was drawn, inside matplotlib."""
-    for bad in ("abc", float("nan"), -5.0, float("inf"), True):
-        with pytest.raises(ValueError, match=re.escape(f"now must be a finite number >= 0, got {bad!r}")):
+    for bad, error in (("abc", TypeError), (float("nan"), ValueError), (-5.0, ValueError), (float("inf"), ValueError),
+                       (True, TypeError)):
+        with pytest.raises(error, match=re.escape(f"now must be a finite number >= 0, got {bad!r}")):
             gantt_figure(small, now=bad)
-    for bad in (0, -3, float("nan"), "abc"):
+    for bad, error in ((0, ValueError), (-3, ValueError), (float("nan"), ValueError), ("abc", TypeError)):
         for draw in (gantt_figure, curves_figure, timeline_figure):
-            with pytest.raises(ValueError, match=re.escape(f"dpi must be a finite number > 0, got {bad!r}")):
+            with pytest.raises(error, match=re.escape(f"dpi must be a finite number > 0, got {bad!r}")):
                 draw(small, dpi=bad)
     assert figure_rgb(gantt_figure(small, now=np.float64(2), dpi=50)).shape[1] == 500
 
