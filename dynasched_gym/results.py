@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_choice, check_integer, check_path, is_finite_real, is_integer
+from dynasched_gym.checks import check_integer, check_path, is_finite_real, is_integer
 
 ROW_FORMAT = "dynasched-result/1"
 #: Bumped whenever an agent may play an instance differently under the same configuration (rule semantics,
@@ -167,7 +167,6 @@ class ResultStore:
         ValueError otherwise: nothing is written, where a row the store then skipped on reading was written)."""
         if not isinstance(row, Mapping):
             raise TypeError(f"a row is a mapping of fields, got {type(row).__name__}: {row!r:.80}")
-        check_choice("a row's status", row.get("status"), STATUSES)
         key = checked_row_key(row)
         line = (json.dumps(row, allow_nan=False, default=str) + "\n").encode("utf-8")
         with self._locked(exclusive=True):

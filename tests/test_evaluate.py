@@ -80,7 +80,7 @@ def test_store_appends_each_key_once(tmp_path: Path) -> None:
     assert [r["v"] for r in store.rows()] == [1, 2, 3]
     assert store.keys() == {("h", "easy", "small", s, "makespan") for s in (1, 2, 3)}
     assert KEY_FIELDS == ("agent_hash", "tier", "size", "seed", "objective")
-    with pytest.raises(ValueError, match=r"status must be one of .*, got 'done'"):
+    with pytest.raises(ValueError, match=r"field 'status' must be one of .*, got 'done'"):
         store.append(_row(4, status="done"))
     assert len(store.rows()) == 3
 
