@@ -190,8 +190,8 @@ def validate_schedule(
         The report; it never raises on a bad schedule (use :meth:`ValidationReport.raise_if_invalid`).
 
     Raises:
-        ValueError: ``now`` is neither None nor a finite number, or ``tol`` is no finite number >= 0.
-        TypeError: ``require_finished`` is not a bool.
+        ValueError: ``now`` is neither None nor a finite number, or ``tol`` is a number below 0 or not finite.
+        TypeError: ``tol`` is no number, or ``require_finished`` is not a bool.
     """
     if isinstance(schedule, (str, os.PathLike)):
         try:
