@@ -494,6 +494,23 @@ def test_dsbx_unsorted(reference_dir: Path, tmp_path: Path) -> None:
     assert_located(exc, path, 10.6238, line=12, field="time")
 
 
+@pytest.mark.parametrize(("kind", "key", "field"), [("ARRIVAL", "process_times", "process_times[0]"),
+                                                    ("PTIME_CHANGE", "new_process_time", "new_process_time")])
+def test_dsbx_time_below_the_tolerance_names_the_field_of_the_file(reference_dir: Path, tmp_path: Path, kind: str,
+                                                                   key: str, field: str) -> None:
+    """Named by our record's field before (jobs[1].ops[0].eligible.4, events[11].value), not the file's."""
+    d = copy_reference(reference_dir, tmp_path)
+    records = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
+    no = next(i for i, r in enumerate(records, 1) if r["event_type"] == kind and key in r)
+    record = records[no - 1]
+    record[key] = [1e-9, *record[key][1:]] if isinstance(record[key], list) else 1e-9
+    path = _edit_events(d, no, json.dumps(record))
+    with pytest.raises(InstanceFormatError, match=r"processing time must be a finite number >= 1(\.2)?e-06") as exc:
+        load_instance(d)
+    assert_located(exc, path, 1e-9, line=no, field=field)
+    assert exc.value.field == field
+
+
 @pytest.mark.parametrize(
     ("line", "field", "value"),
     [

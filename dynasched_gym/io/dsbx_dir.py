@@ -63,7 +63,16 @@ from typing import Any
 
 from dynasched_gym.checks import INEXACT_INTEGER, check_path, holds_exactly, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
-from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine, current_umask
+from dynasched_gym.instance import (
+    MIN_PROCESSING_TIME,
+    STREAM_EVENT_TYPES,
+    Event,
+    EventType,
+    Instance,
+    Job,
+    Machine,
+    current_umask,
+)
 from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
 
 EVENTS = "events.jsonl"
@@ -92,6 +101,14 @@ _EVENT_FIELDS = {
     "ROUTE_CHANGE": ("job_id", "new_routing", "new_process_times", "from_step"),
     "PRIORITY_CHANGE": ("job_id", "new_priority"), "DUE_DATE_CHANGE": ("job_id", "new_due_date", "reason"),
     "ORDER_CANCELLATION": ("job_id", "reason"),
+}
+#: The file's name of each field of our events that an Instance error may name, by dsbx event kind.
+_FILE_FIELDS = {
+    "PTIME_CHANGE": {"value": "new_process_time", "op": "step_index"},
+    "ROUTE_CHANGE": {"ops": "new_process_times", "op": "from_step"},
+    "DUE_DATE_SET": {"due": "due_date"}, "DUE_DATE_CHANGE": {"due": "new_due_date"},
+    "PRIORITY_CHANGE": {"weight": "new_priority"},
+    **{kind: {"machine": "machine_id"} for kind in ("REPAIR_COMPLETION", "BREAKDOWN", "PREVENTIVE_MAINTENANCE")},
 }
 _COMMON_FIELDS = ("time", "event_type", "timestamp", "meta")
 _MACHINE_FIELDS = ("id", "group", "speed")
@@ -209,6 +226,13 @@ class _Plant:
             if not isinstance(group, str) or group not in self.groups:
                 raise where.fail(f"unknown machine group (known: {', '.join(self.groups)})", f"{field}[{k}]", group)
             p = where.check_number(times[k], f"{times_field}[{k}]", positive=True)
+            fastest = max(self.groups[group], key=lambda m: self.machines[m].speed)
+            if p / self.machines[fastest].speed < MIN_PROCESSING_TIME:  # named here, not as our record's field
+                speed = self.machines[fastest].speed
+                on = "" if speed == 1 else (f" ({self.machines[fastest].name}, of speed {speed:g}, would take "
+                                            f"less than {MIN_PROCESSING_TIME:g})")
+                raise where.fail(f"processing time must be a finite number >= {MIN_PROCESSING_TIME * speed:g}{on}",
+                                 f"{times_field}[{k}]", times[k])
             ops.append({m: p / self.machines[m].speed for m in self.groups[group]})
         return ops
 
@@ -308,6 +332,7 @@ def load(path: Path) -> Instance:
 
     events: list[Event] = []
     event_lines: list[int] = []
+    event_kinds: list[str] = []  # the dsbx kind of each event, for the file's field names in an error
     for pos, (no, obj, time, kind) in enumerate(records):
         if kind == "ARRIVAL":
             continue
@@ -318,6 +343,7 @@ def load(path: Path) -> Instance:
             for m in plant.resolve(where.get(obj, "machine_id", "machine_id"), where, "machine_id"):
                 events.append(Event(time=time, type=etype, machine=m, duration=duration))
                 event_lines.append(no)
+                event_kinds.append(kind)
             continue
         job_id = where.get(obj, "job_id", "job_id")
         if not isinstance(job_id, str) or job_id not in job_index:
@@ -354,6 +380,7 @@ def load(path: Path) -> Instance:
             event = Event(time=time, type=EventType.CANCELLATION, job=j)
         events.append(event)
         event_lines.append(no)
+        event_kinds.append(kind)
 
     for job in jobs:
         entry = static.get(job["name"])
@@ -366,17 +393,24 @@ def load(path: Path) -> Instance:
             events,
         )
     except InstanceFormatError as exc:
-        raise _locate(exc, str(path), source, [b["line"] for b in jobs], event_lines) from None
+        raise _locate(exc, str(path), source, [b["line"] for b in jobs], event_lines, event_kinds) from None
 
 
 def _locate(exc: InstanceFormatError, directory: str, source: str, job_lines: Sequence[int],
-            event_lines: Sequence[int]) -> InstanceFormatError:
-    """Re-raise an Instance error with the file and line of the job or event it names."""
-    match = re.match(r"(jobs|events)\[(\d+)\]", exc.field or "")
+            event_lines: Sequence[int], event_kinds: Sequence[str]) -> InstanceFormatError:
+    """Re-raise an Instance error with the file and line of the job or event it names (and, for an event, the
+    file's name of the field, where it has another: ``events[3].value`` of a PTIME_CHANGE is ``new_process_time``)."""
+    match = re.match(r"(jobs|events)\[(\d+)\](?:\.(\w+)(\[\d+\])?)?", exc.field or "")
     if match is None:
         return exc.located(directory)
-    lines = job_lines if match[1] == "jobs" else event_lines
-    return exc.located(source, lines[int(match[2])])
+    if match[1] == "jobs":
+        return exc.located(source, job_lines[int(match[2])])
+    i = int(match[2])
+    name = _FILE_FIELDS.get(event_kinds[i], {}).get(match[3] or "")
+    if name is None:
+        return exc.located(source, event_lines[i])
+    return InstanceFormatError(exc.reason, source=source, line=event_lines[i], field=name + (match[4] or ""),
+                               value=exc.value)
 
 
 # ---------------------------------------------------------------------------------------------- writer
