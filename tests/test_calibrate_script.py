@@ -110,7 +110,8 @@ def test_horizon_scale_from_the_command_line(tmp_path: Path, script) -> None:
 def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Rows are reused only for the target vector they were computed for (the Latin-hypercube targets depend on
-    ``--instances``); the progress bar counts the pending instances; a partial last line is skipped and cut off."""
+    ``--instances``); the progress bar counts the whole design, from the rows reused; a partial last line is skipped
+    and cut off."""
     from scripts import validate_ssi
     from scripts.journal import JournalWarning
 
@@ -135,7 +136,7 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     validate_ssi.main(["--instances", "3", "--out", str(out)])  # resumes with the one instance left
     assert [i for i, _ in computed] == [0, 1, 2]
     err = capsys.readouterr().err
-    assert "3 instances: 2 reused" in err and "1/1" in err and "3/3" not in err
+    assert "3 instances: 2 reused" in err and "2/3" in err and "3/3" in err and "1/1" not in err
     with open(rows, "a") as fh:  # a writer killed mid-row
         fh.write('{"index": 0, "size": "sm')
     computed.clear()

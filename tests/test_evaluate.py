@@ -643,9 +643,10 @@ def test_sigterm_stops_the_evaluation_as_ctrl_c_does(cache: Path, tmp_path: Path
     kept = store.read_bytes().count(b"\n")
     assert f"interrupted: {kept} episode(s) of this run are stored in {store}" in err and "Traceback" not in err
     assert not [p for p in [*tmp_path.rglob("*"), *cache.rglob("*")] if p.name.endswith(".tmp")]
-    resumed = _run_cli(args, env)
+    resumed = _run_cli(["progress=true" if a == "progress=false" else a for a in args], env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"6 episodes: {kept} reused from the store, {6 - kept} run now, 0 failed" in resumed.stdout
+    assert f"| {kept}/6 [" in resumed.stderr and "| 6/6 [" in resumed.stderr  # the bar counts the reused episodes
 
 
 @pytest.mark.slow
