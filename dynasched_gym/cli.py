@@ -210,9 +210,9 @@ def _seed(text: str) -> int:
 
 
 def doc_summary(doc: str | None) -> str:
-    """The first paragraph of a module docstring, for a command's ``--help`` (empty under ``python -OO``, which
-    strips docstrings)."""
-    return (doc or "").split("\n\n")[0]
+    """The first paragraph of a module docstring, for a command's ``--help``, without reST's literal quotes (empty
+    under ``python -OO``, which strips docstrings)."""
+    return (doc or "").split("\n\n")[0].replace("``", "")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -387,6 +387,11 @@ def test_cli_runs_without_docstrings():
     assert "rollout" in done.stdout
 
 
+def test_cli_help_describes_the_command_in_plain_text():
+    done = subprocess.run([sys.executable, "-m", "dynasched_gym", "--help"], capture_output=True, text=True)
+    assert "The dynasched-gym command line: inspect" in done.stdout and "``" not in done.stdout, done.stdout
+
+
 def test_cli_errors_name_the_file(tmp_path, capsys):
     sched = tmp_path / "mk01.json"
     main(["rollout", "mk01", "--out", str(sched)])

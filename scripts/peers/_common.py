@@ -171,7 +171,7 @@ def main(measure: Callable[[argparse.Namespace], dict[str, Any]], doc: str | Non
     """Parse the arguments (described by the first paragraph of the runner's docstring ``doc``, None under
     ``python -OO``; ``configure`` adds the runner's own), run ``measure`` and print its result, or the error and
     exit 1."""
-    p = parser((doc or "").split("\n\n")[0])
+    p = parser((doc or "").split("\n\n")[0].replace("``", ""))  # as dynasched_gym.cli.doc_summary
     if configure is not None:
         configure(p)
     args = p.parse_args()
