@@ -6,7 +6,8 @@ seed, objective): the store holds each key at most once.
 
 **Store.** A JSONL file, one row per line, only ever appended to. Every append happens under an
 exclusive ``fcntl.flock`` on the sidecar ``<store>.lock`` (so processes on one machine, or on a
-shared file system with working POSIX locks, may append concurrently: joblib and Ray workers do),
+shared file system with working POSIX locks, may append concurrently: joblib and Ray workers do; where
+``fcntl`` is missing, on Windows, the store refuses to read or write, saying why),
 re-reads the rows other processes appended since, skips a row whose key is already there, and
 writes the line with ``flush`` + ``fsync`` before the lock is released. A writer killed mid-line
 leaves a partial last line: readers ignore it with a :class:`StoreWarning`, and the next append
@@ -25,7 +26,6 @@ reference with a paired interval, and the mean normalised weighted tardiness (th
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
@@ -40,6 +40,11 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.checks import check_integer, check_path, is_finite_real, is_integer
+
+try:
+    import fcntl
+except ImportError:  # Windows: the rest of this module (hashes, aggregation) works without the store's locks
+    fcntl = None  # type: ignore[assignment]
 
 ROW_FORMAT = "dynasched-result/1"
 #: Bumped whenever an agent may play an instance differently under the same configuration (rule semantics,
@@ -131,6 +136,9 @@ class ResultStore:
 
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
+        if fcntl is None:
+            raise OSError(f"{self.path}: the results store locks its file with POSIX fcntl.flock, which this "
+                          "platform lacks (on Windows, run the evaluation under WSL)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)

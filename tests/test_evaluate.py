@@ -85,6 +85,22 @@ def test_store_appends_each_key_once(tmp_path: Path) -> None:
     assert len(store.rows()) == 3
 
 
+def test_without_posix_locks_only_the_store_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a platform without fcntl (Windows) the module imports (the LLM client needs its hashes) and the store
+    says why it cannot lock, before it writes anything."""
+    code = ("import sys; sys.modules['fcntl'] = None; import dynasched_gym.results as r; "
+            "print(r.config_hash({'a': 1}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0 and len(done.stdout.strip()) >= 8, done.stderr
+    from dynasched_gym import results
+
+    monkeypatch.setattr(results, "fcntl", None)
+    store = ResultStore(tmp_path / "store.jsonl")
+    with pytest.raises(OSError, match=r"store\.jsonl: the results store locks its file with POSIX fcntl\.flock"):
+        store.append(_row(1))
+    assert not store.path.exists()
+
+
 def test_truncated_last_line_is_ignored_then_cut_off(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "store.jsonl")
     store.append(_row(1))
