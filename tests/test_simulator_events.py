@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine, validate_schedule
@@ -253,8 +254,9 @@ def test_simulator_arguments_are_checked():
     for job, machine, name in ((0.7, 0, "job"), (0, 0.9, "machine"), ("1", "1", "job"), (True, 0, "job")):
         with pytest.raises(TypeError, match=f"{name} must be an integer"):
             sim.step(job, machine)
-    with pytest.raises(ValueError, match="cannot start"):  # no OverflowError
-        sim.step(2**63, 0)
+    for job in (2**63, np.uint64(2**63 + 1), -2**63 - 1):
+        with pytest.raises(ValueError, match="cannot start"):  # no OverflowError
+            sim.step(job, np.int64(0))
     assert sim.decisions == 0
     for bad, error in ((3.5, TypeError), ("3", TypeError), (True, TypeError), (None, TypeError), (-5, ValueError)):
         with pytest.raises(error, match=f"max_decisions must be an integer >= -1, got {bad!r}"):

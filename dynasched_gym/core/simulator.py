@@ -21,6 +21,11 @@ from dynasched_gym.core.rules import check_seed, parse_rule, seed_rng
 from dynasched_gym.instance import Instance, check_instance
 from dynasched_gym.schedule import Schedule
 
+#: Id types :meth:`Simulator.step` takes without the general check (``candidates()`` gives int64 arrays).
+_ID_TYPES = frozenset({int, np.int64, np.int32})
+#: Ids from -2**63 below this are int64 values; an id beyond is no id (the kernel refuses it as -1).
+_ID_LIMIT = 2**63
+
 
 def check_code(code: int, instance: Instance, now: float) -> None:
     """Raise on a simulator error code (a stall cannot happen on a valid instance)."""
@@ -93,11 +98,13 @@ class Simulator:
         """Start ``job``'s current operation on ``machine`` now; advance to the next decision."""
         if self.done:
             raise RuntimeError("the episode is over; call reset()")
-        for name, value in (("job", job), ("machine", machine)):  # 0.7 is not job 0, nor "1" job 1
-            if not is_integer(value):
-                raise TypeError(f"{name} must be an integer (a {name} id), got {value!r}")
+        if type(job) not in _ID_TYPES or type(machine) not in _ID_TYPES:  # the common types pass at once
+            for name, value in (("job", job), ("machine", machine)):  # 0.7 is not job 0, nor "1" job 1
+                if not is_integer(value):
+                    raise TypeError(f"{name} must be an integer (a {name} id), got {value!r}")
         # an id beyond int64 is none: the kernel refuses -1 as it refuses every unknown id
-        code = step_one(self._handle, *(int(v) if -2**63 <= v < 2**63 else -1 for v in (job, machine)))
+        code = step_one(self._handle, int(job) if -_ID_LIMIT <= job < _ID_LIMIT else -1,
+                        int(machine) if -_ID_LIMIT <= machine < _ID_LIMIT else -1)
         if code == kernels.ERR_INVALID_ACTION:
             raise ValueError(
                 f"(job {job}, machine {machine}) cannot start at t={self.now}; pick one of candidates()"
