@@ -12,9 +12,13 @@ the best rule chosen *on each subset*, and by how much that post-hoc choice flat
 subset mean against the subset mean of the rule that is best on all the seeds): how demanding a
 post-hoc comparison on N seeds is.
 
+Every seed played (the rules' and the agent's objective values) is appended to a journal under ``--out``
+(default ``.bench/compare_agents``), one file per agent configuration, tier, size and objective: an interrupted
+run resumes with the seeds left, and a rerun with more seeds plays only the new ones.
+
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
 [--agent lookahead [--horizon 20 | --futures 4 | --clairvoyant] | --agent ppo --checkpoint model.zip]
-[--subset-size 50]``
+[--subset-size 50] [--out .bench/compare_agents]``
 
 ``--seeds`` must be >= 1; the lookahead's options (``--top-k``, ``--rule``, ``--rollout-rules``,
 ``--horizon``, ``--futures``, ``--clairvoyant``) are refused with ``--agent ppo``, and ``--checkpoint``
@@ -24,6 +28,12 @@ with ``--agent lookahead``.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -31,18 +41,23 @@ from tqdm import tqdm
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
-from dynasched_gym.agents import make, run_episode
-from dynasched_gym.agents.rules import rule_objectives
+from dynasched_gym.agents import Agent, make, run_episode
+from dynasched_gym.agents.rules import rule_names, rule_objectives
 from dynasched_gym.cli import doc_summary
 from dynasched_gym.generation import TIERS, size_presets, tier_pool
+from dynasched_gym.generation.tiers import key_inputs
+from dynasched_gym.instance import Instance
 from dynasched_gym.metrics import OBJECTIVE_METRICS
-from dynasched_gym.results import paired_margin
+from dynasched_gym.results import BEHAVIOUR_VERSION, config_hash, paired_margin, read_jsonl
 from scripts.interrupts import interrupted_exit
+from scripts.journal import JournalWarning
 
 HELD_OUT = 10_000
 #: The lookahead agent's options: flag -> keyword argument of ``make("lookahead", ...)`` (None: not a keyword).
 LOOKAHEAD_OPTIONS = {"--top-k": "top_k", "--rule": "rule", "--rollout-rules": "rollout_rules", "--horizon": "horizon",
                      "--futures": "futures", "--clairvoyant": None}
+#: Seeds played between two appends to the journal (PPO plays them side by side in one vector env).
+CHUNK = 16
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,6 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clairvoyant", action="store_true",
                         help="lookahead: the clairvoyant reference (lookahead-oracle), its rollouts see the future")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
+    parser.add_argument("--out", default=".bench/compare_agents", help="folder of the journals of seeds played")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
@@ -94,25 +110,15 @@ def main(argv: list[str] | None = None) -> None:
             agent = make("lookahead-oracle" if args.clairvoyant else "lookahead", **options)
         except (TypeError, ValueError) as exc:  # e.g. --top-k 0 or an unknown --rule
             parser.error(str(exc))
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {out} is a file; it must be a folder")
     key = OBJECTIVE_METRICS[args.objective]
-    pool = tier_pool(args.tier, args.size)
     seeds = range(args.start, args.start + args.seeds)
-    pool.prepare(seeds)
-    instances = [pool.instance(seed) for seed in seeds]
-    values = rule_objectives(instances, args.objective, validate=True, progress=True)
-    rules = list(values)
-    if args.agent == "ppo":  # episodes side by side in a vector env, the policy scoring a batch per call
-        schedules = agent.play(instances, args.objective, progress=True)
-    else:
-        schedules = [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, tier=args.tier, size=args.size,
-                                                 objective=args.objective,
-                                                 max_candidates=inst.num_jobs * inst.num_machines), seed=seed)
-                     for seed, inst in zip(tqdm(seeds, desc=f"{args.tier}/{args.size} {agent.name}", unit="inst"),
-                                           instances)]
-    for inst, schedule in zip(instances, schedules):
-        if not (report := validate_schedule(schedule)).ok:
-            raise RuntimeError(f"{agent.name} produced an invalid schedule on {inst.name}: {report}")
-    values[agent.name] = np.array([schedule.metrics[key] for schedule in schedules])
+    rows = play_seeds(agent, args, seeds, out)
+    rules = list(rows[seeds[0]]["rules"])
+    values = {name: np.array([rows[seed]["rules"][name] for seed in seeds]) for name in rules}
+    values[agent.name] = np.array([rows[seed]["agent"] for seed in seeds])
     means = {name: float(np.mean(v)) for name, v in values.items()}
     best = min(rules, key=means.get)
     margin = paired_margin(values[agent.name], values[best])
@@ -133,6 +139,71 @@ def main(argv: list[str] | None = None) -> None:
               f"subset in {100 * wins:.1f} %; that choice is on average {100 * flattery:.1f} % below {best} there")
 
 
+def journal_path(agent: Agent, args: argparse.Namespace, out: Path) -> Path:
+    """The journal of ``agent`` on ``args``' tier, size and objective: named by a hash of everything its values
+    depend on (the agent's configuration, the rules compared, the behaviour version, the tier pool's generation
+    inputs)."""
+    identity = {"agent": agent.config(), "rules": rule_names(), "behaviour": BEHAVIOUR_VERSION,
+                "pool": key_inputs(args.tier, args.size), "objective": args.objective}
+    return out / f"{args.tier}-{args.size}-{args.objective}-{agent.name}-{config_hash(identity)}.jsonl"
+
+
+def _row_seed(row: dict[str, Any]) -> int:
+    """The seed of a journal row that holds the values a comparison reads (a ValueError otherwise)."""
+    if not (isinstance(row.get("seed"), int) and isinstance(row.get("agent"), float)
+            and isinstance(row.get("rules"), dict)):
+        raise ValueError("a row holds seed, agent and rules")
+    return row["seed"]
+
+
+def play_seeds(agent: Agent, args: argparse.Namespace, seeds: range, out: Path) -> dict[int, dict[str, Any]]:
+    """The journal row of every seed (its rules' and the agent's objective values): those of the journal, and the
+    others played now, in chunks of :data:`CHUNK` seeds, each chunk's rows appended once every schedule of it is
+    validated (an invalid one stops the run with a RuntimeError)."""
+    journal = journal_path(agent, args, out)
+    rows = {}
+    for row in read_jsonl(journal, _row_seed, JournalWarning, repair=True):
+        if row["seed"] in seeds:
+            rows.setdefault(row["seed"], row)
+    pending = [seed for seed in seeds if seed not in rows]
+    print(f"{len(seeds)} seeds: {len(seeds) - len(pending)} reused from {journal}, {len(pending)} to play",
+          file=sys.stderr)
+    if not pending:
+        return rows
+    pool = tier_pool(args.tier, args.size)
+    pool.prepare(pending)
+    key = OBJECTIVE_METRICS[args.objective]
+    out.mkdir(parents=True, exist_ok=True)
+    with journal.open("a") as fh, tqdm(total=len(seeds), initial=len(seeds) - len(pending), unit="inst",
+                                       desc=f"{args.tier}/{args.size} rules and {agent.name}") as bar:
+        for start in range(0, len(pending), CHUNK):
+            chunk = pending[start:start + CHUNK]
+            instances = [pool.instance(seed) for seed in chunk]
+            rule_values = rule_objectives(instances, args.objective, validate=True)
+            schedules = _play(agent, args, chunk, instances)
+            for inst, schedule in zip(instances, schedules):
+                if not (report := validate_schedule(schedule)).ok:
+                    raise RuntimeError(f"{agent.name} produced an invalid schedule on {inst.name}: {report}")
+            for k, (seed, schedule) in enumerate(zip(chunk, schedules)):
+                rows[seed] = {"seed": seed, "agent": float(schedule.metrics[key]),
+                              "rules": {name: float(v[k]) for name, v in rule_values.items()}}
+                fh.write(json.dumps(rows[seed]) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            bar.update(len(chunk))
+    return rows
+
+
+def _play(agent: Agent, args: argparse.Namespace, seeds: Sequence[int], instances: list[Instance]) -> list[Any]:
+    """The agent's schedules of ``instances`` (pool ``seeds``): PPO's side by side in a vector env, the lookahead's
+    one by one, each in a ``DynaSched/DFJSP-v0`` that offers every pair."""
+    if args.agent == "ppo":  # the policy scores a batch of observations per call
+        return agent.play(instances, args.objective)
+    return [run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, tier=args.tier, size=args.size,
+                                        objective=args.objective, max_candidates=inst.num_jobs * inst.num_machines),
+                        seed=seed) for seed, inst in zip(seeds, instances)]
+
+
 def subset_comparison(agent: np.ndarray, rules: np.ndarray, overall_best: int, size: int,
                       draws: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """On random ``size``-subsets of the instances: (share where ``agent``'s mean is below every rule's mean,
@@ -150,5 +221,6 @@ def subset_comparison(agent: np.ndarray, rules: np.ndarray, overall_best: int, s
 
 
 if __name__ == "__main__":
-    with interrupted_exit("nothing was written; the pool instances generated so far are kept"):
+    with interrupted_exit("the seeds played so far are kept in the journal under --out (default "
+                          ".bench/compare_agents); rerun the same command to resume"):
         main()

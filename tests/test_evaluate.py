@@ -39,6 +39,7 @@ from dynasched_gym.results import (
     row_key,
 )
 from scripts import evaluate, leaderboard
+from scripts.journal import JournalWarning
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = 9  # conf/agent/rules.yaml
@@ -281,7 +282,8 @@ def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_b
         return tables[-1]
 
     monkeypatch.setattr(compare_agents, "rule_objectives", spy)
-    compare_agents.main(["--tier", "medium", "--seeds", "3", "--start", "20000", "--clairvoyant"])
+    compare_agents.main(["--tier", "medium", "--seeds", "3", "--start", "20000", "--clairvoyant", "--out",
+                         str(tmp_path / "journals")])
     out = capsys.readouterr().out
     table = out.split("(every schedule validated)\n")[1].split("\n(")[0]
     means = {name: float(value) for name, value in (line.split() for line in table.splitlines())}
@@ -291,6 +293,42 @@ def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_b
     assert per_instance <= min(v for name, v in means.items() if name != "lookahead-oracle")
     rules = [v for name, v in tables[0].items() if name != "lookahead-oracle"]  # main adds the agent's row
     assert len(rules) == 52 and per_instance == pytest.approx(np.min(rules, axis=0).mean(), abs=5e-4)
+
+
+def test_compare_agents_resumes_from_its_journal(tmp_path, monkeypatch, capsys) -> None:
+    """An interrupted comparison keeps the seeds played and resumes with the others; the result is the
+    uninterrupted run's. A partial last line is played again."""
+    from scripts import compare_agents
+
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(compare_agents, "CHUNK", 1)
+    args = ["--tier", "easy", "--seeds", "3", "--start", "20000", "--top-k", "2"]
+    compare_agents.main([*args, "--out", str(tmp_path / "whole")])
+    whole = capsys.readouterr().out
+    played = []
+    play = compare_agents._play
+
+    def interrupted(agent, args, seeds, instances):
+        if len(played) == 2:
+            raise KeyboardInterrupt
+        played.extend(seeds)
+        return play(agent, args, seeds, instances)
+
+    monkeypatch.setattr(compare_agents, "_play", interrupted)
+    journals = tmp_path / "journals"
+    with pytest.raises(KeyboardInterrupt):
+        compare_agents.main([*args, "--out", str(journals)])
+    (journal,) = journals.iterdir()
+    assert [json.loads(line)["seed"] for line in journal.read_text().splitlines()] == [20000, 20001]
+    with open(journal, "a") as fh:  # a writer killed mid-row
+        fh.write('{"seed": 20002, "ag')
+    capsys.readouterr()
+    monkeypatch.setattr(compare_agents, "_play", play)
+    with pytest.warns(JournalWarning, match="partial last line"):
+        compare_agents.main([*args, "--out", str(journals)])
+    captured = capsys.readouterr()
+    assert captured.out == whole and "3 seeds: 2 reused from" in captured.err and "1 to play" in captured.err
+    assert len(journal.read_text().splitlines()) == 3
 
 
 def _board_rows() -> list[dict]:
