@@ -965,6 +965,24 @@ def test_processing_times_shorter_than_the_tolerance_allows_are_refused(job: Job
     assert Instance.build("ok", [Machine("M0")], [Job("J", [{0: 1e-6}])]).elig_time[0] == 1e-6
 
 
+@pytest.mark.parametrize(("name", "text", "line", "field"), [
+    ("t.fjs", "1 2 1\n1 2 1 0.0000001 2 5\n", 2, "jobs[0].ops[0].time"),
+    ("t.txt", "1 2\n0 0.0000001 1 5\n", 2, "jobs[0].ops[0].time"),
+    ("t.jsonl", json.dumps({"static_info": {"num_jobs": 1, "num_machines": 1, "ops_per_job": [1],
+                                            "candidates": {"(1,1)": [0]}, "proc_time": {"(1,1)": {"0": 1e-7}}}}),
+     None, 'static_info.proc_time["(1,1)"].0'),
+])
+def test_text_and_jms_times_below_the_tolerance_name_the_field_of_the_file(tmp_path: Path, name: str, text: str,
+                                                                          line: int | None, field: str) -> None:
+    """Named by the instance record's field before (jobs[0].ops[0].eligible.0), and JMS said line 1."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InstanceFormatError, match=r"must be >= 1e-06") as exc:
+        load_instance(path)
+    assert_located(exc, path, 1e-7, line=line, field=field)
+    assert exc.value.field == field and exc.value.line == line
+
+
 def _ptime(time: float, **payload) -> Event:
     return Event(time, EventType.PTIME_CHANGE, job=0, op=0, **payload)
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from dynasched_gym.checks import is_integer
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
+from dynasched_gym.instance import MIN_PROCESSING_TIME, Event, EventType, Instance, Job, Machine
 from dynasched_gym.io.dsbx_dir import Where
 from dynasched_gym.io.text import MAX_DECLARED, read_json
 
@@ -148,7 +148,7 @@ def _ops(where: Where, spec: Any, jobs: Sequence[tuple[int, int | None]], field:
                                      f'{field}.candidates["{key}"]', m)
                 if str(m) not in pt:
                     raise where.fail("no processing time for this candidate machine", f, m)
-                op[m] = where.check_number(pt[str(m)], f"{f}.{m}", positive=True)
+                op[m] = where.check_number(pt[str(m)], f"{f}.{m}", positive=True, minimum=MIN_PROCESSING_TIME)
             extra = set(pt) - {str(m) for m in ms}
             if extra:
                 raise where.fail("processing time for a machine that is not a candidate", f, sorted(extra)[0])
@@ -255,4 +255,4 @@ def from_json(data: Any, file: Path) -> Instance:
                               [Job(name=b["name"], ops=b["ops"], release=b["release"], weight=b["weight"])
                                for b in jobs], events)
     except InstanceFormatError as exc:
-        raise exc.located(str(file), 1) from None
+        raise exc.located(str(file)) from None
