@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,7 @@ def holds_exactly(value: float | int) -> bool:
 
 def as_list(value: Any) -> list[Any]:
     """A setting that is one item or a list of them, as a list (``tiers=easy`` is ``[easy]``, not its letters)."""
-    if isinstance(value, (str, int)):
-        return [value]
-    return list(value)
+    return [item for _, item in named_items("", value)]
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
@@ -57,7 +55,7 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
 def named_items(name: str, value: Any) -> list[tuple[str, Any]]:
     """The items of the setting ``name`` (one item or a list, as :func:`as_list`), each with the name its errors
     give: ``name`` for an item given alone, ``name[i]`` for the i-th of a list."""
-    if isinstance(value, (str, int)):
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):  # 1.5 or {a: 1}: one item
         return [(name, value)]
     return [(f"{name}[{i}]", item) for i, item in enumerate(value)]
 
