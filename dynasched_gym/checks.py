@@ -55,7 +55,8 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
 def named_items(name: str, value: Any) -> list[tuple[str, Any]]:
     """The items of the setting ``name`` (one item or a list, as :func:`as_list`), each with the name its errors
     give: ``name`` for an item given alone, ``name[i]`` for the i-th of a list."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):  # 1.5 or {a: 1}: one item
+    if (isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable)  # 1.5 or {a: 1}: one item
+            or (isinstance(value, np.ndarray) and value.ndim == 0)):
         return [(name, value)]
     return [(f"{name}[{i}]", item) for i, item in enumerate(value)]
 

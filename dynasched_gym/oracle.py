@@ -147,9 +147,10 @@ def solve_clairvoyant(
 
     Raises:
         ValueError: unknown objective, a hint of another instance or unfinished, a job with more
-            than :data:`MAX_VARIANTS` variants, a ``time_limit`` not > 0, ``workers`` < 1, or a ``seed``
-            outside [0, 2**31).
-        TypeError: ``instance`` is no Instance, ``hint`` no Schedule, ``workers`` or ``seed`` no integer.
+            than :data:`MAX_VARIANTS` variants, a ``time_limit`` not a finite number > 0, ``workers`` < 1, or a
+            ``seed`` outside [0, 2**31).
+        TypeError: ``instance`` is no Instance, ``hint`` no Schedule, ``time_limit`` no number, ``workers`` or
+            ``seed`` no integer.
         RuntimeError: the model's schedule fails validation (a bug).
     """
     t0 = time.perf_counter()

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_bool, check_real, is_finite_real, is_integer
+from dynasched_gym.checks import check_bool, check_real, is_finite_real, is_integer, is_real
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import EPS, compute_metrics
@@ -190,8 +190,8 @@ def validate_schedule(
         The report; it never raises on a bad schedule (use :meth:`ValidationReport.raise_if_invalid`).
 
     Raises:
-        ValueError: ``now`` is neither None nor a finite number, or ``tol`` is a number below 0 or not finite.
-        TypeError: ``tol`` is no number, or ``require_finished`` is not a bool.
+        ValueError: ``now`` or ``tol`` is a number that is not finite, or ``tol`` one below 0.
+        TypeError: ``now`` is neither None nor a number, ``tol`` no number, or ``require_finished`` not a bool.
     """
     if isinstance(schedule, (str, os.PathLike)):
         try:
@@ -204,8 +204,8 @@ def validate_schedule(
         data = schedule.to_dict()
     else:
         return ValidationReport((Violation("format", f"not a schedule: {type(schedule).__name__}"),))
-    if now is not None and _num(now) is None:
-        raise ValueError(f"now must be a finite number or None, got {now!r}")
+    if now is not None and _num(now) is None:  # a TypeError for no number, as tol's
+        raise (ValueError if is_real(now) else TypeError)(f"now must be a finite number or None, got {now!r}")
     # a negative or NaN tol flagged every comparison, a string failed deep inside; "no" was read as true
     tol = check_real("tol", tol, 0.0)
     return _Checker(tol, check_bool("require_finished", require_finished), _num(now)).run(data)

@@ -111,8 +111,10 @@ def main(argv: list[str] | None = None) -> None:
         except (TypeError, ValueError) as exc:  # e.g. --top-k 0 or an unknown --rule
             parser.error(str(exc))
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        parser.error(f"--out {out} is a file; it must be a folder")
+    try:  # before any seed is played: a file in the way would stop the run at its first append
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"--out {out} cannot be a folder of journals: {exc.strerror} ({exc.filename})")
     key = OBJECTIVE_METRICS[args.objective]
     seeds = range(args.start, args.start + args.seeds)
     rows = play_seeds(agent, args, seeds, out)
@@ -149,10 +151,12 @@ def journal_path(agent: Agent, args: argparse.Namespace, out: Path) -> Path:
 
 
 def _row_seed(row: dict[str, Any]) -> int:
-    """The seed of a journal row that holds the values a comparison reads (a ValueError otherwise)."""
-    if not (isinstance(row.get("seed"), int) and isinstance(row.get("agent"), float)
-            and isinstance(row.get("rules"), dict)):
-        raise ValueError("a row holds seed, agent and rules")
+    """The seed of a journal row that holds every value a comparison reads, a float for the agent and for each rule
+    of :func:`rule_names` (a ValueError otherwise: the seed is played again)."""
+    rules = row.get("rules")
+    if not (isinstance(row.get("seed"), int) and isinstance(row.get("agent"), float) and isinstance(rules, dict)
+            and list(rules) == rule_names() and all(isinstance(v, float) for v in rules.values())):
+        raise ValueError("a row holds a seed and the float values of the agent and of every rule")
     return row["seed"]
 
 
@@ -173,7 +177,6 @@ def play_seeds(agent: Agent, args: argparse.Namespace, seeds: range, out: Path) 
     pool = tier_pool(args.tier, args.size)
     pool.prepare(pending)
     key = OBJECTIVE_METRICS[args.objective]
-    out.mkdir(parents=True, exist_ok=True)
     with journal.open("a") as fh, tqdm(total=len(seeds), initial=len(seeds) - len(pending), unit="inst",
                                        desc=f"{args.tier}/{args.size} rules and {agent.name}") as bar:
         for start in range(0, len(pending), CHUNK):
@@ -221,6 +224,7 @@ def subset_comparison(agent: np.ndarray, rules: np.ndarray, overall_best: int, s
 
 
 if __name__ == "__main__":
-    with interrupted_exit("the seeds played so far are kept in the journal under --out (default "
-                          ".bench/compare_agents); rerun the same command to resume"):
+    with interrupted_exit(f"the seeds of every finished chunk of {CHUNK} are kept in the journal under --out "
+                          "(default .bench/compare_agents), and the pool instances generated in the cache; rerun "
+                          "the same command to resume"):
         main()

@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.agents.llm.prompts import LEVELS, VARIANT_LEVEL, agent_name
 from dynasched_gym.checks import as_list, check_choices, check_integer
+from dynasched_gym.generation import TIERS, size_presets
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
@@ -101,10 +102,10 @@ def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], lis
     env = OmegaConf.to_container(cfg.env, resolve=True)
     groups: dict[str, dict[str, Any]] = {}
     # each group names the config keys its errors are reported under (scripts.evaluate.agent_specs)
-    for level in check_choices("levels", cfg.levels, LEVELS):
+    for level in cfg.levels:
         groups[agent_name(level)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": "none"},
                                      "env": env, "where": "agent", "env_key": "env"}
-    for variant in check_choices("variants", cfg.variants, tuple(VARIANT_LEVEL)):
+    for variant in cfg.variants:
         level = VARIANT_LEVEL[variant]
         groups[agent_name(level, variant)] = {"names": ["llm"], "kwargs": {**llm, "level": level, "variant": variant},
                                               "env": env, "where": "agent", "env_key": "env"}
@@ -285,8 +286,9 @@ def run(cfg: DictConfig) -> Report:
     with settings_checked():  # every tier's, before the first evaluation
         resamples = check_integer("resamples", cfg.resamples, 1)
         out = output_folder("out", cfg.out)
+        choices = {"tiers": TIERS, "sizes": size_presets(), "levels": LEVELS, "variants": tuple(VARIANT_LEVEL)}
         for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
-            cfg[key] = as_list(cfg[key])
+            cfg[key] = check_choices(key, cfg[key], choices[key]) if key in choices else as_list(cfg[key])
         for tier in cfg.tiers:
             groups, tier_notes = entrants(cfg, tier)
             notes += tier_notes

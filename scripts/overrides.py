@@ -81,7 +81,8 @@ def remove_empty_run_folder() -> None:
     if not folder.is_dir() or folder == top or not _hydra_files_only(folder):
         return
     shutil.rmtree(folder, ignore_errors=True)
-    if _sequential_sweep(hydra) and [p.name for p in folder.parent.iterdir()] == ["multirun.yaml"]:
+    if (_sequential_sweep(hydra) and folder.parent != top and folder.parent not in top.parents  # nor above it
+            and [p.name for p in folder.parent.iterdir()] == ["multirun.yaml"]):
         folder = folder.parent
         shutil.rmtree(folder, ignore_errors=True)
     for parent in folder.parents:

@@ -78,6 +78,6 @@ def test_check_choices_names_the_item() -> None:
         check_choices("tiers", "hard", ("easy",))
     with pytest.raises(ValueError, match=re.escape("tiers[1] must be one of ('easy',), got 'hardd'")):
         check_choices("tiers", ("easy", "hardd"), ("easy",))
-    for alone in (1.5, {"a": 1}, None):  # one item, not iterated (1.5 failed with "float is not iterable")
+    for alone in (1.5, {"a": 1}, None, np.array("hard")):  # one item each (1.5 was iterated)
         with pytest.raises(ValueError, match=re.escape(f"tiers must be one of ('easy',), got {alone!r}")):
             check_choices("tiers", alone, ("easy",))

@@ -67,6 +67,8 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("calibrate", ["targets.utilization=7"], "targets.utilization"),
     ("bench", ["only=[kernal]"], "only[0] must be one of"),
     ("observability", ["levels=[L9]", "agent.model=m"], "levels[0] must be one of"),
+    ("observability", ["levels=L9", "agent.model=m"], "levels must be one of"),
+    ("observability", ["tiers=[easy,hardd]", "agent.model=m"], "tiers[1] must be one of"),  # said tiers[0]
     ("train", ["train.gamma=1.5"], "train.gamma must be"),
 ])
 def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrides: list[str], message: str,
@@ -116,6 +118,21 @@ def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "outputs" / "other").mkdir()
     remove_empty_run_folder()
     assert not (tmp_path / "outputs" / "day").exists() and (tmp_path / "outputs" / "other").exists()
+
+
+def test_a_sweep_folder_that_is_the_launch_directory_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-m hydra.sweep.dir=. from a folder holding nothing else: the folder the user launched from stays."""
+    from hydra.core.hydra_config import HydraConfig
+
+    (tmp_path / "multirun.yaml").write_text("x: 1")
+    (tmp_path / "0" / ".hydra").mkdir(parents=True)
+    runtime = SimpleNamespace(output_dir=str(tmp_path / "0"), cwd=str(tmp_path))
+    fake = SimpleNamespace(runtime=runtime, mode=RunMode.MULTIRUN,
+                           launcher={"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"})
+    monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: True))
+    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: fake))
+    remove_empty_run_folder()
+    assert not (tmp_path / "0").exists() and (tmp_path / "multirun.yaml").exists()
 
 
 def test_a_sweep_stopped_by_its_first_job_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

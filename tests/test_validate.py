@@ -745,6 +745,9 @@ def test_validator_settings_are_checked():
             validate_schedule(schedule, tol=bad)
     with pytest.raises(TypeError, match="require_finished must be true or false, got 'no'"):
         validate_schedule(schedule, require_finished="no")
+    for bad, error in (("x", TypeError), (float("nan"), ValueError), (True, TypeError)):
+        with pytest.raises(error, match=f"now must be a finite number or None, got {bad!r}"):
+            validate_schedule(schedule, now=bad)
     assert validate_schedule(schedule, tol=0).ok
     assert validate_schedule(schedule, require_finished=np.True_).ok  # a NumPy bool, as before the check
 

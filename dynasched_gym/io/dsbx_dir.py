@@ -72,6 +72,7 @@ from dynasched_gym.instance import (
     Job,
     Machine,
     current_umask,
+    too_short,
 )
 from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
 
@@ -107,9 +108,7 @@ _FILE_FIELDS = {
     "PTIME_CHANGE": {"value": "new_process_time", "op": "step_index"},
     "ROUTE_CHANGE": {"ops": "new_process_times", "op": "from_step"},
     "DUE_DATE_SET": {"due": "due_date"}, "DUE_DATE_CHANGE": {"due": "new_due_date"},
-    "PRIORITY_CHANGE": {"weight": "new_priority"},
-    **{kind: {"machine": "machine_id"} for kind in ("REPAIR_COMPLETION", "BREAKDOWN", "PREVENTIVE_MAINTENANCE")},
-}
+}  # (not weight or machine: ours are converted, the file's priority and machine name would be shown ours)
 _COMMON_FIELDS = ("time", "event_type", "timestamp", "meta")
 _MACHINE_FIELDS = ("id", "group", "speed")
 #: Our event kinds that :func:`save` can write (REWORK has no dsbx counterpart).
@@ -229,10 +228,9 @@ class _Plant:
             fastest = max(self.groups[group], key=lambda m: self.machines[m].speed)
             if p / self.machines[fastest].speed < MIN_PROCESSING_TIME:  # named here, not as our record's field
                 speed = self.machines[fastest].speed
-                on = "" if speed == 1 else (f" ({self.machines[fastest].name}, of speed {speed:g}, would take "
-                                            f"less than {MIN_PROCESSING_TIME:g})")
-                raise where.fail(f"processing time must be a finite number >= {MIN_PROCESSING_TIME * speed:g}{on}",
-                                 f"{times_field}[{k}]", times[k])
+                on = "" if speed == 1 else (f"; {self.machines[fastest].name}, of speed {speed:g}, would take "
+                                            f"less than {MIN_PROCESSING_TIME:g}")
+                raise where.fail(too_short(MIN_PROCESSING_TIME * speed) + on, f"{times_field}[{k}]", times[k])
             ops.append({m: p / self.machines[m].speed for m in self.groups[group]})
         return ops
 

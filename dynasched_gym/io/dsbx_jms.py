@@ -45,7 +45,7 @@ from typing import Any
 
 from dynasched_gym.checks import is_integer
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import MIN_PROCESSING_TIME, Event, EventType, Instance, Job, Machine
+from dynasched_gym.instance import MIN_PROCESSING_TIME, Event, EventType, Instance, Job, Machine, too_short
 from dynasched_gym.io.dsbx_dir import Where
 from dynasched_gym.io.text import MAX_DECLARED, read_json
 
@@ -148,7 +148,9 @@ def _ops(where: Where, spec: Any, jobs: Sequence[tuple[int, int | None]], field:
                                      f'{field}.candidates["{key}"]', m)
                 if str(m) not in pt:
                     raise where.fail("no processing time for this candidate machine", f, m)
-                op[m] = where.check_number(pt[str(m)], f"{f}.{m}", positive=True, minimum=MIN_PROCESSING_TIME)
+                op[m] = where.check_number(pt[str(m)], f"{f}.{m}", positive=True)
+                if op[m] < MIN_PROCESSING_TIME:
+                    raise where.fail(too_short(), f"{f}.{m}", pt[str(m)])
             extra = set(pt) - {str(m) for m in ms}
             if extra:
                 raise where.fail("processing time for a machine that is not a candidate", f, sorted(extra)[0])
