@@ -150,11 +150,11 @@ def _check_rules(key: str, value: Any, auto: bool = False, rollout: bool = False
     ``rollout`` (forecasts) it must be deterministic, or training would not repeat."""
     if value is None or (auto and value == AUTO):
         return
-    for rule in rule_list(value if isinstance(value, str) else list(value)):
-        try:
+    try:
+        for rule in rule_list(list(value) if OmegaConf.is_list(value) else value):
             parse_deterministic_rule(str(rule), key) if rollout else parse_rule(str(rule))
-        except ValueError as exc:
-            raise ValueError(f"{key}={value}: {exc}") from None
+    except (TypeError, ValueError) as exc:  # a number among the rules is a TypeError of rule_list
+        raise type(exc)(f"{key}={value}: {exc}") from None
 
 
 class Resume(NamedTuple):

@@ -501,6 +501,9 @@ def test_an_interrupted_final_evaluation_leaves_the_run_dirs_files_as_they_were(
     ("env.forecast_features=[RANDOM:EET]", ValueError, r"^env\.forecast_features=\['RANDOM:EET'\]: env\.forecast_"
                                                        r"features take deterministic rules only"),  # irreproducible
     ("env.forecast_rule=RANDOM", ValueError, r"^env\.forecast_rule=RANDOM: env\.forecast_rule take deterministic"),
+    ("env.forecast_rule=[EDD:EET,1.5]", TypeError, r"^env\.forecast_rule=\['EDD:EET', 1\.5\]: rules are one rule "
+                                                    r"name or a sequence"),  # named no key
+    ("env.forecast_rule=5", TypeError, r"^env\.forecast_rule=5: rules are one rule name"),  # int is not iterable
     ("env.forecast_rule=[]", ValueError, r"^env\.forecast_rule must be a JOB:MACHINE rule, a non-empty list of them, "
                                          r"auto or null \(no forecast reward\), got \[\]$"),  # was read as null
     ("env.forecast_auto_rules=53", ValueError, r"^env\.forecast_auto_rules must be at most 52 \(the deterministic "
