@@ -80,6 +80,13 @@ def check_integer(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+def check_at_most(name: str, value: int, most: int) -> int:
+    """``value``, an integer already checked; a ValueError naming ``name`` and ``value`` when it is above ``most``."""
+    if value > most:
+        raise ValueError(f"{name} must be at most {most}, got {value!r}")
+    return value
+
+
 def check_bool(name: str, value: Any) -> bool:
     """``value`` as a ``bool``; raise a TypeError naming ``name`` and ``value`` unless it is ``True`` or ``False``
     (NumPy's too; a string such as ``"maybe"`` or ``"false"`` would otherwise be read as true)."""

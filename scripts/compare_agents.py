@@ -44,7 +44,7 @@ from dynasched_gym import validate_schedule
 from dynasched_gym.agents import Agent, make, run_episode
 from dynasched_gym.agents.rules import rule_names, rule_objectives
 from dynasched_gym.cli import doc_summary
-from dynasched_gym.generation import TIERS, size_presets, tier_pool
+from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
 from dynasched_gym.generation.tiers import key_inputs
 from dynasched_gym.instance import Instance
 from dynasched_gym.metrics import OBJECTIVE_METRICS
@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
     parser.add_argument("--out", default=".bench/compare_agents", help="folder of the journals of seeds played")
     args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        parser.error(f"--seeds must be in 1..{MAX_SEEDS} (each is an instance to generate), got {args.seeds}")
     if args.start < 0:
         parser.error(f"--start must be >= 0, got {args.start}")
     if not 0 <= args.subset_size <= args.seeds:

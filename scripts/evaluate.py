@@ -48,7 +48,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import dynasched_gym
-from dynasched_gym.checks import as_list, check_bool, check_choice, check_choices, check_integer
+from dynasched_gym.checks import as_list, check_at_most, check_bool, check_choice, check_choices, check_integer
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import (
     BEHAVIOUR_VERSION,
@@ -407,11 +407,12 @@ def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
     checkpoint is missing, or a policy trained for another objective, is skipped, with the reason. A setting
     the script cannot use is a :class:`~scripts.overrides.SettingError` naming its key."""
-    from dynasched_gym.generation import TIERS, size_presets
+    from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets
 
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
     start = check_integer("seeds.start", cfg.seeds.start, 0)
-    seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1))
+    seeds = range(start, start + check_at_most("seeds.count", check_integer("seeds.count", cfg.seeds.count, 1),
+                                                MAX_SEEDS))
     tiers, sizes = check_choices("tiers", cfg.tiers, TIERS), check_choices("sizes", cfg.sizes, size_presets())
     episodes, skipped = [], []
     for tier in tiers:

@@ -74,7 +74,7 @@ from dynasched_gym import Instance, rollout, validate_schedule
 from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent, observation_settings
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_names, rule_objectives
-from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive, check_real
+from dynasched_gym.checks import check_at_most, check_bool, check_choice, check_integer, check_positive, check_real
 from dynasched_gym.core import compile_note
 from dynasched_gym.core.rules import parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
@@ -82,7 +82,7 @@ from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
 from dynasched_gym.envs.futures import FUTURE_SEEDS
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
-from dynasched_gym.generation import TIERS, size_presets, tier_pool
+from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
 from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
@@ -178,6 +178,8 @@ def check_config(cfg: DictConfig) -> Resume | None:
     check_choice("train.interaction", tc.interaction, INTERACTIONS)
     for key, least in INTEGERS.items():
         check_integer(key, OmegaConf.select(cfg, key), least)
+    for key in ("env.pool_size", "train.validation_seeds.count", "train.eval_seeds.count"):
+        check_at_most(key, OmegaConf.select(cfg, key), MAX_SEEDS)
     if cfg.seed > MAX_SEED:
         raise ValueError(f"seed must be an integer <= {MAX_SEED}, got {cfg.seed}")
     for key in POSITIVE:

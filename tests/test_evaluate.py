@@ -875,6 +875,7 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     ("agent.random.names=[randm]", r"^agent\.random \(name 'randm', kwargs \{.*\}\): unknown agent 'randm'"),
     ("tiers=[hardd]", r"^tiers\[0\] must be one of .*, got 'hardd'$"),
     ("tiers=hardd", r"^tiers must be one of .*, got 'hardd'$"),  # one value given alone
+    (f"seeds.count={10**30}", r"^seeds\.count must be at most 1000000, got 10+$"),  # filled the memory
     ("sizes=[small,huge]", r"^sizes\[1\] must be one of .*, got 'huge'$"),
 ])
 def test_agent_names_arguments_and_tiers_are_refused_naming_their_key(override: str, message: str) -> None:
@@ -1037,7 +1038,8 @@ def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path)
 
 # ------------------------------------------------------------------------------------------- compare_agents options
 @pytest.mark.parametrize(("args", "message"), [
-    (["--seeds", "0"], "--seeds must be >= 1, got 0"),
+    (["--seeds", "0"], "--seeds must be in 1..1000000 (each is an instance to generate), got 0"),
+    (["--seeds", str(10**30)], "--seeds must be in 1..1000000"),  # filled the memory
     (["--agent", "ppo", "--checkpoint", "m.zip", "--horizon", "5", "--top-k", "16"],
      "lookahead option(s) --top-k, --horizon given with --agent ppo"),
     (["--agent", "ppo", "--checkpoint", "m.zip", "--clairvoyant"], "option(s) --clairvoyant given with --agent ppo"),

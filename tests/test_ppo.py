@@ -481,6 +481,8 @@ def test_an_interrupted_final_evaluation_leaves_the_run_dirs_files_as_they_were(
     ("train.validation_seeds.start=1", ValueError, r"^train\.validation_seeds\.start=1 overlaps the training pool"),
     ("train.imitation.epochs=0", ValueError, r"^train\.imitation\.epochs must be an integer >= 1, got 0$"),
     ("env.num_envs=0", ValueError, r"^env\.num_envs must be an integer >= 1, got 0$"),
+    (f"env.pool_size={10**30}", ValueError, r"^env\.pool_size must be at most 1000000, got 10+$"),  # filled the memory
+    ("train.eval_seeds.count=1000001", ValueError, r"^train\.eval_seeds\.count must be at most 1000000"),
     ("seed=-1", ValueError, r"^seed must be an integer >= 0, got -1$"),
     ("seed=4294967296", ValueError, r"^seed must be an integer <= 4294967295, got 4294967296$"),
     ("train.learning_rate=0", ValueError, r"^train\.learning_rate must be a finite number > 0, got 0$"),

@@ -180,6 +180,9 @@ def test_prepare_progress_and_cache_dir_are_checked(tmp_path: Path, monkeypatch:
         with pytest.raises(TypeError, match=rf"^progress must be true or false, got {bad!r}$"):
             pool.prepare([0], progress=bad)
     assert not list(pool.directory.glob("seed-*"))
+    with pytest.raises(ValueError, match=r"^prepare takes at most 1000000 seeds a call .* got more: range\(0, 10+\)$"):
+        pool.prepare(range(10**30))  # filled the memory listing them
+    assert not list(pool.directory.glob("seed-*"))
     with pytest.raises(TypeError, match=r"^cache_dir must be a path \(str or os.PathLike\), got int: 5$"):
         tier_pool("easy", cache_dir=5)
 

@@ -5,10 +5,11 @@ from dynasched_gym.generation.realised import METRIC_NAMES, realised_metrics
 from dynasched_gym.generation.scenario import BottleneckWindow, Scenario, Targets, Tolerances, size_presets
 from dynasched_gym.generation.sesc import CalibrationResult, calibrate
 from dynasched_gym.generation.stress_index import SSI_VERSION, TIER_BANDS, TIERS, SSIResult, ssi, tier_of
-from dynasched_gym.generation.tiers import TierPool, tier_pool
+from dynasched_gym.generation.tiers import MAX_SEEDS, TierPool, tier_pool
 
 __all__ = [
     "GENERATOR_VERSION",
+    "MAX_SEEDS",
     "METRIC_NAMES",
     "SSI_VERSION",
     "TIERS",

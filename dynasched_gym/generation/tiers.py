@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -198,9 +199,14 @@ class TierPool:
         return Instance.from_dict(json.loads(text), source=str(self._paths(seed)[0]))
 
     def prepare(self, seeds: Iterable[int], progress: bool = True) -> None:
-        """Generate the seeds that are not cached yet, in ``workers`` processes, persisting each when done."""
+        """Generate the seeds that are not cached yet, in ``workers`` processes, persisting each when done; at most
+        :data:`MAX_SEEDS` seeds a call (a ValueError before any work otherwise)."""
         check_bool("progress", progress)  # "no" would show the bar
-        missing = [s for s in dict.fromkeys(map(_check_seed, seeds))
+        wanted = list(itertools.islice(seeds, MAX_SEEDS + 1))  # range(10**30) would fill the memory first
+        if len(wanted) > MAX_SEEDS:
+            raise ValueError(f"prepare takes at most {MAX_SEEDS} seeds a call (each is an instance to generate), "
+                             f"got more: {seeds!r:.80}")
+        missing = [s for s in dict.fromkeys(map(_check_seed, wanted))
                    if not all(p.is_file() for p in self._paths(s))]
         workers = min(self.workers, len(missing))
         with tqdm(total=len(missing), desc=f"{self.tier}/{self.size} pool", unit="instance",
@@ -277,6 +283,12 @@ class TierPool:
         write_text_atomic(data_path, text)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         write_text_atomic(sum_path, f"{digest}  {data_path.name}\n")
+
+
+#: Most seeds one call of :meth:`TierPool.prepare`, and one run of the scripts (a seed range, a training pool), may
+#: name: each is an instance to generate, 0.1-0.5 s on one core, so more would take weeks; a range of 10**30 seeds
+#: filled the memory before the first.
+MAX_SEEDS = 1_000_000
 
 
 def _check_seed(seed: int) -> int:
