@@ -33,7 +33,7 @@ from dynasched_gym.generation.scenario import replace_targets
 from dynasched_gym.generation.sesc import check_calibration, tolerance
 from dynasched_gym.io import dsbx_dir
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
 
 #: Config mappings whose keys calibrate checks itself: calibrate()'s options, and the scenario (Scenario.from_dict
 #: refuses an unknown field), where + adds the fields a preset leaves at their defaults (scale.horizon, ...).
@@ -142,7 +142,7 @@ def run(cfg: DictConfig) -> Path:
     ``seed`` must be an integer >= 0 (``seed=1.7`` is refused, not truncated).
     """
     with settings_checked():
-        out = Path(cfg.out)
+        out = output_folder("out", cfg.out)
         if out.exists():
             raise ValueError(f"out={out} exists; choose another out=")
         options = OmegaConf.to_container(cfg.options, resolve=True)

@@ -44,10 +44,13 @@ def settings_checked() -> Iterator[None]:
 
 
 def output_folder(key: str, value: Any) -> Path:
-    """The setting ``key``: a folder to write into, made absolute from the launch directory; a file there is a
+    """The setting ``key``: a folder to write into, made absolute from the launch directory; a file there, or a value
+    that is no path (null, 1.5, a list; digits, which Hydra reads as an integer, are a name), is a
     :class:`SettingError`."""
     from hydra.utils import to_absolute_path
 
+    if isinstance(value, bool) or not isinstance(value, (str, int, os.PathLike)):
+        raise SettingError(f"{key} must be a folder path, got {type(value).__name__}: {value!r:.80}")
     folder = Path(to_absolute_path(str(value)))
     if folder.exists() and not folder.is_dir():
         raise SettingError(f"{key} must be a folder, but {folder} is a file")

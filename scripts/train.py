@@ -87,7 +87,7 @@ from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 from scripts.interrupts import interrupted_exit, signal_handlers, sigterm_as_interrupt
-from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
 
 ENV_ID = "DynaSched/DFJSP-v0"
 #: Rule whose mean objective on the first pool instances sets the automatic reward scale.
@@ -171,6 +171,7 @@ def check_config(cfg: DictConfig) -> Resume | None:
     """Refuse bad settings before any setup, each :class:`~scripts.overrides.SettingError` naming the config key
     and the value given; returns what ``train.resume`` holds (None without it)."""
     tc, ec = cfg.train, cfg.env
+    output_folder("out", cfg.out)
     check_choice("env.tier", ec.tier, TIERS)
     check_choice("env.size", ec.size, size_presets())
     check_choice("env.objective", ec.objective, tuple(OBJECTIVE_METRICS))
