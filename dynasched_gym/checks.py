@@ -70,21 +70,17 @@ def check_choices(name: str, value: Any, choices: Sequence[str]) -> list[Any]:
     return [item for _, item in items]
 
 
-def check_integer(name: str, value: Any, minimum: int) -> int:
+def check_integer(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     """``value`` as an ``int``; raise naming argument ``name`` and ``value`` unless it is an integer (NumPy
-    integers included, bools not; :class:`TypeError`) >= ``minimum`` (:class:`ValueError`)."""
+    integers included, bools not; :class:`TypeError`) >= ``minimum`` and, if given, <= ``maximum``
+    (:class:`ValueError`)."""
     if not is_integer(value):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value!r}")
     return int(value)
-
-
-def check_at_most(name: str, value: int, most: int) -> int:
-    """``value``, an integer already checked; a ValueError naming ``name`` and ``value`` when it is above ``most``."""
-    if value > most:
-        raise ValueError(f"{name} must be at most {most}, got {value!r}")
-    return value
 
 
 def check_bool(name: str, value: Any) -> bool:

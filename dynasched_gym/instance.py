@@ -85,6 +85,7 @@ def too_short(minimum: float = MIN_PROCESSING_TIME) -> str:
     speed 1)."""
     return f"processing time must be >= {minimum:g} (the simulator's time tolerance)"
 
+
 _FLOAT_FIELDS = ("machine_speed", "job_release", "job_due", "job_weight", "elig_time")
 _INT_FIELDS = ("job_op_ptr", "op_elig_ptr", "elig_machine")
 # The arrays held by instances (by id; an entry goes when its array does): they are read-only and

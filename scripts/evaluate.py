@@ -48,7 +48,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 import dynasched_gym
-from dynasched_gym.checks import as_list, check_at_most, check_bool, check_choice, check_choices, check_integer
+from dynasched_gym.checks import as_list, check_bool, check_choice, check_choices, check_integer
 from dynasched_gym.metrics import METRIC_KEYS, OBJECTIVE_METRICS
 from dynasched_gym.results import (
     BEHAVIOUR_VERSION,
@@ -411,8 +411,7 @@ def plan(cfg: DictConfig) -> Plan:
 
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
     start = check_integer("seeds.start", cfg.seeds.start, 0)
-    seeds = range(start, start + check_at_most("seeds.count", check_integer("seeds.count", cfg.seeds.count, 1),
-                                                MAX_SEEDS))
+    seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1, MAX_SEEDS))
     tiers, sizes = check_choices("tiers", cfg.tiers, TIERS), check_choices("sizes", cfg.sizes, size_presets())
     episodes, skipped = [], []
     for tier in tiers:

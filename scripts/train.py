@@ -74,7 +74,7 @@ from dynasched_gym import Instance, rollout, validate_schedule
 from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy
 from dynasched_gym.agents.ppo import PPOAgent, observation_settings
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_names, rule_objectives
-from dynasched_gym.checks import check_at_most, check_bool, check_choice, check_integer, check_positive, check_real
+from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive, check_real
 from dynasched_gym.core import compile_note
 from dynasched_gym.core.rules import parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
@@ -103,6 +103,8 @@ INTEGERS = {"seed": 0, "env.num_envs": 1, "env.pool_size": 1, "env.max_candidate
             "train.imitation.batch_size": 1, "train.validation_seeds.start": 0, "train.validation_seeds.count": 1,
             "train.eval_seeds.start": 0, "train.eval_seeds.count": 1}
 MAX_SEED = 2**32 - 1
+#: The integer settings that count pool seeds, and their most (each seed is an instance to generate and cache).
+SEED_COUNTS = dict.fromkeys(("env.pool_size", "train.validation_seeds.count", "train.eval_seeds.count"), MAX_SEEDS)
 #: Real settings that must be > 0, and those that must be >= 0.
 POSITIVE = ("train.learning_rate", "train.clip_range", "train.max_grad_norm", "train.imitation.learning_rate")
 NON_NEGATIVE = ("train.ent_coef", "train.vf_coef")
@@ -178,9 +180,7 @@ def check_config(cfg: DictConfig) -> Resume | None:
     check_choice("env.observability", ec.observability, OBSERVABILITY)
     check_choice("train.interaction", tc.interaction, INTERACTIONS)
     for key, least in INTEGERS.items():
-        check_integer(key, OmegaConf.select(cfg, key), least)
-    for key in ("env.pool_size", "train.validation_seeds.count", "train.eval_seeds.count"):
-        check_at_most(key, OmegaConf.select(cfg, key), MAX_SEEDS)
+        check_integer(key, OmegaConf.select(cfg, key), least, SEED_COUNTS.get(key))
     if cfg.seed > MAX_SEED:
         raise ValueError(f"seed must be an integer <= {MAX_SEED}, got {cfg.seed}")
     for key in POSITIVE:

@@ -41,6 +41,9 @@ def test_check_integer_names_the_argument(value: object, error: type[Exception])
     with pytest.raises(error, match=re.escape(f"count must be an integer >= 1, got {value!r}")):
         check_integer("count", value, 1)
     assert check_integer("count", np.int16(3), 1) == 3
+    with pytest.raises(ValueError, match=re.escape("count must be at most 5, got 6")):
+        check_integer("count", 6, 1, maximum=5)
+    assert check_integer("count", 5, 1, maximum=5) == 5
 
 
 @pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError),

@@ -225,12 +225,11 @@ class _Plant:
             if not isinstance(group, str) or group not in self.groups:
                 raise where.fail(f"unknown machine group (known: {', '.join(self.groups)})", f"{field}[{k}]", group)
             p = where.check_number(times[k], f"{times_field}[{k}]", positive=True)
-            fastest = max(self.groups[group], key=lambda m: self.machines[m].speed)
-            if p / self.machines[fastest].speed < MIN_PROCESSING_TIME:  # named here, not as our record's field
-                speed = self.machines[fastest].speed
-                on = "" if speed == 1 else (f"; {self.machines[fastest].name}, of speed {speed:g}, would take "
-                                            f"less than {MIN_PROCESSING_TIME:g}")
-                raise where.fail(too_short(MIN_PROCESSING_TIME * speed) + on, f"{times_field}[{k}]", times[k])
+            fastest = max((self.machines[m] for m in self.groups[group]), key=lambda machine: machine.speed)
+            if p / fastest.speed < MIN_PROCESSING_TIME:  # named here, not as our record's field
+                on = "" if fastest.speed == 1 else (f"; {fastest.name}, of speed {fastest.speed:g}, would take "
+                                                    f"less than {MIN_PROCESSING_TIME:g}")
+                raise where.fail(too_short(MIN_PROCESSING_TIME * fastest.speed) + on, f"{times_field}[{k}]", times[k])
             ops.append({m: p / self.machines[m].speed for m in self.groups[group]})
         return ops
 
