@@ -147,7 +147,10 @@ def run(cfg: DictConfig) -> Path:
             raise ValueError(f"out={out} exists; choose another out=")
         options = OmegaConf.to_container(cfg.options, resolve=True)
         seed = check_calibration(cfg.method, cfg.seed, **options)
-        scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
+        try:
+            scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
+        except InstanceFormatError as exc:
+            raise exc.located("size.scenario") from None  # its fields are paths below size.scenario
         targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
         scenario = replace_targets(scenario, **targets)
     result = calibrate(scenario, method=cfg.method, seed=seed, **options)

@@ -90,6 +90,12 @@ def test_seed_must_be_a_non_negative_integer(tmp_path: Path, script, monkeypatch
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_bad_scenario_field_names_its_place_below_size_scenario(tmp_path: Path, script) -> None:
+    with pytest.raises(SettingError, match=r"^size\.scenario, field 'events': must be a mapping.*\(got None\)"):
+        script.run(_config(tmp_path / "cal", "size.scenario.events=null"))  # was "<scenario>, field 'events'"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unexpressible_instance_is_written_without_rework_and_says_so(tmp_path: Path, script) -> None:
     out = script.run(_config(tmp_path / "cal", "size.scenario.events.rework=1.0"))
     assert any(e.type.name == "REWORK" for e in load_instance(out / "instance.json").events)

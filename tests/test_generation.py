@@ -23,7 +23,7 @@ from dynasched_gym.generation import (
     ssi,
     tier_of,
 )
-from dynasched_gym.generation.scenario import expected_feature_scales, planned_jobs, replace_targets
+from dynasched_gym.generation.scenario import PlantConfig, expected_feature_scales, planned_jobs, replace_targets
 from dynasched_gym.generation.sesc import tolerance
 
 
@@ -270,6 +270,26 @@ def test_bools_infinities_and_non_strings_are_rejected_naming_the_field(small, p
     assert err.value.field == field
     assert err.value.value is bad or err.value.value == bad  # the offending element, named in the message
     assert repr(bad)[:100] in str(err.value)  # (the middle of a long value is cut)
+
+
+@pytest.mark.parametrize(("path", "value", "field"), [
+    (("events",), None, "events"),  # a null section: was an AttributeError naming no field
+    (("plant",), None, "plant"),
+    (("plant", "groups", 0, "name"), ["G1"], "plant.groups[0].name"),  # was "unhashable type: 'list'"
+    (("plant", "groups", 0, "speeds"), 2.0, "plant.groups[0].speeds"),  # was "'float' object is not iterable"
+    (("plant", "families", 0, "name"), 7, "plant.families[0].name"),
+])
+def test_sections_lists_and_names_of_the_wrong_kind_are_rejected_naming_the_field(small, path, value, field):
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict(_with(small.to_dict(), path, value))
+    assert err.value.field == field and err.value.value == value
+
+
+def test_python_callers_get_the_same_checks_as_files():
+    # from Python a list item may be anything: a dict where a MachineGroupConfig belongs was an AttributeError
+    with pytest.raises(InstanceFormatError, match="MachineGroupConfig") as err:
+        Scenario(plant=PlantConfig(groups=[{"name": "G1"}]))
+    assert err.value.field == "plant.groups[0]"
 
 
 @pytest.mark.parametrize(("key", "value"), [("ops_per_job", [1.5, 3]), ("eligible_machines", [True, 2]),

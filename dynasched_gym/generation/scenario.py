@@ -206,6 +206,10 @@ class Scenario:
             raise exc.located(str(path), field_prefix="scenario") from None
 
 
+#: The scenario's sections and their dataclasses.
+_SECTIONS: dict[str, type] = {"plant": PlantConfig, "scale": ScaleConfig, "arrivals": ArrivalConfig,
+                              "targets": Targets, "tolerances": Tolerances, "events": EventRates}
+
 TARGET_NAMES = tuple(f.name for f in fields(Targets))
 
 #: Allowed values of each target: (low, high, low_open, high_open), in validation order.
@@ -319,46 +323,101 @@ def validate_scenario(s: Scenario) -> None:
     """Raise :class:`InstanceFormatError` naming the first invalid field (e.g. ``targets.utilization``)."""
     if not isinstance(s.name, str):
         raise _fail("name", "must be a string", s.name)
-    plant = s.plant
+    for name, kind in _SECTIONS.items():
+        _check_kind(name, getattr(s, name), kind)
+    _check_plant(s.plant)
+    _check_scale(s.scale)
+    if s.arrivals.pattern not in ("constant", "periodic", "trend"):
+        raise _fail("arrivals.pattern", "must be constant, periodic or trend", s.arrivals.pattern)
+    _check_range("arrivals.amplitude", s.arrivals.amplitude, 0.0, 1.0, hi_open=True)
+    _check_range("arrivals.period_fraction", s.arrivals.period_fraction, 0.0, 1.0, lo_open=True)
+    _check_targets(s.targets, len(s.plant.groups))
+    for f_ in fields(Tolerances):
+        _check_range(f"tolerances.{f_.name}", getattr(s.tolerances, f_.name), 0.0, 1.0, lo_open=True)
+    _check_events(s.events)
+    if s.breakdown_policy not in ("resume", "restart"):
+        raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
+    _check_bottleneck_windows(s.bottleneck_windows, s.plant)
+    _check_planned_jobs(s)
+
+
+def _check_kind(field_name: str, value: Any, kind: type) -> None:
+    """A section or list item of the right dataclass: a Python caller may pass anything, and a file's null
+    section comes through :meth:`Scenario.from_dict` as ``None``."""
+    if not isinstance(value, kind):
+        raise _fail(field_name, f"must be a mapping (from Python: {kind.__name__})", value)
+
+
+def _check_items(field_name: str, value: Any, kind: type) -> None:
+    """A list of ``kind`` items."""
+    if not isinstance(value, list):
+        raise _fail(field_name, "must be a list", value)
+    for i, item in enumerate(value):
+        _check_kind(f"{field_name}[{i}]", item, kind)
+
+
+def _check_name(field_name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise _fail(field_name, "must be a string", value)
+
+
+def _check_plant(plant: PlantConfig) -> None:
+    """The machine groups, and either the process families or the fjsp block."""
+    _check_items("plant.groups", plant.groups, MachineGroupConfig)
     if not plant.groups:
         raise _fail("plant.groups", "at least one machine group is needed", [])
+    for i, g in enumerate(plant.groups):
+        _check_name(f"plant.groups[{i}].name", g.name)
     names = [g.name for g in plant.groups]
     if len(set(names)) != len(names):
         raise _fail("plant.groups", "group names must be unique", names)
     for i, g in enumerate(plant.groups):
+        if not isinstance(g.speeds, (list, tuple)):
+            raise _fail(f"plant.groups[{i}].speeds", "must be a list of speeds > 0", g.speeds)
         if not g.speeds:
             raise _fail(f"plant.groups[{i}].speeds", "a group needs at least one machine", g.speeds)
         for k, v in enumerate(g.speeds):
             _check_range(f"plant.groups[{i}].speeds[{k}]", v, 0.0, math.inf, lo_open=True, hi_open=True)
+    _check_items("plant.families", plant.families, FamilyConfig)
     if plant.fjsp is not None and plant.families:
         raise _fail("plant.families", "give either plant.families or plant.fjsp, not both (an fjsp plant would "
                     "ignore the families)", [fam.name for fam in plant.families])
     if plant.fjsp is None:
-        if not plant.families:
-            raise _fail("plant.families", "give process families or an fjsp block", [])
-        for i, fam in enumerate(plant.families):
-            if not fam.route:
-                raise _fail(f"plant.families[{i}].route", "a route needs at least one step", [])
-            _check_range(f"plant.families[{i}].mix_weight", fam.mix_weight, 0.0, math.inf, lo_open=True,
-                         hi_open=True)
-            for k, step in enumerate(fam.route):
-                if step.group not in names:
-                    raise _fail(f"plant.families[{i}].route[{k}].group", f"unknown group (groups: {names})",
-                                step.group)
-                _check_range(f"plant.families[{i}].route[{k}].mean_time", step.mean_time, 0.0, math.inf,
-                             lo_open=True, hi_open=True)
+        _check_families(plant.families, names)
     else:
-        f = plant.fjsp
-        num_m = sum(len(g.speeds) for g in plant.groups)
-        for name, pair, lo, hi in (("ops_per_job", f.ops_per_job, 1, 1000), ("eligible_machines",
-                                                                               f.eligible_machines, 1, num_m)):
-            if not _is_pair(pair, _is_int) or not (lo <= pair[0] <= pair[1] <= hi):
-                raise _fail(f"plant.fjsp.{name}", f"must be [min, max] of integers with {lo} <= min <= max <= {hi}",
-                            pair)
-        if not _is_pair(f.mean_time, _is_number) or not 0 < f.mean_time[0] <= f.mean_time[1]:
-            raise _fail("plant.fjsp.mean_time", "must be [min, max] with 0 < min <= max", f.mean_time)
-        _check_range("plant.fjsp.time_spread", f.time_spread, 0.0, 1.0, hi_open=True)
-    scale = s.scale
+        _check_kind("plant.fjsp", plant.fjsp, FJSPConfig)
+        _check_fjsp(plant.fjsp, sum(len(g.speeds) for g in plant.groups))
+
+
+def _check_families(families: list[FamilyConfig], group_names: list[str]) -> None:
+    if not families:
+        raise _fail("plant.families", "give process families or an fjsp block", [])
+    for i, fam in enumerate(families):
+        _check_name(f"plant.families[{i}].name", fam.name)
+        _check_items(f"plant.families[{i}].route", fam.route, RouteStepConfig)
+        if not fam.route:
+            raise _fail(f"plant.families[{i}].route", "a route needs at least one step", [])
+        _check_range(f"plant.families[{i}].mix_weight", fam.mix_weight, 0.0, math.inf, lo_open=True, hi_open=True)
+        for k, step in enumerate(fam.route):
+            if step.group not in group_names:
+                raise _fail(f"plant.families[{i}].route[{k}].group", f"unknown group (groups: {group_names})",
+                            step.group)
+            _check_range(f"plant.families[{i}].route[{k}].mean_time", step.mean_time, 0.0, math.inf,
+                         lo_open=True, hi_open=True)
+
+
+def _check_fjsp(f: FJSPConfig, num_machines: int) -> None:
+    for name, pair, lo, hi in (("ops_per_job", f.ops_per_job, 1, 1000),
+                               ("eligible_machines", f.eligible_machines, 1, num_machines)):
+        if not _is_pair(pair, _is_int) or not (lo <= pair[0] <= pair[1] <= hi):
+            raise _fail(f"plant.fjsp.{name}", f"must be [min, max] of integers with {lo} <= min <= max <= {hi}",
+                        pair)
+    if not _is_pair(f.mean_time, _is_number) or not 0 < f.mean_time[0] <= f.mean_time[1]:
+        raise _fail("plant.fjsp.mean_time", "must be [min, max] with 0 < min <= max", f.mean_time)
+    _check_range("plant.fjsp.time_spread", f.time_spread, 0.0, 1.0, hi_open=True)
+
+
+def _check_scale(scale: ScaleConfig) -> None:
     if (scale.num_jobs is None) == (scale.horizon is None):
         raise _fail("scale.horizon", "give exactly one of scale.num_jobs and scale.horizon (the other null)",
                     scale.horizon)
@@ -368,21 +427,19 @@ def validate_scenario(s: Scenario) -> None:
         _check_range("scale.horizon", scale.horizon, 0.0, math.inf, lo_open=True, hi_open=True)
     if not _is_int(scale.warm_start_jobs) or scale.warm_start_jobs < 0:
         raise _fail("scale.warm_start_jobs", "must be an integer >= 0", scale.warm_start_jobs)
-    if s.arrivals.pattern not in ("constant", "periodic", "trend"):
-        raise _fail("arrivals.pattern", "must be constant, periodic or trend", s.arrivals.pattern)
-    _check_range("arrivals.amplitude", s.arrivals.amplitude, 0.0, 1.0, hi_open=True)
-    _check_range("arrivals.period_fraction", s.arrivals.period_fraction, 0.0, 1.0, lo_open=True)
-    t = s.targets
+
+
+def _check_targets(t: Targets, num_groups: int) -> None:
     for name in TARGET_RANGES:
         if name != "load_cv" or t.load_cv is not None:  # load_cv alone may be None: not calibrated
             check_target(name, getattr(t, name))
-    if t.load_cv is not None and t.load_cv > math.sqrt(len(plant.groups) - 1):
+    if t.load_cv is not None and t.load_cv > math.sqrt(num_groups - 1):
         # the population CV of n non-negative loads peaks at sqrt(n - 1), all the load on one group
-        raise _fail("targets.load_cv", f"the load CV of {len(plant.groups)} machine group(s) is at most "
-                    f"sqrt({len(plant.groups)} - 1) = {math.sqrt(len(plant.groups) - 1):.3g}", t.load_cv)
-    for f_ in fields(Tolerances):
-        _check_range(f"tolerances.{f_.name}", getattr(s.tolerances, f_.name), 0.0, 1.0, lo_open=True)
-    e = s.events
+        raise _fail("targets.load_cv", f"the load CV of {num_groups} machine group(s) is at most "
+                    f"sqrt({num_groups} - 1) = {math.sqrt(num_groups - 1):.3g}", t.load_cv)
+
+
+def _check_events(e: EventRates) -> None:
     for name in ("cancellation", "emergency", "priority_change", "ptime_change", "batch_arrival", "route_change",
                  "rework", "due_date_change"):
         _check_range(f"events.{name}", getattr(e, name), 0.0, 1.0)
@@ -396,11 +453,12 @@ def validate_scenario(s: Scenario) -> None:
         raise _fail("events.ptime_change_factors", "must be a non-empty list of numbers > 0", e.ptime_change_factors)
     for k, x in enumerate(e.ptime_change_factors):
         _check_range(f"events.ptime_change_factors[{k}]", x, 0.0, math.inf, lo_open=True, hi_open=True)
-    if s.breakdown_policy not in ("resume", "restart"):
-        raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
-    if not isinstance(s.bottleneck_windows, list):
-        raise _fail("bottleneck_windows", "must be a list of windows", s.bottleneck_windows)
-    for i, w in enumerate(s.bottleneck_windows):
+
+
+def _check_bottleneck_windows(windows: Any, plant: PlantConfig) -> None:
+    _check_items("bottleneck_windows", windows, BottleneckWindow)
+    names = [g.name for g in plant.groups]
+    for i, w in enumerate(windows):
         where = f"bottleneck_windows[{i}]"
         if w.group not in names:
             raise _fail(f"{where}.group", f"unknown group (groups: {names})", w.group)
@@ -412,14 +470,19 @@ def validate_scenario(s: Scenario) -> None:
         if w.end <= w.start:
             raise _fail(f"{where}.end", f"must be > start ({w.start})", w.end)
         _check_range(f"{where}.utilization", w.utilization, 0.0, 1.0, lo_open=True, hi_open=True)
+
+
+def _check_planned_jobs(s: Scenario) -> None:
+    """The number of jobs the scale plans, and the warm start within it."""
+    scale = s.scale
     jobs = planned_jobs(s)
     if not 2 <= jobs <= MAX_PLANNED_JOBS:
         field_name, value = ("scale.num_jobs", scale.num_jobs) if scale.num_jobs is not None else ("scale.horizon",
                                                                                                    scale.horizon)
         raise _fail(field_name, f"plans {jobs:.4g} jobs; a scenario plans 2 to {MAX_PLANNED_JOBS}", value)
-    if s.scale.warm_start_jobs >= jobs:
-        where = "num_jobs" if s.scale.num_jobs is not None else f"the {jobs} jobs the horizon holds"
-        raise _fail("scale.warm_start_jobs", f"must be < {where}", s.scale.warm_start_jobs)
+    if scale.warm_start_jobs >= jobs:
+        where = "num_jobs" if scale.num_jobs is not None else f"the {jobs} jobs the horizon holds"
+        raise _fail("scale.warm_start_jobs", f"must be < {where}", scale.warm_start_jobs)
 
 
 def expected_job_work(plant: PlantConfig) -> float:
