@@ -57,7 +57,7 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -442,27 +442,53 @@ def _route(inst: Instance, groups: Mapping[str, list[int]], ops: Sequence[Mappin
     return [g for g, _, _ in triples], [p for _, p, _ in triples], sum(not exact for _, _, exact in triples)
 
 
+@dataclass
+class _Losses:
+    """What writing an instance as dsbx files loses: items it cannot express, weights it rounds to a priority,
+    and operations whose nominal time does not give every machine's time exactly."""
+
+    unsupported: list[str] = field(default_factory=list)
+    rounded_weights: int = 0
+    inexact_times: int = 0
+
+    def round_weight(self, weight: float) -> None:
+        self.rounded_weights += weight not in (1.0, EMERGENCY_WEIGHT)
+
+    def report(self, where: str, drop_unsupported: bool) -> None:
+        """Raise for an unsupported item unless ``drop_unsupported``; warn about every loss."""
+        if self.unsupported:
+            if not drop_unsupported:
+                raise InstanceFormatError("not expressible in the dsbx format (pass drop_unsupported=True to drop "
+                                          "it)", source=where, field=self.unsupported[0].split(" ")[0],
+                                          value=self.unsupported[0])
+            warnings.warn(f"dsbx format: dropped {len(self.unsupported)} unsupported item(s): "
+                          f"{', '.join(self.unsupported[:5])}", stacklevel=4)
+        if self.rounded_weights:
+            warnings.warn(f"dsbx format: {self.rounded_weights} weight(s) other than 1 and {EMERGENCY_WEIGHT} become "
+                          f"priority 0 or {EMERGENCY_PRIORITY}", stacklevel=4)
+        if self.inexact_times:
+            warnings.warn(f"dsbx format: {self.inexact_times} operation(s) have no nominal time that gives every "
+                          "machine's time exactly (time × speed differs in the last bits): reloading changes those "
+                          "times by at most 1e-9 relative", stacklevel=4)
+
+
+#: A line of ``events.jsonl`` before sorting: (time, rank, object); arrivals (rank 0) come first at equal times.
+_Line = tuple[float, int, dict[str, Any]]
+
+
 def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]:
     """The dsbx files of ``instance`` as {file name: text} (see the module docstring)."""
     inst = instance
     where = f"<{inst.name}>"
-    for names, kind in ((inst.machine_names, "machines"), (inst.job_names, "jobs")):
-        seen: set[str] = set()
-        for i, name in enumerate(names):
-            if name in seen:
-                raise InstanceFormatError("dsbx needs unique names", source=where, field=f"{kind}[{i}].name",
-                                          value=name)
-            seen.add(name)
+    _check_unique_names(inst, where)
     groups: dict[str, list[int]] = {}
     for m, g in enumerate(inst.machine_groups):
         groups.setdefault(g, []).append(m)
-    unsupported = []
+    losses = _Losses()
     if inst.breakdown_policy != "resume":
-        unsupported.append(f"breakdown_policy {inst.breakdown_policy!r} (dsbx always resumes)")
-    lossy = 0
-
+        losses.unsupported.append(f"breakdown_policy {inst.breakdown_policy!r} (dsbx always resumes)")
     routes = [_route(inst, groups, inst.job_ops(j), f"jobs[{j}].ops") for j in range(inst.num_jobs)]
-    inexact = sum(r[2] for r in routes)
+    losses.inexact_times += sum(r[2] for r in routes)
     # Priority changes before a job's release give its weight at arrival: folded into the static weight.
     weights = [float(w) for w in inst.job_weight]
     folded = set()
@@ -470,12 +496,41 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
         if e.type == EventType.PRIORITY_CHANGE and e.time < inst.job_release[e.job]:
             weights[int(e.job)] = float(e.weight)  # type: ignore[arg-type]
             folded.add(i)
+    static_jobs, lines = _arrivals(inst, routes, weights, losses)
+    lines += _event_lines(inst, groups, routes, folded, losses, where)
+    losses.report(where, drop_unsupported)
+    lines.sort(key=lambda x: (x[0], x[1]))  # stable: file order kept within (time, rank)
+    compact = {"separators": (",", ":"), "allow_nan": False}
+    machines = [{"id": inst.machine_names[m], "group": inst.machine_groups[m], "speed": float(inst.machine_speed[m])}
+                for m in range(inst.num_machines)]
+    return {
+        EVENTS: "".join(json.dumps(obj, **compact) + "\n" for _, _, obj in lines),  # type: ignore[arg-type]
+        STATIC_JOBS: json.dumps({"jobs": static_jobs}, indent=2, allow_nan=False) + "\n",
+        STATIC_MACHINES: json.dumps({"machines": machines}, indent=2, allow_nan=False) + "\n",
+    }
+
+
+def _check_unique_names(inst: Instance, where: str) -> None:
+    """dsbx refers to machines and jobs by name."""
+    for names, kind in ((inst.machine_names, "machines"), (inst.job_names, "jobs")):
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                raise InstanceFormatError("dsbx needs unique names", source=where, field=f"{kind}[{i}].name",
+                                          value=name)
+            seen.add(name)
+
+
+def _arrivals(inst: Instance, routes: Sequence[tuple[list[str], list[float], int]], weights: Sequence[float],
+              losses: _Losses) -> tuple[dict[str, Any], list[_Line]]:
+    """``static_jobs.json``'s jobs, and each job's arrival lines (its emergency priority, ARRIVAL, due date),
+    jobs in release order."""
     static_jobs: dict[str, Any] = {}
-    lines: list[tuple[float, int, dict[str, Any]]] = []  # (time, rank, object): arrivals first at equal times
+    lines: list[_Line] = []
     for j in sorted(range(inst.num_jobs), key=lambda j: float(inst.job_release[j])):
         name, release, weight = inst.job_names[j], float(inst.job_release[j]), weights[j]
         due = None if inst.job_due[j] != inst.job_due[j] else float(inst.job_due[j])
-        lossy += weight not in (1.0, EMERGENCY_WEIGHT)
+        losses.round_weight(weight)
         routing, times, _ = routes[j]
         entry: dict[str, Any] = {"job_family": "Custom", "routing": routing, "process_times": times,
                                  "arrival_type": "emergency" if weight > 1 else "planned"}
@@ -491,15 +546,22 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
         if due is not None:
             lines.append((release, 0, {"time": release, "event_type": "DUE_DATE_SET", "job_id": name,
                                        "due_date": due}))
+    return static_jobs, lines
 
+
+def _event_lines(inst: Instance, groups: Mapping[str, list[int]],
+                 routes: Sequence[tuple[list[str], list[float], int]], folded: set[int], losses: _Losses,
+                 where: str) -> list[_Line]:
+    """The lines of the instance's events, in event order, except those ``folded`` into a job's arrival."""
     # Per job, op index -> the nominal time last known for it along the stream (for PTIME_CHANGE factors).
     nominal = [dict(enumerate(times)) for _, times, _ in routes]
     current_due = [None if d != d else float(d) for d in inst.job_due]
+    lines: list[_Line] = []
     for i, e in enumerate(inst.events):
-        field = f"events[{i}]"
+        field_name = f"events[{i}]"
         obj: dict[str, Any] = {"time": float(e.time)}
         if e.type == EventType.REWORK:
-            unsupported.append(f"{field} REWORK")
+            losses.unsupported.append(f"{field_name} REWORK")
             continue
         if i in folded:
             continue
@@ -523,18 +585,18 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
                 value = nominal[j][op] * float(e.factor)  # type: ignore[arg-type]
             else:
                 raise InstanceFormatError("PTIME_CHANGE factor on an operation the job never has in the stream",
-                                          source=where, field=f"{field}.op", value=op)
+                                          source=where, field=f"{field_name}.op", value=op)
             nominal[j][op] = value
             obj.update(event_type="PTIME_CHANGE", step_index=op, new_process_time=value)
         elif e.type == EventType.ROUTE_CHANGE:
-            routing, times, off = _route(inst, groups, e.ops or (), f"{field}.ops")
-            inexact += off
+            routing, times, off = _route(inst, groups, e.ops or (), f"{field_name}.ops")
+            losses.inexact_times += off
             start = int(e.op or 0)
             nominal[j].update((start + k, p) for k, p in enumerate(times))
             obj.update(event_type="ROUTE_CHANGE", new_routing=routing, new_process_times=times, from_step=start)
         elif e.type == EventType.PRIORITY_CHANGE:
             weight = float(e.weight)  # type: ignore[arg-type]
-            lossy += weight not in (1.0, EMERGENCY_WEIGHT)
+            losses.round_weight(weight)
             obj.update(event_type="PRIORITY_CHANGE", new_priority=EMERGENCY_PRIORITY if weight > 1 else 0)
         elif e.type == EventType.DUE_DATE_CHANGE:
             due = float(e.due)  # type: ignore[arg-type]
@@ -544,29 +606,7 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
         else:  # CANCELLATION
             obj["event_type"] = "ORDER_CANCELLATION"
         lines.append((obj["time"], 1, obj))
-
-    if unsupported:
-        if not drop_unsupported:
-            raise InstanceFormatError("not expressible in the dsbx format (pass drop_unsupported=True to drop it)",
-                                      source=where, field=unsupported[0].split(" ")[0], value=unsupported[0])
-        warnings.warn(f"dsbx format: dropped {len(unsupported)} unsupported item(s): {', '.join(unsupported[:5])}",
-                      stacklevel=3)
-    if lossy:
-        warnings.warn(f"dsbx format: {lossy} weight(s) other than 1 and {EMERGENCY_WEIGHT} become priority "
-                      f"0 or {EMERGENCY_PRIORITY}", stacklevel=3)
-    if inexact:
-        warnings.warn(f"dsbx format: {inexact} operation(s) have no nominal time that gives every machine's time "
-                      "exactly (time × speed differs in the last bits): reloading changes those times by at most "
-                      "1e-9 relative", stacklevel=3)
-    lines.sort(key=lambda x: (x[0], x[1]))  # stable: file order kept within (time, rank)
-    compact = {"separators": (",", ":"), "allow_nan": False}
-    machines = [{"id": inst.machine_names[m], "group": inst.machine_groups[m], "speed": float(inst.machine_speed[m])}
-                for m in range(inst.num_machines)]
-    return {
-        EVENTS: "".join(json.dumps(obj, **compact) + "\n" for _, _, obj in lines),  # type: ignore[arg-type]
-        STATIC_JOBS: json.dumps({"jobs": static_jobs}, indent=2, allow_nan=False) + "\n",
-        STATIC_MACHINES: json.dumps({"machines": machines}, indent=2, allow_nan=False) + "\n",
-    }
+    return lines
 
 
 def save(instance: Instance, directory: str | os.PathLike[str], *, drop_unsupported: bool = False) -> Path:

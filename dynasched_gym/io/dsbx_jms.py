@@ -174,6 +174,40 @@ def from_json(data: Any, file: Path) -> Instance:
     info = where.get(data, "static_info", "static_info")
     if isinstance(data, Mapping):
         where.unread(data, ("static_info", "emergency_static", "dynamic_events", "timestamp", "meta"), "")
+    jobs, num_m = _static_jobs(where, info)
+    num_j = len(jobs)
+    index = {j + 1: j for j in range(num_j)}  # job id -> job index
+    events_obj = where.get(data, "dynamic_events", "dynamic_events", {})
+    if not isinstance(events_obj, Mapping):
+        raise where.fail("expected an object", "dynamic_events", events_obj)
+    unknown = sorted(set(events_obj) - set(_EVENT_KEYS))
+    if unknown:
+        raise where.fail(f"unknown dynamic event kind (known: {', '.join(_EVENT_KEYS)})", "dynamic_events",
+                         unknown[0])
+    _add_emergency_jobs(where, data, events_obj, num_m, jobs, index)
+    arrived: set[int] = set()
+    for ident, time, field in _pairs(where, events_obj, "job_arrival"):
+        if not 1 <= ident <= num_j or ident in arrived:
+            raise where.fail(f"job_arrival for an unknown job (jobs are 1..{num_j}) or listed twice", field, ident)
+        arrived.add(ident)
+        jobs[index[ident]]["release"] = time
+    events = _breakdowns(where, events_obj, num_m)
+    for ident, time, field in _pairs(where, events_obj, "job_cancel"):
+        if ident not in index:
+            raise where.fail("job_cancel for an unknown job", field, ident)
+        events.append(Event(time=time, type=EventType.CANCELLATION, job=index[ident]))
+    events.sort(key=lambda e: e.time)
+    try:
+        return Instance.build(file.stem, [Machine(name=f"M{m}") for m in range(num_m)],
+                              [Job(name=b["name"], ops=b["ops"], release=b["release"], weight=b["weight"])
+                               for b in jobs], events)
+    except InstanceFormatError as exc:
+        raise exc.located(str(file)) from None
+
+
+def _static_jobs(where: Where, info: Any) -> tuple[list[dict[str, Any]], int]:
+    """The static jobs of ``static_info`` (released at 0 unless a job_arrival says otherwise), and the number of
+    machines."""
     if isinstance(info, Mapping):
         where.unread(info, ("num_jobs", "num_machines", "ops_per_job", "candidates", "proc_time"), "static_info")
     num_j = where.index(info, "num_jobs", "static_info.num_jobs")
@@ -187,17 +221,13 @@ def from_json(data: Any, file: Path) -> Instance:
         if not is_integer(count) or count < 1:
             raise where.fail("expected an operation count >= 1", f"static_info.ops_per_job[{j}]", count)
     static_ops = _ops(where, info, [(j + 1, c) for j, c in enumerate(per_job)], "static_info", num_m)
-    jobs = [{"name": f"J{j + 1}", "ops": ops, "release": 0.0, "weight": 1.0} for j, ops in enumerate(static_ops)]
-    index = {j + 1: j for j in range(num_j)}
+    return [{"name": f"J{j + 1}", "ops": ops, "release": 0.0, "weight": 1.0} for j, ops in enumerate(static_ops)], num_m
 
-    events_obj = where.get(data, "dynamic_events", "dynamic_events", {})
-    if not isinstance(events_obj, Mapping):
-        raise where.fail("expected an object", "dynamic_events", events_obj)
-    unknown = sorted(set(events_obj) - set(_EVENT_KEYS))
-    if unknown:
-        raise where.fail(f"unknown dynamic event kind (known: {', '.join(_EVENT_KEYS)})", "dynamic_events",
-                         unknown[0])
 
+def _add_emergency_jobs(where: Where, data: Any, events_obj: Mapping[str, Any], num_m: int,
+                        jobs: list[dict[str, Any]], index: dict[int, int]) -> None:
+    """Append ``emergency_static``'s jobs to ``jobs`` (released at their job_emergency time, weighted as
+    emergencies) and their ids to ``index``."""
     emergency = where.get(data, "emergency_static", "emergency_static", {})
     if not isinstance(emergency, Mapping):
         raise where.fail("expected an object {job: spec}", "emergency_static", emergency)
@@ -220,13 +250,9 @@ def from_json(data: Any, file: Path) -> Instance:
         jobs.append({"name": f"J{ident}", "ops": _ops(where, emergency[key], [(ident, count)], field, num_m)[0],
                      "release": emergency_release[ident], "weight": EMERGENCY_WEIGHT})
 
-    arrived: set[int] = set()
-    for ident, time, field in _pairs(where, events_obj, "job_arrival"):
-        if not 1 <= ident <= num_j or ident in arrived:
-            raise where.fail(f"job_arrival for an unknown job (jobs are 1..{num_j}) or listed twice", field, ident)
-        arrived.add(ident)
-        jobs[index[ident]]["release"] = time
 
+def _breakdowns(where: Where, events_obj: Mapping[str, Any], num_m: int) -> list[Event]:
+    """One BREAKDOWN per machine_break, lasting until the machine's next machine_repair."""
     events: list[Event] = []
     breaks: dict[int, list[tuple[float, str]]] = {}
     repairs: dict[int, list[tuple[float, str]]] = {}
@@ -246,15 +272,4 @@ def from_json(data: Any, file: Path) -> Instance:
             if t1 <= t0 or (k + 1 < len(down) and down[k + 1][0] < t1):
                 raise where.fail(f"machine {m}: repair at {t1} does not end this break", field, t0)
             events.append(Event(time=t0, type=EventType.BREAKDOWN, machine=m, duration=t1 - t0))
-    for ident, time, field in _pairs(where, events_obj, "job_cancel"):
-        if ident not in index:
-            raise where.fail("job_cancel for an unknown job", field, ident)
-        events.append(Event(time=time, type=EventType.CANCELLATION, job=index[ident]))
-    events.sort(key=lambda e: e.time)
-
-    try:
-        return Instance.build(file.stem, [Machine(name=f"M{m}") for m in range(num_m)],
-                              [Job(name=b["name"], ops=b["ops"], release=b["release"], weight=b["weight"])
-                               for b in jobs], events)
-    except InstanceFormatError as exc:
-        raise exc.located(str(file)) from None
+    return events
