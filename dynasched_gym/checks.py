@@ -96,6 +96,8 @@ def check_path(name: str, value: Any, hint: str = "") -> Path:
     a ``str`` or ``os.PathLike`` (pathlib's own error named neither)."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or os.PathLike){hint}, got {type(value).__name__}: {value!r:.80}")
+    if "\x00" in os.fspath(value):  # the OS's own error ("embedded null byte") names no argument
+        raise ValueError(f"{name} must be a path without NUL characters, got {value!r:.80}")
     return Path(value)
 
 

@@ -11,6 +11,7 @@ exact (floats are written with ``repr`` precision).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_path, is_finite_real, is_integer, is_real
+from dynasched_gym.checks import check_integer, check_path, is_finite_real, is_integer, is_real
 from dynasched_gym.errors import IgnoredEventWarning, InstanceFormatError
 
 INSTANCE_FORMAT = "dynasched-instance/1"
@@ -341,11 +342,8 @@ class Instance:
         }
 
     def to_json(self, path: str | os.PathLike[str] | None = None, indent: int | None = None) -> str:
-        """Serialise to native JSON; with ``path``, also write the file atomically."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-        if path is not None:
-            write_text_atomic(check_path("path", path), text)
-        return text
+        """Serialise to native JSON; with ``path``, also write the file atomically (:func:`atomic_path`)."""
+        return dump_json(self.to_dict(), path, indent)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<instance>") -> Instance:
@@ -373,8 +371,18 @@ class Instance:
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; renamed onto ``path`` on success, removed on failure.
 
-    An :class:`OSError` of the temporary file is raised again naming ``path``, the file the caller asked for.
+    Missing parent folders are made. A symbolic link is written through, as :func:`open` would: its target is
+    replaced. A directory (IsADirectoryError) or a file that is not a regular one (OSError EINVAL: a device such as
+    ``/dev/null``, a FIFO, a socket) is refused, since the rename would replace it. An :class:`OSError` of the
+    temporary file is raised again naming ``path``, the file the caller asked for.
     """
+    if path.is_symlink():
+        path = path.resolve()
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory: give a file path", str(path))
+    if path.exists() and not path.is_file():
+        raise OSError(errno.EINVAL, "Not a regular file (a device, FIFO or socket): writing would replace it",
+                      str(path))
     tmp = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -390,6 +398,21 @@ def atomic_path(path: Path) -> Iterator[Path]:
     finally:
         if tmp and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def dump_json(data: Any, path: str | os.PathLike[str] | None, indent: int | None) -> str:
+    """``data`` as JSON text (no NaN), indented by ``indent`` spaces (None: one line); with ``path``, also written
+    atomically (:func:`atomic_path`)."""
+    if indent is not None:
+        check_integer("indent", indent, 0, MAX_INDENT)
+    text = json.dumps(data, indent=indent, allow_nan=False)
+    if path is not None:
+        write_text_atomic(check_path("path", path), text)
+    return text
+
+
+#: The widest JSON indent: wider ones only bloat the file (an indent of 10**9 spaces would fill the memory).
+MAX_INDENT = 16
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import warnings
@@ -15,7 +14,7 @@ import numpy as np
 
 from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning, user_stacklevel
-from dynasched_gym.instance import Instance, write_text_atomic
+from dynasched_gym.instance import Instance, dump_json
 from dynasched_gym.io.native import as_int, as_number, get_field
 from dynasched_gym.metrics import compute_metrics
 
@@ -108,11 +107,8 @@ class Schedule:
         }
 
     def to_json(self, path: str | os.PathLike[str] | None = None, indent: int | None = None) -> str:
-        """Serialise to JSON; with ``path``, also write the file atomically."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-        if path is not None:
-            write_text_atomic(check_path("path", path), text)
-        return text
+        """Serialise to JSON; with ``path``, also write the file atomically (:func:`.instance.atomic_path`)."""
+        return dump_json(self.to_dict(), path, indent)
 
 
 def _or_none(x: float) -> float | None:

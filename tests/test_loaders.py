@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import pickle
 import re
 import shutil
+import stat
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -1016,6 +1018,35 @@ def test_an_atomic_write_error_names_the_file_asked_for(tmp_path: Path) -> None:
     with pytest.raises(OSError) as exc:  # an error of another path keeps its own name
         write_text_atomic(tmp_path / "file" / "out.json", "{}")
     assert exc.value.filename == str(tmp_path / "file")
+
+
+def test_a_write_never_replaces_a_directory_or_a_special_file_and_goes_through_a_link(tmp_path: Path) -> None:
+    """Renaming the temporary file onto the path replaced whatever was there: to_json("/dev/null") replaced the
+    device with a regular file, and a symbolic link with a file (leaving its target as it was)."""
+    inst = Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])])
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="Not a regular file") as exc:
+        inst.to_json(fifo)
+    assert exc.value.filename == str(fifo) and stat.S_ISFIFO(fifo.stat().st_mode)
+    with pytest.raises(IsADirectoryError):
+        inst.to_json(tmp_path)
+    with pytest.raises(ValueError, match="NUL"):
+        inst.to_json(str(tmp_path / "a\x00b"))  # was tempfile's "embedded null byte", naming no argument
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    (tmp_path / "link.json").symlink_to(target)
+    inst.to_json(tmp_path / "link.json")
+    assert (tmp_path / "link.json").is_symlink() and load_instance(target) == inst
+
+
+@pytest.mark.parametrize(("indent", "error"), [(1.5, TypeError), ("\t", TypeError), (-1, ValueError),
+                                               (10**30, ValueError)])
+def test_the_json_indent_is_checked(indent: object, error: type) -> None:
+    inst = Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])])
+    with pytest.raises(error, match="indent"):  # 10**30 was an OverflowError, 1.5 json's "can't multiply"
+        inst.to_json(indent=indent)
+    assert json.loads(inst.to_json(indent=2)) == inst.to_dict()
 
 
 def test_a_dsbx_save_error_names_the_directory_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
