@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -276,6 +278,32 @@ def test_an_instance_file_rewritten_between_resets_is_read_again(tmp_path):
         makespans.append(env.schedule().metrics["makespan"])
     assert makespans == [3.0, 3.0, 7.0]
     assert instances[1] is instances[0] and instances[2] is not instances[1]  # read again only when rewritten
+
+
+def test_an_instance_spec_reads_only_what_a_loader_would_to_tell_a_rewrite(tmp_path, monkeypatch):
+    """The memo's key read every file below a directory (``instance="/usr"`` ran on and on) and ``instance=""`` read
+    the whole current directory before the loader refused it; now only a directory's top files are hashed, at most
+    MAX_KEY_BYTES of them, and a blank name is refused first."""
+    from dynasched_gym.envs.dfjsp import episodes
+
+    source = episodes.InstanceSource("mk01", None, "small", None)
+    dsbx = tmp_path / "dsbx"
+    shutil.copytree(dynasched_gym.data.path("dsbx-medium"), dsbx)
+    (dsbx / "deep").mkdir()
+    (dsbx / "deep" / "big.bin").write_bytes(b"\0" * 1000)
+    read = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real(self))
+    assert source.resolve(str(dsbx)).num_jobs == 243
+    assert "big.bin" not in read and "events.jsonl" in read
+    monkeypatch.chdir(tmp_path)
+    read.clear()
+    with pytest.raises(ValueError, match="instance must be a path or an embedded name"):
+        source.resolve("")
+    assert read == []
+    monkeypatch.setattr(episodes, "MAX_KEY_BYTES", 10)
+    assert episodes._path_key(dsbx) is None  # too much to hash: not memoised, the loader reads it as usual
+    assert source.resolve(str(dsbx)) is not source.resolve(str(dsbx))
 
 
 def test_breakdown_policy_override():

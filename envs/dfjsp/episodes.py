@@ -89,7 +89,8 @@ class InstanceSource:
     def resolve(self, spec: InstanceSpec) -> Instance:
         """``spec`` as an instance with the policy override applied. The last one is memoised: the same
         instance object, or the same path while its files hold the same bytes (a rewritten file is read again)."""
-        key = _path_key(spec) if isinstance(spec, (str, os.PathLike)) else None
+        # a blank name is refused by resolve_instance: as a path it would be the current directory, read to hash it
+        key = _path_key(spec) if isinstance(spec, (str, os.PathLike)) and str(os.fspath(spec)).strip() else None
         if self._last is not None:
             last_spec, last_key, last_instance = self._last
             # the prepared instance itself counts too (a vector reset resolves its overrides first)
@@ -168,12 +169,23 @@ def known_scales(instance: Instance) -> tuple[float, float]:
     return float(op_mean[ops].mean()), len(ops) / len(first)
 
 
+#: The most bytes :func:`_path_key` reads to tell whether an instance's files changed; larger ones (no instance
+#: file, or one larger than any tier pool's by far) are not memoised, so the loader reads them and reports them.
+MAX_KEY_BYTES = 256 * 2**20
+
+
 def _path_key(spec: str | os.PathLike[str]) -> tuple[str, str | None] | None:
-    """The path (or embedded name) and a digest of the bytes of its file, or of every file of its directory
-    (``None`` for a name that is no path: an embedded instance, which does not change); ``None`` when a file
-    cannot be read (not memoised: the loader reports it)."""
+    """The path (or embedded name) and a digest of the bytes of its file, or of every file at the top of its
+    directory, the only ones a loader reads (``None`` for a name that is no path: an embedded instance, which does
+    not change); ``None`` when a file cannot be read or they hold over :data:`MAX_KEY_BYTES` (not memoised: the
+    loader reports it)."""
     path = Path(spec)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+    try:
+        files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+        if sum(file.stat().st_size for file in files) > MAX_KEY_BYTES:
+            return None
+    except OSError:
+        return None
     if not files:
         return os.fspath(spec), None
     digest = hashlib.sha256()
