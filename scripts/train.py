@@ -731,5 +731,7 @@ def main(cfg: DictConfig) -> None:
     print(f"wrote {path}")
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name
+    from scripts.train import main as entry
+
+    entry()

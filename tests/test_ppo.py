@@ -3,6 +3,7 @@ the shipped checkpoints load and play."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -629,6 +630,19 @@ def test_training_sweeps_take_the_projects_launchers():
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
         cfg = compose("train/ppo", overrides=["launcher=joblib"], return_hydra_config=True)
     assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")
+
+
+@pytest.mark.parametrize("name", ["train", "evaluate", "leaderboard", "observability"])
+def test_sweepable_scripts_run_their_importable_main(name):
+    """``python -m scripts.train -m launcher=joblib ...`` failed before any job ("cannot pickle 'generator' object"):
+    run as ``__main__``, the script handed joblib its own ``main``, which cloudpickle copies by value with everything
+    it calls, including a ``settings_checked()`` decorator's context manager. Workers must get ``scripts.<name>.main``
+    by name, as the launcher-capable scripts' ``__main__`` blocks import it."""
+    tree = ast.parse((Path(__file__).parents[1] / "scripts" / f"{name}.py").read_text(encoding="utf-8"))
+    blocks = [node for node in tree.body
+              if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'"]
+    imports = [node for block in blocks for node in ast.walk(block) if isinstance(node, ast.ImportFrom)]
+    assert [(node.module, [alias.name for alias in node.names]) for node in imports] == [(f"scripts.{name}", ["main"])]
 
 
 def test_sigterm_during_training_saves_the_model_as_ctrl_c_does(cache, train_script, tmp_path, monkeypatch):
