@@ -11,10 +11,10 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``on
   next-step autoreset), random valid actions in every sub-environment, transitions/s at ``num_envs``,
   and at the largest of them also with ``parallel=True`` (the sub-envs on numba's threads, key
   ``"<N> parallel"``);
-- ``wrappers``: the training env of ``python -m scripts.train`` (16 sub-environments drawing from the medium/small
-  tier pool, weighted tardiness), random valid actions, transitions/s bare, with the hindsight forecast reward
-  (``EDD:EET``), with the rollout forecast features (``EDD:EET, ATC:LWL``) and with both; each as a ratio to the
-  bare env of the same run (the wrappers' cost);
+- ``wrappers``: the training env of ``python -m scripts.train`` on a 64-instance pool (16 sub-environments drawing
+  from the medium/small tier pool, weighted tardiness; training draws from 1000), random valid actions,
+  transitions/s bare, with the hindsight forecast reward (``EDD:EET``), with the rollout forecast features
+  (``EDD:EET, ATC:LWL``) and with both; each as a ratio to the bare env of the same run (the wrappers' cost);
 - ``sesc``: SESC calibration of one instance of the medium and of the large size preset, seconds;
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
