@@ -47,7 +47,10 @@ def as_list(value: Any) -> list[Any]:
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
-    """Raise a ValueError naming ``name`` and ``value`` unless ``value`` is one of ``choices``."""
+    """Raise naming ``name`` and ``value`` unless ``value`` is one of ``choices``: a TypeError for a value that is no
+    string (an array would not even compare), a ValueError for another string."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {tuple(choices)}, got {type(value).__name__}: {value!r:.80}")
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 

@@ -11,6 +11,7 @@ import pytest
 
 from dynasched_gym.checks import (
     check_bool,
+    check_choice,
     check_choices,
     check_integer,
     check_path,
@@ -81,6 +82,9 @@ def test_check_choices_names_the_item() -> None:
         check_choices("tiers", "hard", ("easy",))
     with pytest.raises(ValueError, match=re.escape("tiers[1] must be one of ('easy',), got 'hardd'")):
         check_choices("tiers", ("easy", "hardd"), ("easy",))
-    for alone in (1.5, {"a": 1}, None, np.array("hard")):  # one item each (1.5 was iterated)
-        with pytest.raises(ValueError, match=re.escape(f"tiers must be one of ('easy',), got {alone!r}")):
+    for alone in (1.5, {"a": 1}, None, np.array("hard")):  # one item each (1.5 was iterated), and no string
+        with pytest.raises(TypeError, match=re.escape(f"tiers must be one of ('easy',), got {type(alone).__name__}: "
+                                                      f"{alone!r}")):
             check_choices("tiers", alone, ("easy",))
+    with pytest.raises(TypeError, match=re.escape("tier must be one of ('easy',), got ndarray")):
+        check_choice("tier", np.array(["easy", "hard"]), ("easy",))  # was "the truth value of an array ... ambiguous"

@@ -1140,6 +1140,9 @@ def test_writers_and_format_detection_name_a_path_of_the_wrong_type(tmp_path: Pa
                                                       f"{type(bad).__name__}: {bad!r}")):
             call(bad)
     assert inst.to_json(None) == inst.to_json()  # None: no file, as documented
+    inst.to_json(tmp_path / "a.json")
+    with pytest.raises(InstanceFormatError, match=r"unknown format name .*got \[\]"):  # "unhashable type: 'list'"
+        load_instance(tmp_path / "a.json", format=[])
 
 
 def test_build_names_records_given_in_another_container():

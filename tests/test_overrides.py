@@ -62,7 +62,7 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("evaluate", ["workers=-3"], "workers must be an integer >= 1, got -3"),
     ("leaderboard", ["resamples=0"], "resamples must be an integer >= 1, got 0"),
     ("leaderboard", ["objective=speed", "run_missing=false"], "objective must be one of"),
-    ("calibrate", ["method=annealing"], "unknown calibration method 'annealing'"),
+    ("calibrate", ["method=annealing"], "method must be one of ('sesc', 'cmaes', 'nsga2'), got 'annealing'"),
     ("calibrate", ["out=1.5"], "out must be a folder path, got float: 1.5"),  # named no key
     ("train", ["out=null"], "out must be a folder path, got NoneType: None"),  # was a TypeError traceback
     ("calibrate", ["+options.max_steps=-1"], "max_steps must be an integer >= 0, got -1"),

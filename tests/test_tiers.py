@@ -143,7 +143,7 @@ def test_default_cache_dir_comes_from_the_environment(tmp_path: Path, monkeypatc
 
 
 def test_bad_arguments(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown tier"):
+    with pytest.raises(ValueError, match="tier must be one of"):
         tier_pool("impossible", cache_dir=tmp_path)
     pool = tier_pool("easy", cache_dir=tmp_path)
     with pytest.raises(ValueError, match=r"seed must be an integer >= 0, got -1"):
@@ -185,6 +185,12 @@ def test_prepare_progress_and_cache_dir_are_checked(tmp_path: Path, monkeypatch:
     assert not list(pool.directory.glob("seed-*"))
     with pytest.raises(TypeError, match=r"^cache_dir must be a path \(str or os.PathLike\), got int: 5$"):
         tier_pool("easy", cache_dir=5)
+    with pytest.raises(ValueError, match=r"^cache_dir must be a directory path or None .*got ''$"):
+        tier_pool("easy", cache_dir="")  # the current directory, without a word
+    for bad in (5, b"abc", "012", {0: 1}):  # 5 was "'int' object is not iterable", b"abc" seeds 97, 98 and 99
+        with pytest.raises(TypeError, match=r"^seeds must be an iterable of integer seeds"):
+            pool.prepare(bad)
+    assert not list(pool.directory.glob("seed-*"))
 
 
 # ------------------------------------------------------------------------------ tier prior files

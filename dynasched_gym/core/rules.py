@@ -312,9 +312,11 @@ def _seed_stream(seed):
 
 
 def check_seed(seed: Any) -> int:
-    """``seed`` as an ``int`` if it is a seed of the kernels' random stream, an integer in ``[0, 2**32)``; else
-    ``ValueError`` (numba would reduce a larger seed modulo 2**32)."""
-    if not is_integer(seed) or not 0 <= seed < 2**32:
+    """``seed`` as an ``int`` if it is a seed of the kernels' random stream, an integer in ``[0, 2**32)``; else a
+    TypeError (no integer) or ValueError (out of range: numba would reduce a larger seed modulo 2**32)."""
+    if not is_integer(seed):
+        raise TypeError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    if not 0 <= seed < 2**32:
         raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
     return int(seed)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_integer
+from dynasched_gym.checks import check_choice, check_integer
 from dynasched_gym.generation.generator import Draft, draft
 from dynasched_gym.generation.realised import (
     WINDOW_METRIC,
@@ -233,8 +233,7 @@ def check_calibration(method: str, seed: Any, **options: Any) -> int:
     """Refuse a bad ``method``, ``seed`` or option of :func:`calibrate` (unknown to the method, or a bad value)
     before any work: :func:`calibrate` would find them only after the draft. Returns the seed."""
     seed = check_integer("seed", seed, 0)
-    if method not in METHODS:
-        raise ValueError(f"unknown calibration method {method!r}; one of {METHODS}")
+    check_choice("method", method, METHODS)
     from dynasched_gym.generation.evolutionary import check_evolve_options, evolve
 
     search = sesc if method == "sesc" else evolve

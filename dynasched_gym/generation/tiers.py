@@ -58,7 +58,7 @@ import yaml
 from tqdm import tqdm
 
 from dynasched_gym import conf
-from dynasched_gym.checks import check_bool, check_integer, check_path
+from dynasched_gym.checks import check_bool, check_choice, check_integer, check_path
 from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.generation import generator, stress_index
 from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_target, size_presets
@@ -95,8 +95,7 @@ def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
     (:data:`~dynasched_gym.generation.scenario.TARGET_RANGES`), so that no draw can fall outside them.
     An :class:`~dynasched_gym.errors.InstanceFormatError` names the file, the key and the value.
     """
-    if tier not in TIERS:
-        raise ValueError(f"unknown tier {tier!r}; one of {TIERS}")
+    check_choice("tier", tier, TIERS)
     path = conf.CONF_DIR / "tier" / f"{tier}.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     sizes = data.get("sizes") or {}
@@ -183,7 +182,10 @@ class TierPool:
         self.workers = check_integer("workers", workers, 1) if workers is not None else min(2, os.cpu_count() or 1)
         self._inputs = key_inputs(tier, size)
         self.key = hashlib.sha256(_canonical(self._inputs).encode("utf-8")).hexdigest()
-        self.directory = (default_cache_dir() if cache_dir is None else check_path("cache_dir", cache_dir)) / self.key
+        root = default_cache_dir() if cache_dir is None else check_path("cache_dir", cache_dir)
+        if cache_dir is not None and not os.fspath(cache_dir).strip():  # Path("") is the current directory
+            raise ValueError(f"cache_dir must be a directory path or None (the default cache), got {cache_dir!r}")
+        self.directory = root / self.key
         self._open()
 
     def __repr__(self) -> str:
@@ -202,6 +204,9 @@ class TierPool:
         """Generate the seeds that are not cached yet, in ``workers`` processes, persisting each when done; at most
         :data:`MAX_SEEDS` seeds a call (a ValueError before any work otherwise)."""
         check_bool("progress", progress)  # "no" would show the bar
+        if not isinstance(seeds, Iterable) or isinstance(seeds, (str, bytes, Mapping)):  # b"abc" was seeds 97..99
+            raise TypeError(f"seeds must be an iterable of integer seeds such as range(100), got "
+                            f"{type(seeds).__name__}: {seeds!r:.80}")
         wanted = list(itertools.islice(seeds, MAX_SEEDS + 1))  # range(10**30) would fill the memory first
         if len(wanted) > MAX_SEEDS:
             raise ValueError(f"prepare takes at most {MAX_SEEDS} seeds a call (each is an instance to generate), "

@@ -48,7 +48,7 @@ def load_instance(path: str | os.PathLike[str], format: str | None = None) -> In
     if format is None:
         name, data = _detect(p)
         return FORMATS[name].load(p) if data is None else instance_from_json(data, p)
-    if format not in FORMATS:
+    if not isinstance(format, str) or format not in FORMATS:  # a list was "unhashable type"
         raise InstanceFormatError(f"unknown format name (known: {', '.join(FORMATS)})", field="format", value=format)
     return FORMATS[format].load(p)
 
