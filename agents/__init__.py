@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dynasched_gym.agents.base import Agent, run_episode
+from dynasched_gym.checks import check_bool
 from dynasched_gym.errors import needs_extra
 
 
@@ -25,7 +26,7 @@ def _lookahead(name: str, **kwargs: Any) -> Agent:
     from dynasched_gym.agents.lookahead import LookaheadAgent
 
     clairvoyant = name == "lookahead-oracle"
-    if kwargs.setdefault("clairvoyant", clairvoyant) != clairvoyant:
+    if check_bool("clairvoyant", kwargs.setdefault("clairvoyant", clairvoyant)) != clairvoyant:
         raise ValueError(f"agent {name!r} is {'' if clairvoyant else 'not '}clairvoyant, got clairvoyant="
                          f"{kwargs['clairvoyant']!r}: use {'lookahead' if clairvoyant else 'lookahead-oracle'!r}")
     return LookaheadAgent(**kwargs)

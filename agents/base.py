@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from dynasched_gym.envs.dfjsp.vector import dfjsp_unwrapped
 from dynasched_gym.schedule import Schedule
 
 
@@ -27,7 +28,7 @@ class Agent(ABC):
 
     def reset(self, env: gym.Env) -> None:
         """Start an episode in ``env`` (called after ``env.reset``)."""
-        self.env = env.unwrapped
+        self.env = dfjsp_unwrapped(env, type(self).__name__)
 
     def __getattr__(self, name: str) -> Any:
         if name == "env":  # only reached before the first reset

@@ -14,9 +14,13 @@ from dynasched_gym.checks import check_bool, check_choice, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
 from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
-from dynasched_gym.envs.futures import SampledFutures
+from dynasched_gym.envs.futures import MAX_FUTURES, SampledFutures
 from dynasched_gym.generation import TIERS, size_presets
 from dynasched_gym.metrics import OBJECTIVES
+
+#: The largest ``top_k`` and ``horizon``: the kernels take them as 64-bit integers (10**30 was an OverflowError at the
+#: first decision), and a count this large already means every candidate, or the whole episode.
+MAX_COUNT = 2**31 - 1
 
 #: Default (base rule, rollout job rules) per objective: measured choices (docs/agents.md).
 DEFAULTS = {
@@ -68,17 +72,20 @@ class LookaheadAgent(Agent):
                  objective: str | None = None, clairvoyant: bool = False, horizon: int | None = None,
                  futures: int = 0, future_tier: str | None = None, future_size: str | None = None,
                  future_seed: int = 0) -> None:
-        top_k = check_integer("top_k", top_k, 1)
-        futures = check_integer("futures", futures, 0)
+        top_k = check_integer("top_k", top_k, 1, MAX_COUNT)
+        futures = check_integer("futures", futures, 0, MAX_FUTURES)
         future_seed = check_integer("future_seed", future_seed, 0)
         check_bool("clairvoyant", clairvoyant)
+        if rule is not None and not isinstance(rule, str):
+            raise TypeError(f"rule must be a JOB:MACHINE rule name or None (the objective's default), got "
+                            f"{type(rule).__name__}: {rule!r:.80}")
         if rule is not None and not rule:
             raise ValueError(f"rule must be a JOB:MACHINE rule name or None (the objective's default), got {rule!r}")
         if rollout_rules is not None and not rule_list(rollout_rules):
             raise ValueError(f"rollout_rules must name at least one rule or be None (the objective's defaults), "
                              f"got {rollout_rules!r}")
         if horizon is not None:
-            horizon = check_integer("horizon", horizon, 0)
+            horizon = check_integer("horizon", horizon, 0, MAX_COUNT)
         if futures and (horizon is not None or clairvoyant):
             raise ValueError(f"futures={futures} rolls out to the end in sampled futures: it cannot be combined "
                              f"with horizon={horizon} or clairvoyant={clairvoyant}")
@@ -89,8 +96,8 @@ class LookaheadAgent(Agent):
             check_choice("future_tier", future_tier, TIERS)
         if future_size is not None:
             check_choice("future_size", future_size, size_presets())
-        if objective is not None and objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES} or None, got {objective!r}")
+        if objective is not None:
+            check_choice("objective", objective, OBJECTIVES)
         rollout_names = None if rollout_rules is None else rule_list(rollout_rules)
         for name in [*([rule] if rule else []), *(rollout_names or [])]:  # fail now, not in the first episode
             parse_deterministic_rule(name, "the lookahead's rule and rollout_rules")

@@ -24,6 +24,8 @@ from dynasched_gym.core.simulator import Simulator
 #: Pool seeds the futures are drawn from: disjoint from every seed range the training and evaluation
 #: scripts use (training 0..999, validation 5 000.., test 10 000.., further 20 000..39 999).
 FUTURE_SEEDS = range(900_000, 901_000)
+#: The most futures an episode can sample: one per reserved seed, each drawn once.
+MAX_FUTURES = len(FUTURE_SEEDS)
 
 
 class SampledFutures:
@@ -37,7 +39,7 @@ class SampledFutures:
     def __init__(self, count: int, tier: str, size: str, seed: int = 0, slots: int = 1) -> None:
         from dynasched_gym.generation import tier_pool
 
-        self.count, self.tier, self.size, self.seed = check_integer("futures", count, 1), tier, size, seed
+        self.count, self.tier, self.size, self.seed = check_integer("futures", count, 1, MAX_FUTURES), tier, size, seed
         self._held: list[tuple[Static, list[tuple[Any, ...]]] | None] = [None] * slots
         self._pool = tier_pool(tier, size)  # an unknown tier or size is refused now, not at the first reset
 

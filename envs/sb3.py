@@ -20,7 +20,8 @@ from gymnasium.vector import AutoresetMode, VectorWrapper
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.checks import check_bool, check_integer
-from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions
+from dynasched_gym.core.rules import rule_list
+from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions, dfjsp_unwrapped
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 from dynasched_gym.errors import needs_extra
 
@@ -51,6 +52,7 @@ class SB3VecEnv(VecEnv):
 
     def __init__(self, venv: DFJSPVectorEnv | VectorWrapper, flatten: bool = False,
                  keep_mask: bool = True) -> None:
+        dfjsp_unwrapped(venv, "SB3VecEnv", vector=True)
         if venv.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
             raise ValueError("SB3VecEnv needs a vector env with autoreset_mode=AutoresetMode.SAME_STEP "
                              "(SB3 resets finished environments within the step)")
@@ -166,6 +168,10 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     they also carry the same rules' rollouts in the real future (``hindsight_forecasts``), the privileged
     input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only).
     """
+    try:  # 0 or {} meant no features without a word
+        forecast_features = () if forecast_features is None else rule_list(forecast_features)
+    except TypeError as exc:
+        raise TypeError(f"forecast_features: {exc}") from None
     forecast_futures = check_integer("forecast_futures", forecast_futures, 0)
     check_bool("hindsight", hindsight)
     check_bool("critic_hindsight", critic_hindsight)

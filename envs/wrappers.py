@@ -19,13 +19,14 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from dynasched_gym.checks import check_bool, check_integer
+from dynasched_gym.checks import check_bool, check_choice, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import forecast, objective_value, slot_forecasts
 from dynasched_gym.core.rules import parse_deterministic_rule, rule_list
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.features import BIG, BLOCKS, OBSERVABILITY, num_columns
-from dynasched_gym.envs.futures import SampledFutures
+from dynasched_gym.envs.dfjsp.vector import dfjsp_unwrapped
+from dynasched_gym.envs.futures import MAX_FUTURES, SampledFutures
 from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 
 FEATURE_KEYS = ("candidates", "machines", "global")
@@ -147,8 +148,7 @@ class ObservabilityWrapper(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, observability=observability)
         _MaskedWrapper.__init__(self, env)
         dict_space(env, type(self).__name__)
-        if observability not in OBSERVABILITY:
-            raise ValueError(f"observability must be one of {OBSERVABILITY}, got {observability!r}")
+        check_choice("observability", observability, OBSERVABILITY)
         self.observability = observability
         level = OBSERVABILITY.index(observability)
         self._shown = {key: num_columns(BLOCKS[key], level) for key in FEATURE_KEYS}
@@ -248,7 +248,7 @@ def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,
     """The :class:`SlotForecaster` of a DFJSP env or vector env (unwrapped) for ``rules``, in ``futures``
     futures sampled from the tier pool ``future_pool`` = (tier, size), by default the env's (``futures=0``:
     the future forgotten; ``hindsight``: the real future)."""
-    futures, hindsight = check_integer("futures", futures, 0), check_bool("hindsight", hindsight)
+    futures, hindsight = check_integer("futures", futures, 0, MAX_FUTURES), check_bool("hindsight", hindsight)
     if future_pool is not None and (not isinstance(future_pool, Sequence) or isinstance(future_pool, str)
                                     or len(future_pool) != 2):
         raise TypeError(f"future_pool must be a (tier, size) pair such as ('hard', 'small') or None, got "
@@ -292,8 +292,9 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, rules=rules, futures=futures, future_pool=future_pool,
                                                  hindsight=hindsight)
         _MaskedWrapper.__init__(self, env)
+        unwrapped = dfjsp_unwrapped(env, type(self).__name__)
+        self._forecaster = forecaster(unwrapped, rules, futures, 1, future_pool, hindsight)  # checks them all
         self.rules, self.futures, self.key = rules, futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
-        self._forecaster = forecaster(env.unwrapped, self.rules, futures, 1, future_pool, hindsight)
         self.future_pool = self._forecaster.future_pool  # resolved: the env's pool when none is given
         self.observation_space = with_forecast_space(dict_space(env, type(self).__name__), self.rules, self.key)
 
@@ -316,10 +317,11 @@ class ForecastFeaturesVector(_PassVectorMasks):
     def __init__(self, env: VectorEnv, rules: str | Sequence[str] = DEFAULT_FORECAST_RULES, futures: int = 0,
                  future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
         super().__init__(env)
+        unwrapped = dfjsp_unwrapped(env, type(self).__name__, vector=True)
         self._refuse_truncation()
-        self.rules, self.futures = rule_list(rules), futures
-        self.key = HINDSIGHT_KEY if hindsight else FORECASTS_KEY
-        self._forecaster = forecaster(env.unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
+        self.rules = rule_list(rules)
+        self._forecaster = forecaster(unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
+        self.futures, self.key = futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self.future_pool = self._forecaster.future_pool  # resolved: the env's pool when none is given
         self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules, self.key)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
@@ -374,9 +376,9 @@ class ForecastReward(_PassMasks, gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, rule: str | Sequence[str] = "EDD:EET", hindsight: bool = False) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, rule=rule, hindsight=hindsight)
         gym.Wrapper.__init__(self, env)
-        config = env.unwrapped.config
-        self.potential_rules, self.hindsight = _potential_rules(rule), hindsight
-        self._forecaster = _Forecaster(self.potential_rules, config.objective, hindsight, 1)
+        config = dfjsp_unwrapped(env, type(self).__name__).config
+        self.potential_rules, self.hindsight = _potential_rules(rule), check_bool("hindsight", hindsight)
+        self._forecaster = _Forecaster(self.potential_rules, config.objective, self.hindsight, 1)
         self._scale = config.reward_scale
         self._phi = 0.0
 
@@ -406,13 +408,13 @@ class ForecastRewardVector(_PassVectorMasks):
 
     def __init__(self, env: VectorEnv, rule: str | Sequence[str] = "EDD:EET", hindsight: bool = False) -> None:
         super().__init__(env)
+        config = dfjsp_unwrapped(env, type(self).__name__, vector=True).config
         self._refuse_truncation()
         self._mode = AutoresetMode(env.metadata["autoreset_mode"])
         if self._mode == AutoresetMode.DISABLED:
             raise ValueError("ForecastRewardVector needs autoreset_mode SAME_STEP or NEXT_STEP, not DISABLED")
-        config = env.unwrapped.config
-        self.potential_rules, self.hindsight = _potential_rules(rule), hindsight
-        self._forecaster = _Forecaster(self.potential_rules, config.objective, hindsight, env.num_envs)
+        self.potential_rules, self.hindsight = _potential_rules(rule), check_bool("hindsight", hindsight)
+        self._forecaster = _Forecaster(self.potential_rules, config.objective, self.hindsight, env.num_envs)
         self._metric = OBJECTIVE_METRICS[config.objective]
         self._scale = config.reward_scale
         self._phi = np.zeros(env.num_envs)

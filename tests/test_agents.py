@@ -193,7 +193,14 @@ def test_bad_agent_arguments_are_named(tmp_path):
     ("lookahead", {"rollout_rules": []}, ValueError, r"rollout_rules must name at least one rule .*, got \[\]"),
     ("lookahead", {"rule": "RANDOM:EET"}, ValueError, "deterministic rules only .*got 'RANDOM:EET'"),  # ranked as SLACK
     ("lookahead", {"rollout_rules": ["EDD", "random"]}, ValueError, "deterministic rules only .*got 'random'"),
-    ("lookahead", {"rule": 5}, TypeError, "a rule is a name such as 'MWKR' or 'MWKR:LWL', got 5"),  # AttributeError
+    ("lookahead", {"rule": 5}, TypeError, "rule must be a JOB:MACHINE rule name or None .*got int: 5"),
+    ("lookahead", {"rule": 0}, TypeError, "rule must be a JOB:MACHINE rule name or None .*got int: 0"),  # ValueError
+    ("lookahead", {"top_k": 10**30}, ValueError, "top_k must be at most 2147483647"),  # OverflowError when acting
+    ("lookahead", {"horizon": 10**30}, ValueError, "horizon must be at most 2147483647"),
+    ("lookahead", {"futures": 1001}, ValueError, "futures must be at most 1000"),  # NumPy's error at the first reset
+    ("lookahead", {"objective": np.array(["makespan"])}, TypeError, "objective must be one of .*got ndarray"),
+    ("lookahead", {"clairvoyant": np.array([1, 2])}, TypeError, "clairvoyant must be true or false"),  # ambiguous
+    ("rule:MWKR:EET", {"seed": "abc"}, TypeError, r"seed must be an integer in \[0, 2\*\*32\), got 'abc'"),
     ("lookahead", {"rollout_rules": [5]}, TypeError, r"rules are one rule name or a sequence of them.*got \[5\]"),
     ("lookahead", {"clairvoyant": True}, ValueError, "agent 'lookahead' is not clairvoyant, got clairvoyant=True"),
     ("lookahead-oracle", {"clairvoyant": False}, ValueError, "'lookahead-oracle' is clairvoyant, got .*=False"),
@@ -456,3 +463,6 @@ def test_run_episode_names_a_wrong_agent_or_env():
     venv = gym.make_vec("DynaSched/FJSP-v0", num_envs=2, vectorization_mode="vector_entry_point")
     with pytest.raises(TypeError, match=r"env must be a single .*not gym.make_vec"):
         run_episode(make("random"), venv)
+    for name in ("random", "rule:MWKR:EET"):  # NumPy's IndexError, an AttributeError about 'simulator'
+        with pytest.raises(TypeError, match=r"Agent needs a DynaSched env .*got .*CartPole"):
+            run_episode(make(name), gym.make("CartPole-v1"))

@@ -348,6 +348,56 @@ def test_actions_of_another_length_than_the_sub_environments_are_named():
     venv.reset(seed=0)
     with pytest.raises(ValueError, match=r"actions must hold one action per sub-environment \(3\), got shape \(2,\)"):
         venv.step(np.zeros(2, dtype=np.int64))
+    for shape in ((3, 1), (1, 3)):  # three actions, but no batch of three: they were read as one
+        with pytest.raises(ValueError, match=rf"got shape \({shape[0]}, {shape[1]}\)"):
+            venv.step(np.zeros(shape, dtype=np.int64))
+
+
+@pytest.mark.parametrize("index", [-1, 3, True, None, 1.0, "a"])
+def test_a_sub_environment_index_is_checked(index):
+    """NumPy's indexing read -1 as the last env, True as env 1 and None as all of them; 3 was a bare IndexError."""
+    venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=3, vectorization_mode="vector_entry_point", instance="mk01")
+    venv.reset(seed=0)
+    error = ValueError if isinstance(index, int) and not isinstance(index, bool) else TypeError
+    for method in ("offered_pairs", "time_scale", "ops_scale", "schedule", "instance", "simulator"):
+        with pytest.raises(error, match=r"index must be an integer >= 0|index must be at most 2"):
+            getattr(venv.unwrapped, method)(index)
+    assert venv.unwrapped.instance(np.int64(2)).name == "mk01"
+
+
+def test_vector_sizes_and_a_refused_reset_leave_nothing_changed():
+    with pytest.raises(ValueError, match=r"num_envs must be at most 65536, got 10000000"):  # was a MemoryError
+        gym.make_vec("DynaSched/DFJSP-v0", num_envs=10**7, vectorization_mode="vector_entry_point", instance="mk01")
+    venv = gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point", instance="mk01")
+    venv.reset(seed=0)
+    state = venv.unwrapped.np_random.bit_generator.state
+    with pytest.raises(ValueError, match="unknown reset option"):
+        venv.reset(seed=5, options={"bogus": 1})
+    assert venv.unwrapped.np_random.bit_generator.state == state  # was reseeded before the options were read
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"tier": np.array(["easy", "hard"])}, TypeError, r"tier must be one of .*got ndarray"),  # "truth value of"
+    ({"breakdown_policy": np.array(["resume"])}, TypeError, r"breakdown_policy must be one of .*got ndarray"),
+    ({"pool_size": 10**30}, ValueError, r"pool_size must be at most 1000000"),  # NumPy's error at the first reset
+])
+def test_env_arguments_of_the_wrong_kind_are_named(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        gym.make("DynaSched/DFJSP-v0", **kwargs)
+
+
+def test_the_wrappers_and_the_sb3_adapter_name_an_env_of_another_kind():
+    """Each failed deep inside (AttributeError about config, KeyError about autoreset_mode)."""
+    from dynasched_gym.envs.sb3 import SB3VecEnv
+
+    with pytest.raises(TypeError, match="ForecastFeatures needs a DynaSched env"):
+        ForecastFeatures(gym.make("CartPole-v1"))
+    with pytest.raises(TypeError, match="ForecastReward needs a DynaSched env"):
+        ForecastReward(gym.make("CartPole-v1"))
+    with pytest.raises(TypeError, match="SB3VecEnv needs a DynaSched vector env"):
+        SB3VecEnv(gym.make("DynaSched/DFJSP-v0", instance="mk01"))
+    with pytest.raises(ValueError, match="futures must be at most 1000"):
+        ForecastFeatures(gym.make("DynaSched/DFJSP-v0", tier="medium"), futures=1001)
 
 
 def test_sb3_adapter_finds_the_action_masks_under_gymnasiums_vector_wrappers():
@@ -377,6 +427,7 @@ def test_sb3_adapter_finds_the_action_masks_under_gymnasiums_vector_wrappers():
     ({"forecast_rule": ""}, ValueError, r"unknown rule ''"),
     ({"forecast_rule": []}, ValueError, r"a forecast reward needs at least one rule"),
     ({"forecast_rule": "", "hindsight": True}, ValueError, r"unknown rule ''"),
+    ({"forecast_features": 0}, TypeError, r"forecast_features: rules are one rule name or a sequence"),  # none
 ])
 def test_sb3_adapter_refuses_options_that_would_not_apply(kwargs, error, message):
     """Each was accepted and ignored (or failed as a duplicate keyword) when the option it qualifies was absent."""

@@ -67,19 +67,19 @@ class InstanceSource:
 
     def __init__(self, instance: InstanceSpec | None, tier: str | None, size: str, breakdown_policy: str | None,
                  pool_size: int = 1000, pool_start: int = 0) -> None:
-        from dynasched_gym.generation import TIERS, size_presets
+        from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets
 
         if tier is None and instance is None:
             tier = DEFAULT_TIER
         if tier is not None:
             check_choice("tier", tier, TIERS)  # checked with a fixed instance too: a typo must not pass unnoticed
         check_choice("size", size, size_presets())
-        if breakdown_policy is not None and breakdown_policy not in BREAKDOWN_POLICIES:
-            raise ValueError(f"breakdown_policy must be one of {BREAKDOWN_POLICIES} or None, got {breakdown_policy!r}")
+        if breakdown_policy is not None:
+            check_choice("breakdown_policy", breakdown_policy, BREAKDOWN_POLICIES)
         self.tier = tier
         self.size = size
         self.breakdown_policy = breakdown_policy
-        self.pool_size = check_integer("pool_size", pool_size, 1)
+        self.pool_size = check_integer("pool_size", pool_size, 1, MAX_SEEDS)
         self.pool_start = check_integer("pool_start", pool_start, 0)
         self._pool: Any = None
         # (spec, its path key, prepared instance) of the last resolve

@@ -15,7 +15,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dynasched_gym.checks import check_bool, check_integer, is_integer
+from dynasched_gym.checks import check_bool, check_choice, check_integer, is_integer
 from dynasched_gym.core.kernels import DONE, ERR_STALLED
 from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
@@ -31,6 +31,10 @@ from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch
 from dynasched_gym.envs.dfjsp.types import K_CODE, K_INVALID, S_OPS_SCALE, S_REWARD, S_TIME_SCALE, Observation
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
+
+#: The most sub-environments of one vector env: each takes 0.1-0.9 MiB (docs/performance.md), so this many is tens of
+#: GiB already (num_envs=10**7 was a MemoryError, 10**30 NumPy's "maximum allowed dimension exceeded").
+MAX_NUM_ENVS = 2**16
 
 
 class DFJSPVectorEnv(VectorEnv):
@@ -83,13 +87,12 @@ class DFJSPVectorEnv(VectorEnv):
         max_episode_steps: int | None = None,
         **kwargs: Any,
     ) -> None:
-        num_envs = check_integer("num_envs", num_envs, 1)
+        num_envs = check_integer("num_envs", num_envs, 1, MAX_NUM_ENVS)
         self.max_episode_steps = None if max_episode_steps is None else check_integer(
             "max_episode_steps", max_episode_steps, 1)
         render_mode = kwargs.get("render_mode")
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode of a vector env must be one of {self.metadata['render_modes']} or None, "
-                             f"got {render_mode!r}")
+        if render_mode is not None:
+            check_choice("render_mode of a vector env", render_mode, self.metadata["render_modes"])
         template = self.env_class(**kwargs)
         self.num_envs = num_envs
         self.config = template.config
@@ -118,7 +121,6 @@ class DFJSPVectorEnv(VectorEnv):
         sub-environment (``None``: drawn as usual; entries of sub-environments not reset are ignored).
         """
         seeds = per_env_seeds(seed, self.num_envs)
-        super().reset(seed=seeds[0] if is_integer(seed) else None)  # the vector env's own rng
         override = instance_option(options, vector=True)
         overrides = list(override) if isinstance(override, (list, tuple)) else [override] * self.num_envs
         if len(overrides) != self.num_envs:
@@ -130,6 +132,8 @@ class DFJSPVectorEnv(VectorEnv):
             raise ValueError("the first reset must reset every sub-environment")
         overrides = [None if spec is None or not mask[i] else self._batch.resolve(spec)  # all checked before any loads
                      for i, spec in enumerate(overrides)]
+        # reseeded once everything is checked: a refused reset leaves every random stream as it was
+        super().reset(seed=seeds[0] if is_integer(seed) else None)  # the vector env's own rng
         for i in np.flatnonzero(mask):
             if seeds[i] is not None or self._rngs[i] is None:
                 self._rngs[i] = seeding.np_random(seeds[i])[0]
@@ -201,30 +205,35 @@ class DFJSPVectorEnv(VectorEnv):
 
     def offered_pairs(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """The (job, machine) pair behind each action slot of sub-environment ``index`` (``-1``: padding), as copies."""
-        works = self._batch.works
+        works, index = self._batch.works, self._index(index)
         return works.slot_job[index].copy(), works.slot_machine[index].copy()
 
     def time_scale(self, index: int) -> float:
         """The features' time unit tau of sub-environment ``index``'s episode."""
-        return float(self._batch.works.scalars[index, S_TIME_SCALE])
+        return float(self._batch.works.scalars[self._index(index), S_TIME_SCALE])
 
     def ops_scale(self, index: int) -> float:
         """The unit of the features' operation counts in sub-environment ``index``'s episode."""
-        return float(self._batch.works.scalars[index, S_OPS_SCALE])
+        return float(self._batch.works.scalars[self._index(index), S_OPS_SCALE])
 
     def schedule(self, index: int) -> Schedule:
         """The schedule so far of sub-environment ``index``."""
-        return self._batch.simulator(index).schedule()
+        return self._batch.simulator(self._index(index)).schedule()
 
     def instance(self, index: int) -> Instance:
         """The current instance of sub-environment ``index``."""
-        return self._batch.simulators[index].instance
+        return self._batch.simulators[self._index(index)].instance
 
     def simulator(self, index: int) -> Simulator:
         """Sub-environment ``index``'s simulator, to read its state (never to step it directly)."""
-        return self._batch.simulator(index)
+        return self._batch.simulator(self._index(index))
 
     # ------------------------------------------------------------------------- helpers
+    def _index(self, index: Any) -> int:
+        """``index`` of a sub-environment, checked: NumPy's indexing would take -1 as the last, True as 1 and None as
+        all of them."""
+        return check_integer("index", index, 0, self.num_envs - 1)
+
     def _begin(self, mask: np.ndarray, overrides: list[Any] | None = None) -> dict[str, Any]:
         """Reset the sub-environments in ``mask`` (one kernel call), each on its ``overrides`` entry if any;
         returns their reset infos."""
@@ -298,16 +307,27 @@ def per_env_seeds(seed: Any, num_envs: int) -> list[int | None]:
     raise TypeError(f"seed must be an integer, a list of {num_envs} integers or None, or None; got {seed!r}")
 
 
+def dfjsp_unwrapped(env: Any, user: str, vector: bool = False) -> Any:
+    """``env.unwrapped``: a DFJSP env (a :class:`DFJSPVectorEnv` with ``vector``), or a TypeError naming ``user``
+    (another env failed deep inside with an AttributeError about ``config`` or ``simulator``)."""
+    unwrapped = getattr(env, "unwrapped", None)
+    if not isinstance(unwrapped, DFJSPVectorEnv if vector else DFJSPEnv):
+        what = ("vector env (gym.make_vec(..., vectorization_mode='vector_entry_point'))" if vector else
+                "env (gym.make('DynaSched/DFJSP-v0', ...))")
+        raise TypeError(f"{user} needs a DynaSched {what}, got {type(env).__name__}: {env!r:.80}")
+    return unwrapped
+
+
 def check_actions(actions: Any, num_envs: int) -> np.ndarray:
     """``actions`` as an ``(num_envs,)`` int64 array; a TypeError unless they are integers (1.7 is not truncated to
-    slot 1, nor True read as 1), a ValueError unless there is one per sub-environment."""
+    slot 1, nor True read as 1), a ValueError unless they have that shape."""
     actions = np.asarray(actions)
     if actions.dtype.kind not in "iu":
         raise TypeError(f"actions must be integers (action slots), got dtype {actions.dtype}: {actions!r}")
-    if actions.size != num_envs:
+    if actions.shape != (num_envs,):  # a (3, 1) or (1, 3) array is no batch of 3 actions, though it holds 3
         raise ValueError(f"actions must hold one action per sub-environment ({num_envs}), got shape "
                          f"{actions.shape}: {actions!r}")
-    return actions.astype(np.int64, copy=False).reshape(num_envs)
+    return actions.astype(np.int64, copy=False)
 
 
 def reset_mask_of(mask: Any, num_envs: int) -> np.ndarray:
