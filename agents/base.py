@@ -8,7 +8,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from dynasched_gym.envs.dfjsp.vector import dfjsp_unwrapped
 from dynasched_gym.schedule import Schedule
 
 
@@ -28,6 +27,8 @@ class Agent(ABC):
 
     def reset(self, env: gym.Env) -> None:
         """Start an episode in ``env`` (called after ``env.reset``)."""
+        from dynasched_gym.envs.dfjsp.vector import dfjsp_unwrapped  # here: importing the agents stays light
+
         self.env = dfjsp_unwrapped(env, type(self).__name__)
 
     def __getattr__(self, name: str) -> Any:
