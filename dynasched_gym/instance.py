@@ -513,7 +513,7 @@ def _validate(inst: Instance) -> None:
         for i, name in enumerate(names):
             if not isinstance(name, str):
                 raise InstanceFormatError("expected a string", field=where.format(i), value=name)
-    if inst.breakdown_policy not in BREAKDOWN_POLICIES:
+    if not isinstance(inst.breakdown_policy, str) or inst.breakdown_policy not in BREAKDOWN_POLICIES:
         raise InstanceFormatError(
             f"must be one of {BREAKDOWN_POLICIES}", field="config.breakdown_policy", value=inst.breakdown_policy
         )
@@ -521,12 +521,27 @@ def _validate(inst: Instance) -> None:
         raise InstanceFormatError("an instance needs at least one machine", field="machines", value=[])
     if num_j == 0:
         raise InstanceFormatError("an instance needs at least one job", field="jobs", value=[])
+    _validate_machines(inst)
+    _validate_jobs(inst)
+    _validate_operations(inst)
+    _validate_events(inst.events, num_m, num_j)
+    _check_changed_times(inst)
+    _warn_unreachable_ops(inst)
+
+
+def _validate_machines(inst: Instance) -> None:
+    num_m = inst.num_machines
     if len(inst.machine_groups) != num_m or inst.machine_speed.shape != (num_m,):
         raise InstanceFormatError("machine arrays differ in length", field="machines", value=num_m)
     for m, speed in enumerate(inst.machine_speed):
         if not (math.isfinite(speed) and speed > 0):
             raise InstanceFormatError("speed must be a finite number > 0", field=f"machines[{m}].speed",
                                       value=float(speed))
+
+
+def _validate_jobs(inst: Instance) -> None:
+    """The jobs' release, due date and weight."""
+    num_j = inst.num_jobs
     for name, arr in (("release", inst.job_release), ("due", inst.job_due), ("weight", inst.job_weight)):
         if arr.shape != (num_j,):
             raise InstanceFormatError("job arrays differ in length", field=f"jobs.{name}", value=arr.shape)
@@ -543,6 +558,12 @@ def _validate(inst: Instance) -> None:
             raise InstanceFormatError(
                 "weight must be a finite number >= 0", field=f"jobs[{j}].weight", value=float(inst.job_weight[j])
             )
+
+
+def _validate_operations(inst: Instance) -> None:
+    """The CSR arrays of the jobs' operations and their eligible machines, and each operation's (machine, time)
+    pairs."""
+    num_j = inst.num_jobs
     ptr = inst.job_op_ptr
     if ptr.shape != (num_j + 1,) or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] + 1 != len(inst.op_elig_ptr):
         raise InstanceFormatError("job_op_ptr is not a valid CSR pointer", field="jobs", value=ptr.tolist()[:8])
@@ -556,9 +577,6 @@ def _validate(inst: Instance) -> None:
             raise InstanceFormatError("a job needs at least one operation", field=f"jobs[{j}].ops", value=[])
         for k, o in enumerate(range(ptr[j], ptr[j + 1])):
             _validate_operation(inst, o, f"jobs[{j}].ops[{k}].eligible")
-    _validate_events(inst.events, num_m, num_j)
-    _check_changed_times(inst)
-    _warn_unreachable_ops(inst)
 
 
 def _validate_operation(inst: Instance, o: int, where: str) -> None:
@@ -648,47 +666,52 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
                 f"events are not sorted by time (previous event at {prev})", field=f"{where}.time", value=e.time
             )
         prev = e.time
-        if not isinstance(e.type, EventType) or e.type not in _REQUIRED_FIELDS:
-            raise InstanceFormatError(
-                f"unknown event type (one of {[t.name for t in STREAM_EVENT_TYPES]})", field=f"{where}.type",
-                value=getattr(e.type, "name", e.type),
-            )
-        required = _REQUIRED_FIELDS[e.type]
-        allowed = set(required) | set(_OPTIONAL_FIELDS.get(e.type, ()))
-        for name in PAYLOAD_FIELDS:
-            val = getattr(e, name)
-            if name in required and val is None:
-                raise InstanceFormatError(f"{e.type.name} needs field {name!r}", field=f"{where}.{name}", value=None)
-            if name not in allowed and val is not None:
-                raise InstanceFormatError(f"{e.type.name} takes no field {name!r}", field=f"{where}.{name}", value=val)
-        if e.machine is not None:
-            _check_machine_id(e.machine, num_m, f"{where}.machine")
-        if e.job is not None and not (is_integer(e.job) and 0 <= e.job < num_j):
-            raise InstanceFormatError(f"unknown job id (jobs are 0..{num_j - 1})", field=f"{where}.job", value=e.job)
-        if e.op is not None and not (is_integer(e.op) and 0 <= e.op < 2**31):
-            # the compiled event table holds op as a float64 column: beyond 2**53 it would round, beyond 2**63 wrap
-            raise InstanceFormatError("op must be an operation index in 0..2**31 - 1", field=f"{where}.op",
-                                      value=e.op)
-        for name in ("duration", "factor"):
-            val = getattr(e, name)
-            if val is not None and (not is_finite_real(val) or val <= 0):
-                raise InstanceFormatError("must be a finite number > 0", field=f"{where}.{name}", value=val)
-        if e.value is not None and (not is_finite_real(e.value) or e.value < MIN_PROCESSING_TIME):
-            raise InstanceFormatError(f"a processing time must be a finite number >= {MIN_PROCESSING_TIME:g}",
-                                      field=f"{where}.value", value=e.value)
-        if e.type == EventType.PTIME_CHANGE and (e.factor is None) == (e.value is None):
-            raise InstanceFormatError(
-                "PTIME_CHANGE needs exactly one of 'factor' and 'value'", field=f"{where}.factor", value=e.factor
-            )
-        if e.weight is not None and (not is_finite_real(e.weight) or e.weight < 0):
-            raise InstanceFormatError("must be a finite number >= 0", field=f"{where}.weight", value=e.weight)
-        if e.due is not None and not is_finite_real(e.due):
-            raise InstanceFormatError("must be a finite time", field=f"{where}.due", value=e.due)
-        if e.ops is not None:
-            if len(e.ops) == 0:
-                raise InstanceFormatError("a route change needs at least one operation", field=f"{where}.ops", value=[])
-            for k, op in enumerate(e.ops):
-                if not isinstance(op, Mapping):
-                    raise InstanceFormatError("an operation must map machine ids to times", field=f"{where}.ops[{k}]",
-                                              value=op)
-                _check_eligible(list(op.items()), num_m, f"{where}.ops[{k}].eligible")
+        _validate_event(e, where, num_m, num_j)
+
+
+def _validate_event(e: Event, where: str, num_m: int, num_j: int) -> None:
+    """One event's type and payload: the fields its type needs and takes, ids in range, valid values."""
+    if not isinstance(e.type, EventType) or e.type not in _REQUIRED_FIELDS:
+        raise InstanceFormatError(
+            f"unknown event type (one of {[t.name for t in STREAM_EVENT_TYPES]})", field=f"{where}.type",
+            value=getattr(e.type, "name", e.type),
+        )
+    required = _REQUIRED_FIELDS[e.type]
+    allowed = set(required) | set(_OPTIONAL_FIELDS.get(e.type, ()))
+    for name in PAYLOAD_FIELDS:
+        val = getattr(e, name)
+        if name in required and val is None:
+            raise InstanceFormatError(f"{e.type.name} needs field {name!r}", field=f"{where}.{name}", value=None)
+        if name not in allowed and val is not None:
+            raise InstanceFormatError(f"{e.type.name} takes no field {name!r}", field=f"{where}.{name}", value=val)
+    if e.machine is not None:
+        _check_machine_id(e.machine, num_m, f"{where}.machine")
+    if e.job is not None and not (is_integer(e.job) and 0 <= e.job < num_j):
+        raise InstanceFormatError(f"unknown job id (jobs are 0..{num_j - 1})", field=f"{where}.job", value=e.job)
+    if e.op is not None and not (is_integer(e.op) and 0 <= e.op < 2**31):
+        # the compiled event table holds op as a float64 column: beyond 2**53 it would round, beyond 2**63 wrap
+        raise InstanceFormatError("op must be an operation index in 0..2**31 - 1", field=f"{where}.op",
+                                  value=e.op)
+    for name in ("duration", "factor"):
+        val = getattr(e, name)
+        if val is not None and (not is_finite_real(val) or val <= 0):
+            raise InstanceFormatError("must be a finite number > 0", field=f"{where}.{name}", value=val)
+    if e.value is not None and (not is_finite_real(e.value) or e.value < MIN_PROCESSING_TIME):
+        raise InstanceFormatError(f"a processing time must be a finite number >= {MIN_PROCESSING_TIME:g}",
+                                  field=f"{where}.value", value=e.value)
+    if e.type == EventType.PTIME_CHANGE and (e.factor is None) == (e.value is None):
+        raise InstanceFormatError(
+            "PTIME_CHANGE needs exactly one of 'factor' and 'value'", field=f"{where}.factor", value=e.factor
+        )
+    if e.weight is not None and (not is_finite_real(e.weight) or e.weight < 0):
+        raise InstanceFormatError("must be a finite number >= 0", field=f"{where}.weight", value=e.weight)
+    if e.due is not None and not is_finite_real(e.due):
+        raise InstanceFormatError("must be a finite time", field=f"{where}.due", value=e.due)
+    if e.ops is not None:
+        if len(e.ops) == 0:
+            raise InstanceFormatError("a route change needs at least one operation", field=f"{where}.ops", value=[])
+        for k, op in enumerate(e.ops):
+            if not isinstance(op, Mapping):
+                raise InstanceFormatError("an operation must map machine ids to times", field=f"{where}.ops[{k}]",
+                                          value=op)
+            _check_eligible(list(op.items()), num_m, f"{where}.ops[{k}].eligible")
