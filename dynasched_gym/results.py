@@ -125,6 +125,8 @@ class ResultStore:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = check_path("path", path)
+        if self.path.exists() and not self.path.is_file():  # /dev/null took every row, then failed to fsync
+            raise ValueError(f"path must be a regular file (the JSONL store), but {self.path} is not")
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
         self._lines = 0  # lines in those bytes (so that a warning names the line of the file)

@@ -62,7 +62,7 @@ from dynasched_gym.results import (
 )
 from dynasched_gym.schedule import Schedule
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, output_file, setting_errors_exit, settings_checked
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
 #: (``shipped:full``: the one trained on full observations, where shipped).
@@ -611,7 +611,7 @@ def run(cfg: DictConfig) -> Summary:
     with settings_checked():
         workers = check_integer("workers", cfg.workers, 1)
         validate, progress = check_bool("validate", cfg.validate), check_bool("progress", cfg.progress)
-    store = ResultStore(hydra.utils.to_absolute_path(str(cfg.store)))
+        store = ResultStore(output_file("store", cfg.store))
     _one_thread()
     the_plan = plan(cfg)
     _one_thread()  # plan() may have imported torch (PPO)

@@ -39,7 +39,7 @@ from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
 from dynasched_gym.results import format_number as _num
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, output_file, output_folder, setting_errors_exit, settings_checked
 
 CLAIRVOYANT = "clairvoyant reference"
 CSV_FIELDS = ("objective", "size", "tier", "rank", "agent", "clairvoyant", "best_rule", "episodes", "failed", "mean",
@@ -221,18 +221,19 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         resamples = check_integer("resamples", cfg.resamples, 1)
         run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
         out = output_folder("out", cfg.out)
+        store_path = output_file("store", cfg.store)
     if run_missing:
         summary = evaluate.run(cfg)
         print(summary)
         rows, skipped = summary.rows, summary.skipped
     else:
         plan = evaluate.plan(cfg)
-        store = ResultStore(hydra.utils.to_absolute_path(str(cfg.store)))
+        store = ResultStore(store_path)
         rows = plan.labelled(store.rows())
         evaluate.check_reused(rows, check_bool("validate", cfg.validate), store.path)
         skipped = plan.skipped
     if all_rows:
-        rows = ResultStore(hydra.utils.to_absolute_path(str(cfg.store))).rows()
+        rows = ResultStore(store_path).rows()
     if not rows:
         raise SystemExit("no rows to aggregate: run with run_missing=true, or check the store and the selection")
     board = aggregate(rows, resamples=resamples)

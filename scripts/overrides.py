@@ -47,14 +47,32 @@ def output_folder(key: str, value: Any) -> Path:
     """The setting ``key``: a folder to write into, made absolute from the launch directory; a file there, or a value
     that is no path (null, 1.5, a list; digits, which Hydra reads as an integer, are a name), is a
     :class:`SettingError`."""
-    from hydra.utils import to_absolute_path
-
-    if isinstance(value, bool) or not isinstance(value, (str, int, os.PathLike)):
-        raise SettingError(f"{key} must be a folder path, got {type(value).__name__}: {value!r:.80}")
-    folder = Path(to_absolute_path(str(value)))
+    folder = _setting_path(key, value, "folder")
     if folder.exists() and not folder.is_dir():
         raise SettingError(f"{key} must be a folder, but {folder} is a file")
     return folder
+
+
+def output_file(key: str, value: Any) -> Path:
+    """The setting ``key``: a file to append to, made absolute from the launch directory; a folder there, a file
+    that is no regular one (``/dev/null``: the rows would be lost, after all the work), or a value that is no path
+    is a :class:`SettingError`."""
+    file = _setting_path(key, value, "file")
+    if file.is_dir():
+        raise SettingError(f"{key} must be a file, but {file} is a folder")
+    if file.exists() and not file.is_file():
+        raise SettingError(f"{key} must be a regular file, but {file} is not (a device, FIFO or socket)")
+    return file
+
+
+def _setting_path(key: str, value: Any, kind: str) -> Path:
+    """The setting ``key`` as a path made absolute from the launch directory; a value that is no path is a
+    :class:`SettingError` naming the ``kind`` of path it should be."""
+    from hydra.utils import to_absolute_path
+
+    if isinstance(value, bool) or not isinstance(value, (str, int, os.PathLike)):
+        raise SettingError(f"{key} must be a {kind} path, got {type(value).__name__}: {value!r:.80}")
+    return Path(to_absolute_path(str(value)))
 
 
 def _hydra_files_only(folder: Path) -> bool:

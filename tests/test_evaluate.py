@@ -40,6 +40,7 @@ from dynasched_gym.results import (
 )
 from scripts import evaluate, leaderboard
 from scripts.journal import JournalWarning
+from scripts.overrides import SettingError
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = 9  # conf/agent/rules.yaml
@@ -442,6 +443,23 @@ def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path) -> 
     again = evaluate.run(cfg)
     assert (again.reused, again.ran) == (2 * (RULES + 1), 0)
     assert len(ResultStore(cfg.store).rows()) == 2 * (RULES + 1)
+
+
+@pytest.mark.parametrize("store", ["/dev/null", "null", "{tmp}", "''"])
+def test_a_store_that_is_no_regular_file_is_refused_before_any_episode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       store: str) -> None:
+    """store=/dev/null played every episode, then failed to fsync its first row (and left /dev/null.lock); null
+    was the file "None"."""
+    monkeypatch.setattr(evaluate, "plan", lambda cfg: pytest.fail("planned with a bad store"))
+    for script in (evaluate, leaderboard):
+        overrides = [f"store={store.format(tmp=tmp_path)}"] + ([f"out={tmp_path / 'board'}"] if script is leaderboard
+                                                               else [])
+        cfg = config(script.__name__.rpartition(".")[2], "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null",
+                     *overrides)
+        with pytest.raises(SettingError, match=r"^store must be a (regular file|file)"):
+            script.run(cfg)
+    with pytest.raises(ValueError, match="path must be a regular file"):
+        ResultStore("/dev/null")
 
 
 def test_reused_rows_take_this_runs_label_and_a_repeated_configuration_is_noted(cache: Path, tmp_path: Path) -> None:
