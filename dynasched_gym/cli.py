@@ -22,7 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dynasched_gym import data
+from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, MissingExtraError
+from dynasched_gym.instance import writable_file
 from dynasched_gym.io import resolve_instance
 from dynasched_gym.metrics import METRIC_KEYS
 
@@ -172,6 +174,17 @@ def rule_argument(text: str) -> str:
     return text
 
 
+def output_file_argument(text: str) -> Path:
+    """An argparse type: a file to write, refused now (not after the work) when a folder, a device such as
+    ``/dev/null`` or a file is in the way (:func:`~dynasched_gym.instance.writable_file`; also used by the scripts)."""
+    try:
+        return writable_file(check_path("path", text))
+    except ValueError as exc:  # a NUL character
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.filename}: {exc.strerror}") from None
+
+
 def _rules(text: str) -> list[str]:
     """An argparse type: comma-separated rule names the library knows."""
     return [rule_argument(name) for name in text.split(",")]
@@ -226,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance", type=_instance)
     p.add_argument("--rule", type=rule_argument, default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the RANDOM rule, in [0, 2**32)")
-    p.add_argument("--out", help="write the schedule JSON here")
+    p.add_argument("--out", type=output_file_argument, help="write the schedule JSON here")
     p.set_defaults(func=_cmd_rollout)
     p = sub.add_parser("validate", help="check a schedule JSON file with the independent validator")
     p.add_argument("schedule")
@@ -244,17 +257,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("gantt", help="draw a schedule's Gantt chart (PNG, PDF, SVG or interactive HTML)")
     p.add_argument("schedule", help="schedule JSON file (from rollout --out)")
-    p.add_argument("--out", required=True, help="output file; its suffix picks the type")
+    p.add_argument("--out", type=output_file_argument, required=True, help="output file; its suffix picks the type")
     p.add_argument("--by", choices=("machine", "job"), default="machine", help="one row per machine or per job")
     p.set_defaults(func=_cmd_gantt)
     p = sub.add_parser("timeline", help="draw the event timeline of an instance or a schedule")
     p.add_argument("source", type=_instance, help="schedule JSON file, instance path or embedded name")
-    p.add_argument("--out", required=True, help="output file (.png, .pdf or .svg)")
+    p.add_argument("--out", type=output_file_argument, required=True, help="output file (.png, .pdf or .svg)")
     p.add_argument("--bins", type=_positive, default=60, help="number of time bins of the histogram")
     p.set_defaults(func=_cmd_timeline)
     p = sub.add_parser("curves", help="draw WIP, jobs, busy/down machines and utilisation over time")
     p.add_argument("schedule", help="schedule JSON file")
-    p.add_argument("--out", required=True, help="output file (.png, .pdf or .svg)")
+    p.add_argument("--out", type=output_file_argument, required=True, help="output file (.png, .pdf or .svg)")
     p.set_defaults(func=_cmd_curves)
     return parser
 

@@ -367,22 +367,33 @@ class Instance:
         )
 
 
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` to write to; renamed onto ``path`` on success, removed on failure.
-
-    Missing parent folders are made. A symbolic link is written through, as :func:`open` would: its target is
-    replaced. A directory (IsADirectoryError) or a file that is not a regular one (OSError EINVAL: a device such as
-    ``/dev/null``, a FIFO, a socket) is refused, since the rename would replace it. An :class:`OSError` of the
-    temporary file is raised again naming ``path``, the file the caller asked for.
-    """
+def writable_file(path: Path) -> Path:
+    """``path`` as a file to write, or its target if it is a symbolic link (written through, as :func:`open`
+    would); before any work, an :class:`OSError` naming the path in the way: a directory there
+    (IsADirectoryError), a file that is no regular one (EINVAL: a device such as ``/dev/null``, a FIFO, a
+    socket, which a rename or an append would replace or lose), or a file where a parent folder belongs
+    (NotADirectoryError)."""
     if path.is_symlink():
         path = path.resolve()
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory: give a file path", str(path))
     if path.exists() and not path.is_file():
-        raise OSError(errno.EINVAL, "Not a regular file (a device, FIFO or socket): writing would replace it",
-                      str(path))
+        raise OSError(errno.EINVAL, "Not a regular file (a device, FIFO or socket)", str(path))
+    blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        raise NotADirectoryError(errno.ENOTDIR, f"Not a directory, so {path} cannot be made", str(blocking))
+    return path
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; renamed onto ``path`` on success, removed on failure.
+
+    Missing parent folders are made; ``path`` must be a :func:`writable_file` (a symbolic link's target is
+    replaced). An :class:`OSError` of the temporary file is raised again naming ``path``, the file the caller
+    asked for.
+    """
+    path = writable_file(path)
     tmp = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

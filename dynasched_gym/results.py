@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.checks import check_integer, check_path, is_finite_real, is_integer
+from dynasched_gym.instance import writable_file
 
 try:
     import fcntl
@@ -124,9 +125,7 @@ class ResultStore:
     """The append-only JSONL results file at ``path`` (module docstring)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = check_path("path", path)
-        if self.path.exists() and not self.path.is_file():  # /dev/null took every row, then failed to fsync
-            raise ValueError(f"path must be a regular file (the JSONL store), but {self.path} is not")
+        self.path = writable_file(check_path("path", path))  # /dev/null took every row, then failed to fsync
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
         self._lines = 0  # lines in those bytes (so that a warning names the line of the file)

@@ -73,7 +73,7 @@ from dynasched_gym.generation.tiers import tier_pool
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io import dsbx_dir
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, output_file, setting_errors_exit, settings_checked
 from scripts.peers._common import chunk_of, medians
 from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 
@@ -568,7 +568,7 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         memory_envs=check_integer("memory_envs", cfg.memory_envs, 1), rule=str(cfg.rule),
         tier=cfg.tier, tier_seed=check_integer("tier_seed", cfg.tier_seed, 0), seed=check_integer("seed", cfg.seed, 0),
         peer_python=None if cfg.peer_python is None else str(cfg.peer_python),
-        episode_limit=cfg.episode_limit, timeout=cfg.timeout, out=str(cfg.out))
+        episode_limit=cfg.episode_limit, timeout=cfg.timeout, out=str(output_file("out", cfg.out)))
     if cfg.repeats is not None:
         args.repeats = check_integer("repeats", cfg.repeats, 1)
     if cfg.seconds is not None:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from dynasched_gym.cli import doc_summary
+from dynasched_gym.cli import doc_summary, output_file_argument
 from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vectors", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=600)
-    parser.add_argument("--out", type=Path, default=Path(".bench/calibrate_compare.json"))
+    parser.add_argument("--out", type=output_file_argument, default=".bench/calibrate_compare.json")
     args = parser.parse_args(argv)
     for name in ("vectors", "seeds", "budget"):
         if getattr(args, name) < 1:

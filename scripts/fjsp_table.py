@@ -26,7 +26,7 @@ from tqdm import tqdm
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import data, load_instance, rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
-from dynasched_gym.cli import doc_summary
+from dynasched_gym.cli import doc_summary, output_file_argument
 from dynasched_gym.instance import write_text_atomic
 from scripts.interrupts import interrupted_exit
 
@@ -41,14 +41,10 @@ def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the command line), play mk01-mk10, print the table and write its JSON."""
     parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--top-k", type=int, default=16, help="lookahead candidates per decision")
-    parser.add_argument("--out", default=".bench/fjsp_table.json")
+    parser.add_argument("--out", type=output_file_argument, default=".bench/fjsp_table.json")
     args = parser.parse_args(argv)
     if args.top_k < 1:
         parser.error(f"--top-k must be >= 1, got {args.top_k}")
-    blocking = [p for p in Path(args.out).parents if p.exists() and not p.is_dir()]
-    if blocking or Path(args.out).is_dir():  # found now, not after the whole table is computed
-        parser.error(f"--out {args.out}: {(blocking or [Path(args.out)])[0]} is in the way (a file where a folder "
-                     "is needed, or a folder where the file goes)")
 
     rows: dict[str, dict[str, float]] = {}
     invalid = 0

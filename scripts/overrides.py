@@ -54,15 +54,16 @@ def output_folder(key: str, value: Any) -> Path:
 
 
 def output_file(key: str, value: Any) -> Path:
-    """The setting ``key``: a file to append to, made absolute from the launch directory; a folder there, a file
-    that is no regular one (``/dev/null``: the rows would be lost, after all the work), or a value that is no path
-    is a :class:`SettingError`."""
+    """The setting ``key``: a file to write, made absolute from the launch directory; a value that is no path, or a
+    path that is no :func:`~dynasched_gym.instance.writable_file` (a folder, ``/dev/null``: found after all the
+    work otherwise), is a :class:`SettingError`."""
+    from dynasched_gym.instance import writable_file
+
     file = _setting_path(key, value, "file")
-    if file.is_dir():
-        raise SettingError(f"{key} must be a file, but {file} is a folder")
-    if file.exists() and not file.is_file():
-        raise SettingError(f"{key} must be a regular file, but {file} is not (a device, FIFO or socket)")
-    return file
+    try:
+        return writable_file(file)
+    except OSError as exc:
+        raise SettingError(f"{key} must be a regular file path, got {file} ({exc.filename}: {exc.strerror})") from None
 
 
 def _setting_path(key: str, value: Any, kind: str) -> Path:

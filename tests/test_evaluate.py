@@ -458,7 +458,7 @@ def test_a_store_that_is_no_regular_file_is_refused_before_any_episode(tmp_path:
                      *overrides)
         with pytest.raises(SettingError, match=r"^store must be a (regular file|file)"):
             script.run(cfg)
-    with pytest.raises(ValueError, match="path must be a regular file"):
+    with pytest.raises(OSError, match="Not a regular file"):
         ResultStore("/dev/null")
 
 
@@ -1084,18 +1084,34 @@ def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(args: 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--top-k", "0"], "--top-k must be >= 1, got 0"),
-    (["--out", "{file}/x.json"], "is in the way"),  # found before the table is computed, not after
-    (["--out", "{folder}"], "is in the way"),
+    (["--out", "{file}/x.json"], "file: Not a directory"),  # found before the table is computed, not after
+    (["--out", "{folder}"], "Is a directory"),
+    (["--out", "{fifo}"], "fifo: Not a regular file"),  # the rename replaced it (a device such as /dev/null too)
 ])
-def test_fjsp_table_refuses_bad_options_before_playing(tmp_path: Path, args: list[str], message: str,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from scripts import fjsp_table
-
+@pytest.mark.parametrize("script", ["fjsp_table", "calibrate_compare"])
+def test_table_scripts_refuse_bad_options_before_playing(tmp_path: Path, args: list[str], message: str, script: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    module = importlib.import_module(f"scripts.{script}")
+    if args[0] == "--top-k" and script != "fjsp_table":
+        args = ["--vectors", "0"]
+        message = "--vectors must be >= 1, got 0"
     (tmp_path / "file").write_text("")
-    args = [a.format(file=tmp_path / "file", folder=tmp_path) for a in args]
+    os.mkfifo(tmp_path / "fifo")
+    args = [a.format(file=tmp_path / "file", folder=tmp_path, fifo=tmp_path / "fifo") for a in args]
     with pytest.raises(SystemExit) as caught:
-        fjsp_table.main(args)
+        module.main(args)
     assert caught.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_command_lines_out_is_checked_before_the_work(capsys: pytest.CaptureFixture[str]) -> None:
+    from dynasched_gym.cli import main as cli
+    from scripts import bench
+
+    with pytest.raises(SystemExit) as caught:
+        cli(["rollout", "mk01", "--out", "/dev/null"])  # was computed, then refused (an earlier version replaced it)
+    assert caught.value.code == 2 and "/dev/null: Not a regular file" in capsys.readouterr().err
+    with pytest.raises(SettingError, match=r"^out must be a regular file path, got /dev/null"):
+        bench.settings(config("bench", "out=/dev/null"))
 
 
 
