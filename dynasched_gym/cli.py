@@ -185,6 +185,17 @@ def output_file_argument(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{exc.filename}: {exc.strerror}") from None
 
 
+def output_folder_argument(text: str) -> Path:
+    """An argparse type: a folder to write files into, made now (a file in the way is refused before the work;
+    used by the scripts)."""
+    path = Path(text)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot be a folder: {exc.strerror} ({exc.filename})") from None
+    return path
+
+
 def _rules(text: str) -> list[str]:
     """An argparse type: comma-separated rule names the library knows."""
     return [rule_argument(name) for name in text.split(",")]

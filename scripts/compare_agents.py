@@ -43,7 +43,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
 from dynasched_gym.agents import Agent, make, run_episode
 from dynasched_gym.agents.rules import rule_names, rule_objectives
-from dynasched_gym.cli import doc_summary
+from dynasched_gym.cli import doc_summary, output_folder_argument
 from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
 from dynasched_gym.generation.tiers import key_inputs
 from dynasched_gym.instance import Instance
@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clairvoyant", action="store_true",
                         help="lookahead: the clairvoyant reference (lookahead-oracle), its rollouts see the future")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
-    parser.add_argument("--out", default=".bench/compare_agents", help="folder of the journals of seeds played")
+    parser.add_argument("--out", type=output_folder_argument, default=".bench/compare_agents",
+                        help="folder of the journals of seeds played")
     args = parser.parse_args(argv)
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.error(f"--seeds must be in 1..{MAX_SEEDS} (each is an instance to generate), got {args.seeds}")
@@ -110,11 +111,7 @@ def main(argv: list[str] | None = None) -> None:
             agent = make("lookahead-oracle" if args.clairvoyant else "lookahead", **options)
         except (TypeError, ValueError) as exc:  # e.g. --top-k 0 or an unknown --rule
             parser.error(str(exc))
-    out = Path(args.out)
-    try:  # before any seed is played: a file in the way would stop the run at its first append
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"--out {out} cannot be a folder of journals: {exc.strerror} ({exc.filename})")
+    out = args.out
     key = OBJECTIVE_METRICS[args.objective]
     seeds = range(args.start, args.start + args.seeds)
     rows = play_seeds(agent, args, seeds, out)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from dynasched_gym.cli import doc_summary
+from dynasched_gym.cli import doc_summary, output_folder_argument
 from dynasched_gym.generation import TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
 from dynasched_gym.instance import atomic_path, write_text_atomic
@@ -100,12 +100,11 @@ def main(argv: list[str] | None = None) -> None:
     """Compute (or resume) the rows of ``--instances`` target vectors, print and write the statistics."""
     parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--instances", type=int, default=320)
-    parser.add_argument("--out", default=".bench/ssi")
+    parser.add_argument("--out", type=output_folder_argument, default=".bench/ssi")
     args = parser.parse_args(argv)
     if args.instances < 2:
         parser.error(f"--instances must be >= 2 (a rank correlation needs two points), got {args.instances}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = args.out
     rows_path = out / "rows.jsonl"
     vectors = target_vectors(args.instances)
     rows, foreign = design_rows(read_jsonl(rows_path, None, JournalWarning, repair=True), vectors)

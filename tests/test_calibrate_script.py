@@ -113,6 +113,16 @@ def test_horizon_scale_from_the_command_line(tmp_path: Path, script) -> None:
 
 
 # ------------------------------------------------------------------------------ resumable benchmark scripts
+def test_validate_ssi_refuses_a_file_as_its_folder_before_any_work(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from scripts import validate_ssi
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit) as caught:  # was FileExistsError's traceback
+        validate_ssi.main(["--out", str(tmp_path / "file"), "--instances", "2"])
+    assert caught.value.code == 2 and "argument --out: cannot be a folder: File exists" in capsys.readouterr().err
+
+
 def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Rows are reused only for the target vector they were computed for (the Latin-hypercube targets depend on

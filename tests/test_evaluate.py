@@ -1070,8 +1070,8 @@ def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path)
     (["--subset-size", "-3"], "--subset-size must be in 0..--seeds (100), got -3"),
     (["--agent", "ppo", "--checkpoint", "/nope/m.zip"], "--checkpoint /nope/m.zip: PPO checkpoint"),
     (["--top-k", "0"], "top_k must be an integer >= 1, got 0"),
-    (["--out", __file__], "cannot be a folder of journals: File exists"),  # before any seed is played
-    (["--out", f"{__file__}/sub"], "cannot be a folder of journals: Not a directory"),
+    (["--out", __file__], "argument --out: cannot be a folder: File exists"),  # before any seed is played
+    (["--out", f"{__file__}/sub"], "argument --out: cannot be a folder: Not a directory"),
 ])
 def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(args: list[str], message: str,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
