@@ -411,6 +411,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+#: The widest JSON indent: wider ones only bloat the file (an indent of 10**9 spaces would fill the memory).
+MAX_INDENT = 16
+
+
 def dump_json(data: Any, path: str | os.PathLike[str] | None, indent: int | None) -> str:
     """``data`` as JSON text (no NaN), indented by ``indent`` spaces (None: one line); with ``path``, also written
     atomically (:func:`atomic_path`)."""
@@ -420,10 +424,6 @@ def dump_json(data: Any, path: str | os.PathLike[str] | None, indent: int | None
     if path is not None:
         write_text_atomic(check_path("path", path), text)
     return text
-
-
-#: The widest JSON indent: wider ones only bloat the file (an indent of 10**9 spaces would fill the memory).
-MAX_INDENT = 16
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -1082,19 +1082,21 @@ def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(args: 
     assert caught.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--top-k", "0"], "--top-k must be >= 1, got 0"),
+OUT_IN_THE_WAY = [
     (["--out", "{file}/x.json"], "file: Not a directory"),  # found before the table is computed, not after
     (["--out", "{folder}"], "Is a directory"),
     (["--out", "{fifo}"], "fifo: Not a regular file"),  # the rename replaced it (a device such as /dev/null too)
+]
+
+
+@pytest.mark.parametrize(("script", "args", "message"), [
+    ("fjsp_table", ["--top-k", "0"], "--top-k must be >= 1, got 0"),
+    ("calibrate_compare", ["--vectors", "0"], "--vectors must be >= 1, got 0"),
+    *[(script, args, message) for script in ("fjsp_table", "calibrate_compare") for args, message in OUT_IN_THE_WAY],
 ])
-@pytest.mark.parametrize("script", ["fjsp_table", "calibrate_compare"])
-def test_table_scripts_refuse_bad_options_before_playing(tmp_path: Path, args: list[str], message: str, script: str,
+def test_table_scripts_refuse_bad_options_before_playing(tmp_path: Path, script: str, args: list[str], message: str,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     module = importlib.import_module(f"scripts.{script}")
-    if args[0] == "--top-k" and script != "fjsp_table":
-        args = ["--vectors", "0"]
-        message = "--vectors must be >= 1, got 0"
     (tmp_path / "file").write_text("")
     os.mkfifo(tmp_path / "fifo")
     args = [a.format(file=tmp_path / "file", folder=tmp_path, fifo=tmp_path / "fifo") for a in args]

@@ -321,8 +321,7 @@ def _is_pair(value: Any, kind: Callable[[Any], bool]) -> bool:
 
 def validate_scenario(s: Scenario) -> None:
     """Raise :class:`InstanceFormatError` naming the first invalid field (e.g. ``targets.utilization``)."""
-    if not isinstance(s.name, str):
-        raise _fail("name", "must be a string", s.name)
+    _check_name("name", s.name)
     for name, kind in _SECTIONS.items():
         _check_kind(name, getattr(s, name), kind)
     _check_plant(s.plant)
