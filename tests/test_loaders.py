@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from strategies import instances
 
 from dynasched_gym import Event, EventType, Instance, InstanceFormatError, Job, Machine, load_instance
+from dynasched_gym.core.simulator import rollout
 from dynasched_gym.errors import UnreadFieldWarning
 from dynasched_gym.io import detect_format, dsbx_dir
 
@@ -202,6 +203,42 @@ def test_dsbx_writer_rejects_unsupported(tmp_path: Path) -> None:
         dsbx_dir.save(back.replace(breakdown_policy="restart"), tmp_path / "out2")
 
 
+def test_dsbx_writer_drops_the_events_a_dropped_rework_renumbers(tmp_path: Path) -> None:
+    """A time change on the op a REWORK inserted has no op of its own once the REWORK is dropped: it is dropped with
+    it (it raised "an operation the job never has" even with drop_unsupported=True)."""
+    inst = Instance.build("x", _grouped_machines(), [Job("J", [{0: 4.0, 1: 2.0}, {2: 6.0}])], [
+        Event(time=1.0, type=EventType.PTIME_CHANGE, job=0, op=1, factor=2.0),
+        Event(time=5.0, type=EventType.REWORK, job=0, op=0),
+        Event(time=6.0, type=EventType.PTIME_CHANGE, job=0, op=2, factor=2.0),
+        Event(time=7.0, type=EventType.ROUTE_CHANGE, job=0, op=2, ops=({2: 1.0},)),
+    ])
+    with pytest.raises(InstanceFormatError, match=r"events\[1\].*REWORK"):
+        dsbx_dir.save(inst, tmp_path / "out")
+    with pytest.warns(UserWarning, match=r"dropped 3 .*events\[2\] PTIME_CHANGE after a REWORK of its job.*"
+                                         r"events\[3\] ROUTE_CHANGE after a REWORK"):
+        back = load_instance(dsbx_dir.save(inst, tmp_path / "out", drop_unsupported=True))
+    assert [(e.type, e.op, e.value) for e in back.events] == [(EventType.PTIME_CHANGE, 1, 6.0)]  # nominal 3 × 2
+
+
+def test_dsbx_priority_change_of_a_cancelled_job_before_its_release_stays_an_event(tmp_path: Path) -> None:
+    """A cancelled job's priority no longer changes: a later PRIORITY_CHANGE before release is no initial weight
+    (the round trip recorded the cancelled job's weight as 10, not 1). One before the cancellation still is."""
+    jobs = [Job("J", [{0: 4.0, 1: 2.0}], release=5.0, weight=10.0), Job("K", [{2: 6.0}], release=5.0)]
+    inst = Instance.build("x", _grouped_machines(), jobs, [
+        Event(time=1.0, type=EventType.PRIORITY_CHANGE, job=1, weight=10.0),
+        Event(time=2.0, type=EventType.CANCELLATION, job=0),
+        Event(time=2.0, type=EventType.CANCELLATION, job=1),
+        Event(time=3.0, type=EventType.PRIORITY_CHANGE, job=0, weight=1.0),
+        Event(time=3.0, type=EventType.PRIORITY_CHANGE, job=1, weight=1.0),
+    ])
+    back = load_instance(dsbx_dir.save(inst, tmp_path / "x"))
+    assert list(back.job_weight) == [10.0, 10.0]
+    assert back.events == inst.events[1:]
+    played, replayed = rollout(inst), rollout(back)
+    assert list(replayed.job_weight) == list(played.job_weight) == [10.0, 10.0]
+    assert replayed.metrics == played.metrics
+
+
 def test_dsbx_writer_converts_factor(tmp_path: Path) -> None:
     inst = Instance.build("x", _grouped_machines(), [Job("J", [{0: 4.0, 1: 2.0}, {2: 6.0}])], [
         Event(time=1.0, type=EventType.PTIME_CHANGE, job=0, op=1, factor=1.5),
@@ -243,7 +280,9 @@ def test_dsbx_writer_property(inst: Instance, tmp_path_factory: pytest.TempPathF
     assert dsbx_dir.render(twice) == dsbx_dir.render(once)
     assert sorted(once.job_names) == sorted(inst.job_names)
     assert list(once.job_release) == sorted(inst.job_release)
-    early = [e for e in inst.events if e.type == EventType.PRIORITY_CHANGE and e.time < inst.job_release[e.job]]
+    cancelled = {e.job: i for i, e in reversed(list(enumerate(inst.events))) if e.type == EventType.CANCELLATION}
+    early = [e for i, e in enumerate(inst.events) if e.type == EventType.PRIORITY_CHANGE
+             and e.time < inst.job_release[e.job] and cancelled.get(e.job, i) >= i]
     assert len(once.events) == len(inst.events) - len(early)
     for j in range(inst.num_jobs):
         k = once.job_names.index(inst.job_names[j])

@@ -18,8 +18,10 @@ Mapping (a contract: the writer inverts it):
   line wins); a later one becomes a ``DUE_DATE_CHANGE`` event; without any, ``static_jobs.json``'s
   ``due_date`` is used when present, else the job has no due date.
 - Initial weight: a ``PRIORITY_CHANGE`` line placed *before* the job's ARRIVAL line sets the static
-  weight (the writer puts one there for jobs of weight > 1); later ones are events. dsbx applies
-  same-time events by kind (ARRIVAL first), so both readings agree.
+  weight (the writer puts one there, at the arrival time, for jobs of weight > 1); later ones are events,
+  and so is one earlier than the arrival time that follows an ``ORDER_CANCELLATION`` line of the job (a
+  cancelled job's priority no longer changes). dsbx applies same-time events by kind (ARRIVAL first), so
+  both readings agree.
 - Events (one per line, file order; same-time ordering is the simulator's job):
   ``REPAIR_COMPLETION`` -> REPAIR; ``BREAKDOWN(machine_id, duration)`` -> BREAKDOWN;
   ``PREVENTIVE_MAINTENANCE(machine_id, duration)`` -> MAINTENANCE; a ``machine_id`` that names a
@@ -35,17 +37,18 @@ Mapping (a contract: the writer inverts it):
 - Errors: any other ``event_type``, an unsorted line, unknown job or machine ids and bad values
   raise :class:`InstanceFormatError` naming the file, the 1-based line and the field.
 
-Writer (:func:`save`): ``events.jsonl`` + ``static_jobs.json`` + ``static_machines.json``. Every
-operation (static or in a route change) must be a whole machine group whose time × speed is the
-same nominal p on all its machines. Jobs are written in release order (stable), so an instance whose
-releases decrease comes back with its jobs renumbered. A weight > 1 is written as priority -1
-(emergency, also ``arrival_type="emergency"``), else 0; weights other than 1 and 10 therefore do not
-survive a round trip (a warning counts them); a PRIORITY_CHANGE before the job's release is folded
-into that initial priority. A ``PTIME_CHANGE`` factor is written as the factor times the nominal time
-last known for that op index in the stream (static route, overwritten by the job's earlier route
-changes from their ``op`` index on and by earlier time changes); this is exact unless a route change
-takes effect later than its ``op`` index. REWORK events and the ``restart`` breakdown policy cannot
-be expressed: they raise unless ``drop_unsupported=True``, which drops them with a warning.
+Writer (:func:`save`): ``events.jsonl`` + ``static_jobs.json`` + ``static_machines.json``. Every operation
+(static or in a route change) must be a whole machine group whose time × speed is the same nominal p on all
+its machines. Jobs are written in release order (stable), so an instance whose releases decrease comes back
+with its jobs renumbered. A weight > 1 is written as priority -1 (emergency, also
+``arrival_type="emergency"``), else 0; weights other than 1 and 10 therefore do not survive a round trip (a
+warning counts them); a PRIORITY_CHANGE before the job's release is folded into that initial priority unless
+the job's cancellation comes before it. A ``PTIME_CHANGE`` factor is written as the factor times the nominal
+time last known for that op index in the stream (static route, overwritten by the job's earlier route changes
+from their ``op`` index on and by earlier time changes); this is exact unless a route change takes effect
+later than its ``op`` index. REWORK events and the ``restart`` breakdown policy cannot be expressed, nor a
+PTIME_CHANGE or ROUTE_CHANGE after a REWORK of its job (its op index counts the reworked operation): they
+raise unless ``drop_unsupported=True``, which drops them with a warning.
 """
 
 from __future__ import annotations
@@ -330,6 +333,7 @@ def load(path: Path) -> Instance:
     events: list[Event] = []
     event_lines: list[int] = []
     event_kinds: list[str] = []  # the dsbx kind of each event, for the file's field names in an error
+    cancelled: set[int] = set()  # jobs an earlier line cancels
     for pos, (no, obj, time, kind) in enumerate(records):
         if kind == "ARRIVAL":
             continue
@@ -357,7 +361,7 @@ def load(path: Path) -> Instance:
         elif kind == "PRIORITY_CHANGE":
             prio = where.number(obj, "new_priority", "new_priority")
             weight = EMERGENCY_WEIGHT if prio <= emergency_priority else 1.0
-            if pos < job["pos"]:
+            if pos < job["pos"] and not (j in cancelled and time < job["release"]):
                 job["weight"] = weight
                 continue
             event = Event(time=time, type=EventType.PRIORITY_CHANGE, job=j, weight=weight)
@@ -375,6 +379,7 @@ def load(path: Path) -> Instance:
                           op=where.index(obj, "from_step", "from_step", 0))
         else:  # ORDER_CANCELLATION
             event = Event(time=time, type=EventType.CANCELLATION, job=j)
+            cancelled.add(j)
         events.append(event)
         event_lines.append(no)
         event_kinds.append(kind)
@@ -489,11 +494,15 @@ def render(instance: Instance, drop_unsupported: bool = False) -> dict[str, str]
         losses.unsupported.append(f"breakdown_policy {inst.breakdown_policy!r} (dsbx always resumes)")
     routes = [_route(inst, groups, inst.job_ops(j), f"jobs[{j}].ops") for j in range(inst.num_jobs)]
     losses.inexact_times += sum(r[2] for r in routes)
-    # Priority changes before a job's release give its weight at arrival: folded into the static weight.
+    # Priority changes before a job's release give its weight at arrival: folded into the static weight,
+    # unless the job is already cancelled (the simulator ignores them then; the reader keeps them as events).
     weights = [float(w) for w in inst.job_weight]
     folded = set()
+    cancelled = set()
     for i, e in enumerate(inst.events):
-        if e.type == EventType.PRIORITY_CHANGE and e.time < inst.job_release[e.job]:
+        if e.type == EventType.CANCELLATION:
+            cancelled.add(e.job)
+        elif e.type == EventType.PRIORITY_CHANGE and e.time < inst.job_release[e.job] and e.job not in cancelled:
             weights[int(e.job)] = float(e.weight)  # type: ignore[arg-type]
             folded.add(i)
     static_jobs, lines = _arrivals(inst, routes, weights, losses)
@@ -556,12 +565,18 @@ def _event_lines(inst: Instance, groups: Mapping[str, list[int]],
     # Per job, op index -> the nominal time last known for it along the stream (for PTIME_CHANGE factors).
     nominal = [dict(enumerate(times)) for _, times, _ in routes]
     current_due = [None if d != d else float(d) for d in inst.job_due]
+    reworked: set[int] = set()  # jobs with a REWORK so far: it shifts the op indexes of their later events
     lines: list[_Line] = []
     for i, e in enumerate(inst.events):
         field_name = f"events[{i}]"
         obj: dict[str, Any] = {"time": float(e.time)}
         if e.type == EventType.REWORK:
             losses.unsupported.append(f"{field_name} REWORK")
+            reworked.add(int(e.job))  # type: ignore[arg-type]
+            continue
+        if e.type in (EventType.PTIME_CHANGE, EventType.ROUTE_CHANGE) and e.job in reworked:
+            losses.unsupported.append(f"{field_name} {e.type.name} after a REWORK of its job (its op index counts "
+                                      "the reworked operation)")
             continue
         if i in folded:
             continue
