@@ -27,10 +27,12 @@ test: lint
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider
 
 # Speed and quality figures: simulator, environments, cold start and memory (docs/performance.md), SSI
-# validation, SESC vs the evolutionary baselines, Brandimarte makespans, lookahead vs the rule library.
+# validation, the tiers' acceptance table, SESC vs the evolutionary baselines, Brandimarte makespans,
+# lookahead vs the rule library.
 bench: install
 	$(PY) -m scripts.bench
 	$(PY) -m scripts.validate_ssi
+	$(PY) -m scripts.tier_acceptance
 	$(PY) -m scripts.calibrate_compare
 	$(PY) -m scripts.fjsp_table
 	$(PY) -m scripts.compare_agents

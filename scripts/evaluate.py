@@ -61,7 +61,7 @@ from dynasched_gym.results import (
     row_key,
 )
 from dynasched_gym.schedule import Schedule
-from scripts.interrupts import interrupted_exit
+from scripts.interrupts import interrupted_exit, stop_workers
 from scripts.overrides import check_added_keys, output_file, setting_errors_exit, settings_checked
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
@@ -533,27 +533,12 @@ def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str,
         except KeyboardInterrupt:
             finished = left + [row for future in futures[handed:] if future.done() and not future.cancelled()
                                and future.exception() is None for row in future.result()]
-            _stop_workers(pool)  # before the rows are stored: a second Ctrl-C then leaves no worker behind
+            stop_workers(pool)  # before the rows are stored: a second Ctrl-C then leaves no worker behind
             yield from finished
             raise
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
-
-
-def _stop_workers(pool: Any) -> None:
-    """Cancel the queued tasks and end the worker processes now: the episodes they are playing are not stored
-    anyway, and waiting for them (``shutdown(wait=True)``, also at interpreter exit) kept an interrupted run alive
-    until they finished (a Ctrl-C sent to the main process alone, ``kill -INT``), or for ever after a second Ctrl-C
-    (the workers left waiting for tasks)."""
-    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
-    if terminate is not None:
-        terminate()
-        return
-    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
 
 
 def keep_all(rows: Generator[dict[str, Any], None, None], keep: Callable[[dict[str, Any]], None]) -> None:

@@ -58,4 +58,19 @@ def interrupted_exit(note: str | None = None) -> Iterator[None]:
         sys.exit(INTERRUPTED)
 
 
-__all__ = ["INTERRUPTED", "interrupted_exit", "signal_handlers", "sigterm_as_interrupt"]
+def stop_workers(pool: Any) -> None:
+    """Cancel the queued tasks of a ``ProcessPoolExecutor`` and end its worker processes now: the work they are
+    doing is not kept anyway, and waiting for them (``shutdown(wait=True)``, also at interpreter exit) kept an
+    interrupted run alive until they finished (a Ctrl-C sent to the main process alone, ``kill -INT``), or for
+    ever after a second Ctrl-C (the workers left waiting for tasks)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+
+
+__all__ = ["INTERRUPTED", "interrupted_exit", "signal_handlers", "sigterm_as_interrupt", "stop_workers"]

@@ -13,7 +13,8 @@ unlisted targets keep the preset's value), then a calibration seed ``rng.integer
 ``calibrate(Scenario.preset(z), targets, method="sesc", seed=...)`` builds the instance. It is
 accepted when the calibration converged (every target within tolerance) and ``ssi(instance).tier
 == t``; else the next attempt runs. After ``MAX_ATTEMPTS`` rejections a :class:`RuntimeError`
-names the scores seen. The accepted instance is named ``<t>-<z>-seed<s>``.
+names the scores seen. The accepted instance is named ``<t>-<z>-seed<s>``. :func:`attempts` yields
+the attempts one by one (score, convergence, acceptance), which scripts/tier_acceptance.py counts.
 
 **Tier priors** live in ``conf/tier/<tier>.yaml`` (``prior``: target -> [low, high]; ``sizes``:
 per-size-preset replacements of some ranges, needed because the SSI of one target vector grows
@@ -48,8 +49,9 @@ import multiprocessing
 import os
 import shutil
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -150,22 +152,47 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def generate_member(inputs: Mapping[str, Any], seed: int) -> str:
-    """Native JSON of the pool member ``seed`` for the key ``inputs`` (module docstring)."""
+def pool_key(inputs: Mapping[str, Any]) -> str:
+    """The cache key of a pool: the SHA-256 of the canonical JSON of its key ``inputs`` (module docstring)."""
+    return hashlib.sha256(_canonical(inputs).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt at a pool member (module docstring, "Generation of seed s")."""
+
+    number: int  # 0-based attempt index a
+    instance: Instance  # the calibrated instance, not yet renamed
+    converged: bool  # every calibration target within tolerance
+    score: float  # its SSI score, in [0, 100]
+    tier: str  # the tier of that score
+    accepted: bool  # converged, and in the pool's tier
+
+
+def attempts(inputs: Mapping[str, Any], seed: int) -> Iterator[Attempt]:
+    """The attempts at pool member ``seed`` for the key ``inputs``, in order, lazily: the first accepted one is the
+    member (:func:`generate_member`); all ``max_attempts`` of them when none is."""
     scenario = Scenario.from_dict(inputs["scenario"])
     tier, prior = inputs["tier"], inputs["prior"]
-    seen = []
-    for attempt in range(inputs["max_attempts"]):
-        rng = np.random.default_rng([seed, TIERS.index(tier), attempt])
+    for number in range(inputs["max_attempts"]):
+        rng = np.random.default_rng([seed, TIERS.index(tier), number])
         targets = {name: float(rng.uniform(*prior[name])) for name in TARGET_NAMES if name in prior}
         result = calibrate(scenario, targets, method=inputs["calibration"]["method"],
                            seed=int(rng.integers(2**31)), **inputs["calibration"]["options"])
         index = ssi(result.instance)
-        if result.converged and index.tier == tier:
-            return result.instance.replace(name=f"{tier}-{inputs['size']}-seed{seed}").to_json()
-        seen.append(f"{index.score:.1f}" if result.converged else "not converged")
-    raise RuntimeError(f"no calibrated {tier!r} instance for size {inputs['size']!r}, seed {seed} in "
-                       f"{len(seen)} attempts (SSI scores: {', '.join(seen)}); retune conf/tier/{tier}.yaml "
+        yield Attempt(number, result.instance, result.converged, index.score, index.tier,
+                      result.converged and index.tier == tier)
+
+
+def generate_member(inputs: Mapping[str, Any], seed: int) -> str:
+    """Native JSON of the pool member ``seed`` for the key ``inputs`` (module docstring)."""
+    seen = []
+    for attempt in attempts(inputs, seed):
+        if attempt.accepted:
+            return attempt.instance.replace(name=f"{inputs['tier']}-{inputs['size']}-seed{seed}").to_json()
+        seen.append(f"{attempt.score:.1f}" if attempt.converged else "not converged")
+    raise RuntimeError(f"no calibrated {inputs['tier']!r} instance for size {inputs['size']!r}, seed {seed} in "
+                       f"{len(seen)} attempts (SSI scores: {', '.join(seen)}); retune conf/tier/{inputs['tier']}.yaml "
                        f"for SSI version {inputs['ssi_version']}")
 
 
@@ -181,7 +208,7 @@ class TierPool:
         self.size = size
         self.workers = check_integer("workers", workers, 1) if workers is not None else min(2, os.cpu_count() or 1)
         self._inputs = key_inputs(tier, size)
-        self.key = hashlib.sha256(_canonical(self._inputs).encode("utf-8")).hexdigest()
+        self.key = pool_key(self._inputs)
         root = default_cache_dir() if cache_dir is None else check_path("cache_dir", cache_dir)
         if cache_dir is not None and not os.fspath(cache_dir).strip():  # Path("") is the current directory
             raise ValueError(f"cache_dir must be a directory path or None (the default cache), got {cache_dir!r}")

@@ -1,0 +1,94 @@
+"""``python -m scripts.tier_acceptance``: the documented acceptance table, counted from the pools' own attempts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dynasched_gym.generation import TIER_BANDS, ssi, tier_pool
+from scripts import tier_acceptance
+from scripts.journal import JournalWarning
+
+
+def _rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+
+
+def test_rows_replay_the_attempts_of_the_pool_members(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each row's accepted score is the SSI of the pool's member for that seed, after attempts rejected for a
+    score outside the tier or no convergence; the table's rate is accepted seeds / attempts."""
+    out = tmp_path / "ta"
+    tier_acceptance.main(["--sizes", "small", "--tiers", "medium", "--seeds", "4", "--workers", "2",
+                          "--out", str(out)])
+    rows = sorted(_rows(out), key=lambda r: r["seed"])
+    assert [r["seed"] for r in rows] == [0, 1, 2, 3]
+    pool = tier_pool("medium", "small", cache_dir=tmp_path / "cache")
+    low, high = TIER_BANDS["medium"]
+    for row in rows:
+        assert row["accepted_score"] == ssi(pool.instance(row["seed"])).score
+        assert row["attempts"] == 1 + row["not_converged"] + len(row["rejected_scores"])
+        assert all(not low <= s < high for s in row["rejected_scores"])
+    assert sum(r["attempts"] for r in rows) > 4  # a rejection is counted (seed 1 of this pool takes 2 attempts)
+    assert rows == [tier_acceptance.count_seed(tier_acceptance.key_inputs("medium", "small"), s) for s in range(4)]
+    summary = json.loads((out / "summary.json").read_text())["small"]["medium"]
+    assert summary["rate"] == 4 / sum(r["attempts"] for r in rows)
+    assert f"| small | {summary['rate']:.2f} ({summary['median_score']:.1f}) |" in (out / "table.md").read_text()
+    assert (out / "table.md").read_text() in capsys.readouterr().out
+
+
+def _fake_row(inputs: dict[str, Any], seed: int) -> dict[str, Any]:
+    return {"key": tier_acceptance.pool_key(inputs), "size": inputs["size"], "tier": inputs["tier"], "seed": seed,
+            "attempts": 2, "accepted_score": 10.0 + seed, "not_converged": 1, "rejected_scores": []}
+
+
+def test_an_interrupted_run_resumes_and_rows_of_other_pools_are_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    counted: list[int] = []
+    stop_at: list[int] = [2]
+
+    def fake(inputs: dict[str, Any], seed: int) -> dict[str, Any]:
+        if seed in stop_at:
+            raise KeyboardInterrupt
+        counted.append(seed)
+        return _fake_row(inputs, seed)
+
+    monkeypatch.setattr(tier_acceptance, "count_seed", fake)
+    out = tmp_path / "ta"
+    argv = ["--sizes", "small", "--tiers", "easy", "--seeds", "3", "--workers", "1", "--out", str(out)]
+    with pytest.raises(KeyboardInterrupt):
+        tier_acceptance.main(argv)
+    assert [r["seed"] for r in _rows(out)] == [0, 1]  # kept as they finished
+    stop_at.clear()
+    with open(out / "rows.jsonl", "a") as fh:
+        fh.write(json.dumps({**_fake_row(tier_acceptance.key_inputs("easy", "small"), 2), "key": "an older prior"})
+                 + "\n")
+        fh.write('{"key": "abc", "si')  # a writer killed mid-row
+    capsys.readouterr()
+    with pytest.warns(JournalWarning, match="partial last line"):
+        tier_acceptance.main(argv)
+    assert counted == [0, 1, 2]
+    err = capsys.readouterr().err
+    assert "ignoring 1 row(s) of other pools" in err and "3 pool members: 2 reused" in err
+    summary = json.loads((out / "summary.json").read_text())["small"]["easy"]
+    assert summary == {"seeds": 3, "accepted": 3, "attempts": 6, "rate": 0.5, "median_score": 11.0,
+                       "rejected_other_tier": 0, "rejected_not_converged": 3}
+    counted.clear()
+    tier_acceptance.main(["--sizes", "large", "--tiers", "easy", "--workers", "1", "--out", str(out)])
+    assert counted == list(range(tier_acceptance.DEFAULT_SEEDS["large"]))  # the documented count per size
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--tiers", "easy,nope"], "argument --tiers: expected comma-separated names out of easy, medium, hard, extreme"),
+    (["--sizes", ""], "argument --sizes: expected comma-separated names out of"),
+    (["--seeds", "0"], "argument --seeds: expected an integer >= 1, got '0'"),
+    (["--workers", "two"], "argument --workers: expected an integer >= 1, got 'two'"),
+])
+def test_bad_arguments_are_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as caught:
+        tier_acceptance.main([*argv, "--out", str(tmp_path / "ta")])
+    assert caught.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "ta" / "rows.jsonl").exists()
