@@ -8,8 +8,8 @@ score fell in another tier).
 
 Printed and written as ``table.md`` (with ``summary.json`` and the rows, ``rows.jsonl``, under ``--out``): per
 size and tier, the acceptance rate (accepted seeds / attempts) with the median SSI score of accepted instances,
-and the rejected attempts by cause. Seeds default to 100 per tier for the
-small and medium presets and 40 for large (``--seeds`` sets one count for all). Rows are appended as seeds
+and the rejected attempts by cause. Seeds default to 100 per tier for the small and medium presets and 40 for
+large (``--seeds`` sets one count for all). Rows are appended as seeds
 finish, so an interrupted run resumes where it stopped; a row is reused only for the pool it was counted for
 (its cache key: preset, prior, generator and SSI versions, calibration), so rows of an older prior are
 ignored (and kept).

@@ -15,7 +15,7 @@ from test_env import assert_same_observations, valid_action
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv
-from dynasched_gym.envs.dfjsp.features import BLOCKS, OBSERVABILITY, num_columns
+from dynasched_gym.envs.dfjsp.features import BLOCKS, M_BOTTLENECK, OBSERVABILITY, num_columns
 from dynasched_gym.envs.wrappers import (
     FlattenDictObservation,
     ForecastFeatures,
@@ -98,6 +98,20 @@ def test_feature_tables_are_ordered_by_level_and_documented():
         for feature in table:
             assert f"`{feature.name}`" in text, f"{block}.{feature.name} is not documented"
             assert feature.low <= 0.0 <= feature.high
+
+
+def test_bottleneck_counts_a_running_operation_on_its_machine_and_splits_the_others():
+    """The documented formula by hand: J0's first operation runs on M0 (4 left, all on M0); its second (2 on M0,
+    6 on M1) and J1's waiting one (3 on M0, 5 on M1) each count their time on a machine / 2 eligible machines."""
+    inst = Instance.build("bn", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 4.0}, {0: 2.0, 1: 6.0}]), Job("J1", [{0: 3.0, 1: 5.0}])])
+    env = DFJSPEnv(instance=inst, observability="full")
+    env.reset(seed=0)
+    jobs, machines = env.offered_pairs()
+    observation, *_ = env.step(int(np.flatnonzero((jobs == 0) & (machines == 0))[0]))
+    assert env.now == 0.0
+    load = np.array([4.0 + 2.0 / 2 + 3.0 / 2, 6.0 / 2 + 5.0 / 2])
+    np.testing.assert_allclose(observation["machines"][:, M_BOTTLENECK], load * 2 / load.sum(), rtol=1e-6)
 
 
 def test_observation_widths_follow_the_level():

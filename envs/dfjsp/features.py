@@ -96,8 +96,9 @@ MACHINE_FEATURES = (
     _amount("queue_work", CONCISE, "work waiting for it: over visible jobs whose current operation waits and may "
             "run here, work left x time here / number of eligible machines, summed, / tau"),
     _amount("speed", CONCISE, "machine speed (unscaled; nominal 1)"),
-    _amount("bottleneck", FULL, "share of the remaining work of visible jobs (all their operations left, each "
-            "split evenly over its eligible machines) that may run here, x number of machines (1 = average)"),
+    _amount("bottleneck", FULL, "share of the remaining work of visible jobs that may run here, x number of "
+            "machines (1 = average): a running operation's time left counts on its machine, each operation not "
+            "started its work left x time here / number of eligible machines"),
     _flag("utilization", FULL, "busy time so far / (now - downtime so far); 0 at time 0"),
     _flag("breakdown_soon", ORACLE, "soon(time until the machine's next BREAKDOWN event)"),
     _flag("maintenance_soon", ORACLE, "soon(time until the machine's next MAINTENANCE event)"),
