@@ -24,7 +24,7 @@ from pathlib import Path
 from dynasched_gym import data
 from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, MissingExtraError
-from dynasched_gym.instance import writable_file
+from dynasched_gym.instance import writable_file, writable_folder
 from dynasched_gym.io import resolve_instance
 from dynasched_gym.metrics import METRIC_KEYS
 
@@ -186,14 +186,14 @@ def output_file_argument(text: str) -> Path:
 
 
 def output_folder_argument(text: str) -> Path:
-    """An argparse type: a folder to write files into, made now (a file in the way is refused before the work;
-    used by the scripts)."""
-    path = Path(text)
+    """An argparse type: a folder to write files into, made by the script once every option is accepted; a file in
+    the way is refused now, before the work (:func:`~dynasched_gym.instance.writable_folder`; used by the scripts)."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        return writable_folder(check_path("path", text))
+    except ValueError as exc:  # a NUL character
+        raise argparse.ArgumentTypeError(str(exc)) from None
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot be a folder: {exc.strerror} ({exc.filename})") from None
-    return path
 
 
 def _rules(text: str) -> list[str]:

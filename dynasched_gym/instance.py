@@ -379,10 +379,24 @@ def writable_file(path: Path) -> Path:
         raise IsADirectoryError(errno.EISDIR, "Is a directory: give a file path", str(path))
     if path.exists() and not path.is_file():
         raise OSError(errno.EINVAL, "Not a regular file (a device, FIFO or socket)", str(path))
+    return _no_file_above(path)
+
+
+def _no_file_above(path: Path) -> Path:
+    """``path``, or a NotADirectoryError naming the file that stands where one of its parent folders belongs."""
     blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
     if blocking is not None:
         raise NotADirectoryError(errno.ENOTDIR, f"Not a directory, so {path} cannot be made", str(blocking))
     return path
+
+
+def writable_folder(path: Path) -> Path:
+    """``path`` as a folder to write files into, made by whoever writes the first file; before any work, an
+    :class:`OSError` naming the path in the way: a file there (FileExistsError) or a file where a parent folder
+    belongs (NotADirectoryError). Nothing is made, so a run refused later leaves no empty folder behind."""
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(errno.EEXIST, "File exists: give a folder path", str(path))
+    return _no_file_above(path)
 
 
 @contextmanager

@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         except (TypeError, ValueError) as exc:  # e.g. --top-k 0 or an unknown --rule
             parser.error(str(exc))
     out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     key = OBJECTIVE_METRICS[args.objective]
     seeds = range(args.start, args.start + args.seeds)
     rows = play_seeds(agent, args, seeds, out)

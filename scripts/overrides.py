@@ -44,13 +44,16 @@ def settings_checked() -> Iterator[None]:
 
 
 def output_folder(key: str, value: Any) -> Path:
-    """The setting ``key``: a folder to write into, made absolute from the launch directory; a file there, or a value
-    that is no path (null, 1.5, a list; digits, which Hydra reads as an integer, are a name), is a
-    :class:`SettingError`."""
+    """The setting ``key``: a folder to write into, made absolute from the launch directory; a file there or where
+    one of its parents belongs, or a value that is no path (null, 1.5, a list; digits, which Hydra reads as an
+    integer, are a name), is a :class:`SettingError`."""
+    from dynasched_gym.instance import writable_folder
+
     folder = _setting_path(key, value, "folder")
-    if folder.exists() and not folder.is_dir():
-        raise SettingError(f"{key} must be a folder, but {folder} is a file")
-    return folder
+    try:
+        return writable_folder(folder)
+    except OSError as exc:
+        raise SettingError(f"{key} must be a folder path, got {folder} ({exc.filename}: {exc.strerror})") from None
 
 
 def output_file(key: str, value: Any) -> Path:

@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=_positive, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=output_folder_argument, default=".bench/tier_acceptance")
     args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
     inputs = {(z, t): key_inputs(t, z) for z in args.sizes for t in args.tiers}
     keys = {pool_key(i): zt for zt, i in inputs.items()}

@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.instances < 2:
         parser.error(f"--instances must be >= 2 (a rank correlation needs two points), got {args.instances}")
     out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
     vectors = target_vectors(args.instances)
     rows, foreign = design_rows(read_jsonl(rows_path, None, JournalWarning, repair=True), vectors)

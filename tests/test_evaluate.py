@@ -1073,13 +1073,16 @@ def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path)
     (["--out", __file__], "argument --out: cannot be a folder: File exists"),  # before any seed is played
     (["--out", f"{__file__}/sub"], "argument --out: cannot be a folder: Not a directory"),
 ])
-def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(args: list[str], message: str,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(
+        args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     from scripts import compare_agents
 
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as caught:
         compare_agents.main(args)
     assert caught.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / ".bench").exists()  # the default --out is made only once every option is accepted
 
 
 OUT_IN_THE_WAY = [

@@ -65,6 +65,8 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("calibrate", ["method=annealing"], "method must be one of ('sesc', 'cmaes', 'nsga2'), got 'annealing'"),
     ("calibrate", ["out=1.5"], "out must be a folder path, got float: 1.5"),  # named no key
     ("train", ["out=null"], "out must be a folder path, got NoneType: None"),  # was a TypeError traceback
+    ("leaderboard", [f"out={__file__}/board"], "test_overrides.py: Not a directory, so"),  # after every episode
+    ("calibrate", [f"out={__file__}"], "test_overrides.py: File exists: give a folder path)"),
     ("calibrate", ["+options.max_steps=-1"], "max_steps must be an integer >= 0, got -1"),
     ("calibrate", ["targets.utilization=7"], "targets.utilization"),
     ("bench", ["only=[kernal]"], "only[0] must be one of"),
