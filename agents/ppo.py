@@ -25,7 +25,7 @@ from sb3_contrib import MaskablePPO
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
-from dynasched_gym.checks import check_bool, check_path
+from dynasched_gym.checks import check_bool, check_choice, check_path
 from dynasched_gym.core.rules import check_seed
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
@@ -36,6 +36,7 @@ from dynasched_gym.envs.wrappers import (
     SlotForecaster,
     forecaster,
 )
+from dynasched_gym.generation import TIERS, size_presets
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -47,8 +48,13 @@ def shipped_checkpoint(tier: str, size: str = "small", observability: str = "con
     """Path of the shipped checkpoint for ``tier`` (trained on ``DFJSP-v0`` with its ``.yaml``'s env config).
 
     ``ppo-<tier>-<size>.zip`` sees ``concise`` observations; ``ppo-<tier>-<size>-full.zip``, where
-    shipped, the same training on ``full`` ones (the RL side of the observability ablation).
+    shipped, the same training on ``full`` ones (the RL side of the observability ablation). A name that is no tier,
+    size preset or observability level is a ValueError naming it; a valid combination not shipped a
+    FileNotFoundError listing those that are.
     """
+    check_choice("tier", tier, TIERS)
+    check_choice("size", size, tuple(size_presets()))
+    check_choice("observability", observability, OBSERVABILITY)
     path = CHECKPOINTS / f"ppo-{tier}-{size}{'' if observability == 'concise' else '-' + observability}.zip"
     if not path.is_file():
         shipped = sorted(p.stem for p in CHECKPOINTS.glob("ppo-*.zip"))

@@ -379,7 +379,10 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
         from dynasched_gym.agents.ppo import shipped_checkpoint
 
         observability = str(kwargs["checkpoint"]).partition(":")[2]
-        kwargs["checkpoint"] = str(shipped_checkpoint(tier, size, observability or "concise"))
+        try:
+            kwargs["checkpoint"] = str(shipped_checkpoint(tier, size, observability or "concise"))
+        except ValueError as exc:  # a misspelt level is refused, never skipped as "not shipped"
+            raise ValueError(f"{spec['key']}={kwargs['checkpoint']}: {exc}") from None
     elif kwargs.get("checkpoint"):
         kwargs["checkpoint"] = existing_checkpoint(kwargs["checkpoint"], spec["key"])
     return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"]),

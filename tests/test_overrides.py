@@ -60,6 +60,7 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("evaluate", ["seeds.count=abc"], "seeds.count must be an integer >= 1, got 'abc'"),
     ("evaluate", ["tiers=[nightmare]"], "tiers[0] must be one of ('easy', 'medium', 'hard', 'extreme'), got 'night"),
     ("evaluate", ["workers=-3"], "workers must be an integer >= 1, got -3"),
+    ("evaluate", ["ppo=shipped:partial"], "ppo=shipped:partial: observability must be one of"),  # was skipped
     ("leaderboard", ["resamples=0"], "resamples must be an integer >= 1, got 0"),
     ("leaderboard", ["objective=speed", "run_missing=false"], "objective must be one of"),
     ("calibrate", ["method=annealing"], "method must be one of ('sesc', 'cmaes', 'nsga2'), got 'annealing'"),

@@ -26,7 +26,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import SlotPolicy
-from dynasched_gym.agents.ppo import CHECKPOINTS, shipped_checkpoint
+from dynasched_gym.agents.ppo import shipped_checkpoint
 from dynasched_gym.agents.rules import rule_objectives
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, HINDSIGHT_KEY, ForecastFeatures, ForecastReward
@@ -291,9 +291,14 @@ def test_shipped_checkpoint_loads_and_plays(tier, observability, tmp_path, monke
 
 
 def test_unknown_shipped_checkpoint_names_the_shipped_ones():
-    with pytest.raises(FileNotFoundError, match="shipped"):
-        shipped_checkpoint("trivial")
-    assert CHECKPOINTS.is_dir()
+    """A valid (tier, size, level) not shipped lists those that are; a misspelt name is a ValueError naming it."""
+    with pytest.raises(FileNotFoundError, match=r"ppo-medium-small-oracle.zip; shipped: \[.*'ppo-medium-small-full'"):
+        shipped_checkpoint("medium", observability="oracle")
+    for args, message in [(("trivial",), "tier must be one of"), (("Hard",), "got 'Hard'"),
+                          (("medium", "huge"), "size must be one of"),
+                          (("medium", "small", "partial"), "observability must be one of")]:
+        with pytest.raises(ValueError, match=message):
+            shipped_checkpoint(*args)
 
 
 @pytest.mark.parametrize("content", [b"not a zip", "zip without data", "zip with broken data"])
