@@ -87,8 +87,9 @@ class LookaheadAgent(Agent):
         if horizon is not None:
             horizon = check_integer("horizon", horizon, 0, MAX_COUNT)
         if futures and (horizon is not None or clairvoyant):
+            given = f"horizon={horizon}" if horizon is not None else "clairvoyant=True (the oracle)"
             raise ValueError(f"futures={futures} rolls out to the end in sampled futures: it cannot be combined "
-                             f"with horizon={horizon} or clairvoyant={clairvoyant}")
+                             f"with {given}")
         if not futures and (future_tier is not None or future_size is not None or future_seed):
             raise ValueError(f"future_tier={future_tier!r}, future_size={future_size!r} and future_seed={future_seed} "
                              "choose the sampled futures, and futures=0 samples none: set futures= too")

@@ -68,7 +68,8 @@ def report(scenario: Scenario, seed: int, result: CalibrationResult, index: SSIR
            f" Scale: horizon {scenario.scale.horizon:g} requested, the last release at "
            f"{float(result.instance.job_release.max()):.6g} (calibration keeps the utilization exact)."),
         "",
-        f"- converged: **{'yes' if result.converged else 'no'}** (every target within its tolerance)",
+        f"- converged: **{'yes' if result.converged else 'no'}** ("
+        f"{'every target within its tolerance' if result.converged else 'a target outside its tolerance: see below'})",
         f"- SSI score: **{index.score:.2f}**, tier **{index.tier}** (stress {index.stress:.4g})",
         f"- calibration time: {result.seconds:.3f} s, {len(result.history)} history records",
         "",

@@ -103,6 +103,13 @@ def test_unexpressible_instance_is_written_without_rework_and_says_so(tmp_path: 
     assert "dropped" in (out / "report.md").read_text(encoding="utf-8")
 
 
+def test_a_calibration_that_did_not_converge_says_so_in_the_report(tmp_path: Path, script) -> None:
+    out = script.run(_config(tmp_path / "cal", "+options.max_steps=0", "targets.utilization=0.6"))
+    report = (out / "report.md").read_text("utf-8")
+    assert "converged: **no** (a target outside its tolerance: see below)" in report  # said "every target within"
+    assert "| **no** |" in report.split("## Targets vs realised")[1].split("##")[0]
+
+
 def test_horizon_scale_from_the_command_line(tmp_path: Path, script) -> None:
     out = script.run(_config(tmp_path / "cal", "size=medium", "size.scenario.scale.num_jobs=null",
                              "+size.scenario.scale.horizon=1000"))
