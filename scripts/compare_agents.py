@@ -44,6 +44,7 @@ from dynasched_gym import validate_schedule
 from dynasched_gym.agents import Agent, make, run_episode
 from dynasched_gym.agents.rules import rule_names, rule_objectives
 from dynasched_gym.cli import doc_summary, output_folder_argument
+from dynasched_gym.core import compile_note
 from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
 from dynasched_gym.generation.tiers import key_inputs
 from dynasched_gym.instance import Instance
@@ -172,6 +173,8 @@ def play_seeds(agent: Agent, args: argparse.Namespace, seeds: range, out: Path) 
           file=sys.stderr)
     if not pending:
         return rows
+    if note := compile_note():
+        print(note, file=sys.stderr)
     pool = tier_pool(args.tier, args.size)
     pool.prepare(pending)
     key = OBJECTIVE_METRICS[args.objective]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import data, load_instance, rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.cli import doc_summary, output_file_argument
+from dynasched_gym.core import compile_note
 from dynasched_gym.instance import write_text_atomic
 from scripts.interrupts import interrupted_exit
 
@@ -46,6 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.top_k < 1:
         parser.error(f"--top-k must be >= 1, got {args.top_k}")
 
+    if note := compile_note():
+        print(note, file=sys.stderr)
     rows: dict[str, dict[str, float]] = {}
     invalid = 0
     seconds = {}
