@@ -6,7 +6,7 @@ Examples::
     dynasched-gym rollout ta01 --rule MWKR --out ta01-mwkr.json
     dynasched-gym validate ta01-mwkr.json
     dynasched-gym convert shared/reference/dsbx/DynaSched-Grid/<dir> --to native medium.json
-    dynasched-gym compare                        # every rule on the embedded instances
+    dynasched-gym compare                        # six rules (or --rules) on the embedded instances
     dynasched-gym gantt ta01-mwkr.json --out gantt.html [--by job]   # also .png, .pdf, .svg
     dynasched-gym timeline ta01-mwkr.json --out timeline.png         # an instance works too
     dynasched-gym curves ta01-mwkr.json --out curves.png
@@ -217,6 +217,14 @@ def _instance(text: str) -> str:
     return text
 
 
+def _schedule_file(text: str) -> str:
+    """An argparse type: an existing schedule file; an instance's name or path gets the way to make one."""
+    if not Path(text).is_file():
+        made_by = "dynasched-gym rollout <instance> --out schedule.json"
+        raise argparse.ArgumentTypeError(f"{text}: no such schedule file (a schedule JSON, as `{made_by}` writes)")
+    return text
+
+
 def _positive(text: str) -> int:
     """An argparse type: an integer >= 1."""
     value = _integer(text)
@@ -253,21 +261,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=output_file_argument, help="write the schedule JSON here")
     p.set_defaults(func=_cmd_rollout)
     p = sub.add_parser("validate", help="check a schedule JSON file with the independent validator")
-    p.add_argument("schedule")
+    p.add_argument("schedule", type=_schedule_file, help="schedule JSON file (from rollout --out)")
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("convert", help="write an instance in another format")
     p.add_argument("instance", type=_instance)
     p.add_argument("output")
     p.add_argument("--to", choices=("native", "dsbx-dir"), default="native")
     p.set_defaults(func=_cmd_convert)
-    p = sub.add_parser("compare", help="every rule on several instances (default: the embedded ones)")
+    p = sub.add_parser("compare", help="rules side by side (six by default; --rules) on instances (default: the "
+                                       "embedded ones)")
     p.add_argument("instances", nargs="*", type=_instance)
     p.add_argument("--metric", choices=METRIC_KEYS, default="makespan")
     p.add_argument("--rules", type=_rules, default="SPT:EET,FIFO:EET,MWKR:EET,MOPNR:EET,EDD:EET,ATC:EET",
                    help="comma-separated rules, job rule[:machine rule] each")
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("gantt", help="draw a schedule's Gantt chart (PNG, PDF, SVG or interactive HTML)")
-    p.add_argument("schedule", help="schedule JSON file (from rollout --out)")
+    p.add_argument("schedule", type=_schedule_file, help="schedule JSON file (from rollout --out)")
     p.add_argument("--out", type=output_file_argument, required=True, help="output file; its suffix picks the type")
     p.add_argument("--by", choices=("machine", "job"), default="machine", help="one row per machine or per job")
     p.set_defaults(func=_cmd_gantt)
@@ -277,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bins", type=_positive, default=60, help="number of time bins of the histogram")
     p.set_defaults(func=_cmd_timeline)
     p = sub.add_parser("curves", help="draw WIP, jobs, busy/down machines and utilisation over time")
-    p.add_argument("schedule", help="schedule JSON file")
+    p.add_argument("schedule", type=_schedule_file, help="schedule JSON file (from rollout --out)")
     p.add_argument("--out", type=output_file_argument, required=True, help="output file (.png, .pdf or .svg)")
     p.set_defaults(func=_cmd_curves)
     return parser

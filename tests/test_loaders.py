@@ -23,7 +23,7 @@ from strategies import instances
 from dynasched_gym import Event, EventType, Instance, InstanceFormatError, Job, Machine, load_instance
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.errors import UnreadFieldWarning
-from dynasched_gym.io import detect_format, dsbx_dir
+from dynasched_gym.io import detect_format, dsbx_dir, resolve_instance
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -863,8 +863,6 @@ def test_a_file_named_like_an_embedded_instance_is_read_with_a_warning(tmp_path:
     """An output folder or file called mk01 in the current directory replaced FJSP-v0's default instance unseen."""
     import gymnasium as gym
 
-    from dynasched_gym.io import resolve_instance
-
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mk01").write_text("2 2\n0 3 1 4\n1 2 0 5\n")  # a 2x2 JSSP, not Brandimarte's mk01
     with pytest.warns(UserWarning, match=r"instance 'mk01' names both .*mk01 and an embedded instance") as caught:
@@ -876,6 +874,18 @@ def test_a_file_named_like_an_embedded_instance_is_read_with_a_warning(tmp_path:
         assert resolve_instance("mk02").num_jobs == 10  # no file of that name: the embedded one, silently
     with pytest.warns(UserWarning, match="names both"):
         gym.make("DynaSched/FJSP-v0")
+
+
+def test_a_name_that_is_neither_a_file_nor_embedded_lists_the_embedded_ones(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import gymnasium as gym
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InstanceFormatError, match=r"^mk11: no such file or directory, nor an embedded instance "
+                                                  r"\(mk01, .*, ta01, dsbx-medium\) \(got 'mk11'\)$"):
+        gym.make("DynaSched/DFJSP-v0", instance="mk11")  # said only "no such file or directory"
+    with pytest.raises(ValueError, match="instance must be a path without NUL"):
+        resolve_instance("mk\x0001")
 
 
 @pytest.mark.parametrize(("job", "field"), [

@@ -406,12 +406,18 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     instance = tmp_path / "instance.json"
     main(["convert", "mk01", str(instance)])
     cases += [  # a file that is no schedule at all is bad input (2), not an invalid schedule (1)
-        (["validate", str(tmp_path / "missing.json")], "missing.json: cannot read"),
+        (["validate", str(tmp_path / "missing.json")], "missing.json: no such schedule file"),
+        (["curves", "dsbx-medium", "--out", str(tmp_path / "c.png")],  # an instance's name: how to make a schedule
+         "dsbx-medium: no such schedule file (a schedule JSON, as `dynasched-gym rollout <instance> --out"),
         (["validate", str(instance)], "instance.json, field 'format': not a schedule file"),
     ]
     for args, message in cases:
         capsys.readouterr()
-        assert main(args) == 2
+        try:
+            status = main(args)
+        except SystemExit as refused:  # argparse's usage error: the same exit status on the command line
+            status = refused.code
+        assert status == 2
         assert message in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "instance.json", "mk01.json"]
     assert main(["validate", str(bad)]) == 1  # readable, with an invalid record

@@ -131,7 +131,12 @@ def resolve_instance(spec: Instance | str | os.PathLike[str]) -> Instance:
     if isinstance(spec, str) and not spec.strip():
         raise ValueError(f"instance must be a path or an embedded name ({', '.join(data.EMBEDDED)}), got {spec!r}")
     if isinstance(spec, (str, os.PathLike)):
-        return load_instance(spec)
+        path = check_path("instance", spec)
+        if not path.exists():  # a misspelt embedded name as much as a missing file
+            embedded = ", ".join(data.EMBEDDED)
+            raise InstanceFormatError(f"no such file or directory, nor an embedded instance ({embedded})",
+                                      source=str(path), value=str(path))
+        return load_instance(path)
     raise TypeError(f"instance must be an Instance, a path or an embedded name ({', '.join(data.EMBEDDED)}), "
                     f"got {type(spec).__name__}")
 
