@@ -357,3 +357,17 @@ def test_an_interrupted_prepare_keeps_the_members_its_workers_finished(tmp_path:
         pool.prepare(range(4), progress=False)
     kept = sorted(int(p.stem.split("-")[1]) for p in pool.directory.glob("seed-*.sha256"))
     assert kept == [0, 1, 2, 3] and all(pool._read(seed) == f'{{"seed": {seed}}}' for seed in kept)
+
+
+def test_a_script_without_the_main_guard_is_told_how_to_prepare_a_pool(tmp_path: Path) -> None:
+    """Spawned workers import the script again and die starting their own pool: that was a bare BrokenProcessPool."""
+    script = tmp_path / "unguarded.py"
+    script.write_text("from dynasched_gym.generation import tier_pool\n"
+                      f"tier_pool('easy', 'small', cache_dir={str(tmp_path / 'cache')!r}, workers=2)"
+                      ".prepare(range(2), progress=False)\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(tiers.__file__).parents[2])})
+    assert run.returncode == 1
+    assert run.stderr.rstrip().splitlines()[-1].startswith("RuntimeError: a worker generating the easy/small pool "
+                                                           "ended abruptly")
+    assert 'call prepare() under `if __name__ == "__main__":`' in run.stderr

@@ -51,6 +51,7 @@ import shutil
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,7 @@ class TierPool:
                         self._write(futures[future], future.result())
                         written.add(future)
                         bar.update()
-                except BaseException:
+                except BaseException as exc:
                     pool.shutdown(cancel_futures=True)  # waits for the members being generated
                     # keep every member finished meanwhile (done, or running when interrupted), not only those
                     # as_completed handed over before the interrupt
@@ -266,6 +267,11 @@ class TierPool:
                                     and future.exception() is None:
                                 self._write(seed, future.result())
                                 bar.update()
+                    if isinstance(exc, BrokenProcessPool):  # most often a script without the __main__ guard
+                        raise RuntimeError(
+                            f"a worker generating the {self.tier}/{self.size} pool ended abruptly ({exc}). In a "
+                            "script, call prepare() under `if __name__ == \"__main__\":` (its workers are spawned and "
+                            "import the script again), or make the pool with workers=1") from exc
                     raise
 
     # ------------------------------------------------------------------ files
