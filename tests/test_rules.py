@@ -85,6 +85,8 @@ def test_emergency_first_and_random_ties(sim):
         seed_rng(seed)
         picks.add(select(sim.static, sim.state, *parse_rule("LWKR", random_ties=True))[0])
     assert picks == {0, 2}  # the tied jobs, and only them
+    with pytest.raises(ValueError, match="emergency_first does not apply to 'RANDOM:EET'"):
+        parse_rule("RANDOM:EET", emergency_first=True)  # was accepted and ignored: RANDOM drew among all jobs
 
 
 def test_rule_names_and_errors():

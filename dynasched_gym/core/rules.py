@@ -80,6 +80,8 @@ def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = Fal
     machine = machine or "EET"
     if job not in JOB_RULES or machine not in MACHINE_RULES:
         raise ValueError(f"unknown rule {rule!r}; job rules {JOB_RULES}, machine rules {MACHINE_RULES}")
+    if job == "RANDOM" and emergency_first:  # it draws among all candidates: the flag would be ignored
+        raise ValueError(f"emergency_first does not apply to {rule!r}: RANDOM draws uniformly among all candidates")
     code = JOB_RULES.index(job) | (EMERGENCY_FIRST if emergency_first else 0) | (RANDOM_TIES if random_ties else 0)
     return code, MACHINE_RULES.index(machine)
 

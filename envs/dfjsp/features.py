@@ -90,7 +90,8 @@ MACHINE_FEATURES = (
     _flag("busy", CONCISE, "1 when running an operation"),
     _flag("in_breakdown", CONCISE, "1 when down after a breakdown"),
     _flag("in_maintenance", CONCISE, "1 when down for maintenance"),
-    _flag("maintenance_queued", CONCISE, "1 when a maintenance waits for the running operation to end"),
+    _flag("maintenance_queued", CONCISE, "1 when an announced maintenance waits to start (for the running "
+          "operation to end, or queued during a breakdown)"),
     _amount("busy_remaining", CONCISE, "(planned end of the running operation - now) / tau; 0 when not busy"),
     _amount("down_elapsed", CONCISE, "(now - start of the current downtime) / tau; 0 when up"),
     _amount("queue_work", CONCISE, "work waiting for it: over visible jobs whose current operation waits and may "
