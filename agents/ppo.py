@@ -36,7 +36,6 @@ from dynasched_gym.envs.wrappers import (
     SlotForecaster,
     forecaster,
 )
-from dynasched_gym.generation import TIERS, size_presets
 from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
@@ -52,6 +51,8 @@ def shipped_checkpoint(tier: str, size: str = "small", observability: str = "con
     size preset or observability level is a ValueError naming it; a valid combination not shipped a
     FileNotFoundError listing those that are.
     """
+    from dynasched_gym.generation import TIERS, size_presets  # not at import: the agent itself never needs it
+
     check_choice("tier", tier, TIERS)
     check_choice("size", size, tuple(size_presets()))
     check_choice("observability", observability, OBSERVABILITY)

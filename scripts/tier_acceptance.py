@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> None:
     if foreign:
         print(f"{rows_path}: ignoring {foreign} row(s) of other pools (another size or tier, or an older prior, "
               "generator or SSI version)", file=sys.stderr)
-    wanted = [(z, t, s) for z in args.sizes for t in args.tiers for s in range(args.seeds or DEFAULT_SEEDS.get(z, 100))]
+    seeds = {z: range(args.seeds or DEFAULT_SEEDS.get(z, 100)) for z in args.sizes}
+    wanted = [(z, t, s) for z in args.sizes for t in args.tiers for s in seeds[z]]
     pending = [(inputs[z, t], s) for z, t, s in wanted if (z, t, s) not in rows]
     print(f"{len(wanted)} pool members: {len(wanted) - len(pending)} reused from {rows_path}, {len(pending)} to "
           "count", file=sys.stderr)
@@ -181,8 +182,7 @@ def main(argv: list[str] | None = None) -> None:
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             bar.update()
-    summary = {z: {t: summarise([rows[z, t, s] for zz, tt, s in wanted if (zz, tt) == (z, t)]) for t in args.tiers}
-               for z in args.sizes}
+    summary = {z: {t: summarise([rows[z, t, s] for s in seeds[z]]) for t in args.tiers} for z in args.sizes}
     text = table(summary)
     print("\n" + text)
     write_text_atomic(args.out / "table.md", text)
