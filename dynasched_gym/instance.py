@@ -371,32 +371,41 @@ def writable_file(path: Path) -> Path:
     """``path`` as a file to write, or its target if it is a symbolic link (written through, as :func:`open`
     would); before any work, an :class:`OSError` naming the path in the way: a directory there
     (IsADirectoryError), a file that is no regular one (EINVAL: a device such as ``/dev/null``, a FIFO, a
-    socket, which a rename or an append would replace or lose), or a file where a parent folder belongs
-    (NotADirectoryError)."""
+    socket, which a rename or an append would replace or lose), a file where a parent folder belongs
+    (NotADirectoryError), or a file or folder that cannot be written (PermissionError)."""
     if path.is_symlink():
         path = path.resolve()
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory: give a file path", str(path))
     if path.exists() and not path.is_file():
         raise OSError(errno.EINVAL, "Not a regular file (a device, FIFO or socket)", str(path))
-    return _no_file_above(path)
+    return _can_be_made(path)
 
 
-def _no_file_above(path: Path) -> Path:
-    """``path``, or a NotADirectoryError naming the file that stands where one of its parent folders belongs."""
+def _can_be_made(path: Path) -> Path:
+    """``path``, or an OSError naming what stops it being written: a NotADirectoryError for a file that stands
+    where one of its parent folders belongs, a PermissionError for an existing file or nearest existing folder
+    this process cannot write (no permission, a read-only file system): found now, not after the work."""
     blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
     if blocking is not None:
         raise NotADirectoryError(errno.ENOTDIR, f"Not a directory, so {path} cannot be made", str(blocking))
+    if path.is_file() and not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, "Cannot be written (permission or a read-only file system)", str(path))
+    folder = next(folder for folder in (path, *path.parents) if folder.is_dir())
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, f"Cannot be written (permission or a read-only file system), so {path} "
+                              "cannot be made", str(folder))
     return path
 
 
 def writable_folder(path: Path) -> Path:
     """``path`` as a folder to write files into, made by whoever writes the first file; before any work, an
-    :class:`OSError` naming the path in the way: a file there (FileExistsError) or a file where a parent folder
-    belongs (NotADirectoryError). Nothing is made, so a run refused later leaves no empty folder behind."""
+    :class:`OSError` naming the path in the way: a file there (FileExistsError), a file where a parent folder
+    belongs (NotADirectoryError), or a folder that cannot be written (PermissionError). Nothing is made, so a run
+    refused later leaves no empty folder behind."""
     if path.exists() and not path.is_dir():
         raise FileExistsError(errno.EEXIST, "File exists: give a folder path", str(path))
-    return _no_file_above(path)
+    return _can_be_made(path)
 
 
 @contextmanager

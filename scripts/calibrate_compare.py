@@ -37,7 +37,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.cli import doc_summary, output_file_argument
-from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc
+from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc, size_presets
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
@@ -127,7 +127,7 @@ def table(summary: dict[str, dict[str, float]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Run (or resume) the comparison and print the table."""
     parser = argparse.ArgumentParser(description=doc_summary(__doc__))
-    parser.add_argument("--size", default="medium")
+    parser.add_argument("--size", default="medium", choices=size_presets())
     parser.add_argument("--vectors", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=600)

@@ -53,7 +53,8 @@ def output_folder(key: str, value: Any) -> Path:
     try:
         return writable_folder(folder)
     except OSError as exc:
-        raise SettingError(f"{key} must be a folder path, got {folder} ({exc.filename}: {exc.strerror})") from None
+        raise SettingError(f"{key} must be a {_writable(exc)}folder path, got {folder} ({exc.filename}: "
+                           f"{exc.strerror})") from None
 
 
 def output_file(key: str, value: Any) -> Path:
@@ -66,7 +67,13 @@ def output_file(key: str, value: Any) -> Path:
     try:
         return writable_file(file)
     except OSError as exc:
-        raise SettingError(f"{key} must be a regular file path, got {file} ({exc.filename}: {exc.strerror})") from None
+        raise SettingError(f"{key} must be a {_writable(exc)}regular file path, got {file} ({exc.filename}: "
+                           f"{exc.strerror})") from None
+
+
+def _writable(exc: OSError) -> str:
+    """The word that says what a path refused for ``exc`` lacked, where it is no folder-or-file confusion."""
+    return "writable " if isinstance(exc, PermissionError) else ""
 
 
 def _setting_path(key: str, value: Any, kind: str) -> Path:

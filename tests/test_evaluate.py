@@ -1093,8 +1093,10 @@ OUT_IN_THE_WAY = [
 
 
 @pytest.mark.parametrize(("script", "args", "message"), [
-    ("fjsp_table", ["--top-k", "0"], "--top-k must be >= 1, got 0"),
+    ("fjsp_table", ["--top-k", "0"], "--top-k: top_k must be an integer >= 1, got 0"),
+    ("fjsp_table", ["--top-k", str(10**20)], "--top-k: top_k must be at most 2147483647"),  # after the rules
     ("calibrate_compare", ["--vectors", "0"], "--vectors must be >= 1, got 0"),
+    ("calibrate_compare", ["--size", "huge"], "argument --size: invalid choice: 'huge'"),  # was a traceback
     *[(script, args, message) for script in ("fjsp_table", "calibrate_compare") for args, message in OUT_IN_THE_WAY],
 ])
 def test_table_scripts_refuse_bad_options_before_playing(tmp_path: Path, script: str, args: list[str], message: str,
@@ -1117,6 +1119,31 @@ def test_the_command_lines_out_is_checked_before_the_work(capsys: pytest.Capture
     assert caught.value.code == 2 and "/dev/null: Not a regular file" in capsys.readouterr().err
     with pytest.raises(SettingError, match=r"^out must be a regular file path, got /dev/null"):
         bench.settings(config("bench", "out=/dev/null"))
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A read-only folder (a permission, a read-only mount) was found after the work: the whole leaderboard ran,
+    then a traceback. os.access stands in for the mount, which tests running as root cannot make."""
+    from dynasched_gym.cli import main as cli
+    from dynasched_gym.instance import writable_file, writable_folder
+    from scripts.overrides import output_folder
+
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != read_only)
+    with pytest.raises(PermissionError, match="Cannot be written") as caught:
+        writable_folder(read_only / "board" / "deep")
+    assert caught.value.filename == str(read_only)
+    (read_only / "store.jsonl").write_text("")
+    with pytest.raises(PermissionError):
+        writable_file(read_only / "store.jsonl")
+    assert writable_folder(tmp_path / "rw") == tmp_path / "rw"
+    with pytest.raises(SettingError, match=r"^out must be a writable folder path, got .*ro/board"):
+        output_folder("out", str(read_only / "board"))
+    with pytest.raises(SystemExit) as exited:
+        cli(["rollout", "mk01", "--out", str(read_only / "s.json")])
+    assert exited.value.code == 2 and "Cannot be written" in capsys.readouterr().err
 
 
 
