@@ -294,13 +294,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input, a file that cannot be written or a missing optional
-    package, 1 on an invalid schedule)."""
+    package, 1 on an invalid schedule, 130 on Ctrl-C: files are written whole or not at all)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (InstanceFormatError, OSError, MissingExtraError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a traceback of wherever the work was says nothing to a user who pressed Ctrl-C
+        print("\ninterrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ from dynasched_gym.results import (
 )
 from dynasched_gym.schedule import Schedule
 from scripts.interrupts import interrupted_exit, stop_workers
-from scripts.overrides import check_added_keys, output_file, setting_errors_exit, settings_checked
+from scripts.overrides import SettingError, check_added_keys, output_file, setting_errors_exit, settings_checked
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
 #: (``shipped:full``: the one trained on full observations, where shipped).
@@ -248,7 +248,8 @@ def _digest(inst: dynasched_gym.Instance) -> str:
 def check_reused(rows: Sequence[Mapping[str, Any]], validate: bool, store: Path) -> None:
     """Refuse to reuse stored rows that do not hold for this run: played on another instance than the pool now
     gives for their (tier, size, seed) (the generator changed), or stored unvalidated when this run validates.
-    An append-only store cannot replace them; the error says which and what to do."""
+    An append-only store cannot replace them; the :class:`~scripts.overrides.SettingError` (a usage error: one
+    line, status 2) says which and what to do."""
     from dynasched_gym.generation import tier_pool
 
     pools: dict[tuple[str, str], Any] = {}
@@ -267,8 +268,8 @@ def check_reused(rows: Sequence[Mapping[str, Any]], validate: bool, store: Path)
         if validate and row.get("validated") is False:
             stale.append(f"{row['agent']} on {'/'.join(map(str, where))} was stored with validate=false")
     if stale:
-        raise ValueError(f"{store}: {len(stale)} stored row(s) this run would reuse do not hold for it; first: "
-                         f"{stale[0]}. Use another store (store=...), or remove those rows from this one")
+        raise SettingError(f"{store}: {len(stale)} stored row(s) this run would reuse do not hold for it; first: "
+                           f"{stale[0]}. Use another store (store=...), or remove those rows from this one")
 
 
 # ------------------------------------------------------------------------------------------- plan

@@ -1121,6 +1121,17 @@ def test_the_command_lines_out_is_checked_before_the_work(capsys: pytest.Capture
         bench.settings(config("bench", "out=/dev/null"))
 
 
+def test_the_command_line_stops_on_ctrl_c_without_a_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """dynasched-gym compare printed a KeyboardInterrupt traceback of wherever the rollouts were."""
+    from dynasched_gym import cli as command_line
+
+    def interrupted(name: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command_line, "resolve_instance", interrupted)
+    assert command_line.main(["compare", "mk01"]) == 130
+    assert capsys.readouterr().err.strip().endswith("interrupted")
 def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A read-only folder (a permission, a read-only mount) was found after the work: the whole leaderboard ran,
@@ -1152,13 +1163,13 @@ def test_stored_rows_that_do_not_hold_for_this_run_are_refused_not_reused(cache:
     base = ("tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", "workers=1", "progress=false",
             f"store={store}")
     assert evaluate.run(config("evaluate", *base, "validate=false")).ran == 1
-    with pytest.raises(ValueError, match="was stored with validate=false"):  # it was reused as if validated
+    with pytest.raises(SettingError, match="was stored with validate=false"):  # reused as if validated; a usage error
         evaluate.run(config("evaluate", *base))
     row = json.loads(store.read_text())
     store.write_text(json.dumps({**row, "validated": True, "instance_sha256": "0" * 64}) + "\n")
-    with pytest.raises(ValueError, match="played another instance than the pool gives now"):  # a generator change
+    with pytest.raises(SettingError, match="played another instance than the pool gives now"):  # a generator change
         evaluate.run(config("evaluate", *base))
-    with pytest.raises(ValueError, match="played another instance"):  # the board reads stored rows the same way
+    with pytest.raises(SettingError, match="played another instance"):  # the board reads stored rows the same way
         leaderboard.run(config("leaderboard", *base, "run_missing=false", f"out={tmp_path / 'board'}"))
     store.write_text(json.dumps({**row, "validated": True}) + "\n")
     assert evaluate.run(config("evaluate", *base)).reused == 1
