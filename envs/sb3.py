@@ -187,6 +187,10 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     if critic_hindsight and (flatten or not forecast_features):
         raise ValueError(f"critic_hindsight needs forecast_features (got {list(forecast_features)}) and Dict "
                          f"observations (got flatten={flatten}): a flat policy could not keep it from its actor")
+    if kwargs.get("copy", True) is not True and not flatten:
+        raise ValueError(f"copy={kwargs['copy']!r} hands SB3 the env's observation buffers, which each step "
+                         "overwrites: SB3 keeps an observation across the next step, so its rollout buffer would "
+                         "store the wrong ones; leave copy=True (or flatten=True, which builds new arrays)")
     venv = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
                         autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
     if forecast_features:

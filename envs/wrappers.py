@@ -44,7 +44,13 @@ def flat_keys(keep_mask: bool, present: Any = ()) -> tuple[str, ...]:
 
 
 def flat_space(space: spaces.Dict, keep_mask: bool) -> spaces.Box:
-    """The ``Box`` of flat observations of the ``Dict`` observation space ``space``."""
+    """The ``Box`` of flat observations of the ``Dict`` observation space ``space``; a ValueError for one with the
+    clairvoyant ``hindsight_forecasts``, which a flat vector would either drop (their rollouts paid for nothing) or
+    hand to the actor."""
+    if HINDSIGHT_KEY in space.spaces:
+        raise ValueError(f"the observations hold {HINDSIGHT_KEY!r} (ForecastFeatures(hindsight=True)), a critic's "
+                         "training input only: a flat vector would drop them or show the actor the future; keep "
+                         "the Dict observations (SlotPolicy with critic_hindsight)")
     lows, highs = [], []
     for key in flat_keys(keep_mask, space.spaces):
         sub = space[key]

@@ -112,6 +112,9 @@ def test_hindsight_forecasts_refuse_sampled_futures_and_flat_observations():
         make_sb3_vec_env(num_envs=2, instance="mk01", forecast_features=RULES, flatten=True, critic_hindsight=True)
     with pytest.raises(ValueError, match=r"critic_hindsight needs forecast_features \(got \[\]\)"):
         make_sb3_vec_env(num_envs=2, instance="mk01", critic_hindsight=True)
+    hindsight = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01"), RULES, hindsight=True)
+    with pytest.raises(ValueError, match="a flat vector would drop them or show the actor the future"):
+        FlattenDictObservation(hindsight)  # it dropped them, each step's rollouts paid for nothing
 
 
 @pytest.mark.parametrize("mode", ["SameStep", "NextStep"])
