@@ -192,7 +192,9 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
     task = list(hydra_config.overrides.task)
     if not any(o.startswith("+") for o in task):
         return
-    base = compose(config_name=hydra_config.job.config_name, overrides=base_overrides(task))
+    # the run's config search path (hydra.searchpath=...), without which a config group it adds cannot be found
+    search_path = [o for o in hydra_config.overrides.hydra if o.lstrip("+").startswith("hydra.searchpath")]
+    base = compose(config_name=hydra_config.job.config_name, overrides=[*search_path, *base_overrides(task)])
     base_tree = OmegaConf.to_container(base, resolve=False)
     added = added_keys(OmegaConf.to_container(cfg, resolve=False), base_tree, free)
     if not added:

@@ -42,6 +42,16 @@ def test_each_script_refuses_an_added_key_it_would_not_read(script: str, overrid
         _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
 
 
+def test_an_added_key_is_checked_against_config_groups_of_the_runs_search_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/leaderboard.md's own agent (hydra.searchpath) with a + override failed in Hydra: "Could not load
+    'agent/last_slot'", a traceback and an empty run folder, since the check composed without the search path."""
+    (tmp_path / "my_conf" / "agent").mkdir(parents=True)
+    (tmp_path / "my_conf" / "agent" / "last_slot.yaml").write_text(
+        "last_slot:\n  _target_: dynasched_gym.agents.random.RandomAgent\n  kwargs: {}\n")
+    err = _usage_error("evaluate", [f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]", "agent=[last_slot]",
+                                    "+agent.last_slot.labl=mine"], tmp_path, monkeypatch, capsys)
+    assert "error: agent.last_slot: no such key(s) labl; an agent entry has" in err, err
 def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                  capsys: pytest.CaptureFixture[str]) -> str:
     """Run ``script`` with ``overrides``, check it exits with status 2 leaving no run folder; its stderr."""
