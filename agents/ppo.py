@@ -198,6 +198,18 @@ class PPOAgent(Agent):
         return (tuple(getattr(policy, "forecast_rules", ())), getattr(policy, "forecast_futures", 0),
                 getattr(policy, "future_pool", None))
 
+    def check_pool(self, tier: str, size: str, **env_kwargs: Any) -> None:
+        """A ValueError now if the policy cannot play the instances of ``tier_pool(tier, size)`` in an env of its
+        :meth:`env_settings` and ``env_kwargs``: their machines shape its observations (a policy of another size
+        failed every episode)."""
+        env = gym.make("DynaSched/DFJSP-v0", tier=tier, size=size, **{**self.env_settings(), **env_kwargs})
+        try:
+            with warnings.catch_warnings():  # only the spaces are checked here
+                warnings.simplefilter("ignore")
+                self.reset(env)
+        finally:
+            env.close()
+
     def env_settings(self) -> dict[str, Any]:
         """The env arguments the policy's observations need: ``max_candidates`` and ``observability``, and the
         feature units it was trained in, ``time_scale`` and ``ops_scale``, where known (:attr:`feature_scales`)."""

@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--agent ppo needs --checkpoint")
         try:
             agent = make("ppo", checkpoint=args.checkpoint)
+            agent.check_pool(args.tier, args.size)  # another size's policy failed after the pool and the rules
         except (FileNotFoundError, ValueError) as exc:  # a missing or unloadable checkpoint: a usage error
             parser.error(f"--checkpoint {args.checkpoint}: {exc}")
     else:

@@ -116,8 +116,18 @@ class AgentPlayer:
         """Make the env of these settings once (on mk01), so that a bad setting fails before any episode."""
         import gymnasium as gym
 
-        kwargs = {**self.env, **({"max_candidates": 1} if self.env.get("max_candidates") == ALL else {})}
-        gym.make("DynaSched/DFJSP-v0", instance="mk01", **kwargs).close()
+        gym.make("DynaSched/DFJSP-v0", instance="mk01", **self._checked_env()).close()
+
+    def check_pool(self, tier: str, size: str) -> None:
+        """A trained policy meets the env of the pool's instances, whose machines shape its observations, before
+        any episode (a policy of another size failed every episode, each a final error row)."""
+        check = getattr(self.agent, "check_pool", None)
+        if check is not None:
+            check(tier, size, **self._checked_env())
+
+    def _checked_env(self) -> dict[str, Any]:
+        """The env settings, ``max_candidates="all"`` (each instance's pair count) as 1 for a check."""
+        return {**self.env, **({"max_candidates": 1} if self.env.get("max_candidates") == ALL else {})}
 
     def config(self) -> dict[str, Any]:
         config = dict(self.agent.config())
@@ -390,7 +400,7 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
             **({"target": spec["target"]} if spec.get("target") else {})}
 
 
-def _checked_player(spec: Mapping[str, Any], resolved: str) -> Player:
+def _checked_player(spec: Mapping[str, Any], resolved: str, tier: str, size: str) -> Player:
     """The player of ``resolved`` (of ``spec``, :func:`agent_specs`); a bad agent name, argument or env setting is a
     ValueError naming its config key."""
     try:
@@ -403,6 +413,11 @@ def _checked_player(spec: Mapping[str, Any], resolved: str) -> Player:
             player.check_env()
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{spec['env_key']}={spec['env']}: {exc}") from None
+        try:
+            player.check_pool(tier, size)
+        except ValueError as exc:
+            raise ValueError(f"{spec['key']}={getattr(player.agent, 'checkpoint', '')} on {tier}/{size}: {exc}"
+                             ) from None
     return player
 
 
@@ -424,7 +439,7 @@ def plan(cfg: DictConfig) -> Plan:
             for spec in agent_specs(cfg):
                 try:
                     resolved = canonical_json(_resolve(spec, tier, size))
-                    player = _checked_player(spec, resolved)
+                    player = _checked_player(spec, resolved, tier, size)
                 except (ImportError, FileNotFoundError) as exc:
                     if isinstance(exc, ImportError) and not _optional_missing(exc):
                         raise  # a broken module of this package is an error, not a missing extra

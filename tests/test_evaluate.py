@@ -1085,6 +1085,22 @@ def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(
     assert not (tmp_path / ".bench").exists()  # the default --out is made only once every option is accepted
 
 
+def test_a_policy_of_another_size_is_refused_before_any_episode(
+        cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The small policy on large instances: evaluate stored a final error row per seed, compare_agents failed with a
+    traceback after the pool and every rule."""
+    from dynasched_gym.agents.ppo import shipped_checkpoint
+    from scripts import compare_agents
+
+    checkpoint = shipped_checkpoint("medium")
+    with pytest.raises(SettingError, match=r"^ppo=.*ppo-medium-small.zip on medium/large: the env's observation "
+                                           r"space .* is not the policy's"):
+        evaluate.plan(config("evaluate", "agent=[random]", f"ppo={checkpoint}", "tiers=[medium]", "sizes=[large]"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as caught:
+        compare_agents.main(["--agent", "ppo", "--checkpoint", str(checkpoint), "--tier", "medium", "--size", "large"])
+    assert caught.value.code == 2 and "is not the policy's" in capsys.readouterr().err
+    assert not (tmp_path / ".bench").exists()
 OUT_IN_THE_WAY = [
     (["--out", "{file}/x.json"], "file: Not a directory"),  # found before the table is computed, not after
     (["--out", "{folder}"], "Is a directory"),
