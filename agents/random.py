@@ -23,8 +23,10 @@ class RandomAgent(Agent):
         super().reset(env)
         self._rng = np.random.default_rng(self.seed)
 
-    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> int:
-        valid = np.flatnonzero(observation["action_mask"])
+    def act(self, observation: dict[str, np.ndarray] | np.ndarray, info: dict[str, Any]) -> int:
+        # a flattened observation (FlattenDictObservation) holds no mask by key: the env's is the same
+        mask = observation["action_mask"] if isinstance(observation, dict) else self.env.action_masks()
+        valid = np.flatnonzero(mask)
         # no valid action: an episode whose jobs all went before any decision ends at its first step, whatever it is
         return int(self._rng.choice(valid)) if valid.size else 0
 

@@ -407,6 +407,13 @@ def test_random_agent_plays_an_episode_with_no_decision():
     assert schedule.finished and schedule.metrics["num_cancelled_jobs"] == 1
 
 
+def test_random_agent_plays_flattened_observations_as_the_dict_ones():
+    """It indexed the flat vector with "action_mask" (an IndexError); the rule agents already played it."""
+    from dynasched_gym.envs.wrappers import FlattenDictObservation
+
+    flat = run_episode(make("random"), FlattenDictObservation(gym.make("DynaSched/DFJSP-v0", instance="mk01")), seed=3)
+    plain = run_episode(make("random"), gym.make("DynaSched/DFJSP-v0", instance="mk01"), seed=3)
+    assert validate_schedule(flat).ok and flat.metrics == plain.metrics
 def test_ppo_play_uses_and_checks_the_trained_objective(monkeypatch):
     """``play`` defaulted to weighted tardiness whatever the policy was trained for, without the warning ``reset``
     gives."""
