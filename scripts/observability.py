@@ -83,6 +83,9 @@ def _checkpoint(value: Any, tier: str, key: str) -> str | None:
     ``scripts.evaluate``, skipped with a note where none ships), a path (made absolute; a ValueError naming the key
     when the file does not exist), or a {tier: path} mapping (None: none)."""
     if isinstance(value, Mapping):
+        unknown = sorted(map(str, set(value) - set(TIERS)))
+        if unknown:  # a misspelt tier read as "no checkpoint for this tier"
+            raise ValueError(f"{key}.{unknown[0]}: no such tier; a {{tier: path}} map takes {', '.join(TIERS)}")
         value, key = value.get(tier), f"{key}.{tier}"
     if value in (None, ""):
         return None
@@ -112,6 +115,9 @@ def entrants(cfg: DictConfig, tier: str) -> tuple[dict[str, dict[str, Any]], lis
     for rule in cfg.baselines:
         groups[rule] = {"names": [rule], "kwargs": {}, "env": env, "where": "baselines", "env_key": "env"}
     notes = []
+    unknown = sorted(map(str, set(cfg.ppo) - set(PPO_LEVELS.values())))
+    if unknown:  # a misspelt level ran without that policy, reported as "no checkpoint given"
+        raise ValueError(f"ppo.{unknown[0]}: no such setting; ppo has {', '.join(PPO_LEVELS.values())}")
     for label, level in PPO_LEVELS.items():
         checkpoint = _checkpoint(cfg.ppo.get(level), tier, f"ppo.{level}")
         if checkpoint is None:

@@ -84,6 +84,9 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("observability", ["levels=[L9]", "agent.model=m"], "levels[0] must be one of"),
     ("observability", ["levels=L9", "agent.model=m"], "levels must be one of"),
     ("observability", ["tiers=[easy,hardd]", "agent.model=m"], "tiers[1] must be one of"),  # said tiers[0]
+    # each ran without that policy, reported as "no checkpoint given"
+    ("observability", ["levels=[]", "variants=[]", "+ppo.ful=x.zip"], "ppo.ful: no such setting; ppo has concise, "),
+    ("observability", ["levels=[]", "variants=[]", "ppo.concise={hardd: x.zip}"], "ppo.concise.hardd: no such tier"),
     ("train", ["train.gamma=1.5"], "train.gamma must be"),
 ])
 def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrides: list[str], message: str,
