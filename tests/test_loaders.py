@@ -446,6 +446,37 @@ def test_fjs_times_float_would_misread_are_refused(tmp_path: Path, token: str) -
     assert_located(exc, path, token, line=2, field="jobs[0].ops[0].time")
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "line", "field", "value"),
+    [
+        # splitlines() broke the line at \f: the 3 below was reported on "line 4" of a 3-line file
+        ("ff.fjs", "2 2 1\n1 1 1 5\f\n1 1 3 5\n", 2, "jobs[0].ops[0].time", "5\f"),
+        ("fs.fjs", "1 2 1\n1 1 1\x1c5\n", 2, "jobs[0].ops[0].machine", "1\x1c5"),
+        ("ls.fjs", "1 2 1\n1\u2028\n1 1 5\n", 2, "jobs[0].n_ops", "1\u2028"),
+        ("vt.txt", "1 2\n0 3\v1 4\n", 2, "jobs[0].ops[0].time", "3\v1"),
+        ("nel.txt", "2 2\n0 1 1 2\x85\n0 3 0 4\n", 2, "jobs[0].ops[1].time", "2\x85"),
+    ],
+)
+def test_only_spaces_and_tabs_separate_tokens_and_only_line_breaks_end_lines(
+        tmp_path: Path, name: str, text: str, line: int, field: str, value: str) -> None:
+    """Another control character is a bad token on its own line, not a separator or a line break."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert_located(exc, path, value, line=line, field=field)
+
+
+def test_crlf_and_tabs_still_separate(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.fjs"
+    path.write_bytes(b"2 2 1\r\n1\t1 1 5\r\n\r\n1 1 3 5\r\n")
+    with pytest.raises(InstanceFormatError) as exc:
+        load_instance(path)
+    assert_located(exc, path, 3, line=4, field="jobs[1].ops[0].machine")
+    path.write_bytes(b"2 2 1\r\n1\t1 1 5\r\n\r\n1 1 2 5\r\n")
+    assert load_instance(path).num_ops == 2
+
+
 def test_json_integers_float64_would_round_are_refused(tmp_path: Path, reference_dir: Path) -> None:
     inst = Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])])
     data = inst.to_dict()
@@ -490,6 +521,19 @@ def test_bad_jssp(tmp_path: Path, text: str, line: int, field: str, value: objec
     assert_located(exc, path, value, line=line, field=field)
 
 
+def test_jssp_duplicate_machine_check_is_linear(tmp_path: Path) -> None:
+    """Scanning the job's earlier operations made 1 job on 20000 machines take seconds."""
+    n = 20_000
+    path = tmp_path / "wide.txt"
+    path.write_text(f"1 {n}\n" + " ".join(f"{m} 1" for m in range(n)) + "\n")
+    inst = load_instance(path)
+    assert (inst.num_jobs, inst.num_machines, inst.num_ops) == (1, n, n)
+    path.write_text(f"1 {n}\n" + " ".join(f"{m} 1" for m in range(n - 1)) + f" {n - 2} 1\n")
+    with pytest.raises(InstanceFormatError, match=f"machine {n - 2} is visited twice by job 1") as exc:
+        load_instance(path)
+    assert_located(exc, path, n - 2, line=2, field=f"jobs[0].ops[{n - 1}].machine")
+
+
 def _edit_events(d: Path, line: int, new: str | None = None, swap: int | None = None) -> Path:
     path = d / "events.jsonl"
     lines = path.read_text().splitlines()
@@ -499,6 +543,17 @@ def _edit_events(d: Path, line: int, new: str | None = None, swap: int | None = 
         lines[line - 1] = new  # type: ignore[call-overload]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def test_dsbx_event_with_a_raw_line_separator_in_a_string_loads(reference_dir: Path, tmp_path: Path) -> None:
+    """JSON Lines ends a line only at \\n; splitlines() also broke it at a raw U+2028 inside a job_id."""
+    d = copy_reference(reference_dir, tmp_path)
+    events = d / "events.jsonl"
+    text = events.read_text(encoding="utf-8")
+    assert text.count('"Job-1-B1"') == 2  # its ARRIVAL and DUE_DATE_SET
+    events.write_text(text.replace('"Job-1-B1"', '"Job-1\u2028B1"'), encoding="utf-8")
+    inst = load_instance(d)
+    assert "Job-1\u2028B1" in inst.job_names and "Job-1-B1" not in inst.job_names
 
 
 def test_dsbx_unknown_job(reference_dir: Path, tmp_path: Path) -> None:

@@ -273,7 +273,9 @@ def _read_lines(path: Path) -> list[tuple[int, dict[str, Any], float, str]]:
     text = read_text(path)
     records = []
     prev: float | None = None
-    for no, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines breaks only at "\n": splitlines() would also break inside a string holding a raw U+2028
+    for no, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         where = Where(source, no)

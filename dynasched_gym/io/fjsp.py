@@ -2,9 +2,10 @@
 
 Layout: line 1 is ``n_jobs n_machines avg_machines_per_op`` (the third field is ignored); then, per
 job, ``n_ops`` followed by, per operation, ``k`` and ``k`` pairs ``machine time``. Tokens are read
-as one whitespace-separated stream, so a job may span lines; anything after the last job is an
-error. Machine ids are 1-based in the file and 0-based in the :class:`Instance`; the header's
-``n_machines`` is kept even when fewer machines are used (``mk06`` declares 15 and uses 10).
+as one stream separated by spaces and tabs (lines end at ``\n``, ``\r\n`` or ``\r``), so a job may
+span lines; anything after the last job is an error. Machine ids are 1-based in the file and 0-based
+in the :class:`Instance`; the header's ``n_machines`` is kept even when fewer machines are used
+(``mk06`` declares 15 and uses 10).
 
 Naming: machines ``M1..Mn`` (the file ids), group ``"default"``, speed 1; jobs ``J1..``; release 0,
 no due date, weight 1, no events; the instance is named after the file stem. Error fields use the
@@ -29,6 +30,11 @@ _INT = re.compile(r"[+-]?[0-9]{1,18}\Z")  # ASCII digits; 18 fit an int64 (and i
 _NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 _DIGITS = re.compile(r"\+?[0-9]+\Z")
 _EOF = "<end of file>"
+# str.splitlines() also breaks at \v \f \x1c-\x1e \x85 \u2028 \u2029, which would shift every later line number
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# The benchmarks README: tokens are separated by spaces and tabs. Any other whitespace stays in its token, so a
+# stray control character is reported as a bad token on its line instead of silently acting as a separator.
+_SEPARATOR = re.compile(r"[ \t]+")
 
 
 def is_int(token: str) -> bool:
@@ -43,14 +49,20 @@ def _is_number(token: str) -> bool:
 
 def first_line_tokens(head: str) -> list[str]:
     """Tokens of the first non-blank line of ``head``."""
-    for line in head.splitlines():
+    for line in _LINE_BREAK.split(head):
         if line.strip():
-            return line.split()
+            return line.split()  # lenient: a stray character here is reported by TokenReader, with its line
     return []
 
 
+def _tokens(line: str) -> list[str]:
+    """The space- or tab-separated tokens of ``line``."""
+    line = line.strip(" \t")
+    return _SEPARATOR.split(line) if line else []
+
+
 class TokenReader:
-    """Whitespace-separated tokens of a text file, each with its 1-based line number.
+    """Space- and tab-separated tokens of a text file, each with its 1-based line number.
 
     The first non-blank line is the header (:attr:`header`); :meth:`integer` and :meth:`number`
     consume the rest in order and raise :class:`InstanceFormatError` naming the file, the line, the
@@ -64,8 +76,8 @@ class TokenReader:
         self.header_line = 1
         self._tokens: list[tuple[str, int]] = []
         self._last_line = 1
-        for no, line in enumerate(text.splitlines(), start=1):
-            parts = line.split()
+        for no, line in enumerate(_LINE_BREAK.split(text), start=1):
+            parts = _tokens(line)
             if not parts:
                 continue
             self._last_line = no

@@ -30,12 +30,14 @@ def load(path: Path) -> Instance:
     jobs = []
     for j in range(n_jobs):
         ops: list[dict[int, float]] = []
+        seen: set[int] = set()  # not a scan of ops: that is quadratic in n_machines
         for k in range(n_machines):
             where = f"jobs[{j}].ops[{k}]"
             m = reader.integer(f"{where}.machine", 0, n_machines - 1, what="a machine id")
-            if any(m in op for op in ops):  # the format: every job visits each machine exactly once
+            if m in seen:  # the format: every job visits each machine exactly once
                 raise reader.error(f"machine {m} is visited twice by job {j + 1} (each job visits every machine "
                                    "once in this format)", f"{where}.machine", m)
+            seen.add(m)
             ops.append({m: reader.time(f"{where}.time")})
         jobs.append(Job(name=f"J{j + 1}", ops=ops))
     reader.expect_end()
