@@ -190,7 +190,8 @@ def test_best_of_n_tie_goes_to_the_better_rollout(server: ChatServer) -> None:
 def test_best_of_n_respects_the_concurrency_limit(server: ChatServer) -> None:
     for limit in (1, 4):
         server.max_in_flight = 0
-        agent = agent_for(server, refinement="best-of-n", samples=4, max_concurrency=limit)
+        # a loaded machine (the suite on 2 cores) can take a 0.15 s answer past the default test timeout of 0.5 s
+        agent = agent_for(server, refinement="best-of-n", samples=4, max_concurrency=limit, timeout=5.0)
         _env, obs, info, slots = first_decision(agent)
         server.push(*[{"sleep": 0.15, **answer(slots[0])}] * 4)
         assert agent.act(obs, info) == slots[0]

@@ -552,7 +552,11 @@ def test_dsbx_event_with_a_raw_line_separator_in_a_string_loads(reference_dir: P
     text = events.read_text(encoding="utf-8")
     assert text.count('"Job-1-B1"') == 2  # its ARRIVAL and DUE_DATE_SET
     events.write_text(text.replace('"Job-1-B1"', '"Job-1\u2028B1"'), encoding="utf-8")
-    inst = load_instance(d)
+    static = d / "static_jobs.json"
+    static.write_text(static.read_text(encoding="utf-8").replace('"Job-1-B1"', '"Job-1\u2028B1"'), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same job in both files: nothing left out
+        inst = load_instance(d)
     assert "Job-1\u2028B1" in inst.job_names and "Job-1-B1" not in inst.job_names
 
 
@@ -581,6 +585,31 @@ def test_dsbx_fields_not_read_are_named_in_a_warning(reference_dir: Path, tmp_pa
         assert load_instance(jms).events == ()  # the misspelt block's events are not there
 
 
+def test_dsbx_static_jobs_and_emergency_jobs_name_fields_not_read(reference_dir: Path, tmp_path: Path) -> None:
+    """A misspelt static due_date or emergency ops_per_job fell back to its default unseen, and a static job
+    without an ARRIVAL line (a truncated events.jsonl) was left out without a word."""
+    d = copy_reference(reference_dir, tmp_path)
+    static = json.loads((d / "static_jobs.json").read_text())
+    first, *_, last = static["jobs"]
+    static["jobs"][first]["due_dat"] = 7.0
+    static["jobs"]["Job-absent"] = static["jobs"][last]
+    (d / "static_jobs.json").write_text(json.dumps(static))
+    with pytest.warns(UnreadFieldWarning) as caught:
+        inst = load_instance(d)
+    messages = [str(w.message) for w in caught]
+    assert any(f"field jobs.{first}.due_dat is not read" in m for m in messages), messages
+    assert any("1 job(s) have no ARRIVAL line in events.jsonl and are not in the instance" in m and "Job-absent" in m
+               for m in messages), messages
+    assert "Job-absent" not in inst.job_names
+    jms = tmp_path / "emergency.jsonl"
+    jms.write_text(json.dumps({
+        "static_info": {"num_jobs": 1, "num_machines": 2, "ops_per_job": [1], "candidates": {"(1,1)": [0]},
+                        "proc_time": {"(1,1)": {"0": 3}}},
+        "emergency_static": {"2": {"candidates": {"(2,1)": [1], "(2,2)": [0]},
+                                   "proc_time": {"(2,1)": {"1": 4}, "(2,2)": {"0": 2}}, "ops_per_jobs": 1}},
+        "dynamic_events": {"job_emergency": [[2, 5.0]]}}) + "\n")
+    with pytest.warns(UnreadFieldWarning, match="field emergency_static.2.ops_per_jobs is not read"):
+        load_instance(jms)
 def test_dsbx_unsorted(reference_dir: Path, tmp_path: Path) -> None:
     d = copy_reference(reference_dir, tmp_path)
     path = _edit_events(d, 11, swap=12)  # 10.6238 DUE_DATE_SET <-> 10.6883 ARRIVAL

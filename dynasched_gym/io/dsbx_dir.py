@@ -13,7 +13,8 @@ Mapping (a contract: the writer inverts it):
 - Machines: ``{"id", "group", "speed"}`` in file order; ``id`` becomes the machine name. A route step
   "group g, nominal p" is an operation eligible on every machine m of g, with time p / speed(m).
 - Jobs: one per ``ARRIVAL`` line, in file order; name = ``job_id``, release = the ARRIVAL time,
-  operations from its ``routing`` + ``process_times`` (else from ``static_jobs.json``), weight 1.
+  operations from its ``routing`` + ``process_times`` (else from ``static_jobs.json``), weight 1. A
+  ``static_jobs.json`` job without an ARRIVAL line is not in the instance, with an UnreadFieldWarning.
 - Due date: a ``DUE_DATE_SET`` at or before the job's arrival time sets the static due (the last such
   line wins); a later one becomes a ``DUE_DATE_CHANGE`` event; without any, ``static_jobs.json``'s
   ``due_date`` is used when present, else the job has no due date.
@@ -114,6 +115,8 @@ _FILE_FIELDS = {
 }  # (not weight or machine: ours are converted, the file's priority and machine name would be shown ours)
 _COMMON_FIELDS = ("time", "event_type", "timestamp", "meta")
 _MACHINE_FIELDS = ("id", "group", "speed")
+# static_jobs.json entries: read, or written by the reference and not kept
+_STATIC_JOB_FIELDS = ("routing", "process_times", "due_date", "arrival_type", "job_family", "batch_id")
 #: Our event kinds that :func:`save` can write (REWORK has no dsbx counterpart).
 SUPPORTED_EVENT_TYPES = tuple(t for t in STREAM_EVENT_TYPES if t != EventType.REWORK)
 
@@ -309,6 +312,9 @@ def load(path: Path) -> Instance:
         if not isinstance(static, Mapping):
             raise InstanceFormatError("expected an object {job_id: job}", source=str(jobs_path), field="jobs",
                                       value=static)
+        for name, entry in static.items():  # a misspelt due_date left the job without one, unseen
+            if isinstance(entry, Mapping):
+                Where(str(jobs_path)).unread(entry, _STATIC_JOB_FIELDS, f"jobs.{name}")
     records = _read_lines(events_path)
 
     jobs: list[dict[str, Any]] = []
@@ -386,6 +392,11 @@ def load(path: Path) -> Instance:
         event_lines.append(no)
         event_kinds.append(kind)
 
+    absent = [name for name in static if name not in job_index]
+    if absent:  # the module's mapping: one job per ARRIVAL line, so these are not in the instance
+        warnings.warn(f"{jobs_path}: {len(absent)} job(s) have no ARRIVAL line in {EVENTS} and are not in the "
+                      f"instance (a truncated {EVENTS}?): {', '.join(map(str, absent[:5]))}"
+                      f"{', ...' if len(absent) > 5 else ''}", UnreadFieldWarning, stacklevel=2)
     for job in jobs:
         entry = static.get(job["name"])
         if job["due"] is None and isinstance(entry, Mapping) and entry.get("due_date") is not None:

@@ -243,6 +243,8 @@ def _add_emergency_jobs(where: Where, data: Any, events_obj: Mapping[str, Any], 
         ident = int(key)
         if ident not in emergency_release:
             raise where.fail("emergency job without a job_emergency time", field, ident)
+        if isinstance(emergency[key], Mapping):  # a misspelt ops_per_job would take the operations' count unseen
+            where.unread(emergency[key], ("candidates", "proc_time", "ops_per_job"), field)
         count = emergency[key].get("ops_per_job") if isinstance(emergency[key], Mapping) else None
         if count is not None and (not is_integer(count) or count < 1):
             raise where.fail("expected an operation count >= 1", f"{field}.ops_per_job", count)
