@@ -116,16 +116,16 @@ class AgentPlayer:
         """Make the env of these settings once (on mk01), so that a bad setting fails before any episode."""
         import gymnasium as gym
 
-        gym.make("DynaSched/DFJSP-v0", instance="mk01", **self._checked_env()).close()
+        gym.make("DynaSched/DFJSP-v0", instance="mk01", **self._env_for_checks()).close()
 
     def check_pool(self, tier: str, size: str) -> None:
         """A trained policy meets the env of the pool's instances, whose machines shape its observations, before
         any episode (a policy of another size failed every episode, each a final error row)."""
         check = getattr(self.agent, "check_pool", None)
         if check is not None:
-            check(tier, size, **self._checked_env())
+            check(tier, size, **self._env_for_checks())
 
-    def _checked_env(self) -> dict[str, Any]:
+    def _env_for_checks(self) -> dict[str, Any]:
         """The env settings, ``max_candidates="all"`` (each instance's pair count) as 1 for a check."""
         return {**self.env, **({"max_candidates": 1} if self.env.get("max_candidates") == ALL else {})}
 

@@ -414,6 +414,8 @@ def test_random_agent_plays_flattened_observations_as_the_dict_ones():
     flat = run_episode(make("random"), FlattenDictObservation(gym.make("DynaSched/DFJSP-v0", instance="mk01")), seed=3)
     plain = run_episode(make("random"), gym.make("DynaSched/DFJSP-v0", instance="mk01"), seed=3)
     assert validate_schedule(flat).ok and flat.metrics == plain.metrics
+
+
 def test_ppo_play_uses_and_checks_the_trained_objective(monkeypatch):
     """``play`` defaulted to weighted tardiness whatever the policy was trained for, without the warning ``reset``
     gives."""

@@ -494,7 +494,6 @@ def test_sb3_adapter_reports_truncated_episodes():
                          forecast_rule="EDD:EET")
 
 
-
 def test_reset_masks_and_seed_lists_are_checked():
     """reset_mask ["no", "no"] or indices [2, 5] were read as all true, and a seed list's True as seed 1."""
     venv = DFJSPVectorEnv(2, instance="mk01")

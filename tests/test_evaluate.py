@@ -1101,6 +1101,8 @@ def test_a_policy_of_another_size_is_refused_before_any_episode(
         compare_agents.main(["--agent", "ppo", "--checkpoint", str(checkpoint), "--tier", "medium", "--size", "large"])
     assert caught.value.code == 2 and "is not the policy's" in capsys.readouterr().err
     assert not (tmp_path / ".bench").exists()
+
+
 OUT_IN_THE_WAY = [
     (["--out", "{file}/x.json"], "file: Not a directory"),  # found before the table is computed, not after
     (["--out", "{folder}"], "Is a directory"),
@@ -1148,6 +1150,8 @@ def test_the_command_line_stops_on_ctrl_c_without_a_traceback(monkeypatch: pytes
     monkeypatch.setattr(command_line, "resolve_instance", interrupted)
     assert command_line.main(["compare", "mk01"]) == 130
     assert capsys.readouterr().err.strip().endswith("interrupted")
+
+
 def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A read-only folder (a permission, a read-only mount) was found after the work: the whole leaderboard ran,
@@ -1171,7 +1175,6 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(
     with pytest.raises(SystemExit) as exited:
         cli(["rollout", "mk01", "--out", str(read_only / "s.json")])
     assert exited.value.code == 2 and "Cannot be written" in capsys.readouterr().err
-
 
 
 def test_stored_rows_that_do_not_hold_for_this_run_are_refused_not_reused(cache: Path, tmp_path: Path) -> None:

@@ -603,7 +603,6 @@ def test_libm_functions_are_the_c_librarys_elementwise_in_the_broadcast_shape() 
     assert libm.exp(1.0).shape == () and float(libm.exp(1.0)) == math.e
 
 
-
 def test_calibrate_and_ssi_name_a_wrong_scenario_or_instance():
     """calibrate("small") and ssi("mk01") failed with an AttributeError, calibrate(targets=[0.6]) with a dict
     conversion error."""

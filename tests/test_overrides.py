@@ -52,6 +52,8 @@ def test_an_added_key_is_checked_against_config_groups_of_the_runs_search_path(
     err = _usage_error("evaluate", [f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]", "agent=[last_slot]",
                                     "+agent.last_slot.labl=mine"], tmp_path, monkeypatch, capsys)
     assert "error: agent.last_slot: no such key(s) labl; an agent entry has" in err, err
+
+
 def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                  capsys: pytest.CaptureFixture[str]) -> str:
     """Run ``script`` with ``overrides``, check it exits with status 2 leaving no run folder; its stderr."""

@@ -312,9 +312,10 @@ def load(path: Path) -> Instance:
         if not isinstance(static, Mapping):
             raise InstanceFormatError("expected an object {job_id: job}", source=str(jobs_path), field="jobs",
                                       value=static)
+        static_where = Where(str(jobs_path))
         for name, entry in static.items():  # a misspelt due_date left the job without one, unseen
             if isinstance(entry, Mapping):
-                Where(str(jobs_path)).unread(entry, _STATIC_JOB_FIELDS, f"jobs.{name}")
+                static_where.unread(entry, _STATIC_JOB_FIELDS, f"jobs.{name}")
     records = _read_lines(events_path)
 
     jobs: list[dict[str, Any]] = []
