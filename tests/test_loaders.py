@@ -24,6 +24,7 @@ from dynasched_gym import Event, EventType, Instance, InstanceFormatError, Job, 
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.errors import UnreadFieldWarning
 from dynasched_gym.io import detect_format, dsbx_dir, resolve_instance
+from dynasched_gym.io.text import duplicate_key_line
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -924,16 +925,29 @@ def test_missing_path(tmp_path: Path, fmt: str | None) -> None:
 def test_a_key_repeated_in_one_json_object_is_refused(tmp_path: Path, reference_dir: Path) -> None:
     path = _native(tmp_path)
     text = path.read_text()
-    path.write_text(text.replace('"0": 2.0', '"0": 2.0, "0": 9.0', 1))  # json.loads would keep 9.0 silently
+    text = text.replace('"0": 2.0', '"0": 2.0,\n"0": 9.0', 1)  # json.loads would keep 9.0 silently
+    path.write_text(text)
     with pytest.raises(InstanceFormatError, match="appears twice") as exc:
         load_instance(path)
-    assert exc.value.source == str(path) and exc.value.value == "0"
+    assert exc.value.source == str(path) and exc.value.value == "0" and exc.value.field == "0"
+    assert exc.value.line == text[:text.index('"0": 9.0')].count("\n") + 1
     d = copy_reference(reference_dir, tmp_path / "dsbx")
     line = '{"time":5.858,"event_type":"BREAKDOWN","machine_id":"G2-M2","duration":5.75,"duration":1}'
     events = _edit_events(d, 1, line)
     with pytest.raises(InstanceFormatError, match="appears twice") as exc:
         load_instance(d)
     assert_located(exc, events, line, line=1, field="duration")
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ('{"a": 1,\n "b": {"a": 2},\n "a": 3}', 3),  # the inner "a" is another object's
+    ('{"a": 1,\n "b": {"c": 2,\n "c": 3}}', 3),
+    ('[{"x": 1},\n{"x": 1,\n"x": 2}]', 3),
+    ('{"s": "\\"x\\": 1", "x": 1,\n "x": 2}', 2),  # a string value that looks like the key
+    ('{"a": 1}', None),
+])
+def test_the_line_of_a_repeated_json_key(text: str, line: int | None) -> None:
+    assert duplicate_key_line(text) == line
 
 
 def test_an_embedded_name_given_as_a_path_says_how_to_load_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

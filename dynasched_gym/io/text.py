@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+from json.decoder import JSONObject
+from json.scanner import py_make_scanner
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +67,47 @@ def read_json(path: Path) -> Any:
                                   value=excerpt(text, exc.pos)) from None
     except DuplicateKeyError as exc:
         raise InstanceFormatError("a key appears twice in one JSON object (which value is meant?)",
-                                  source=str(path), value=exc.key) from None
+                                  source=str(path), line=duplicate_key_line(text), field=exc.key,
+                                  value=exc.key) from None
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, start: int, end: int, key: str) -> None:
+        self.start, self.end, self.key = start, end, key
+
+
+def duplicate_key_line(text: str) -> int | None:
+    """The line of the second occurrence of the first key repeated in one object of ``text``, or None
+    when it cannot be told (the text is parsed again in pure Python: only on this error path)."""
+    decoder = json.JSONDecoder()
+    closed: list[tuple[int, int]] = []  # spans of the objects parsed so far, which nest inside later ones
+
+    def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, object_hook: Any,
+                     object_pairs_hook: Any, memo: dict | None = None) -> tuple[dict, int]:
+        start = s_and_end[1] - 1
+        pairs, end = JSONObject(s_and_end, strict, scan_once, None, list, memo)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(start, end, key)
+            seen.add(key)
+        closed.append((start, end))
+        return dict(pairs), end
+
+    decoder.parse_object = parse_object
+    decoder.scan_once = py_make_scanner(decoder)
+    try:
+        decoder.decode(text)
+    except _RepeatedKey as found:
+        inner = [(a, b) for a, b in closed if found.start < a and b <= found.end]
+        pattern = re.compile(re.escape(json.dumps(found.key, ensure_ascii=False)) + r"\s*:")
+        hits = [m.start() for m in pattern.finditer(text, found.start, found.end)
+                if not any(a <= m.start() < b for a, b in inner)]
+        pos = hits[1] if len(hits) > 1 else found.start
+        return text.count("\n", 0, pos) + 1
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 def excerpt(text: str, pos: int) -> str:
