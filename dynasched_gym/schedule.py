@@ -185,7 +185,13 @@ def schedule_from_dict(data: Mapping[str, Any], source: str = "<schedule>") -> S
         raise exc.located(source, field_prefix="instance") from None
     seg = _table(data, "segments", SCHEDULE_FIELDS["segments"], inst, source)
     down = _table(data, "downtime", SCHEDULE_FIELDS["downtime"], inst, source)
-    jobs = _table(data, "jobs", ("job", "due", "weight", "completion", "cancelled_at"), inst, source)
+    jobs = _table(data, "jobs", SCHEDULE_FIELDS["jobs"], inst, source)
+    _check_intervals(seg, "segments", source)
+    _check_intervals(down, "downtime", source)
+    bad = np.flatnonzero(~((seg["work"] > 0) & (seg["work"] <= 1 + RECORD_TOL)))
+    if bad.size:
+        raise InstanceFormatError("work is the fraction of the operation a segment performs, in (0, 1]",
+                                  source=source, field=f"segments[{bad[0]}].work", value=float(seg["work"][bad[0]]))
     n = inst.num_jobs
     counts = np.bincount(jobs["job"], minlength=n)
     if (counts != 1).any():
@@ -207,6 +213,21 @@ def schedule_from_dict(data: Mapping[str, Any], source: str = "<schedule>") -> S
         job_due=per_job("due", np.nan), job_weight=per_job("weight", 1.0),
         job_completion=per_job("completion", np.nan), job_cancelled_at=per_job("cancelled_at", np.nan),
     )
+
+
+#: Slack the record checks of :func:`schedule_from_dict` allow, relative to ``max(1, |t|)`` (the validator's
+#: default tolerance), so that a schedule another solver wrote with rounded times still loads.
+RECORD_TOL = 1e-6
+
+
+def _check_intervals(table: dict[str, np.ndarray], name: str, source: str) -> None:
+    """Refuse a record of ``table`` that ends before it starts."""
+    start, end = table["start"], table["end"]
+    bad = np.flatnonzero(end < start - RECORD_TOL * np.maximum(1.0, np.abs(start)))
+    if bad.size:
+        i = int(bad[0])
+        raise InstanceFormatError(f"ends before its start {float(start[i])}", source=source,
+                                  field=f"{name}[{i}].end", value=float(end[i]))
 
 
 _INTS = {"job", "op", "machine"}

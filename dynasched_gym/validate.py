@@ -55,6 +55,7 @@ from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import EPS, compute_metrics
 from dynasched_gym.schedule import (
     DOWNTIME_KINDS,
+    RECORD_TOL,
     SCHEDULE_FIELDS,
     SCHEDULE_FORMAT,
     SEGMENT_STATUSES,
@@ -167,7 +168,7 @@ class ValidationReport:
 
 def validate_schedule(
     schedule: Schedule | Mapping[str, Any] | str | os.PathLike[str],
-    tol: float = 1e-6,
+    tol: float = RECORD_TOL,
     require_finished: bool = True,
     now: float | None = None,
 ) -> ValidationReport:

@@ -298,13 +298,20 @@ def test_a_schedule_field_not_read_is_named_in_a_warning_at_the_callers_line(sma
     (lambda d: d.update(segments={}), "segments"),
     (lambda d: d.update(jobs=[]), "jobs"),  # every job needs its record ...
     (lambda d: d["jobs"].append(dict(d["jobs"][0])), "jobs"),  # ... exactly once
+    (lambda d: d["jobs"][1].update(release="0"), "jobs[1].release"),
+    (lambda d: d["segments"][1].update(end=d["segments"][1]["start"] - 1), "segments[1].end"),
+    (lambda d: d["downtime"][0].update(end=d["downtime"][0]["start"] - 0.5), "downtime[0].end"),
+    (lambda d: d["segments"][3].update(work=0.0), "segments[3].work"),
+    (lambda d: d["segments"][0].update(work=1.5), "segments[0].work"),
 ])
 def test_bad_schedule_records_name_the_field(small, edit, field):
+    """What the loader refuses (gantt, curves and timeline read through it), the validator reports as 'format'."""
     d = small.to_dict()
     edit(d)
     with pytest.raises(InstanceFormatError) as err:
         schedule_from_dict(d, source="bad.json")
     assert err.value.source == "bad.json" and err.value.field == field
+    assert "format" in validate_schedule(d).kinds()
 
 
 def test_schedule_ids_beyond_int64_and_inline_instance_errors_are_located(small, tmp_path):
