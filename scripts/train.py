@@ -672,6 +672,11 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
                                                  validator)]
     if tc.eval_every:
         callbacks.append(validator)
+    rollout_size = model.n_steps * model.n_envs
+    stop = start_steps + -(-(tc.total_timesteps - start_steps) // rollout_size) * rollout_size
+    if stop != tc.total_timesteps:  # SB3 never stops inside a rollout
+        tqdm.write(f"note: PPO collects whole rollouts of train.n_steps x env.num_envs = {rollout_size} timesteps: "
+                   f"it stops at {stop}, not train.total_timesteps={tc.total_timesteps}", file=sys.stderr)
     learn_began = time.perf_counter()
     try:
         with sigterm_as_interrupt():  # a scheduler's or kill's SIGTERM saves interrupted.zip as Ctrl-C does

@@ -465,6 +465,15 @@ def test_an_interrupted_final_evaluation_leaves_the_run_dirs_files_as_they_were(
     assert (first.read_bytes(), first.with_suffix(".yaml").read_bytes()) == before
 
 
+def test_a_total_short_of_a_whole_rollout_says_where_training_stops(cache, train_script, tmp_path, capsys):
+    """SB3 runs whole rollouts (2 envs x 128 steps here): 1000 timesteps become 1024, and the run says so."""
+    short = ("train.total_timesteps=1000", "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null")
+    record = yaml.safe_load(train_script.train(_config(tmp_path / "run", *short)).with_suffix(".yaml").read_text())
+    assert record["timesteps"] == 1024
+    assert "whole rollouts of train.n_steps x env.num_envs = 256 timesteps: it stops at 1024, not " \
+           "train.total_timesteps=1000" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("override", "error", "message"), [
     ("env.objective=foo", ValueError, r"env\.objective must be one of .* got 'foo'"),
     ("env.tier=trivial", ValueError, r"env\.tier must be one of .* got 'trivial'"),
