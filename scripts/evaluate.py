@@ -315,6 +315,11 @@ class Plan:
         names = {self.key(*episode): episode[0].agent for episode in self.episodes}
         return [{**r, "agent": names[row_key(r)]} for r in rows if row_key(r) in names]
 
+    def missing(self, rows: Iterable[Mapping[str, Any]]) -> list[tuple[Entrant, str, str, int]]:
+        """This plan's episodes that none of ``rows`` played."""
+        played = {row_key(r) for r in rows}
+        return [episode for episode in self.episodes if self.key(*episode) not in played]
+
 
 def _optional_missing(exc: ImportError) -> bool:
     """True when ``exc`` says an optional package (:data:`OPTIONAL`) is not installed."""

@@ -107,10 +107,10 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
               f"the {CLAIRVOYANT}'s mean, the reference being per instance the best value any clairvoyant agent "
               "reached; *regret*: mean difference to that reference (paired bootstrap CI); *norm. w. tardiness*: "
               "total weighted tardiness / total weighted expected work (comparable across tiers); clairvoyant "
-              "agents see future events and are not ranked (`ref`), nor are agents with failed episodes (`—`: "
-              "their mean covers fewer instances). Details: docs/leaderboard.md.", ""]
+              "agents see future events and are not ranked (`ref`), nor are agents with failed or missing episodes "
+              "(`—`: their mean covers fewer instances). Details: docs/leaderboard.md.", ""]
     if skipped:
-        lines += ["Skipped agents: " + "; ".join(skipped) + ".", ""]
+        lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
     if failed:
         lines += [f"**{len(failed)} FAILED EPISODE(S)** (excluded from every statistic):", ""]
         lines += [f"- {evaluate._report_failure(row)}" for row in failed] + [""]
@@ -118,7 +118,8 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
 
 
 def _rank(entry: Entry) -> str:
-    """The rank column: the rank, ``ref`` for a clairvoyant reference, ``—`` for an agent with failed episodes."""
+    """The rank column: the rank, ``ref`` for a clairvoyant reference, ``—`` for an agent with failed or missing
+    episodes."""
     if entry["rank"] is not None:
         return str(entry["rank"])
     return "ref" if entry["clairvoyant"] else "—"
@@ -232,6 +233,10 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         rows = plan.labelled(store.rows())
         evaluate.check_reused(rows, check_bool("validate", cfg.validate), store.path)
         skipped = plan.skipped
+        if missing := plan.missing(rows):  # the board covers fewer instances than configured: say so beside it
+            entrant, tier, size, seed = missing[0]
+            skipped = [*skipped, f"{len(missing)} of the {len(plan.episodes)} configured episodes, not in the store "
+                                 f"(run_missing=false; the first: {entrant.agent} on {tier}/{size}, seed {seed})"]
     if all_rows:
         rows = ResultStore(store_path).rows()
     if not rows:

@@ -1194,6 +1194,19 @@ def test_stored_rows_that_do_not_hold_for_this_run_are_refused_not_reused(cache:
     assert evaluate.run(config("evaluate", *base)).reused == 1
 
 
+def test_a_board_of_stored_rows_says_how_many_configured_episodes_the_store_lacks(cache: Path, tmp_path: Path) -> None:
+    """run_missing=false used to aggregate a partial store without a word beside the board."""
+    base = ("tiers=easy", "agent=[random]", "ppo=null", "workers=1", "progress=false", f"store={tmp_path / 's.jsonl'}")
+    assert evaluate.run(config("evaluate", *base, "seeds.count=1")).ran == 1
+    _, _, text = leaderboard.run(config("leaderboard", *base, "seeds.count=3", "run_missing=false",
+                                        f"out={tmp_path / 'board'}"))
+    assert "Skipped: 2 of the 3 configured episodes, not in the store (run_missing=false; the first: random on " \
+           "easy/small, seed 10001)." in text
+    _, _, text = leaderboard.run(config("leaderboard", *base, "seeds.count=1", "run_missing=false",
+                                        f"out={tmp_path / 'board'}"))
+    assert "Skipped" not in text
+
+
 def test_a_lookahead_with_sampled_futures_draws_them_from_the_instances_own_pool(cache: Path) -> None:
     """The env was made without the tier: every tier's futures came from the medium pool."""
     from dynasched_gym.generation import tier_pool

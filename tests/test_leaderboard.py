@@ -68,7 +68,7 @@ def test_markdown_lists_failures_skips_and_the_difficulty_check() -> None:
     swapped = aggregate([{**r, "tier": {"easy": "hard", "hard": "easy"}[r["tier"]]} for r in rows], resamples=200)
     assert "easy 1 >= hard 0.5: **NOT strictly increasing**" in leaderboard.markdown(swapped, {}, [], [], 200)
     assert "**1 FAILED EPISODE(S)**" in text and "FAILED [invalid] llm on easy/small seed 2" in text
-    assert "Skipped agents: ppo on easy/small: no checkpoint." in text
+    assert "Skipped: ppo on easy/small: no checkpoint." in text
     assert "| ref | oracle *(clairvoyant reference)* |" in text
     assert "| — | llm |" in text  # failed episodes: not ranked, and not a reference
     assert "### easy (3 instances" in text and "### hard (3 instances" in text
