@@ -437,6 +437,11 @@ def plan(cfg: DictConfig) -> Plan:
     start = check_integer("seeds.start", cfg.seeds.start, 0)
     seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1, MAX_SEEDS))
     tiers, sizes = check_choices("tiers", cfg.tiers, TIERS), check_choices("sizes", cfg.sizes, size_presets())
+    for key, selected, choices in (("tiers", tiers, TIERS), ("sizes", sizes, tuple(size_presets()))):
+        if not selected:  # an evaluation of nothing would end "0 episodes", status 0, as if it had succeeded
+            raise ValueError(f"{key} must name at least one of {choices}, got []")
+    if not agent_specs(cfg):
+        raise ValueError("no agent selected: agent lists no agent and ppo is null")
     episodes, skipped = [], []
     for tier in tiers:
         for size in sizes:

@@ -72,6 +72,10 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("evaluate", ["seeds.count=abc"], "seeds.count must be an integer >= 1, got 'abc'"),
     ("evaluate", ["tiers=[nightmare]"], "tiers[0] must be one of ('easy', 'medium', 'hard', 'extreme'), got 'night"),
     ("evaluate", ["workers=-3"], "workers must be an integer >= 1, got -3"),
+    ("evaluate", ["tiers=[]"], "tiers must name at least one of ('easy', 'medium', 'hard', 'extreme'), got []"),
+    ("leaderboard", ["sizes=[]", "run_missing=false"], "sizes must name at least one of"),
+    ("evaluate", ["agent=[]", "ppo=null"], "no agent selected: agent lists no agent and ppo is null"),
+    ("evaluate", ["agent=[rules]", "agent.rules.names=[]", "ppo=null"], "no agent selected"),
     ("evaluate", ["ppo=shipped:partial"], "ppo=shipped:partial: observability must be one of"),  # was skipped
     ("leaderboard", ["resamples=0"], "resamples must be an integer >= 1, got 0"),
     ("leaderboard", ["objective=speed", "run_missing=false"], "objective must be one of"),
@@ -162,7 +166,7 @@ def test_a_sweep_stopped_by_its_first_job_leaves_no_folder(tmp_path: Path, monke
     from scripts import evaluate
 
     sweep = tmp_path / "sweep"
-    common = ["ppo=null", "agent=[]", "seeds.count=1", "progress=false", f"store={tmp_path / 'r.jsonl'}",
+    common = ["ppo=null", "agent=[random]", "seeds.count=1", "progress=false", f"store={tmp_path / 'r.jsonl'}",
               f"hydra.sweep.dir={sweep}"]
     monkeypatch.setattr(sys, "argv", ["evaluate", "-m", "tiers=nightmare,easy", *common])
     with pytest.raises(SystemExit) as exit_info:
