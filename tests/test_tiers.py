@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,25 @@ def test_stale_or_corrupt_manifest_clears_the_pool(tmp_path: Path, edit: str) ->
     assert not _file(fresh, 0).exists()  # nothing from the stale pool survives
     assert json.loads(manifest.read_text(encoding="utf-8"))["key"] == fresh.key
     assert fresh.instance(0).to_json() == original
+
+
+def test_a_pool_opened_while_another_process_writes_its_manifest_is_left_alone(tmp_path: Path) -> None:
+    # a second process opening a new pool meets the first one's manifest write in flight (a hidden temporary file):
+    # it cleared the directory, and the first process's rename then failed (FileNotFoundError, "Directory not empty")
+    directory = tmp_path / tiers.pool_key(tiers.key_inputs("easy", "small"))
+    in_flight = directory / f".{tiers.MANIFEST}.x1y2z3.tmp"
+    in_flight.parent.mkdir(parents=True)
+    in_flight.write_text("{", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tiers.CacheWarning)
+        pool = tier_pool("easy", cache_dir=tmp_path)
+    assert in_flight.exists() and (pool.directory / tiers.MANIFEST).is_file()
+    shutil.rmtree(directory)
+    _file(pool, 0).parent.mkdir(parents=True)
+    _file(pool, 0).write_text("{}", encoding="utf-8")  # a visible file without a manifest is still cleared
+    with pytest.warns(tiers.CacheWarning, match="is missing"):
+        tier_pool("easy", cache_dir=tmp_path)
+    assert not _file(pool, 0).exists()
 
 
 def test_key_inputs_change_the_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

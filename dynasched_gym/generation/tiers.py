@@ -282,6 +282,11 @@ class TierPool:
         """Check the manifest against the key inputs; clear the directory when it is stale or corrupt."""
         manifest = {"format": POOL_FORMAT, "key": self.key, "inputs": self._inputs}
         path = self.directory / MANIFEST
+        # listed before the manifest is looked at, hidden entries left out: those are other processes' atomic writes
+        # in flight (their manifest first of all), and a new pool opened by two processes at once was cleared under
+        # the other's feet, which then crashed
+        files = [p.name for p in self.directory.iterdir() if not p.name.startswith(".")] \
+            if self.directory.is_dir() else []
         if path.is_file():
             try:
                 if json.loads(path.read_text(encoding="utf-8")) == json.loads(_canonical(manifest)):
@@ -289,7 +294,7 @@ class TierPool:
             except (OSError, ValueError):
                 pass
             problem = f"{path} does not match this pool (stale or corrupt)"
-        elif self.directory.is_dir() and any(self.directory.iterdir()):
+        elif files:
             problem = f"{path} is missing"
         else:
             problem = None
