@@ -439,6 +439,22 @@ def test_scale_errors_name_the_field(small, scale, field, message):
     assert err.value.field == field
 
 
+@pytest.mark.parametrize("interval", [1e-7, 1e-300])  # fractions of the horizon
+def test_a_maintenance_interval_that_would_draw_millions_of_windows_is_refused_naming_it(small, interval):
+    scenario = replace_events(small, maintenance_interval=interval)
+    with pytest.raises(InstanceFormatError, match="maintenance windows") as err:  # the generator hung
+        draft(scenario, 0)
+    assert err.value.field == "events.maintenance_interval" and err.value.value == interval
+    allowed = draft(replace_events(small, maintenance_interval=1e-3), 0)
+    assert len(allowed.maintenance_machine) == 1000 * len(allowed.machine_speed)
+
+
+def replace_events(scenario: Scenario, **events: float) -> Scenario:
+    data = scenario.to_dict()
+    data["events"].update(events)
+    return Scenario.from_dict(data)
+
+
 WINDOWS = [{"group": "GroupA", "start": 0.2, "end": 0.4, "utilization": 0.9},
            {"group": "GroupB", "start": 0.5, "end": 0.6, "utilization": 0.95}]
 

@@ -31,6 +31,7 @@ from functools import cached_property
 import numpy as np
 
 from dynasched_gym.checks import check_integer
+from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import libm
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure, window_arrays
 from dynasched_gym.generation.scenario import Scenario, expected_job_work, planned_jobs
@@ -43,6 +44,9 @@ GENERATOR_VERSION = "2"
 _STREAMS = ("routes", "ptimes", "arrivals", "batches", "due", "breakdowns", "maintenance", "events", "windows")
 _DUE_SPREAD = 0.3  # log-normal sigma of individual due-date allowances
 _PRIORITY_WEIGHTS = (0.5, 2.0, 3.0)
+#: Most maintenance windows an instance may have (``events.maintenance_interval``), a bound for the same reason as
+#: :data:`~dynasched_gym.generation.scenario.MAX_PLANNED_JOBS`.
+MAX_MAINTENANCE_WINDOWS = 100_000
 
 
 @dataclass
@@ -308,6 +312,11 @@ def draft(scenario: Scenario, seed: int) -> Draft:
         work = expected_job_work(plant)
         horizon_guess = num_jobs * work / (targets.utilization * speeds.sum())
         frac = interval if interval <= 1 else interval / horizon_guess
+        if num_m / frac > MAX_MAINTENANCE_WINDOWS:  # drawn one by one: an interval of 1e-7 hung the generator
+            raise InstanceFormatError(
+                f"gives about {num_m / frac:.3g} maintenance windows ({num_m} machines, one every {frac:.3g} of the "
+                f"horizon); at most {MAX_MAINTENANCE_WINDOWS} are drawn", source="<scenario>",
+                field="events.maintenance_interval", value=interval)
         for m in range(num_m):
             for k in range(1, int(1.0 / frac) + 1):
                 pos = (k - 1 + (m + 1) / (num_m + 1)) * frac
