@@ -37,7 +37,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.cli import doc_summary, output_file_argument
-from dynasched_gym.generation import Scenario, calibrate, evolutionary, sesc, size_presets
+from dynasched_gym.generation import MAX_SEEDS, Scenario, calibrate, evolutionary, sesc, size_presets
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
@@ -136,6 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("vectors", "seeds", "budget"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.vectors * args.seeds > MAX_SEEDS:  # 10**10 vectors filled the memory drawing the Latin hypercube
+        parser.error(f"--vectors x --seeds must be at most {MAX_SEEDS} (each is a calibration per method), got "
+                     f"{args.vectors} x {args.seeds}")
 
     scenario = Scenario.preset(args.size)
     vectors = target_vectors(args.vectors)

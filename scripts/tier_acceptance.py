@@ -33,7 +33,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.cli import doc_summary, output_folder_argument
-from dynasched_gym.generation import TIERS
+from dynasched_gym.generation import MAX_SEEDS, TIERS
 from dynasched_gym.generation.scenario import size_presets
 from dynasched_gym.generation.tiers import attempts, key_inputs, pool_key
 from dynasched_gym.instance import write_text_atomic
@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=_positive, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=output_folder_argument, default=".bench/tier_acceptance")
     args = parser.parse_args(argv)
+    if args.seeds is not None and args.seeds > MAX_SEEDS:  # range(10**11) filled the memory listing the seeds
+        parser.error(f"--seeds must be in 1..{MAX_SEEDS} (each is a pool member to calibrate), got {args.seeds}")
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
     inputs = {(z, t): key_inputs(t, z) for z in args.sizes for t in args.tiers}

@@ -30,7 +30,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.cli import doc_summary, output_folder_argument
-from dynasched_gym.generation import TIERS, Scenario, calibrate, ssi
+from dynasched_gym.generation import MAX_SEEDS, TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
 from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.results import read_jsonl
@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--instances", type=int, default=320)
     parser.add_argument("--out", type=output_folder_argument, default=".bench/ssi")
     args = parser.parse_args(argv)
-    if args.instances < 2:
-        parser.error(f"--instances must be >= 2 (a rank correlation needs two points), got {args.instances}")
+    if not 2 <= args.instances <= MAX_SEEDS:  # 10**10 filled the memory drawing the Latin hypercube
+        parser.error(f"--instances must be in 2..{MAX_SEEDS} (a rank correlation needs two points; each is an "
+                     f"instance to calibrate), got {args.instances}")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"

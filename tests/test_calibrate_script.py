@@ -130,6 +130,22 @@ def test_validate_ssi_refuses_a_file_as_its_folder_before_any_work(tmp_path: Pat
     assert caught.value.code == 2 and "argument --out: cannot be a folder: File exists" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("script", "args", "message"), [
+    ("validate_ssi", ["--instances", str(10**10)], "--instances must be in 2..1000000"),
+    ("calibrate_compare", ["--vectors", str(10**10)], "--vectors x --seeds must be at most 1000000"),
+    ("calibrate_compare", ["--vectors", "1000", "--seeds", "1001"], "got 1000 x 1001"),
+])
+def test_benchmark_counts_beyond_max_seeds_are_refused_before_any_work(tmp_path: Path, script: str, args: list[str],
+                                                                      message: str,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    module = importlib.import_module(f"scripts.{script}")
+    out = tmp_path / ("ssi" if script == "validate_ssi" else "compare.json")
+    with pytest.raises(SystemExit) as caught:  # the Latin hypercube of 10**10 target vectors filled the memory
+        module.main([*args, "--out", str(out)])
+    assert caught.value.code == 2 and message in capsys.readouterr().err
+    assert not out.exists() and not out.with_suffix(".jsonl").exists()
+
+
 def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Rows are reused only for the target vector they were computed for (the Latin-hypercube targets depend on

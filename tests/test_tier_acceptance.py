@@ -92,3 +92,13 @@ def test_bad_arguments_are_refused_before_any_work(tmp_path: Path, capsys: pytes
         tier_acceptance.main([*argv, "--out", str(tmp_path / "ta")])
     assert caught.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "ta" / "rows.jsonl").exists()
+
+
+def test_a_seed_count_beyond_max_seeds_is_refused_before_any_work(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:  # 10**11 seeds filled the memory listing them
+        tier_acceptance.main(["--sizes", "small", "--tiers", "easy", "--seeds", str(10**11), "--out",
+                              str(tmp_path / "ta")])
+    assert caught.value.code == 2 and f"--seeds must be in 1..1000000 (each is a pool member to calibrate), got " \
+        f"{10**11}" in capsys.readouterr().err
+    assert not (tmp_path / "ta").exists()
