@@ -349,6 +349,10 @@ def test_calibration_options_are_validated(small):
         calibrate(small, method="cmaes", seed=0, sigma0=-0.1)
     with pytest.raises(TypeError, match=r"budget must be an integer >= 1, got 1\.5"):
         calibrate(small, method="cmaes", seed=0, budget=1.5)
+    for method in ("cmaes", "nsga2"):  # a population of 10**9 was allocated (37 GiB) to evaluate 10 members
+        with pytest.raises(ValueError, match=r"popsize must be at most budget \(10\): .*, got 1000000000"):
+            calibrate(small, method=method, seed=0, budget=10, popsize=10**9)
+    assert calibrate(small, method="nsga2", seed=0, budget=10, popsize=10).history
 
 
 # ------------------------------------------------------------------------------ docstrings say what the code does

@@ -142,6 +142,9 @@ def check_evolve_options(method: str, budget: int, popsize: int | None, sigma0: 
     check_integer("budget", budget, 1)
     if popsize is not None:
         check_integer("popsize", popsize, _MIN_POPSIZE[method])
+        if popsize > budget:  # 10**9 allocated a population of 37 GiB to evaluate 10 of its members
+            raise ValueError(f"popsize must be at most budget ({budget}): a larger population is never evaluated "
+                             f"whole, got {popsize!r}")
     if sigma0 is not None:
         if method != "cmaes":
             raise ValueError(f"sigma0 is a CMA-ES option; {method} has no step size (got sigma0={sigma0!r})")
@@ -153,7 +156,7 @@ def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, metho
     """Calibrate draft ``d`` in place with ``method`` (``cmaes`` | ``nsga2``); one history record per generation.
 
     ``budget`` (an integer >= 1) caps the evaluations; ``popsize`` overrides the population (an
-    integer >= 2 for CMA-ES, >= 1 for NSGA-II; ``None``: CMA-ES default 4 + 3 ln n, NSGA-II 12);
+    integer >= 2 for CMA-ES, >= 1 for NSGA-II, at most ``budget``; ``None``: CMA-ES default 4 + 3 ln n, NSGA-II 12);
     ``sigma0`` is CMA-ES's initial step size on the unit box (a finite number > 0, default 0.1),
     refused with ``nsga2``, which has no step size.
     """
