@@ -41,7 +41,8 @@ class ChatServer:
 
     An entry: ``content`` (str or None), ``tool_calls`` ([(name, arguments dict or text)]), ``usage``
     ((prompt, completion) tokens, default (50, 5)), ``sleep`` (seconds before answering), ``status``
-    (an HTTP error status instead of a completion), ``headers`` (extra response headers).
+    (an HTTP error status instead of a completion), ``headers`` (extra response headers), ``body`` (text sent
+    as the 200 response's body instead of a completion, as ``content_type``, default JSON).
     """
 
     def __init__(self, responder: Callable[[dict[str, Any]], Answer] = first_id) -> None:
@@ -88,10 +89,11 @@ class ChatServer:
             def log_message(self, *args: Any) -> None:  # keep the test output clean
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | str, headers: dict[str, str] | None = None,
+                      content_type: str = "application/json") -> None:
+                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -109,6 +111,8 @@ class ChatServer:
                     elif answer.get("status", 200) != 200:
                         self._send(answer["status"], {"error": {"message": "scripted failure", "type": "server"}},
                                    answer.get("headers"))
+                    elif "body" in answer:
+                        self._send(200, answer["body"], content_type=answer.get("content_type", "application/json"))
                     else:
                         self._send(200, completion(body, answer))
                 except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
@@ -180,6 +184,18 @@ def test_5xx_are_retried_then_reported(server: ChatServer, tmp_path: Path) -> No
     with pytest.raises(LLMError, match="3 attempt") as info:
         _client(server, tmp_path, max_retries=2).complete(MESSAGES, temperature=1.0)
     assert info.value.attempts == 3 and server.requests == 6
+
+
+def test_a_body_that_is_no_chat_completion_is_retried_then_reported(server: ChatServer, tmp_path: Path) -> None:
+    """A truncated JSON body, a proxy's HTML page or JSON without choices raised JSONDecodeError or AttributeError
+    out of the client: the episode crashed instead of retrying and falling back."""
+    server.push({"body": '{"choices": [{"message": '},
+                {"body": "<html>bad gateway</html>", "content_type": "text/html"}, {"content": "ok"})
+    assert _client(server, tmp_path, cache=False).complete(MESSAGES).attempts == 3
+    server.push({"body": "[1, 2]"}, {"body": '{"error": {"message": "overloaded"}}'})
+    with pytest.raises(LLMError, match=r"MalformedResponseError after 2 attempt.*overloaded") as info:
+        _client(server, tmp_path, cache=False, max_retries=1).complete(MESSAGES)
+    assert info.value.attempts == 2
 
 
 def test_timeout_is_an_error_after_its_retries(server: ChatServer, tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 :class:`ChatClient` talks to any OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint
 (OpenAI, vLLM, Ollama, llama.cpp, SGLang, ...). What it adds to the plain client:
 
-- **Retries.** 408, 409, 429, 5xx, timeouts and connection errors are retried ``max_retries`` times with
+- **Retries.** 408, 409, 429, 5xx, timeouts, connection errors and a body that is no chat completion
+  (truncated JSON, a proxy's HTML page) are retried ``max_retries`` times with
   exponential backoff (``backoff * 2**k`` seconds, at most ``max_backoff``; a ``Retry-After``
   header of a 429 is honoured up to the same cap). The openai client's own retries are off, so
   every attempt is counted. Other errors (401, 403, 404, 400: a wrong key, model or parameter)
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.paths import user_cache_dir
@@ -54,6 +56,10 @@ class LLMError(RuntimeError):
     def __init__(self, message: str, attempts: int) -> None:
         super().__init__(message)
         self.attempts = attempts
+
+
+class MalformedResponseError(RuntimeError):
+    """A 200 response whose body is no chat completion (not JSON, or JSON without ``choices``): retried like a 5xx."""
 
 
 class LLMConfigError(RuntimeError):
@@ -166,7 +172,7 @@ class ChatClient:
             (Ollama); ``None``: the openai client's default (``$OPENAI_BASE_URL`` or api.openai.com).
         api_key_env: NAME of the environment variable holding the API key (unset: a placeholder key).
         timeout: seconds per request.
-        max_retries: retries of a request after a 429, 5xx, timeout or connection error.
+        max_retries: retries of a request after a 429, 5xx, timeout, connection error or malformed body.
         backoff: first retry delay in seconds (doubles each retry).
         max_backoff: cap of a retry delay (also of an honoured ``Retry-After``).
         max_concurrency: requests in flight at once.
@@ -224,9 +230,9 @@ class ChatClient:
         began = time.perf_counter()
         for attempt in range(self.max_retries + 1):
             try:
-                with self._slots:
-                    response = self._client.chat.completions.create(model=self.model, messages=list(messages), **params)
-            except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError) as exc:
+                response = self._create(messages, params)
+            except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError,
+                    MalformedResponseError) as exc:
                 status = getattr(exc, "status_code", None)
                 if status is not None and status not in RETRY_STATUSES and status < 500:
                     raise LLMConfigError(
@@ -244,6 +250,17 @@ class ChatClient:
             return completion
         raise AssertionError("unreachable")
 
+    def _create(self, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> ChatCompletion:
+        """One request; :class:`MalformedResponseError` when the body is no chat completion."""
+        with self._slots:
+            try:
+                response = self._client.chat.completions.create(model=self.model, messages=list(messages), **params)
+            except json.JSONDecodeError as exc:
+                raise MalformedResponseError(f"the response body is not JSON ({exc})") from exc
+        if not isinstance(response, ChatCompletion) or not response.choices:
+            raise MalformedResponseError(f"the response is no chat completion with choices: {str(response)[:200]!r}")
+        return response
+
     def _delay(self, attempt: int, exc: Exception) -> float:
         delay = self.backoff * 2**attempt
         response = getattr(exc, "response", None)
@@ -256,10 +273,9 @@ class ChatClient:
         return min(delay, self.max_backoff)
 
 
-def _completion(response: Any, latency: float, attempts: int) -> Completion:
+def _completion(response: ChatCompletion, latency: float, attempts: int) -> Completion:
     """The first choice of an openai ``ChatCompletion`` as a :class:`Completion`."""
-    choices = response.choices or []
-    message = choices[0].message if choices else None
+    message = getattr(response.choices[0], "message", None)
     calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments or "") for c in
                   (getattr(message, "tool_calls", None) or []) if getattr(c, "function", None) is not None)
     usage = response.usage
