@@ -226,6 +226,16 @@ def test_429_then_success_and_500s_are_retried(server: ChatServer) -> None:
     assert agent.usage["fallbacks"] == 0
 
 
+def test_a_failed_request_counts_its_latency(server: ChatServer) -> None:
+    """The seconds of a request that failed after its retries, backoff included, were not counted in latency_s."""
+    agent = agent_for(server, max_retries=2, backoff=0.1, max_consecutive_errors=0)
+    _env, obs, info, _slots = first_decision(agent)
+    server.push({"status": 500}, {"status": 500}, {"status": 500})
+    agent.act(obs, info)
+    assert agent.log[0].reason == "error" and agent.log[0].requests == 3
+    assert agent.log[0].latency_s >= 0.3 and agent.usage["latency_s"] == agent.log[0].latency_s  # 0.1 + 0.2 backoff
+
+
 def test_a_refused_request_stops_the_run(server: ChatServer) -> None:
     agent = agent_for(server)
     _env, obs, info, _slots = first_decision(agent)

@@ -320,7 +320,7 @@ class LLMAgent(Agent):
         try:
             completion = self.client.complete(chat, **params)
         except LLMError as exc:
-            self._count(record, requests=exc.attempts, retries=exc.attempts - 1, errors=1)
+            self._count(record, requests=exc.attempts, retries=exc.attempts - 1, errors=1, latency_s=exc.latency_s)
             raise
         self._count(record, requests=completion.attempts, retries=max(completion.attempts - 1, 0),
                     cache_hits=int(completion.cached), prompt_tokens=completion.prompt_tokens,

@@ -51,11 +51,13 @@ STOP_STATUSES = (401, 403, 404)
 
 
 class LLMError(RuntimeError):
-    """A request failed after every retry (the agent falls back to its rule and counts it)."""
+    """A request failed after every retry (the agent falls back to its rule and counts it); ``latency_s``: the
+    seconds its attempts and backoff took."""
 
-    def __init__(self, message: str, attempts: int) -> None:
+    def __init__(self, message: str, attempts: int, latency_s: float = 0.0) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.latency_s = latency_s
 
 
 class MalformedResponseError(RuntimeError):
@@ -241,7 +243,8 @@ class ChatClient:
                         f"${self.api_key_env} and response_format (json_schema is not supported everywhere: try "
                         "json_object or text)", status) from exc
                 if attempt == self.max_retries:
-                    raise LLMError(f"{type(exc).__name__} after {attempt + 1} attempt(s): {exc}", attempt + 1) from exc
+                    raise LLMError(f"{type(exc).__name__} after {attempt + 1} attempt(s): {exc}", attempt + 1,
+                                   time.perf_counter() - began) from exc
                 time.sleep(self._delay(attempt, exc))
                 continue
             completion = _completion(response, time.perf_counter() - began, attempt + 1)
