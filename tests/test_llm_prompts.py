@@ -148,6 +148,24 @@ def test_queue_bottleneck_and_utilization_are_the_full_envs_features() -> None:
     assert f"| M0 | GA | 1 | {view.machine_status[0]} |" in text
 
 
+def test_an_instance_of_a_stated_tier_shows_that_tiers_priors(server: ChatServer) -> None:
+    """scripts.evaluate plays every pool episode as an explicit instance with tier= and size=: its L3 prompts said
+    "Design priors: none known", so the observability experiment's L3 and priors variants showed no priors."""
+    def system(level: str, options: dict[str, Any] | None = None, **env_kwargs: Any) -> str:
+        agent = make("llm", model="m", base_url=server.url, level=level, cache=False, timeout=2.0, ask_single=True)
+        env = env_of(**env_kwargs)
+        obs, info = env.reset(seed=0, options=options)
+        agent.reset(env)
+        agent.act(obs, info)
+        return server.bodies[-1]["messages"][0]["content"]
+
+    stated = system("L3", tier="hard", size="small")
+    assert "(its tier's band), tier hard" in stated and "target_ranges" in stated
+    assert "Design priors" not in system("L2", tier="hard", size="small")
+    assert "none known" in system("L3")  # no tier stated
+    assert "none known" in system("L3", {"instance": dynamic_instance()}, tier="hard")  # reset's own instance
+
+
 def test_levels_add_columns_and_sections() -> None:
     env = env_of()
     _advance(env, 12.0)

@@ -300,8 +300,12 @@ class LLMAgent(Agent):
         if self.priors is not None:
             return dict(self.priors)
         source = getattr(self.env, "source", None)
-        tier = info["tier"] if "tier" in info else (source.tier if source is not None and source.fixed is None
-                                                    else None)
+        if source is not None and source.fixed is not None and self.env.instance is source.fixed:
+            tier = source.tier  # the tier the env's instance belongs to (tier=): scripts.evaluate plays pool draws so
+        elif "tier" in info:
+            tier = info["tier"]
+        else:
+            tier = source.tier if source is not None and source.fixed is None else None
         score = instance_ssi(self.env.unwrapped.instance) if self.level == "oracle" else None
         return design_priors(tier, getattr(source, "size", None), score)
 

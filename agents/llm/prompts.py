@@ -23,11 +23,11 @@ job's next operation (``-`` for a last operation). Only :func:`observe` with ``o
 reads events that have not happened or jobs not yet released; no other level ever does.
 
 **Design priors** (L3): what the instance's designer fixed before generating it, never its
-realised stream: for an instance drawn from a tier pool, the tier, its prior ranges of the
-calibration targets (``conf/tier/<tier>.yaml``), the size preset's event rates and arrival
-pattern (``conf/size/<size>.yaml``) and the tier's SSI band; for an explicit instance none (or the
-``priors`` mapping given to the agent). The instance's own SSI score rates its event stream too, so
-only the ``oracle`` level adds it.
+realised stream: for an instance drawn from a tier pool (or an env's explicit instance of a stated
+``tier=``), the tier, its prior ranges of the calibration targets (``conf/tier/<tier>.yaml``), the size
+preset's event rates and arrival pattern (``conf/size/<size>.yaml``) and the tier's SSI band; for an
+explicit instance of no stated tier none (or the ``priors`` mapping given to the agent). The
+instance's own SSI score rates its event stream too, so only the ``oracle`` level adds it.
 
 **Candidate pruning.** The env offers up to its ``max_candidates`` startable pairs. When more
 than ``max_rows`` are offered, the table keeps ``max_rows`` of them: each rule of ``prune_rules``
