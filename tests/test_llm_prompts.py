@@ -133,6 +133,19 @@ def test_inspect_tool_hides_the_future_below_oracle() -> None:
     assert "t=55.71 CANCELLATION job J3" in oracle
 
 
+def test_tool_arguments_read_the_action_id_as_answers_do() -> None:
+    """A tool call with "action_id": "3" or 3.0 was refused although an answer with it plays action 3."""
+    env = env_of()
+    _advance(env, 0.0)
+    view = _view(env)
+    first, sim, tools = view.ids[0], env.unwrapped.simulator, Toolbox([parse_rule("SPT")], "L2")
+    expected = json.loads(tools.call("inspect_action", json.dumps({"action_id": first}), sim, view))
+    for value in (str(first), float(first)):
+        assert json.loads(tools.call("inspect_action", json.dumps({"action_id": value}), sim, view)) == expected
+    for value in (True, 0.5, "first"):
+        assert "error" in json.loads(tools.call("inspect_action", json.dumps({"action_id": value}), sim, view))
+
+
 def test_queue_bottleneck_and_utilization_are_the_full_envs_features() -> None:
     """Real figures (the reference's queues are always 0): the same values as a ``full`` env's machine block."""
     env = env_of(observability="full")

@@ -74,7 +74,8 @@ def _objects(text: str) -> list[Any]:
     return found
 
 
-def _integer(value: Any) -> int | None:
+def action_id(value: Any) -> int | None:
+    """``value`` as an action id (``3``, ``3.0`` and ``"3"`` are 3), or None (``true``, ``3.5``, ``"three"``)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -96,7 +97,7 @@ def parse_answer(content: str | None, legal: Collection[int]) -> Answer:
         return Answer(None, "invalid_json", f"no JSON object with an action_id in {text[:200]!r}")
     obj = candidates[-1]
     reasoning = obj.get("reasoning") if isinstance(obj.get("reasoning"), str) else None
-    action = _integer(obj["action_id"])
+    action = action_id(obj["action_id"])
     if action is None:
         return Answer(None, "invalid_json", f"action_id must be an integer, got {obj['action_id']!r}", reasoning)
     if action not in legal:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.agents.llm.parsing import action_id as parse_action_id
 from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, describe_event, fmt, op_times, pending_events
-from dynasched_gym.checks import is_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.simulator import Simulator
@@ -96,9 +96,8 @@ class Toolbox:
     def call(self, name: str, arguments: str, sim: Simulator, view: View) -> str:
         """The JSON answer to one tool call."""
         try:
-            args = json.loads(arguments or "{}")
-            action_id = args["action_id"]
-            if not is_integer(action_id):
+            action_id = parse_action_id(json.loads(arguments or "{}")["action_id"])  # as in an answer: "3" is 3
+            if action_id is None:
                 raise TypeError
         except (ValueError, KeyError, TypeError, RecursionError):
             return json.dumps({"error": f"arguments must be a JSON object with an integer action_id: "
