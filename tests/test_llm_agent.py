@@ -332,6 +332,9 @@ def test_config_hides_the_key_and_bad_settings_name_the_field(server: ChatServer
                          ("prune_rules", ["SPT", "NOPE"]), ("rollout_rules", ["NOPE:EET"])):
         with pytest.raises(ValueError, match="unknown rule" if field.endswith(("fallback", "rules")) else field):
             make("llm", model="m", cache=False, **{field: value})
+    for field, value in (("ask_single", "yes"), ("priors", ["hard"])):  # accepted: "yes" is true, a list failed later
+        with pytest.raises(TypeError, match=field):
+            make("llm", model="m", cache=False, **{field: value})
 
 
 def test_one_rule_given_as_a_string_is_one_rule(server: ChatServer) -> None:

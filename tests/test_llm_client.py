@@ -230,10 +230,15 @@ def test_api_key_comes_from_the_named_variable(server: ChatServer, tmp_path: Pat
     assert server.auth[-1] == "Bearer not-needed"
 
 
-@pytest.mark.parametrize(("field", "value"), [("timeout", 0), ("max_retries", -1), ("max_concurrency", 0),
-                                              ("backoff", -1.0)])
+@pytest.mark.parametrize(("field", "value"), [
+    ("timeout", 0), ("max_retries", -1), ("max_concurrency", 0), ("backoff", -1.0),
+    # accepted, then failed at the first request or retry without naming the setting (or never)
+    ("max_retries", 2.5), ("max_retries", True), ("timeout", "60"), ("backoff", float("nan")),
+    ("max_backoff", float("inf")), ("max_concurrency", 2.5), ("cache", "no"), ("api_key_env", None),
+    ("base_url", 8000), ("cache_dir", 5),
+])
 def test_bad_client_settings_name_the_field(server: ChatServer, tmp_path: Path, field: str, value: Any) -> None:
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises((TypeError, ValueError), match=field):
         _client(server, tmp_path, **{field: value})
 
 

@@ -58,7 +58,7 @@ from dynasched_gym.agents.llm.prompts import (
 from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
-from dynasched_gym.checks import check_choice, check_integer, check_real
+from dynasched_gym.checks import check_bool, check_choice, check_integer, check_real
 from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import instance_ssi
 from dynasched_gym.metrics import OBJECTIVES
@@ -153,6 +153,8 @@ class LLMAgent(Agent):
             raise ValueError(f"variant {variant!r} is defined at level {VARIANT_LEVEL[variant]!r}, got level {level!r}")
         if objective is not None:
             check_choice("objective", objective, OBJECTIVES)
+        if priors is not None and not isinstance(priors, Mapping):
+            raise TypeError(f"priors must be a mapping of prior names to values or None, got {priors!r}")
         max_rows, future_events, samples, reflection_rounds, max_tool_rounds, max_consecutive_errors = (
             check_integer(name, value, minimum) for name, value, minimum in (
                 ("max_rows", max_rows, 1), ("future_events", future_events, 0), ("samples", samples, 1),
@@ -180,7 +182,7 @@ class LLMAgent(Agent):
         self.response_format = response_format
         self.samples, self.sample_temperature, self.sample_top_p = samples, sample_temperature, sample_top_p
         self.reflection_rounds, self.reflection_temperature = reflection_rounds, reflection_temperature
-        self.max_tool_rounds, self.ask_single = max_tool_rounds, ask_single
+        self.max_tool_rounds, self.ask_single = max_tool_rounds, check_bool("ask_single", ask_single)
         self.max_consecutive_errors = max_consecutive_errors
         self._consecutive_errors = 0  # decisions in a row (this episode) whose requests failed
         self.name = agent_name(level, variant)

@@ -38,6 +38,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from dynasched_gym.checks import check_bool, check_integer, check_path, check_real
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.paths import user_cache_dir
 from dynasched_gym.results import canonical_json
@@ -197,17 +198,20 @@ class ChatClient:
     _store: ResponseCache | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.model or not isinstance(self.model, str):
-            raise ValueError(f"model must be a non-empty string, got {self.model!r}")
-        for name in ("timeout", "max_backoff"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if self.backoff < 0:
-            raise ValueError(f"backoff must be >= 0, got {self.backoff!r}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries!r}")
-        if self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency!r}")
+        for name in ("model", "api_key_env"):
+            if not getattr(self, name) or not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a non-empty string, got {getattr(self, name)!r}")
+        if self.base_url is not None and not isinstance(self.base_url, str):
+            raise TypeError(f"base_url must be a URL string or None, got {self.base_url!r}")
+        # a string, 2.5 or NaN failed at the first request or retry (in range() or time.sleep), naming no setting
+        self.timeout, self.max_backoff = (check_real(name, getattr(self, name), 0.0, open_low=True)
+                                          for name in ("timeout", "max_backoff"))
+        self.backoff = check_real("backoff", self.backoff, 0.0)
+        self.max_retries = check_integer("max_retries", self.max_retries, 0)
+        self.max_concurrency = check_integer("max_concurrency", self.max_concurrency, 1)
+        self.cache = check_bool("cache", self.cache)
+        if self.cache_dir is not None:
+            check_path("cache_dir", self.cache_dir)
         self._client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or NO_KEY,
                                      timeout=self.timeout, max_retries=0)
         self._slots = threading.BoundedSemaphore(self.max_concurrency)
