@@ -247,7 +247,9 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
     tiers = [t for t in cfg.tiers if any(e["tier"] == t and e["size"] == size for e in entries)]
     by = {(e["agent"], e["tier"]): e for e in entries if e["size"] == size and e["episodes"]}
     references = [a for a in [*cfg.baselines, *PPO_LEVELS] if any((a, t) in by for t in tiers)]
-    colours = dict(zip(references, palette(2 * len(references) + 2)[2::2]))  # every other colour: distinct hues
+    variants = [f"+{v}" for v in cfg.variants]
+    hues = palette(2 * (len(references) + len(variants)) + 2)[2::2]  # every other colour after the LLM's: distinct
+    colours = dict(zip([*references, *variants], hues))
     fig = blank_figure(None, 3.2 * (len(tiers) + 1), 3.4, 110)
     axes = np.atleast_1d(fig.subplots(1, len(tiers) + 1))
     x = np.arange(len(levels))
@@ -263,7 +265,7 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
             if e is not None and VARIANT_LEVEL[variant] in levels:
                 ax.errorbar(levels.index(VARIANT_LEVEL[variant]) + 0.12 * (k + 1), e["mean"], marker="D", capsize=2,
                             yerr=[[e["mean"] - e["ci_low"]], [e["ci_high"] - e["mean"]]], linestyle="none",
-                            color=palette(2 * k + 9)[-1], label=f"+{variant}")
+                            color=colours[f"+{variant}"], label=f"+{variant}")
         for agent in references:
             if (agent, tier) in by:
                 ax.axhline(by[(agent, tier)]["mean"], linestyle="--", linewidth=1, color=colours[agent], label=agent)

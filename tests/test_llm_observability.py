@@ -122,6 +122,25 @@ def test_csv_cost_figures_are_those_of_their_tier() -> None:
     assert observability.llm_cost(rows)["llm:L2"]["episodes"] == 3  # the markdown's figure: all tiers together
 
 
+def test_every_entrant_of_the_plot_has_its_own_colour(tmp_path: Path, server: ChatServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With four reference lines (two rules, both PPO) the first variant's marker took ppo:full's colour."""
+    from matplotlib.colors import to_hex
+
+    cfg = config(tmp_path, server, "levels=[L1,L2]", "variants=[padded,priors]")
+    agents = ["llm:L1", "llm:L2", "llm:L2+padded", "llm:L2+priors", *cfg.baselines, "ppo:concise", "ppo:full"]
+    entries = [{"size": "small", "tier": "easy", "agent": a, "episodes": 1, "mean": 1.0 + i, "ci_low": 1.0 + i,
+                "ci_high": 1.0 + i} for i, a in enumerate(agents)]
+    drawn = []
+    monkeypatch.setattr("dynasched_gym.viz._mpl.save_figure", lambda fig, path: drawn.append(fig))
+    observability.plot(cfg, entries, {}, "small", tmp_path / "plot.png")
+    legend = drawn[0].axes[0].get_legend()
+    colours = {text.get_text(): to_hex(handle.get_color()) for text, handle in zip(legend.get_texts(),
+                                                                                  legend.legend_handles)}
+    assert set(colours) == {"LLM", "+padded", "+priors", *cfg.baselines, "ppo:concise", "ppo:full"}
+    assert len(set(colours.values())) == len(colours), colours
+
+
 def test_the_swept_settings_are_at_the_llm_configs_defaults() -> None:
     """observability.SWEPT repeats conf/agent/llm.yaml's level and variant: a change there must reach it."""
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
