@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -161,6 +162,21 @@ def test_gantt_figure_draws_every_kind_of_record(small, by):
     assert "every-event" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="by must be"):
         gantt_figure(small, by="operation")
+
+
+def test_a_job_on_time_up_to_float_rounding_is_not_drawn_late():
+    """The due tick was red when the completion passed the due date by any amount; the metrics count a job tardy only
+    beyond EPS, so a chart titled with no tardiness showed a late job."""
+    hand = hand_schedule()
+    due = hand.job_due.copy()
+    due[1] = hand.job_completion[1] - 1e-12  # b ends at its due date, up to rounding
+    schedule = dataclasses.replace(hand, job_due=due)
+    assert schedule.metrics["num_tardy_jobs"] == 0
+    late = [line for line in gantt_figure(schedule, by="job").axes[0].get_lines()
+            if line.get_marker() == "|" and line.get_color() == "tab:red"]
+    assert [len(line.get_xdata()) for line in late] == [0]
+    assert '<line class="due"' in gantt_html(schedule, by="job") and '<line class="due late"' not in gantt_html(
+        schedule, by="job")
 
 
 def test_timeline_and_curves_figures(small):

@@ -25,6 +25,7 @@ import numpy as np
 
 from dynasched_gym.checks import check_path, check_real
 from dynasched_gym.instance import Instance, write_text_atomic
+from dynasched_gym.metrics import EPS
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
 from dynasched_gym.viz._mpl import FIGURE_SUFFIXES, blank_figure, check_suffix, palette, plain_text, save_figure
 
@@ -88,7 +89,7 @@ def gantt_figure(
         size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / rows, 1.0, 6.0))
         jobs = np.flatnonzero(released)
         due = schedule.job_due[jobs]
-        late = schedule.job_completion[jobs] > due
+        late = _late(schedule)[jobs]
         _marks(ax, inst.job_release[jobs], jobs, ">", "tab:green", size)
         _marks(ax, due[~late], jobs[~late], "|", "black", 1.6 * size)
         _marks(ax, due[late], jobs[late], "|", "tab:red", 1.6 * size)
@@ -155,6 +156,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
             name = DOWNTIME_KINDS[kind]
             out.append(_rect(f"down {name}", s, e, y(m, 0.35), 0.35 * row_h,
                              f"{name} of {inst.machine_names[m]}\n{s:g} – {e:g}", DOWN_COLOURS[name]))
+    late = _late(schedule)
     for j in range(inst.num_jobs):
         r0, r1 = (2, top - 2) if machine_view else (y(j, 0.9), y(j, 0.9) + 0.9 * row_h)
         out.append(_tick("arrival", inst.job_release[j], r0, r1, f"{inst.job_names[j]} arrives"))
@@ -162,9 +164,8 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
             c0, c1 = (height - top + 2, height - 2) if machine_view else (r0, r1)
             out.append(_tick("cancel", schedule.job_cancelled_at[j], c0, c1, f"{inst.job_names[j]} cancelled"))
         if not machine_view and not np.isnan(schedule.job_due[j]):
-            late = schedule.job_completion[j] > schedule.job_due[j]
-            out.append(_tick("due late" if late else "due", schedule.job_due[j], r0, r1,
-                             f"{inst.job_names[j]} due" + (" (late)" if late else "")))
+            out.append(_tick("due late" if late[j] else "due", schedule.job_due[j], r0, r1,
+                             f"{inst.job_names[j]} due" + (" (late)" if late[j] else "")))
     label_w = min(200, 10 + 7 * max(len(n) for n in names))
     labels = "".join(f'<text x="{label_w - 6}" y="{top + (r + 0.5) * row_h}">{html.escape(n)}</text>'
                      for r, n in enumerate(names))
@@ -184,6 +185,12 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
 def _check_view(by: str) -> None:
     if by not in VIEWS:
         raise ValueError(f"by must be one of {VIEWS}, got {by!r}")
+
+
+def _late(schedule: Schedule) -> np.ndarray:
+    """Per job: completed more than :data:`~dynasched_gym.metrics.EPS` after its due date, as the tardy-job count
+    decides (one that ends on its due date up to float rounding is on time)."""
+    return schedule.job_completion - schedule.job_due > EPS
 
 
 def _row_and_colour(job: np.ndarray, machine: np.ndarray, machine_view: bool) -> tuple[np.ndarray, np.ndarray]:
