@@ -260,6 +260,19 @@ def test_large_schedules_render_quickly(tmp_path):
     assert time.perf_counter() - began < 20.0  # about 2 s here; a per-segment artist would take minutes
 
 
+def test_an_unsupported_suffix_is_refused_before_drawing(small, tmp_path, monkeypatch):
+    """save_curves and save_timeline drew the whole figure (long for a large schedule) before refusing .html."""
+    def never(*args, **kwargs):
+        raise AssertionError("drawn before the suffix was checked")
+
+    monkeypatch.setattr("dynasched_gym.viz.curves.curves_figure", never)
+    monkeypatch.setattr("dynasched_gym.viz.timeline.timeline_figure", never)
+    for save, source in ((save_curves, small), (save_timeline, small.instance)):
+        with pytest.raises(InstanceFormatError, match=r"unsupported output type.*got '\.html'"):
+            save(source, tmp_path / "picture.html")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_failed_save_leaves_nothing_behind(small, tmp_path):
     fig = gantt_figure(small)
     fig.savefig = lambda *a, **k: (_ for _ in ()).throw(OSError("disk full"))

@@ -67,12 +67,19 @@ def check_suffix(path: Path, allowed: tuple[str, ...]) -> str:
     return suffix
 
 
+def figure_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a figure file to write, checked before any drawing: a TypeError unless a path, an
+    :class:`InstanceFormatError` naming the file unless its suffix is one of :data:`FIGURE_SUFFIXES`."""
+    path = check_path("path", path)
+    check_suffix(path, FIGURE_SUFFIXES)
+    return path
+
+
 def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     """Save ``fig`` atomically as PNG, PDF or SVG (chosen by the suffix of ``path``)."""
-    path = check_path("path", path)
-    fmt = check_suffix(path, FIGURE_SUFFIXES)[1:]
+    path = figure_path(path)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=fmt)
+        fig.savefig(tmp, format=path.suffix.lower()[1:])
     return path
 
 

@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_path
 from dynasched_gym.schedule import Schedule
-from dynasched_gym.viz._mpl import blank_figure, plain_text, save_figure
+from dynasched_gym.viz._mpl import blank_figure, figure_path, plain_text, save_figure
 
 Curve = tuple[np.ndarray, np.ndarray]
 
@@ -81,7 +80,7 @@ def curves_figure(schedule: Schedule, fig: Any = None, dpi: float = 100) -> Any:
 
 def save_curves(schedule: Schedule, path: str | os.PathLike[str]) -> Path:
     """Write :func:`curves_figure` to ``path`` atomically (PNG, PDF or SVG by suffix)."""
-    path = check_path("path", path)  # before drawing
+    path = figure_path(path)  # a bad suffix was refused only after the drawing
     return save_figure(curves_figure(schedule), path)
 
 

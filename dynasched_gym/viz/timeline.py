@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_integer, check_path
+from dynasched_gym.checks import check_integer
 from dynasched_gym.instance import EventType, Instance
 from dynasched_gym.schedule import SEGMENT_STATUSES, Schedule
-from dynasched_gym.viz._mpl import blank_figure, palette, plain_text, save_figure
+from dynasched_gym.viz._mpl import blank_figure, figure_path, palette, plain_text, save_figure
 
 
 def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
@@ -61,5 +61,5 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
 
 def save_timeline(source: Instance | Schedule, path: str | os.PathLike[str], bins: int = 60) -> Path:
     """Write :func:`timeline_figure` to ``path`` atomically (PNG, PDF or SVG by suffix)."""
-    path = check_path("path", path)  # before drawing
+    path = figure_path(path)  # a bad suffix was refused only after the drawing
     return save_figure(timeline_figure(source, bins), path)
