@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from strategies import instances
 
 from dynasched_gym import EventType, Instance, InstanceFormatError, conf, load_instance, rollout, validate_schedule
+from dynasched_gym.errors import MissingExtraError
 from dynasched_gym.generation import (
     TIER_BANDS,
     Scenario,
@@ -353,6 +355,15 @@ def test_calibration_options_are_validated(small):
         with pytest.raises(ValueError, match=r"popsize must be at most budget \(10\): .*, got 1000000000"):
             calibrate(small, method=method, seed=0, budget=10, popsize=10**9)
     assert calibrate(small, method="nsga2", seed=0, budget=10, popsize=10).history
+
+
+@pytest.mark.parametrize(("method", "module"), [("cmaes", "cma"), ("nsga2", "pymoo.algorithms.moo.nsga2")])
+def test_an_evolutionary_method_without_its_extra_names_the_install(monkeypatch, small, method, module):
+    """A missing cma or pymoo raised a bare ModuleNotFoundError, not the MissingExtraError the README promises."""
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    install = r"pip install 'dynasched-gym\[calibration\]'"
+    with pytest.raises(MissingExtraError, match=rf"calibrate\(method='{method}'\) needs .*{install}"):
+        calibrate(small, method=method, seed=0, budget=2)
 
 
 # ------------------------------------------------------------------------------ docstrings say what the code does

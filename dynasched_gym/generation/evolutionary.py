@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.checks import check_integer, check_positive
+from dynasched_gym.errors import needs_extra
 from dynasched_gym.generation.generator import Draft
 from dynasched_gym.generation.realised import measure
 from dynasched_gym.generation.scenario import Tolerances
@@ -172,7 +173,8 @@ def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, metho
 
 
 def _cmaes(search: _Search, seed: int, popsize: int | None, sigma0: float) -> None:
-    import cma
+    with needs_extra("calibration", "calibrate(method='cmaes')"):
+        import cma
 
     search(search.x0)
     search.record(0)
@@ -198,13 +200,14 @@ def _cmaes(search: _Search, seed: int, popsize: int | None, sigma0: float) -> No
 
 
 def _nsga2(search: _Search, seed: int, popsize: int) -> None:
-    from pymoo.algorithms.moo.nsga2 import NSGA2
-    from pymoo.core.evaluator import Evaluator
-    from pymoo.core.problem import Problem
-    from pymoo.core.termination import NoTermination
-    from pymoo.operators.crossover.sbx import SBX
-    from pymoo.operators.mutation.pm import PM
-    from pymoo.problems.static import StaticProblem
+    with needs_extra("calibration", "calibrate(method='nsga2')"):
+        from pymoo.algorithms.moo.nsga2 import NSGA2
+        from pymoo.core.evaluator import Evaluator
+        from pymoo.core.problem import Problem
+        from pymoo.core.termination import NoTermination
+        from pymoo.operators.crossover.sbx import SBX
+        from pymoo.operators.mutation.pm import PM
+        from pymoo.problems.static import StaticProblem
 
     n = len(search.x0)
     initial = np.vstack([search.x0, np.random.default_rng(seed).random((popsize - 1, n))])
