@@ -263,6 +263,19 @@ def test_an_unreachable_endpoint_stops_the_episode_after_consecutive_failed_deci
         make("llm", model="m", cache=False, max_consecutive_errors=-1)
 
 
+def test_the_prompt_version_enters_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored episodes are found by the agent's config hash: a prompt change (a new ``PROMPT_VERSION``)
+    must give a new hash, or rows played with the old prompts would be reused."""
+    from dynasched_gym.agents.llm import agent as agent_module
+    from dynasched_gym.results import config_hash
+
+    before = make("llm", model="m", cache=False, level="L3").config()
+    monkeypatch.setattr(agent_module, "PROMPT_VERSION", agent_module.PROMPT_VERSION + 1)
+    after = make("llm", model="m", cache=False, level="L3").config()
+    assert after["prompt_version"] == before["prompt_version"] + 1
+    assert config_hash(after) != config_hash(before)
+
+
 def test_sampling_settings_are_checked_and_whole_numbers_configure_as_floats() -> None:
     """``temperature=0`` is the agent of ``temperature=0.0`` (the same config, so the same result rows); a
     value the endpoint would refuse mid-episode is refused when the agent is built."""

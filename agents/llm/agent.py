@@ -46,6 +46,7 @@ from dynasched_gym.agents.llm.parsing import REASONS, Answer, answer_schema, par
 from dynasched_gym.agents.llm.prompts import (
     LEVELS,
     MODES,
+    PROMPT_VERSION,
     VARIANT_LEVEL,
     VARIANTS,
     MachineStats,
@@ -268,7 +269,8 @@ class LLMAgent(Agent):
                 **self.sampling, "response_format": self.response_format, "samples": self.samples,
                 "sample_temperature": self.sample_temperature, "sample_top_p": self.sample_top_p,
                 "reflection_rounds": self.reflection_rounds, "reflection_temperature": self.reflection_temperature,
-                "max_tool_rounds": self.max_tool_rounds, "ask_single": self.ask_single}
+                "max_tool_rounds": self.max_tool_rounds, "ask_single": self.ask_single,
+                "prompt_version": PROMPT_VERSION}
 
     # ------------------------------------------------------------------------------ accounting
     @property

@@ -85,6 +85,10 @@ VARIANTS = ("none", "padded", "priors", "priors_tagged")
 #: The level each variant is defined at.
 VARIANT_LEVEL = {"padded": "L2", "priors": "L2", "priors_tagged": "L3"}
 MODES = ("direct", "cot", "tools")
+#: Version of what the prompts show, part of :meth:`LLMAgent.config` so that stored episodes played with other
+#: prompts are never reused; bump it with every change of a prompt's content (2: L3 shows the priors of an
+#: explicit instance's stated tier).
+PROMPT_VERSION = 2
 
 _MWKR = JOB_RULES.index("MWKR")
 _OBJECTIVE_TEXT = {
