@@ -79,6 +79,9 @@ PAYLOAD_FIELDS = ("machine", "job", "op", "duration", "factor", "value", "weight
 #: ``metrics.EPS``, within which happenings are one instant (docs/semantics.md); an instance in a finer time
 #: unit must be rescaled.
 MIN_PROCESSING_TIME = 1e-6
+#: Weight from which a job counts as an emergency: the generator's default ``emergency_weight``, the weight the
+#: dsbx importers give emergency jobs, and the threshold of the rules' emergency-first option.
+EMERGENCY_WEIGHT = 10.0
 
 
 def too_short(minimum: float = MIN_PROCESSING_TIME) -> str:

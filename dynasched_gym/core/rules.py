@@ -49,6 +49,7 @@ from numba import _helperlib, njit
 from dynasched_gym.checks import is_integer
 from dynasched_gym.core.compiled import C_DECISIONS, JOB_ACTIVE
 from dynasched_gym.core.kernels import DECISION, advance, machine_available, nth_candidate, reset, slot_time, start
+from dynasched_gym.instance import EMERGENCY_WEIGHT
 
 JOB_RULES = ("SPT", "LPT", "FIFO", "LIFO", "MWKR", "LWKR", "MOPNR", "LOPNR", "EDD", "CR", "SLACK", "ATC", "WSPT",
              "RANDOM")
@@ -62,8 +63,6 @@ COMPOSITE_RULES = ("SPT:EET", "MWKR:EET", "MOPNR:EET", "FIFO:EET", "EDD:EET", "C
                    "MWKR:LWL", "RANDOM:EET")
 COMPOSITE_TABLE = np.array([[JOB_RULES.index(r.split(":")[0]), MACHINE_RULES.index(r.split(":")[1])]
                             for r in COMPOSITE_RULES], dtype=np.int64)
-#: Weight from which a job counts as an emergency (the generator's and the dsbx importer's emergency weight).
-EMERGENCY_WEIGHT = 10.0
 #: Flags or-ed into a job-rule code (see :func:`parse_rule`).
 EMERGENCY_FIRST = 1 << 8
 RANDOM_TIES = 1 << 9

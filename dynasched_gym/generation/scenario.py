@@ -19,6 +19,7 @@ import numpy as np
 
 from dynasched_gym.checks import in_interval, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.instance import EMERGENCY_WEIGHT
 
 
 @dataclass
@@ -139,7 +140,7 @@ class EventRates:
 
     cancellation: float = 0.0
     emergency: float = 0.0  # share of jobs raised to `emergency_weight` soon after arrival
-    emergency_weight: float = 10.0
+    emergency_weight: float = EMERGENCY_WEIGHT
     priority_change: float = 0.0
     ptime_change: float = 0.0
     ptime_change_factors: list[float] = field(default_factory=lambda: [0.8, 1.2, 1.5])

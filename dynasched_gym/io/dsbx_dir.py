@@ -68,6 +68,7 @@ from typing import Any
 from dynasched_gym.checks import INEXACT_INTEGER, check_path, holds_exactly, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import (
+    EMERGENCY_WEIGHT,
     MIN_PROCESSING_TIME,
     STREAM_EVENT_TYPES,
     Event,
@@ -84,7 +85,6 @@ EVENTS = "events.jsonl"
 STATIC_JOBS = "static_jobs.json"
 STATIC_MACHINES = "static_machines.json"
 INPUT_MODEL = "input_model.json"
-EMERGENCY_WEIGHT = 10.0
 EMERGENCY_PRIORITY = -1
 _WRITTEN = (EVENTS, STATIC_JOBS, STATIC_MACHINES)
 _MISSING: Any = object()

@@ -45,11 +45,19 @@ from typing import Any
 
 from dynasched_gym.checks import is_integer
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import MIN_PROCESSING_TIME, Event, EventType, Instance, Job, Machine, too_short
+from dynasched_gym.instance import (
+    EMERGENCY_WEIGHT,
+    MIN_PROCESSING_TIME,
+    Event,
+    EventType,
+    Instance,
+    Job,
+    Machine,
+    too_short,
+)
 from dynasched_gym.io.dsbx_dir import Where
 from dynasched_gym.io.text import MAX_DECLARED, read_json
 
-EMERGENCY_WEIGHT = 10.0
 KEY = "static_info"
 MARKER = f'"{KEY}"'
 _KEY = re.compile(r"\(\s*([0-9]{1,9})\s*,\s*([0-9]{1,9})\s*\)\Z")  # ASCII ids int() converts quickly
