@@ -146,3 +146,13 @@ def test_the_swept_settings_are_at_the_llm_configs_defaults() -> None:
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
         llm = compose(config_name="observability", overrides=["agent.model=m"]).agent
     assert {key: llm[key] for key in observability.SWEPT} == observability.SWEPT
+
+
+@pytest.mark.parametrize("name", ["evaluate", "leaderboard", "observability"])
+def test_the_scripts_playing_llm_agents_keep_http_request_logs_out(name: str) -> None:
+    """The openai client's transport (httpx) logs every request at INFO: under the scripts' INFO root logger a
+    line per LLM decision would run through the progress bar and the run's log file."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        cfg = compose(config_name=name, return_hydra_config=True)
+    assert {cfg.hydra.job_logging.loggers[name].level for name in ("httpx", "httpx2")} == {"WARNING"}
+    assert cfg.hydra.job_logging.root.level == "INFO"  # the scripts' own messages still show
