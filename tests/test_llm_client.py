@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dynasched_gym.agents.llm.client import ChatClient, LLMConfigError, LLMError, default_cache_dir
-from dynasched_gym.agents.llm.parsing import answer_schema, parse_answer
+from dynasched_gym.agents.llm.parsing import REASONS, answer_schema, parse_answer
 
 Answer = dict[str, Any]
 
@@ -263,10 +265,26 @@ def test_parse_answer_reads_json_out_of_prose(text: str, expected: int) -> None:
     ('{"action_id": "three"}', "invalid_json"), ('{"id": 3}', "invalid_json"),
     ('{"action_id": 4}', "illegal_action"), ('{"action_id": -3}', "illegal_action"),
     ("[" * 1200, "invalid_json"), ('ok {"a": ' + "[" * 1200, "invalid_json"),  # raised RecursionError
+    ('{"action_id": "' + "1" * 5000 + '"}', "invalid_json"),  # raised ValueError: int()'s digit limit
+    ('{"action_id": "' + "1" * 4000 + '"}', "illegal_action"),
+    ('{"action_id": "\u0663"}', "invalid_json"),  # ARABIC-INDIC DIGIT THREE: JSON ids are ASCII
 ])
 def test_parse_answer_rejects_with_a_reason(text: str | None, reason: str) -> None:
     answer = parse_answer(text, [3, 5])
     assert not answer.ok and answer.reason == reason and answer.detail
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+                           max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(action=json_values, prose=st.text(max_size=40))
+def test_parse_answer_never_raises_and_plays_only_legal_ids(action: Any, prose: str) -> None:
+    text = prose + json.dumps({"action_id": action}) + prose
+    answer = parse_answer(text, [3, 5])
+    assert answer.ok == (answer.action_id in (3, 5)) and (answer.ok or answer.reason in REASONS)
 
 
 def test_answer_schema_enumerates_the_legal_ids() -> None:

@@ -75,14 +75,15 @@ def _objects(text: str) -> list[Any]:
 
 
 def action_id(value: Any) -> int | None:
-    """``value`` as an action id (``3``, ``3.0`` and ``"3"`` are 3), or None (``true``, ``3.5``, ``"three"``)."""
+    """``value`` as an action id (``3``, ``3.0`` and ``"3"`` are 3), or None (``true``, ``3.5``, ``"three"``, a
+    string of more digits than Python converts, digits other than ASCII's)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]{1,4000}\s*", value):
         return int(value)
     return None
 
@@ -99,7 +100,8 @@ def parse_answer(content: str | None, legal: Collection[int]) -> Answer:
     reasoning = obj.get("reasoning") if isinstance(obj.get("reasoning"), str) else None
     action = action_id(obj["action_id"])
     if action is None:
-        return Answer(None, "invalid_json", f"action_id must be an integer, got {obj['action_id']!r}", reasoning)
+        return Answer(None, "invalid_json", f"action_id must be an integer, got {repr(obj['action_id'])[:200]}",
+                      reasoning)
     if action not in legal:
         return Answer(None, "illegal_action", f"action_id {action} is not in the table {sorted(legal)}", reasoning)
     return Answer(action, reasoning=reasoning)
