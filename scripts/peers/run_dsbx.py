@@ -21,6 +21,7 @@ from scripts.peers._common import UniformPicker, main, play
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurements of dsbx's single-agent env on ``args.instance`` (see ``_common``)."""
     began = time.perf_counter()
     from dsbx.Env.SingleAgent import DynaSchedEnv
     from dsbx.Sim.Loader import load_instance_from_events

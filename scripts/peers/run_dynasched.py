@@ -70,6 +70,7 @@ class VectorDriver:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurements of our env (single or vector, ``--num-envs``) on ``args.instance`` (see ``_common``)."""
     began = time.perf_counter()
     import gymnasium as gym
 

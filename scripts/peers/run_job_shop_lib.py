@@ -16,6 +16,7 @@ from scripts.peers._common import UniformPicker, main, play
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurements of job_shop_lib's dispatcher on ``args.instance`` (see ``_common``)."""
     began = time.perf_counter()
     from job_shop_lib import JobShopInstance
     from job_shop_lib.dispatching import DispatcherObserverConfig

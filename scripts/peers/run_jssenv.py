@@ -17,6 +17,7 @@ from scripts.peers._common import UniformPicker, main, play
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurements of JSSEnv's JssEnv on ``args.instance`` (see ``_common``)."""
     began = time.perf_counter()
     from JSSEnv.envs.jss_env import JssEnv
 
