@@ -275,6 +275,25 @@ def test_bools_infinities_and_non_strings_are_rejected_naming_the_field(small, p
 
 
 @pytest.mark.parametrize(("path", "value", "field"), [
+    # due allowances rounded away at a horizon of ~1e52 job times: ZeroDivisionError out of calibrate
+    (("targets", "utilization"), 1e-50, "targets.utilization"),
+    (("targets", "due_date_tightness"), 1e-50, "targets.due_date_tightness"),
+])
+def test_values_the_generator_cannot_represent_are_refused_naming_the_field(small, path, value, field):
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict(_with(small.to_dict(), path, value))
+    assert err.value.field == field and err.value.value == value
+
+
+@pytest.mark.parametrize(("utilization", "tightness"), [(1e-3, 2.0), (0.8, 1e-3)])
+def test_the_smallest_utilization_and_tightness_still_calibrate_to_due_dates_after_the_releases(small, utilization,
+                                                                                                tightness):
+    result = calibrate(replace_targets(small, utilization=utilization, due_date_tightness=tightness), seed=0)
+    assert result.converged and result.metrics["due_date_tightness"] > 0
+    assert np.all(result.instance.job_due > result.instance.job_release)
+
+
+@pytest.mark.parametrize(("path", "value", "field"), [
     (("events",), None, "events"),  # a null section: was an AttributeError naming no field
     (("plant",), None, "plant"),
     (("plant", "groups", 0, "name"), ["G1"], "plant.groups[0].name"),  # was "unhashable type: 'list'"

@@ -99,6 +99,8 @@ class Targets:
 
     Every target is calibrated except ``load_cv``, the only one that may be ``None`` (the default),
     which leaves it uncalibrated; with n machine groups it is at most sqrt(n - 1) (all load on one group).
+    ``utilization`` and ``due_date_tightness`` are at least :data:`MIN_UTILIZATION_TIGHTNESS` (below it due dates
+    round to the releases; docs/generation.md, "Numeric bounds of a scenario").
     """
 
     utilization: float = 0.8
@@ -213,10 +215,16 @@ _SECTIONS: dict[str, type] = {"plant": PlantConfig, "scale": ScaleConfig, "arriv
 
 TARGET_NAMES = tuple(f.name for f in fields(Targets))
 
+#: Smallest ``utilization`` and ``due_date_tightness`` targets. At utilization u the horizon H is about J / u
+#: times a job's processing time P (J jobs, up to 1e8 with batches), and a due date is due_date_tightness * P
+#: after a release that may lie near H: at 1e-3 each the allowance still spans tens of float64's rounding steps
+#: at H, while at 1e-50 it rounded away (due dates equal to the releases, and a ZeroDivisionError out of SESC).
+MIN_UTILIZATION_TIGHTNESS = 1e-3
+
 #: Allowed values of each target: (low, high, low_open, high_open), in validation order.
 TARGET_RANGES: dict[str, tuple[float, float, bool, bool]] = {
-    "utilization": (0.0, 1.0, True, True),
-    "due_date_tightness": (0.0, 100.0, True, False),
+    "utilization": (MIN_UTILIZATION_TIGHTNESS, 1.0, False, True),
+    "due_date_tightness": (MIN_UTILIZATION_TIGHTNESS, 100.0, False, False),
     "arrival_scv": (0.0, 10.0, False, False),
     "processing_scv": (0.0, 4.0, False, False),
     "disturbance": (0.0, 0.5, False, True),
