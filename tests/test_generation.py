@@ -25,7 +25,14 @@ from dynasched_gym.generation import (
     ssi,
     tier_of,
 )
-from dynasched_gym.generation.scenario import PlantConfig, expected_feature_scales, planned_jobs, replace_targets
+from dynasched_gym.generation.scenario import (
+    TIME_RANGE,
+    PlantConfig,
+    expected_feature_scales,
+    operation_times,
+    planned_jobs,
+    replace_targets,
+)
 from dynasched_gym.generation.sesc import tolerance
 
 
@@ -274,15 +281,52 @@ def test_bools_infinities_and_non_strings_are_rejected_naming_the_field(small, p
     assert repr(bad)[:100] in str(err.value)  # (the middle of a long value is cut)
 
 
-@pytest.mark.parametrize(("path", "value", "field"), [
+_GROUP_D = ("plant", "groups", 3)  # a group no route visits
+
+
+@pytest.mark.parametrize(("path", "value", "field", "bad"), [
     # due allowances rounded away at a horizon of ~1e52 job times: ZeroDivisionError out of calibrate
-    (("targets", "utilization"), 1e-50, "targets.utilization"),
-    (("targets", "due_date_tightness"), 1e-50, "targets.due_date_tightness"),
+    (("targets", "utilization"), 1e-50, "targets.utilization", 1e-50),
+    (("targets", "due_date_tightness"), 1e-50, "targets.due_date_tightness", 1e-50),
+    # an OverflowError in libm.power (calibrate), and in the processing SCV's squares (draft(...).metrics())
+    (("plant", "families", 0, "route", 0, "mean_time"), 1e60, "plant.families[0].route[0].mean_time", 1e60),
+    (("plant", "families", 0, "route", 0, "mean_time"), 1e200, "plant.families[0].route[0].mean_time", 1e200),
+    (("plant", "families", 0, "route", 0, "mean_time"), 10**300, "plant.families[0].route[0].mean_time", 10**300),
+    # times below MIN_PROCESSING_TIME: the error named an instance field (jobs[1].ops[0].eligible.0) at build()
+    (("plant", "families", 0, "route", 0, "mean_time"), 1e-12, "plant.families[0].route[0].mean_time", 1e-12),
+    (("plant", "groups", 0, "speeds", 0), 1e12, "plant.families[0].route[0].mean_time", 10.0),
+    (("plant", "groups", 0, "speeds", 0), 1e-300, "plant.groups[0].speeds[0]", 1e-300),  # the SSI was NaN
+    (_GROUP_D, {"name": "GroupD", "speeds": [1e300]}, "plant.groups[3].speeds[0]", 1e300),  # the SSI was NaN
 ])
-def test_values_the_generator_cannot_represent_are_refused_naming_the_field(small, path, value, field):
+def test_values_the_generator_cannot_represent_are_refused_naming_the_field(small, path, value, field, bad):
+    data = small.to_dict()
+    data["plant"]["groups"].append({"name": "GroupD", "speeds": [1.0]})
     with pytest.raises(InstanceFormatError) as err:
-        Scenario.from_dict(_with(small.to_dict(), path, value))
-    assert err.value.field == field and err.value.value == value
+        Scenario.from_dict(_with(data, path, value))
+    assert err.value.field == field and err.value.value == bad
+
+
+@pytest.mark.parametrize("fjsp_mean_time", [[1.0, 1e60], [1e-12, 1.0]])
+def test_fjsp_mean_times_the_generator_cannot_represent_are_refused_naming_the_field(small, fjsp_mean_time):
+    data = _with(_with(small.to_dict(), ("plant", "families"), []), ("plant", "fjsp"),
+                 {**_FJSP, "mean_time": fjsp_mean_time})
+    with pytest.raises(InstanceFormatError, match=r"TIME_RANGE") as err:
+        Scenario.from_dict(data)
+    assert err.value.field == "plant.fjsp.mean_time" and err.value.value == fjsp_mean_time
+
+
+@pytest.mark.parametrize("end", [0, 1])
+def test_plants_at_either_end_of_the_time_range_calibrate_to_finite_metrics_and_ssi(small, end):
+    times = operation_times(small.plant)
+    edge = min(t[2] for t in times) if end == 0 else max(t[3] for t in times)
+    scale = TIME_RANGE[end] / edge * (1 + 1e-9 if end == 0 else 1 - 1e-9)
+    data = small.to_dict()
+    for family in data["plant"]["families"]:
+        for step in family["route"]:
+            step["mean_time"] *= scale
+    result = calibrate(Scenario.from_dict(data), seed=0)  # build() checks every time against MIN_PROCESSING_TIME
+    assert result.converged and all(math.isfinite(v) for v in result.metrics.values())
+    assert 0 <= ssi(result.instance).score <= 100
 
 
 @pytest.mark.parametrize(("utilization", "tightness"), [(1e-3, 2.0), (0.8, 1e-3)])

@@ -34,7 +34,7 @@ from dynasched_gym.checks import check_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import libm
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure, window_arrays
-from dynasched_gym.generation.scenario import Scenario, expected_job_work, planned_jobs
+from dynasched_gym.generation.scenario import MIN_GAMMA_DRAW, Scenario, expected_job_work, planned_jobs
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 #: Bumped whenever the same (scenario, seed) would give a different instance; part of pool cache keys.
@@ -262,7 +262,7 @@ def _gamma(rng: np.random.Generator, scv: float, size: int) -> np.ndarray:
     """Positive draws with mean 1 and the given squared coefficient of variation."""
     if scv <= 0:
         return np.ones(size)
-    return np.maximum(rng.gamma(1.0 / scv, scv, size), 1e-3)
+    return np.maximum(rng.gamma(1.0 / scv, scv, size), MIN_GAMMA_DRAW)
 
 
 def draft(scenario: Scenario, seed: int) -> Draft:

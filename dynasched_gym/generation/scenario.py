@@ -19,12 +19,13 @@ import numpy as np
 
 from dynasched_gym.checks import in_interval, is_finite_real, is_integer
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import EMERGENCY_WEIGHT
+from dynasched_gym.instance import EMERGENCY_WEIGHT, MIN_PROCESSING_TIME
 
 
 @dataclass
 class MachineGroupConfig:
-    """A group of machines; one machine per entry of ``speeds`` (speed divides nominal times)."""
+    """A group of machines; one machine per entry of ``speeds`` (speed divides nominal times), each in
+    :data:`SPEED_RANGE`."""
 
     name: str = "G1"
     speeds: list[float] = field(default_factory=lambda: [1.0, 1.0])
@@ -32,7 +33,8 @@ class MachineGroupConfig:
 
 @dataclass
 class RouteStepConfig:
-    """One operation of a family's route: a machine group and a nominal (speed 1) mean time."""
+    """One operation of a family's route: a machine group and a nominal (speed 1) mean time; over the speed of
+    each machine of the group it gives a processing time in :data:`TIME_RANGE`."""
 
     group: str = "G1"
     mean_time: float = 10.0
@@ -55,7 +57,8 @@ class FJSPConfig:
     of operations in ``ops_per_job``, each eligible on a random subset of ``eligible_machines``
     machines drawn from all machines, whatever their group, with a base time drawn uniformly in
     ``mean_time`` and per-machine times spread uniformly around it (``time_spread`` is the relative
-    half-width). ``ops_per_job`` and ``eligible_machines`` are integer ``[min, max]`` pairs.
+    half-width). ``ops_per_job`` and ``eligible_machines`` are integer ``[min, max]`` pairs. ``mean_time`` over the
+    fastest and the slowest machine's speed lies in :data:`TIME_RANGE`.
     """
 
     ops_per_job: list[int] = field(default_factory=lambda: [4, 6])  # [min, max]
@@ -236,6 +239,18 @@ TARGET_RANGES: dict[str, tuple[float, float, bool, bool]] = {
 MAX_PLANNED_JOBS = 100_000
 #: Largest ``events.batch_size_mean`` and ``events.batch_size_std``, a bound for the same reason.
 MAX_BATCH_SIZE = 1000.0
+#: The smallest value of the generator's gamma draws (mean 1) that scale nominal times and arrival gaps.
+MIN_GAMMA_DRAW = 1e-3
+#: Shortest and longest expected processing time (time units) of an operation on a machine: a route step's (or the
+#: FJSP range's) ``mean_time`` over the machine's speed. The shortest is MIN_PROCESSING_TIME / MIN_GAMMA_DRAW, so
+#: that every time the generator draws is one an instance may hold (a mean_time of 1e-12 built no instance). The
+#: longest keeps the generator inside float64, which raises times to the processing exponent (up to 6 while SESC
+#: solves for it) and whose metrics and SSI sum their squares: a mean_time of 1e60 overflowed in the power, one of
+#: 1e200 in the squares; 1e12 leaves a wide margin.
+TIME_RANGE = (MIN_PROCESSING_TIME / MIN_GAMMA_DRAW, 1e12)
+#: Allowed machine speeds: those at which some nominal time gives a processing time in :data:`TIME_RANGE` (also on a
+#: group no route visits, whose speed still adds to the plant's capacity: one of 1e300 made the SSI NaN).
+SPEED_RANGE = (TIME_RANGE[0] / TIME_RANGE[1], TIME_RANGE[1] / TIME_RANGE[0])
 
 
 def size_presets() -> tuple[str, ...]:
@@ -385,7 +400,7 @@ def _check_plant(plant: PlantConfig) -> None:
         if not g.speeds:
             raise _fail(f"plant.groups[{i}].speeds", "a group needs at least one machine", g.speeds)
         for k, v in enumerate(g.speeds):
-            _check_range(f"plant.groups[{i}].speeds[{k}]", v, 0.0, math.inf, lo_open=True, hi_open=True)
+            _check_range(f"plant.groups[{i}].speeds[{k}]", v, *SPEED_RANGE)
     _check_items("plant.families", plant.families, FamilyConfig)
     if plant.fjsp is not None and plant.families:
         raise _fail("plant.families", "give either plant.families or plant.fjsp, not both (an fjsp plant would "
@@ -395,6 +410,12 @@ def _check_plant(plant: PlantConfig) -> None:
     else:
         _check_kind("plant.fjsp", plant.fjsp, FJSPConfig)
         _check_fjsp(plant.fjsp, sum(len(g.speeds) for g in plant.groups))
+    low, high = TIME_RANGE
+    for field_name, mean_time, shortest, longest in operation_times(plant):
+        if not (low <= shortest and longest <= high):
+            raise _fail(field_name, f"gives processing times {shortest:.3g} to {longest:.3g} (mean_time over the "
+                        f"speeds of the machines it may run on); they must lie in [{low:g}, {high:g}] time units "
+                        "(scenario.TIME_RANGE)", mean_time)
 
 
 def _check_families(families: list[FamilyConfig], group_names: list[str]) -> None:
@@ -491,6 +512,19 @@ def _check_planned_jobs(s: Scenario) -> None:
     if scale.warm_start_jobs >= jobs:
         where = "num_jobs" if scale.num_jobs is not None else f"the {jobs} jobs the horizon holds"
         raise _fail("scale.warm_start_jobs", f"must be < {where}", scale.warm_start_jobs)
+
+
+def operation_times(plant: PlantConfig) -> list[tuple[str, Any, float, float]]:
+    """(field, mean time, shortest, longest) per route step, or once for the FJSP range: the expected processing
+    times (mean time over speed) on the fastest and the slowest machine it may run on, before the gamma draws."""
+    if plant.fjsp is not None:
+        speeds = [v for g in plant.groups for v in g.speeds]
+        low, high = plant.fjsp.mean_time
+        return [("plant.fjsp.mean_time", plant.fjsp.mean_time, low / max(speeds), high / min(speeds))]
+    speeds_of = {g.name: g.speeds for g in plant.groups}
+    return [(f"plant.families[{i}].route[{k}].mean_time", step.mean_time, step.mean_time / max(speeds_of[step.group]),
+             step.mean_time / min(speeds_of[step.group]))
+            for i, fam in enumerate(plant.families) for k, step in enumerate(fam.route)]
 
 
 def expected_job_work(plant: PlantConfig) -> float:
