@@ -297,6 +297,8 @@ _GROUP_D = ("plant", "groups", 3)  # a group no route visits
     (("plant", "groups", 0, "speeds", 0), 1e12, "plant.families[0].route[0].mean_time", 10.0),
     (("plant", "groups", 0, "speeds", 0), 1e-300, "plant.groups[0].speeds[0]", 1e-300),  # the SSI was NaN
     (_GROUP_D, {"name": "GroupD", "speeds": [1e300]}, "plant.groups[3].speeds[0]", 1e300),  # the SSI was NaN
+    (("events", "ptime_change_factors"), [1.2, 1e200], "events.ptime_change_factors[1]", 1e200),  # the SSI was NaN
+    (("events", "ptime_change_factors"), [1e-12], "events.ptime_change_factors[0]", 1e-12),  # an error at build()
 ])
 def test_values_the_generator_cannot_represent_are_refused_naming_the_field(small, path, value, field, bad):
     data = small.to_dict()
@@ -304,6 +306,17 @@ def test_values_the_generator_cannot_represent_are_refused_naming_the_field(smal
     with pytest.raises(InstanceFormatError) as err:
         Scenario.from_dict(_with(data, path, value))
     assert err.value.field == field and err.value.value == bad
+
+
+@pytest.mark.parametrize("end", [0, 1])
+def test_ptime_change_factors_at_either_end_of_the_time_range_give_instances_and_a_finite_ssi(small, end):
+    times = operation_times(small.plant)
+    edge = min(t[2] for t in times) if end == 0 else max(t[3] for t in times)
+    factor = TIME_RANGE[end] / edge * (1 + 1e-9 if end == 0 else 1 - 1e-9)
+    scenario = replace_events(small, ptime_change=1.0, ptime_change_factors=[factor])
+    instance = calibrate(scenario, seed=0).instance  # build() checks every changed time against MIN_PROCESSING_TIME
+    assert any(e.type == EventType.PTIME_CHANGE for e in instance.events)
+    assert 0 <= ssi(instance).score <= 100
 
 
 @pytest.mark.parametrize("fjsp_mean_time", [[1.0, 1e60], [1e-12, 1.0]])
@@ -321,6 +334,7 @@ def test_plants_at_either_end_of_the_time_range_calibrate_to_finite_metrics_and_
     edge = min(t[2] for t in times) if end == 0 else max(t[3] for t in times)
     scale = TIME_RANGE[end] / edge * (1 + 1e-9 if end == 0 else 1 - 1e-9)
     data = small.to_dict()
+    data["events"]["ptime_change_factors"] = [1.0]  # the preset's would take the times out of the range
     for family in data["plant"]["families"]:
         for step in family["route"]:
             step["mean_time"] *= scale

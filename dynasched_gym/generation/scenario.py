@@ -141,7 +141,10 @@ class BottleneckWindow:
 
 @dataclass
 class EventRates:
-    """Dynamic-event rates. Probabilities are per job; the maintenance interval is in time units."""
+    """Dynamic-event rates. Probabilities are per job; the maintenance interval is in time units.
+
+    Every processing time times every ``ptime_change_factors`` factor stays in :data:`TIME_RANGE`.
+    """
 
     cancellation: float = 0.0
     emergency: float = 0.0  # share of jobs raised to `emergency_weight` soon after arrival
@@ -358,6 +361,7 @@ def validate_scenario(s: Scenario) -> None:
     for f_ in fields(Tolerances):
         _check_range(f"tolerances.{f_.name}", getattr(s.tolerances, f_.name), 0.0, 1.0, lo_open=True)
     _check_events(s.events)
+    _check_ptime_change_factors(s.events.ptime_change_factors, s.plant)
     if s.breakdown_policy not in ("resume", "restart"):
         raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
     _check_bottleneck_windows(s.bottleneck_windows, s.plant)
@@ -482,6 +486,18 @@ def _check_events(e: EventRates) -> None:
         raise _fail("events.ptime_change_factors", "must be a non-empty list of numbers > 0", e.ptime_change_factors)
     for k, x in enumerate(e.ptime_change_factors):
         _check_range(f"events.ptime_change_factors[{k}]", x, 0.0, math.inf, lo_open=True, hi_open=True)
+
+
+def _check_ptime_change_factors(factors: list[float], plant: PlantConfig) -> None:
+    """Processing times stay in :data:`TIME_RANGE` after every factor (the generator draws one per job at most)."""
+    times = operation_times(plant)
+    shortest, longest = min(t[2] for t in times), max(t[3] for t in times)
+    low, high = TIME_RANGE
+    for k, x in enumerate(factors):
+        if not (low <= shortest * x and longest * x <= high):
+            raise _fail(f"events.ptime_change_factors[{k}]", f"turns processing times {shortest:.3g} to {longest:.3g} "
+                        f"into {shortest * x:.3g} to {longest * x:.3g}; after every factor they must lie in [{low:g}, "
+                        f"{high:g}] time units (scenario.TIME_RANGE)", x)
 
 
 def _check_bottleneck_windows(windows: Any, plant: PlantConfig) -> None:
