@@ -26,6 +26,7 @@ from dynasched_gym.generation import (
     tier_of,
 )
 from dynasched_gym.generation.scenario import (
+    MAX_EVENT_FACTOR,
     TIME_RANGE,
     PlantConfig,
     expected_feature_scales,
@@ -299,6 +300,8 @@ _GROUP_D = ("plant", "groups", 3)  # a group no route visits
     (_GROUP_D, {"name": "GroupD", "speeds": [1e300]}, "plant.groups[3].speeds[0]", 1e300),  # the SSI was NaN
     (("events", "ptime_change_factors"), [1.2, 1e200], "events.ptime_change_factors[1]", 1e200),  # the SSI was NaN
     (("events", "ptime_change_factors"), [1e-12], "events.ptime_change_factors[0]", 1e-12),  # an error at build()
+    (("events", "emergency_weight"), 1e305, "events.emergency_weight", 1e305),  # the SSI was NaN
+    (("events", "due_date_change_factor"), 1.7e308, "events.due_date_change_factor", 1.7e308),  # OverflowError
 ])
 def test_values_the_generator_cannot_represent_are_refused_naming_the_field(small, path, value, field, bad):
     data = small.to_dict()
@@ -316,6 +319,16 @@ def test_ptime_change_factors_at_either_end_of_the_time_range_give_instances_and
     scenario = replace_events(small, ptime_change=1.0, ptime_change_factors=[factor])
     instance = calibrate(scenario, seed=0).instance  # build() checks every changed time against MIN_PROCESSING_TIME
     assert any(e.type == EventType.PTIME_CHANGE for e in instance.events)
+    assert 0 <= ssi(instance).score <= 100
+
+
+def test_the_largest_emergency_weight_and_due_date_change_factor_give_finite_due_dates_and_ssi(small):
+    scenario = replace_events(small, emergency=1.0, emergency_weight=MAX_EVENT_FACTOR, due_date_change=1.0,
+                              due_date_change_factor=MAX_EVENT_FACTOR)
+    scenario = replace_targets(scenario, due_date_tightness=100.0)
+    instance = calibrate(scenario, seed=0).instance  # build() checks the event due dates are finite
+    assert any(e.weight == MAX_EVENT_FACTOR for e in instance.events)
+    assert any(e.type == EventType.DUE_DATE_CHANGE for e in instance.events)
     assert 0 <= ssi(instance).score <= 100
 
 

@@ -143,7 +143,8 @@ class BottleneckWindow:
 class EventRates:
     """Dynamic-event rates. Probabilities are per job; the maintenance interval is in time units.
 
-    Every processing time times every ``ptime_change_factors`` factor stays in :data:`TIME_RANGE`.
+    Every processing time times every ``ptime_change_factors`` factor stays in :data:`TIME_RANGE`;
+    ``emergency_weight`` and ``due_date_change_factor`` are at most :data:`MAX_EVENT_FACTOR`.
     """
 
     cancellation: float = 0.0
@@ -251,6 +252,11 @@ MIN_GAMMA_DRAW = 1e-3
 #: solves for it) and whose metrics and SSI sum their squares: a mean_time of 1e60 overflowed in the power, one of
 #: 1e200 in the squares; 1e12 leaves a wide margin.
 TIME_RANGE = (MIN_PROCESSING_TIME / MIN_GAMMA_DRAW, 1e12)
+#: Largest ``events.emergency_weight`` and ``events.due_date_change_factor``: the SSI and the metrics multiply
+#: weights and due-date shifts (this factor times due_date_tightness times a job's processing time) by times and
+#: sum them, so they are bounded as times are (an emergency weight of 1e305 made the SSI NaN, and a due-date change
+#: factor of 1e305 gave an infinite due date, one of 1.7e308 an OverflowError out of the generator's draw).
+MAX_EVENT_FACTOR = 1e12
 #: Allowed machine speeds: those at which some nominal time gives a processing time in :data:`TIME_RANGE` (also on a
 #: group no route visits, whose speed still adds to the plant's capacity: one of 1e300 made the SSI NaN).
 SPEED_RANGE = (TIME_RANGE[0] / TIME_RANGE[1], TIME_RANGE[1] / TIME_RANGE[0])
@@ -476,10 +482,11 @@ def _check_events(e: EventRates) -> None:
     for name in ("cancellation", "emergency", "priority_change", "ptime_change", "batch_arrival", "route_change",
                  "rework", "due_date_change"):
         _check_range(f"events.{name}", getattr(e, name), 0.0, 1.0)
-    for name in ("emergency_weight", "maintenance_duration"):
-        _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, lo_open=True, hi_open=True)
-    for name in ("maintenance_interval", "maintenance_duration_std", "due_date_change_factor"):
+    _check_range("events.emergency_weight", e.emergency_weight, 0.0, MAX_EVENT_FACTOR, lo_open=True)
+    _check_range("events.maintenance_duration", e.maintenance_duration, 0.0, math.inf, lo_open=True, hi_open=True)
+    for name in ("maintenance_interval", "maintenance_duration_std"):
         _check_range(f"events.{name}", getattr(e, name), 0.0, math.inf, hi_open=True)
+    _check_range("events.due_date_change_factor", e.due_date_change_factor, 0.0, MAX_EVENT_FACTOR)
     _check_range("events.batch_size_mean", e.batch_size_mean, 0.0, MAX_BATCH_SIZE, lo_open=True)
     _check_range("events.batch_size_std", e.batch_size_std, 0.0, MAX_BATCH_SIZE)
     if not isinstance(e.ptime_change_factors, (list, tuple)) or not e.ptime_change_factors:
