@@ -289,6 +289,8 @@ _GROUP_D = ("plant", "groups", 3)  # a group no route visits
     # due allowances rounded away at a horizon of ~1e52 job times: ZeroDivisionError out of calibrate
     (("targets", "utilization"), 1e-50, "targets.utilization", 1e-50),
     (("targets", "due_date_tightness"), 1e-50, "targets.due_date_tightness", 1e-50),
+    (("targets", "arrival_scv"), 5e-324, "targets.arrival_scv", 5e-324),  # NaN releases
+    (("targets", "processing_scv"), 5e-324, "targets.processing_scv", 5e-324),  # infinite releases
     # an OverflowError in libm.power (calibrate), and in the processing SCV's squares (draft(...).metrics())
     (("plant", "families", 0, "route", 0, "mean_time"), 1e60, "plant.families[0].route[0].mean_time", 1e60),
     (("plant", "families", 0, "route", 0, "mean_time"), 1e200, "plant.families[0].route[0].mean_time", 1e200),

@@ -11,6 +11,7 @@ target and its measurement are always called the same.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -103,7 +104,8 @@ class Targets:
     Every target is calibrated except ``load_cv``, the only one that may be ``None`` (the default),
     which leaves it uncalibrated; with n machine groups it is at most sqrt(n - 1) (all load on one group).
     ``utilization`` and ``due_date_tightness`` are at least :data:`MIN_UTILIZATION_TIGHTNESS` (below it due dates
-    round to the releases; docs/generation.md, "Numeric bounds of a scenario").
+    round to the releases; docs/generation.md, "Numeric bounds of a scenario"); ``arrival_scv`` and
+    ``processing_scv`` are 0 or at least the smallest normal float (``sys.float_info.min``).
     """
 
     utilization: float = 0.8
@@ -238,6 +240,10 @@ TARGET_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "load_cv": (0.0, 1.5, False, False),
 }
 
+#: The targets whose SCV the generator draws with: gamma variates of shape 1 / SCV (an SCV of 0 draws none). A
+#: positive SCV below the smallest normal float, 2.2e-308, gives an infinite shape (5e-324 gave NaN releases).
+_GAMMA_SCVS = ("arrival_scv", "processing_scv")
+
 #: Most planned jobs a scenario may have (``scale.num_jobs``, or what ``scale.horizon`` holds): the generator
 #: draws jobs one by one in Python, so a larger instance would take minutes to draw.
 MAX_PLANNED_JOBS = 100_000
@@ -345,6 +351,9 @@ def check_target(name: str, value: Any, field_name: str | None = None) -> None:
     """Raise :class:`InstanceFormatError` naming ``field_name`` (default ``targets.<name>``) and ``value``
     unless ``value`` is an allowed value of target ``name`` (:data:`TARGET_RANGES`)."""
     _check_range(field_name or f"targets.{name}", value, *TARGET_RANGES[name])
+    if name in _GAMMA_SCVS and 0 < value < sys.float_info.min:
+        raise _fail(field_name or f"targets.{name}", f"must be 0 or at least {sys.float_info.min:.3g} (the generator "
+                    "draws gamma variates of shape 1 / SCV, which must be finite)", value)
 
 
 def _is_pair(value: Any, kind: Callable[[Any], bool]) -> bool:
