@@ -291,6 +291,7 @@ _GROUP_D = ("plant", "groups", 3)  # a group no route visits
     (("targets", "due_date_tightness"), 1e-50, "targets.due_date_tightness", 1e-50),
     (("targets", "arrival_scv"), 5e-324, "targets.arrival_scv", 5e-324),  # NaN releases
     (("targets", "processing_scv"), 5e-324, "targets.processing_scv", 5e-324),  # infinite releases
+    (("arrivals", "period_fraction"), 5e-324, "arrivals.period_fraction", 5e-324),  # ValueError out of libm.cos
     # an OverflowError in libm.power (calibrate), and in the processing SCV's squares (draft(...).metrics())
     (("plant", "families", 0, "route", 0, "mean_time"), 1e60, "plant.families[0].route[0].mean_time", 1e60),
     (("plant", "families", 0, "route", 0, "mean_time"), 1e200, "plant.families[0].route[0].mean_time", 1e200),

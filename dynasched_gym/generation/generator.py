@@ -34,7 +34,13 @@ from dynasched_gym.checks import check_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import libm
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure, window_arrays
-from dynasched_gym.generation.scenario import MIN_GAMMA_DRAW, Scenario, expected_job_work, planned_jobs
+from dynasched_gym.generation.scenario import (
+    ARRIVAL_GRID_STEPS,
+    MIN_GAMMA_DRAW,
+    Scenario,
+    expected_job_work,
+    planned_jobs,
+)
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 #: Bumped whenever the same (scenario, seed) would give a different instance; part of pool cache keys.
@@ -248,7 +254,7 @@ def _warp(cum: np.ndarray, arrivals) -> np.ndarray:
     """Map uniform cumulative positions in (0, 1] to times in (0, 1] under the arrival-rate pattern."""
     if arrivals.pattern == "constant" or arrivals.amplitude == 0:
         return cum
-    grid = np.linspace(0.0, 1.0, 2049)
+    grid = np.linspace(0.0, 1.0, ARRIVAL_GRID_STEPS + 1)
     amp = arrivals.amplitude
     if arrivals.pattern == "periodic":
         period = arrivals.period_fraction

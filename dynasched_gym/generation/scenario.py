@@ -94,7 +94,7 @@ class ArrivalConfig:
 
     pattern: str = "constant"
     amplitude: float = 0.0  # in [0, 1)
-    period_fraction: float = 1.0 / 3.0  # periodic: period as a fraction of the horizon
+    period_fraction: float = 1.0 / 3.0  # periodic: period as a fraction of the horizon, >= 2 / ARRIVAL_GRID_STEPS
 
 
 @dataclass
@@ -244,6 +244,11 @@ TARGET_RANGES: dict[str, tuple[float, float, bool, bool]] = {
 #: positive SCV below the smallest normal float, 2.2e-308, gives an infinite shape (5e-324 gave NaN releases).
 _GAMMA_SCVS = ("arrival_scv", "processing_scv")
 
+#: The generator tabulates the arrival-rate pattern at this many equal steps of the horizon (``generator._warp``);
+#: a periodic pattern's period spans two of them at least (``arrivals.period_fraction`` >= 2 / ARRIVAL_GRID_STEPS):
+#: a shorter one falls between the grid points, and one of 5e-324 raised a ValueError out of the cosine.
+ARRIVAL_GRID_STEPS = 2048
+
 #: Most planned jobs a scenario may have (``scale.num_jobs``, or what ``scale.horizon`` holds): the generator
 #: draws jobs one by one in Python, so a larger instance would take minutes to draw.
 MAX_PLANNED_JOBS = 100_000
@@ -371,7 +376,7 @@ def validate_scenario(s: Scenario) -> None:
     if s.arrivals.pattern not in ("constant", "periodic", "trend"):
         raise _fail("arrivals.pattern", "must be constant, periodic or trend", s.arrivals.pattern)
     _check_range("arrivals.amplitude", s.arrivals.amplitude, 0.0, 1.0, hi_open=True)
-    _check_range("arrivals.period_fraction", s.arrivals.period_fraction, 0.0, 1.0, lo_open=True)
+    _check_range("arrivals.period_fraction", s.arrivals.period_fraction, 2 / ARRIVAL_GRID_STEPS, 1.0)
     _check_targets(s.targets, len(s.plant.groups))
     for f_ in fields(Tolerances):
         _check_range(f"tolerances.{f_.name}", getattr(s.tolerances, f_.name), 0.0, 1.0, lo_open=True)
