@@ -304,6 +304,7 @@ _GROUP_D = ("plant", "groups", 3)  # a group no route visits
     (("events", "ptime_change_factors"), [1.2, 1e200], "events.ptime_change_factors[1]", 1e200),  # the SSI was NaN
     (("events", "ptime_change_factors"), [1e-12], "events.ptime_change_factors[0]", 1e-12),  # an error at build()
     (("events", "emergency_weight"), 1e305, "events.emergency_weight", 1e305),  # the SSI was NaN
+    (("plant", "families", 1, "mix_weight"), 10**30, "plant.families[1].mix_weight", 10**30),  # TypeError
     (("events", "due_date_change_factor"), 1.7e308, "events.due_date_change_factor", 1.7e308),  # OverflowError
 ])
 def test_values_the_generator_cannot_represent_are_refused_naming_the_field(small, path, value, field, bad):

@@ -43,7 +43,8 @@ class RouteStepConfig:
 
 @dataclass
 class FamilyConfig:
-    """A process family: a route over machine groups and its share of the job mix."""
+    """A process family: a route over machine groups and its share of the job mix (``mix_weight`` relative to the
+    other families', in :data:`MIX_WEIGHT_RANGE`)."""
 
     name: str = "A"
     route: list[RouteStepConfig] = field(default_factory=list)
@@ -268,6 +269,10 @@ TIME_RANGE = (MIN_PROCESSING_TIME / MIN_GAMMA_DRAW, 1e12)
 #: sum them, so they are bounded as times are (an emergency weight of 1e305 made the SSI NaN, and a due-date change
 #: factor of 1e305 gave an infinite due date, one of 1.7e308 an OverflowError out of the generator's draw).
 MAX_EVENT_FACTOR = 1e12
+#: Allowed ``mix_weight`` of a process family. The weights are relative shares, which the generator sums and
+#: multiplies by work: a weight of 10**30 (a Python int, beyond int64) was a TypeError out of the family draw, two
+#: of 1.7e308 summed to inf (a ValueError there), and subnormal weights lose the digits of the expected job work.
+MIX_WEIGHT_RANGE = (1e-12, 1e12)
 #: Allowed machine speeds: those at which some nominal time gives a processing time in :data:`TIME_RANGE` (also on a
 #: group no route visits, whose speed still adds to the plant's capacity: one of 1e300 made the SSI NaN).
 SPEED_RANGE = (TIME_RANGE[0] / TIME_RANGE[1], TIME_RANGE[1] / TIME_RANGE[0])
@@ -450,7 +455,7 @@ def _check_families(families: list[FamilyConfig], group_names: list[str]) -> Non
         _check_items(f"plant.families[{i}].route", fam.route, RouteStepConfig)
         if not fam.route:
             raise _fail(f"plant.families[{i}].route", "a route needs at least one step", [])
-        _check_range(f"plant.families[{i}].mix_weight", fam.mix_weight, 0.0, math.inf, lo_open=True, hi_open=True)
+        _check_range(f"plant.families[{i}].mix_weight", fam.mix_weight, *MIX_WEIGHT_RANGE)
         for k, step in enumerate(fam.route):
             if step.group not in group_names:
                 raise _fail(f"plant.families[{i}].route[{k}].group", f"unknown group (groups: {group_names})",
