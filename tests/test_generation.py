@@ -336,6 +336,47 @@ def test_the_largest_emergency_weight_and_due_date_change_factor_give_finite_due
     assert 0 <= ssi(instance).score <= 100
 
 
+#: Numeric scenario fields (paths in the small preset's dict), and extreme values of the types they take.
+_NUMERIC_FIELDS = [
+    ("plant", "groups", 0, "speeds", 0), ("plant", "families", 0, "mix_weight"),
+    ("plant", "families", 0, "route", 0, "mean_time"), ("plant", "families", 1, "route", 1, "mean_time"),
+    ("arrivals", "amplitude"), ("arrivals", "period_fraction"),
+    *(("targets", name) for name in ("utilization", "load_cv", "due_date_tightness", "arrival_scv",
+                                     "processing_scv", "disturbance")),
+    ("tolerances", "utilization"), ("tolerances", "due_date_tightness"),
+    *(("events", name) for name in ("cancellation", "emergency", "emergency_weight", "priority_change",
+                                    "ptime_change", "maintenance_duration", "maintenance_duration_std",
+                                    "batch_arrival", "batch_size_mean", "batch_size_std", "route_change", "rework",
+                                    "due_date_change", "due_date_change_factor")),
+    ("events", "ptime_change_factors", 0),
+]
+_EXTREMES = st.one_of(st.sampled_from([0, 1, 5e-324, 1e-300, 1e-12, 1e-3, 0.999999, 1e3, 1e12, 1e300, 1.7e308,
+                                       10**30, 10**300]),
+                      st.floats(0.0, 1.0), st.floats(0.0, 1e308), st.integers(0, 10**20))
+
+
+@settings(max_examples=150, deadline=None)
+@given(changes=st.lists(st.tuples(st.sampled_from(_NUMERIC_FIELDS), _EXTREMES), min_size=1, max_size=4),
+       seed=st.integers(0, 3))
+def test_any_scenario_the_checks_accept_drafts_to_finite_metrics_and_ssi(small, changes, seed):
+    data = small.to_dict()
+    for path, value in changes:
+        data = _with(data, path, value)
+    try:
+        scenario = Scenario.from_dict(data)
+    except InstanceFormatError:
+        return  # refused naming the field: what the checks are for
+    try:
+        d = draft(scenario, seed)
+        metrics = d.metrics()
+        instance = d.build()
+    except InstanceFormatError:
+        return  # e.g. a maintenance interval drawing too many windows, named by the draft
+    assert all(math.isfinite(v) for v in metrics.values()), metrics
+    result = ssi(instance)
+    assert 0 <= result.score <= 100 and all(math.isfinite(v) for v in result.components.values())
+
+
 @pytest.mark.parametrize("fjsp_mean_time", [[1.0, 1e60], [1e-12, 1.0]])
 def test_fjsp_mean_times_the_generator_cannot_represent_are_refused_naming_the_field(small, fjsp_mean_time):
     data = _with(_with(small.to_dict(), ("plant", "families"), []), ("plant", "fjsp"),
