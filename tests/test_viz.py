@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -468,6 +469,18 @@ def test_cli_without_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
     assert "needs the package 'matplotlib.figure', which is not installed: pip install 'dynasched-gym[viz]'" in (
         capsys.readouterr().err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mk01.json"]
+
+
+def test_cli_with_an_unknown_mplbackend_names_the_variable(small, tmp_path):
+    """matplotlib's import fails on an MPLBACKEND it does not know: every figure command ended in its traceback."""
+    sched = tmp_path / "s.json"
+    small.to_json(sched)
+    command = [sys.executable, "-m", "dynasched_gym", "gantt", str(sched), "--out", str(tmp_path / "g.png")]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "bogus"})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == ("error: environment variable MPLBACKEND: not a backend matplotlib knows: unset it or name "
+                           "one, such as agg (got 'bogus')\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]
 
 
 def test_cli_draws_names_with_dollars_and_reads_any_schedule_name(tmp_path, capsys):

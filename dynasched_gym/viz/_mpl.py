@@ -1,7 +1,8 @@
 """Plumbing shared by the pictures: lazy matplotlib figures, the palette, atomic saving, RGB capture.
 
 Figures are plain :class:`matplotlib.figure.Figure` objects (no pyplot, no global state), so
-drawing and saving work headless with the Agg renderer whatever backend is configured.
+drawing and saving work headless with the Agg renderer whatever backend is configured (one matplotlib knows:
+importing matplotlib fails on an unknown ``$MPLBACKEND``, which is reported as an error naming the variable).
 """
 
 from __future__ import annotations
@@ -27,12 +28,26 @@ def blank_figure(fig: Any, width: float, height: float, dpi: float) -> Any:
     """
     check_positive("dpi", dpi)  # 0, NaN or a string failed only when drawn, inside matplotlib
     if fig is None:
-        with needs_extra("viz", "drawing"):
-            from matplotlib.figure import Figure
-        fig = Figure(figsize=(width, height), dpi=dpi)
+        fig = _figure_class()(figsize=(width, height), dpi=dpi)
     fig.clf()
     fig.set_layout_engine("constrained")
     return fig
+
+
+def _figure_class() -> Any:
+    """matplotlib's ``Figure``: a :class:`MissingExtraError` naming the ``viz`` extra when matplotlib is not
+    installed, an :class:`InstanceFormatError` naming ``$MPLBACKEND`` when importing matplotlib fails on it (it
+    refuses a backend it does not know, whatever the figure is drawn with)."""
+    try:
+        with needs_extra("viz", "drawing"):
+            from matplotlib.figure import Figure
+    except ValueError as exc:
+        backend = os.environ.get("MPLBACKEND")
+        if not backend:  # matplotlib reads the variable only when it is not empty
+            raise
+        raise InstanceFormatError("not a backend matplotlib knows: unset it or name one, such as agg",
+                                  source="environment variable MPLBACKEND", value=backend) from exc
+    return Figure
 
 
 def plain_text(fig: Any) -> Any:
