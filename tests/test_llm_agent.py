@@ -128,7 +128,19 @@ def test_a_tool_call_in_the_last_round_is_answered_before_reflection(server: Cha
     messages = server.bodies[2]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "user"]
     assert messages[5]["tool_call_id"] == messages[4]["tool_calls"][0]["id"]
-    assert "no tool rounds left" in json.loads(messages[5]["content"])["error"] and agent.usage["tool_calls"] == 1
+    assert "no tool rounds left" in json.loads(messages[5]["content"])["error"] and agent.usage["tool_calls"] == 2
+
+
+def test_tool_calls_of_the_last_round_are_counted(server: ChatServer) -> None:
+    """Calls a server makes despite tool_choice="none" were left out of tool_calls (those of earlier rounds, also
+    ones answered with an error, were counted): the record, usage and episode_usage count every call made."""
+    agent = agent_for(server, mode="tools", max_tool_rounds=1)
+    _env, obs, info, slots = first_decision(agent)
+    server.push({"tool_calls": [("simulate_action", {"action_id": slots[0]})]},
+                {"tool_calls": [("simulate_action", {"action_id": slots[0]}), ("dance", {})], **answer(slots[1])})
+    assert agent.act(obs, info) == slots[1]
+    assert server.requests == 2 and server.bodies[1]["tool_choice"] == "none"
+    assert agent.log[0].tool_calls == agent.usage["tool_calls"] == agent.episode_usage["tool_calls"] == 3
 
 
 # ------------------------------------------------------------------------------------------ refinement

@@ -23,8 +23,8 @@ One decision (:meth:`LLMAgent.act`):
 Accounting: :attr:`LLMAgent.usage` (cumulative since construction), :attr:`LLMAgent.episode_usage`
 (since the last :meth:`~LLMAgent.reset`) and :attr:`LLMAgent.log` (one :class:`DecisionRecord`
 per decision of the episode): HTTP requests, retries, errors, cache hits, prompt and completion
-tokens (the server's ``usage``), prompt characters, tool calls, invalid answers, fallbacks by reason
-and latency.
+tokens (the server's ``usage``), prompt characters, tool calls (every call the model made, the last round's
+too), invalid answers, fallbacks by reason and latency.
 """
 
 from __future__ import annotations
@@ -350,14 +350,16 @@ class LLMAgent(Agent):
             completion = self._request(chat, request, record)
             chat.append(completion.message())
             # every tool call gets its reply, also one a server makes despite tool_choice="none": a conversation
-            # that goes on (reflection) with a call left unanswered is refused by OpenAI-compatible servers
+            # that goes on (reflection) with a call left unanswered is refused by OpenAI-compatible servers; and
+            # every call is counted, as one answered with an error (an unknown tool, bad arguments) is
             for call in completion.tool_calls:
                 chat.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(
                     {"error": "no tool rounds left in this decision: answer with the JSON"}) if final
                     else self._toolbox.call(call.name, call.arguments, self.env.simulator, view)})
-            if completion.tool_calls and not final:
+            if completion.tool_calls:
                 self._count(record, tool_calls=len(completion.tool_calls))
-                continue
+                if not final:
+                    continue
             answer = parse_answer(completion.content, view.ids)
             if not answer.ok:
                 self._count(record, invalid_answers=1)
