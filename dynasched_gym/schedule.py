@@ -57,6 +57,17 @@ class Schedule:
         return bool(np.all(~np.isnan(self.job_completion) | ~np.isnan(self.job_cancelled_at)))
 
     @property
+    def clock(self) -> float:
+        """The latest time the records show (segment ends, downtime starts, completions, cancellations; 0 with none).
+
+        A finished schedule's episode ended then (docs/semantics.md: events after that instant never apply). A
+        schedule taken mid-episode does not record its clock, which stood at or after this time (it is what
+        :func:`~dynasched_gym.validate.validate_schedule` uses without ``now``).
+        """
+        times = (self.segment_end, self.downtime_start, self.job_completion, self.job_cancelled_at, [0.0])
+        return float(np.nanmax(np.concatenate([np.asarray(t, dtype=np.float64) for t in times])))
+
+    @property
     def metrics(self) -> dict[str, float]:
         """The DESIGN section 6 metrics of this schedule."""
         return compute_metrics(

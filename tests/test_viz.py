@@ -196,6 +196,21 @@ def test_timeline_and_curves_figures(small):
             timeline_figure(small, bins=bad)
 
 
+def test_a_schedules_timeline_leaves_out_what_came_after_the_episode():
+    """A schedule's timeline showed the events and arrivals after its episode ended, which never applied: here a
+    breakdown, its repair and the release of a job cancelled before it. Those of the last instant did apply."""
+    inst = Instance.build("after", [Machine("M0")], [Job("a", [{0: 2.0}]), Job("b", [{0: 3.0}], release=20.0)],
+                          [Event(1.0, E.CANCELLATION, job=1), Event(2.0, E.MAINTENANCE, machine=0, duration=1.0),
+                           Event(50.0, E.BREAKDOWN, machine=0, duration=5.0), Event(60.0, E.REPAIR, machine=0)])
+    schedule = rollout(inst, "SPT")
+    assert {k: list(v) for k, v in event_times(schedule).items()} == {
+        "COMPLETION": [2.0], "ARRIVAL": [0.0], "CANCELLATION": [1.0], "MAINTENANCE": [2.0]}
+    assert schedule.clock == 2.0 and list(schedule.downtime_start) == [2.0]
+    assert {k: len(v) for k, v in event_times(inst).items()} == {
+        "ARRIVAL": 2, "CANCELLATION": 1, "MAINTENANCE": 1, "BREAKDOWN": 1, "REPAIR": 1}  # an instance: all
+    assert timeline_figure(schedule).axes[1].get_xlim() == (0.0, 2.0)
+
+
 def test_figure_now_and_dpi_are_checked(small):
     """now="abc" failed inside NumPy, NaN and -5 drew a chart of no moment; dpi=0, -3 or NaN failed only when the
     figure was drawn, inside matplotlib."""

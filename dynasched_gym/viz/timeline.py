@@ -1,8 +1,9 @@
 """Event timeline: when the events of an instance (or of a finished episode) happen, by type.
 
 Top panel: events per time bin, stacked by type. Bottom panel: a rug, one row per type, one tick
-per event. An instance contributes its event stream and the job arrivals (releases); a schedule
-adds the operation completions that actually happened.
+per event. An instance contributes its event stream and the job arrivals (releases); a schedule shows
+what happened in its episode: the events and arrivals up to its end (:attr:`Schedule.clock`; later
+ones never applied, docs/semantics.md) and the operation completions.
 """
 
 from __future__ import annotations
@@ -15,18 +16,26 @@ import numpy as np
 
 from dynasched_gym.checks import check_integer
 from dynasched_gym.instance import EventType, Instance
+from dynasched_gym.metrics import EPS
 from dynasched_gym.schedule import SEGMENT_STATUSES, Schedule
 from dynasched_gym.viz._mpl import blank_figure, figure_path, palette, plain_text, save_figure
 
 
 def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
-    """Sorted event times per event type name, in :class:`EventType` order; types without events left out."""
+    """Sorted event times per event type name, in :class:`EventType` order; types without events left out.
+
+    For a schedule, only what happened in its episode: events and arrivals after its end (its
+    :attr:`~dynasched_gym.schedule.Schedule.clock`, up to the simulator's :data:`~dynasched_gym.metrics.EPS`) are
+    left out, and the completed segments' ends are added.
+    """
     inst = source.instance if isinstance(source, Schedule) else source
     times: dict[EventType, list[float]] = {t: [] for t in EventType}
     times[EventType.ARRIVAL] = list(inst.job_release)
     for event in inst.events:
         times[event.type].append(event.time)
     if isinstance(source, Schedule):
+        end = source.clock + EPS  # every happening of the last instant applies, later events do not
+        times = {t: [x for x in v if x <= end] for t, v in times.items()}
         completed = source.segment_status == SEGMENT_STATUSES.index("completed")
         times[EventType.COMPLETION] = list(source.segment_end[completed])
     return {t.name: np.sort(np.asarray(v, dtype=np.float64)) for t, v in times.items() if v}
