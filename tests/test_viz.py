@@ -180,6 +180,31 @@ def test_a_job_on_time_up_to_float_rounding_is_not_drawn_late():
         schedule, by="job")
 
 
+def test_an_open_job_past_its_due_date_is_drawn_late():
+    """A running episode's job still open past its due date got the black (on time) tick: only a completion after the
+    due date was late. It is tardy already (the environments' tardiness potential counts it), so its tick is red at
+    now, and in a schedule file (HTML) at the latest time its records show; not before its due date."""
+    from dynasched_gym import Simulator
+
+    inst = Instance.build("open", [Machine("M0")], [Job("a", [{0: 5.0}], due=1.0), Job("b", [{0: 5.0}], due=20.0),
+                                                    Job("c", [{0: 5.0}], due=7.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.run("SPT", max_decisions=2)
+    schedule = sim.schedule()
+    assert sim.now == schedule.clock == 10.0 and np.isnan(schedule.job_completion[2])
+
+    def late_ticks(now: float) -> list[float]:
+        lines = gantt_figure(schedule, by="job", now=now).axes[0].get_lines()
+        return sorted(x for line in lines if line.get_marker() == "|" and line.get_color() == "tab:red"
+                      for x in line.get_xdata())
+
+    assert late_ticks(10.0) == [1.0, 7.0] and late_ticks(12.0) == [1.0, 7.0]
+    assert late_ticks(7.0) == [1.0]  # c is due at 7: on time up to then
+    page = gantt_html(schedule, by="job")
+    assert "c due (late) at 7" in page and "b due at 20" in page
+
+
 def test_timeline_and_curves_figures(small):
     counts = {k: len(v) for k, v in event_times(small).items()}
     completed = np.count_nonzero(small.segment_status == 0)

@@ -4,9 +4,9 @@ Machine view: one row per machine; segments coloured by job (preempted ones hatc
 aborted ones crossed ``xx``), downtime as thin bars (breakdowns red, maintenance grey), job
 arrivals as green triangles above the rows and cancellations as red crosses below them.
 Job view: one row per job; segments coloured by machine, the release (green triangle), the due
-date in force at completion (black tick, red when the job was late) and the cancellation (red
-cross) on the job's row. Bars are a few ``PolyCollection``s (one per segment status), so
-thousands of segments draw in well under a second.
+date in force at completion or now (black tick, red when the job was late, or is still open and
+past it) and the cancellation (red cross) on the job's row. Bars are a few ``PolyCollection``s
+(one per segment status), so thousands of segments draw in well under a second.
 
 The HTML version is one self-contained file: an inline SVG whose x axis is time itself (zooming
 changes the ``viewBox``), one element per segment, downtime interval and marker, and a little
@@ -89,7 +89,7 @@ def gantt_figure(
         size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / rows, 1.0, 6.0))
         jobs = np.flatnonzero(released)
         due = schedule.job_due[jobs]
-        late = _late(schedule)[jobs]
+        late = _late(schedule, now)[jobs]
         _marks(ax, inst.job_release[jobs], jobs, ">", "tab:green", size)
         _marks(ax, due[~late], jobs[~late], "|", "black", 1.6 * size)
         _marks(ax, due[late], jobs[late], "|", "tab:red", 1.6 * size)
@@ -187,10 +187,16 @@ def _check_view(by: str) -> None:
         raise ValueError(f"by must be one of {VIEWS}, got {by!r}")
 
 
-def _late(schedule: Schedule) -> np.ndarray:
+def _late(schedule: Schedule, now: float | None = None) -> np.ndarray:
     """Per job: completed more than :data:`~dynasched_gym.metrics.EPS` after its due date, as the tardy-job count
-    decides (one that ends on its due date up to float rounding is on time)."""
-    return schedule.job_completion - schedule.job_due > EPS
+    decides (one that ends on its due date up to float rounding is on time), or, still open (released, neither
+    completed nor cancelled), with the clock more than EPS past it: tardy already, by the tardiness the
+    environments' potential counts for open jobs (docs/environments.md, Rewards). The clock is ``now``, else
+    :attr:`~dynasched_gym.schedule.Schedule.clock` (a finished schedule has no open job)."""
+    clock = schedule.clock if now is None else now
+    open_ = np.isnan(schedule.job_completion) & np.isnan(schedule.job_cancelled_at) & (
+        schedule.instance.job_release <= clock)
+    return (schedule.job_completion - schedule.job_due > EPS) | (open_ & (clock - schedule.job_due > EPS))
 
 
 def _row_and_colour(job: np.ndarray, machine: np.ndarray, machine_view: bool) -> tuple[np.ndarray, np.ndarray]:
