@@ -75,8 +75,14 @@ def needs_extra(extra: str, feature: str) -> Iterator[None]:
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.partition(".")[0] == "dynasched_gym":
             raise
-        raise MissingExtraError(f"{feature} needs the package {exc.name!r}, which is not installed: pip install "
-                                f"'dynasched-gym[{extra}]'", name=exc.name) from exc
+        raise missing_extra(extra, feature, exc.name) from exc
+
+
+def missing_extra(extra: str, feature: str, package: str) -> MissingExtraError:
+    """The :class:`MissingExtraError` for ``feature`` lacking ``package``: its message names the ``extra`` that
+    installs it (``pip install 'dynasched-gym[<extra>]'``)."""
+    return MissingExtraError(f"{feature} needs the package {package!r}, which is not installed: pip install "
+                             f"'dynasched-gym[{extra}]'", name=package)
 
 
 def _shown(value: Any, limit: int = 200) -> str:

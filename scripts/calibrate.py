@@ -33,7 +33,7 @@ from dynasched_gym.generation.scenario import replace_targets
 from dynasched_gym.generation.sesc import check_calibration, tolerance
 from dynasched_gym.io import dsbx_dir
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
 
 #: Config mappings whose keys calibrate checks itself: calibrate()'s options, and the scenario (Scenario.from_dict
 #: refuses an unknown field), where + adds the fields a preset leaves at their defaults (scale.horizon, ...).
@@ -170,6 +170,7 @@ def run(cfg: DictConfig) -> Path:
     return out
 
 
+@launcher_checked
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="calibrate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM."""

@@ -62,7 +62,14 @@ from dynasched_gym.results import (
 )
 from dynasched_gym.schedule import Schedule
 from scripts.interrupts import interrupted_exit, stop_workers
-from scripts.overrides import SettingError, check_added_keys, output_file, setting_errors_exit, settings_checked
+from scripts.overrides import (
+    SettingError,
+    check_added_keys,
+    launcher_checked,
+    output_file,
+    setting_errors_exit,
+    settings_checked,
+)
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
 #: (``shipped:full``: the one trained on full observations, where shipped).
@@ -699,6 +706,7 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
             print("  " + _report_failure(row), file=sys.stderr)
 
 
+@launcher_checked
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of

@@ -39,7 +39,14 @@ from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
 from dynasched_gym.results import format_number as _num
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, output_file, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import (
+    check_added_keys,
+    launcher_checked,
+    output_file,
+    output_folder,
+    setting_errors_exit,
+    settings_checked,
+)
 
 CLAIRVOYANT = "clairvoyant reference"
 CSV_FIELDS = ("objective", "size", "tier", "rank", "agent", "clairvoyant", "best_rule", "episodes", "failed", "mean",
@@ -247,6 +254,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
     return board, failed, text
 
 
+@launcher_checked
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="leaderboard", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C or SIGTERM (the message

@@ -42,7 +42,7 @@ from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
 
 #: PPO entrants: label -> the observability its checkpoint must have been trained on.
 PPO_LEVELS = {"ppo:concise": "concise", "ppo:full": "full"}
@@ -324,6 +324,7 @@ def run(cfg: DictConfig) -> Report:
     return Report(rows, entries, cost, notes, text, files)
 
 
+@launcher_checked
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="observability", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped

@@ -10,20 +10,32 @@ A value the script cannot use (``seeds.count=abc``, ``tiers=[nightmare]``) is a 
 and the value: the checks of a script's settings run inside :func:`settings_checked`, before any work, and the
 script's ``main`` runs inside :func:`setting_errors_exit`, which prints ``error: <message>`` and exits with status 2
 (a usage error, as argparse's), without a traceback and without the empty run folder Hydra made for the run.
+
+A launcher whose Hydra plugin is not installed (``-m launcher=slurm`` without hydra-submitit-launcher) fails in
+Hydra, before any script runs, as a config it cannot find: each script's ``hydra.main`` is wrapped in
+:func:`launcher_checked`, which refuses it first the same way, naming the extra that installs the plugin.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import importlib.util
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
+
+from dynasched_gym.errors import MissingExtraError, missing_extra
+
+#: The project's launchers (``conf/launcher/<name>.yaml``) -> the package of the Hydra plugin each selects (in the
+#: ``dist`` extra; its module is ``hydra_plugins.<package with underscores>``).
+LAUNCHER_PLUGINS = {"joblib": "hydra-joblib-launcher", "ray": "hydra-ray-launcher", "slurm": "hydra-submitit-launcher"}
 
 
 class SettingError(ValueError):
@@ -134,11 +146,69 @@ def setting_errors_exit() -> Iterator[None]:
     try:
         yield
     except SettingError as exc:
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":  # Hydra's switch for the whole traceback
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        remove_empty_run_folder()
-        sys.exit(2)
+        if os.environ.get("HYDRA_FULL_ERROR") != "1":
+            remove_empty_run_folder()
+        _usage_error_exit(exc)
+
+
+def _usage_error_exit(exc: Exception) -> NoReturn:
+    """Print ``error: <exc>`` on stderr and exit with status 2; with ``HYDRA_FULL_ERROR=1`` (Hydra's switch for the
+    whole traceback) raise ``exc`` instead. Call it while handling ``exc``."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise exc
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _plugin_installed(package: str) -> bool:
+    """The Hydra plugin ``package`` is importable (found, not imported: Ray's plugin would import Ray)."""
+    try:
+        return importlib.util.find_spec(f"hydra_plugins.{package.replace('-', '_')}") is not None
+    except ModuleNotFoundError:  # no Hydra plugin at all: no hydra_plugins namespace
+        return False
+
+
+def check_launcher(overrides: Sequence[str]) -> None:
+    """Raise a :class:`~dynasched_gym.errors.MissingExtraError` naming the extra to install when the command line's
+    ``overrides`` pick one of the project's launchers (``launcher=ray``, also among swept values) whose Hydra plugin
+    is not installed; Hydra would refuse it as a config it cannot find. An override Hydra cannot parse is left to
+    Hydra to report."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep
+    from hydra.errors import OverrideParseException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except OverrideParseException:
+        return
+    for override in parsed:
+        if override.key_or_group != "launcher" or override.is_delete():
+            continue
+        value = override.value()
+        for name in value.list if isinstance(value, ChoiceSweep) else [value]:
+            package = LAUNCHER_PLUGINS.get(name) if isinstance(name, str) else None
+            if package is not None and not _plugin_installed(package):
+                raise missing_extra("dist", f"launcher={name}", package)
+
+
+def launcher_checked(main: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a script's ``@hydra.main`` function with this: run from the command line, it first refuses a
+    launcher whose plugin is missing (:func:`check_launcher`) with ``error: <message>`` and status 2 (the traceback
+    with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find 'hydra/launcher/...'" and exit with 1. A
+    config passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command line."""
+
+    @functools.wraps(main)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:
+            from hydra._internal.utils import get_args_parser
+
+            try:
+                check_launcher(get_args_parser().parse_known_args()[0].overrides)
+            except MissingExtraError as exc:
+                _usage_error_exit(exc)
+        return main(*args, **kwargs)
+
+    return checked
 
 
 def _paths(node: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -214,5 +284,5 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
                      "one without +")
 
 
-__all__ = ["SettingError", "added_keys", "base_overrides", "check_added_keys", "output_folder",
-           "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]
+__all__ = ["LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides", "check_added_keys", "check_launcher",
+           "launcher_checked", "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]

@@ -87,7 +87,7 @@ from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 from scripts.interrupts import interrupted_exit, signal_handlers, sigterm_as_interrupt
-from scripts.overrides import check_added_keys, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
 
 ENV_ID = "DynaSched/DFJSP-v0"
 #: Rule whose mean objective on the first pool instances sets the automatic reward scale.
@@ -720,6 +720,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     return out / "model.zip"
 
 
+@launcher_checked
 @hydra.main(config_path="pkg://dynasched_gym.conf", config_name="train/ppo", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C or SIGTERM during training prints the resume command (during the final

@@ -12,7 +12,15 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from test_evaluate import config
 
-from scripts.overrides import SettingError, added_keys, base_overrides, remove_empty_run_folder
+from dynasched_gym.errors import MissingExtraError
+from scripts.overrides import (
+    LAUNCHER_PLUGINS,
+    SettingError,
+    added_keys,
+    base_overrides,
+    check_launcher,
+    remove_empty_run_folder,
+)
 
 
 def test_added_keys_are_the_topmost_keys_missing_from_the_base() -> None:
@@ -177,6 +185,44 @@ def test_a_sweep_stopped_by_its_first_job_leaves_no_folder(tmp_path: Path, monke
         evaluate.main()
     assert sorted(p.name for p in sweep.iterdir()) == ["0", "multirun.yaml"]
     assert "tiers must be one of" in capsys.readouterr().err
+
+
+def _without_launcher_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every launcher plugin of the project unimportable, as where the dist extra is not installed."""
+    for package in LAUNCHER_PLUGINS.values():
+        monkeypatch.setitem(sys.modules, f"hydra_plugins.{package.replace('-', '_')}", None)
+
+
+@pytest.mark.parametrize(("script", "override"), [
+    ("evaluate", "launcher=slurm"), ("leaderboard", "launcher=slurm"), ("train", "launcher=slurm"),
+    # configs without a launcher group, where Hydra says to add one with +
+    ("observability", "+launcher=slurm"), ("calibrate", "+launcher=slurm"), ("bench", "+launcher=slurm"),
+])
+def test_a_launcher_whose_plugin_is_missing_is_refused_naming_the_extra(script: str, override: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``-m launcher=slurm`` without hydra-submitit-launcher failed in Hydra, exit status 1: "Could not find
+    'hydra/launcher/submitit_slurm'", and a hint at HYDRA_FULL_ERROR, not the extra that installs it."""
+    _without_launcher_plugins(monkeypatch)
+    err = _usage_error(script, ["-m", override, f"hydra.sweep.dir={tmp_path / 'run'}"], tmp_path, monkeypatch,
+                       capsys)
+    assert err == ("error: launcher=slurm needs the package 'hydra-submitit-launcher', which is not installed: "
+                   "pip install 'dynasched-gym[dist]'\n")
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    with pytest.raises(MissingExtraError, match="hydra-submitit-launcher"):
+        importlib.import_module(f"scripts.{script}").main()
+
+
+def test_each_launcher_is_checked_also_among_swept_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_launcher_plugins(monkeypatch)
+    for name, package in LAUNCHER_PLUGINS.items():
+        with pytest.raises(MissingExtraError, match=rf"launcher={name} needs the package '{package}'.*\[dist\]"):
+            check_launcher(["tiers=easy,hard", f"+launcher={name}"])
+    with pytest.raises(MissingExtraError, match="launcher=ray"):
+        check_launcher(["launcher=mine,ray"])
+    # no launcher of the project, none at all, or an override Hydra itself refuses: left to Hydra
+    check_launcher(["launcher=mine", "launcher=null", "~launcher", "hydra/launcher=ray", "tiers=[easy]"])
+    check_launcher(["launcher=ray", "tiers=[easy"])
 
 
 class _Reached(Exception):
