@@ -142,12 +142,11 @@ def remove_empty_run_folder() -> None:
 def setting_errors_exit() -> Iterator[None]:
     """Run a script's ``main`` in this: a :class:`SettingError` prints ``error: <message>`` on stderr and exits with
     status 2, leaving no empty run folder (:func:`remove_empty_run_folder`); with ``HYDRA_FULL_ERROR=1`` it is
-    raised, for the whole traceback."""
+    raised, for the whole traceback, once the folder is removed as well."""
     try:
         yield
     except SettingError as exc:
-        if os.environ.get("HYDRA_FULL_ERROR") != "1":
-            remove_empty_run_folder()
+        remove_empty_run_folder()
         _usage_error_exit(exc)
 
 

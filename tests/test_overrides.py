@@ -124,12 +124,16 @@ def test_a_bad_value_in_a_later_tier_stops_before_the_first_tier_is_played(tmp_p
 
 
 def test_hydra_full_error_shows_the_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error is raised, for the whole traceback, and the run folder goes as without HYDRA_FULL_ERROR (it was
+    raised before the folder was removed, leaving ``.hydra/`` and an empty log under outputs/ for every try)."""
     from scripts import evaluate
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
-    monkeypatch.setattr(sys, "argv", ["evaluate", "workers=-3", f"hydra.run.dir={tmp_path / 'run'}"])
+    monkeypatch.chdir(tmp_path)  # the run folder: outputs/evaluate/<date>/<time>/ below it
+    monkeypatch.setattr(sys, "argv", ["evaluate", "workers=-3"])
     with pytest.raises(SettingError, match="workers must be"):
         evaluate.main()
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
 
 
 def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
