@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -119,6 +120,38 @@ def test_a_pool_opened_while_another_process_writes_its_manifest_is_left_alone(t
     with pytest.warns(tiers.CacheWarning, match="is missing"):
         tier_pool("easy", cache_dir=tmp_path)
     assert not _file(pool, 0).exists()
+
+
+def test_openers_of_one_stale_pool_at_once_neither_crash_nor_delete_each_others_files(tmp_path: Path) -> None:
+    # each one found the manifest stale and removed the directory with shutil.rmtree: one's rmtree met files another's
+    # had removed (FileNotFoundError) or had just written ("Directory not empty"), or removed the fresh files of one
+    # that had already rebuilt the pool
+    directory = tmp_path / tiers.pool_key(tiers.key_inputs("easy", "small"))
+    directory.mkdir()
+    (directory / tiers.MANIFEST).write_text("{stale", encoding="utf-8")
+    for seed in range(2000):
+        (directory / f"seed-{seed}.json").write_text("{}", encoding="utf-8")
+    openers = 4
+    barrier, errors = threading.Barrier(openers), []
+
+    def open_and_write(number: int) -> None:
+        barrier.wait()
+        try:
+            tier_pool("easy", cache_dir=tmp_path)._write(10_000 + number, "{}")
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tiers.CacheWarning)
+        threads = [threading.Thread(target=open_and_write, args=(n,)) for n in range(openers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []
+    assert sorted(p.name for p in directory.glob("seed-*.json")) == [f"seed-{10_000 + n}.json" for n in range(openers)]
+    assert json.loads((directory / tiers.MANIFEST).read_text(encoding="utf-8"))["key"] == directory.name
+    assert not [p.name for p in tmp_path.iterdir() if ".stale-" in p.name]  # the stale copy is gone
 
 
 def test_key_inputs_change_the_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,8 @@ effective prior, ``GENERATOR_VERSION``, ``SSI_VERSION``, the calibration method 
 
 Every file is written atomically (temporary file + rename), the instance before its checksum.
 Opening a pool compares the manifest with the key inputs; a manifest that does not match (stale
-or corrupt) clears the directory. A missing seed is generated; a seed file that does not match its
+or corrupt) clears the directory (under a lock on ``<cache_dir>/.<key>.lock``, so that processes opening one
+stale pool at once clear it only once). A missing seed is generated; a seed file that does not match its
 checksum (or lacks one) is regenerated. Both rebuilds issue a :class:`CacheWarning` naming the
 file; a cached file is never used unverified.
 :meth:`TierPool.prepare` generates missing seeds in worker processes with a progress bar,
@@ -48,6 +49,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -69,6 +71,11 @@ from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.paths import user_cache_dir
+
+try:
+    import fcntl
+except ImportError:  # Windows: pools work, without the lock that serialises the clearing of a stale pool
+    fcntl = None  # type: ignore[assignment]
 
 #: Bumped whenever the pool algorithm (not the generator or the SSI) changes what a seed yields.
 POOL_VERSION = "1"
@@ -279,8 +286,29 @@ class TierPool:
         return self.directory / f"seed-{seed}.json", self.directory / f"seed-{seed}.sha256"
 
     def _open(self) -> None:
-        """Check the manifest against the key inputs; clear the directory when it is stale or corrupt."""
+        """Check the manifest against the key inputs; clear the directory when it is stale or corrupt.
+
+        A matching manifest needs no lock. Otherwise the check is made again, and the directory cleared and the
+        manifest written, under an exclusive lock on the sibling ``.<key>.lock`` (:func:`_pool_lock`): processes
+        opening one stale pool at once cleared it under each other's feet (one's rmtree met files the other's had
+        removed, or new ones, and crashed; or deleted the fresh files of the process that had already rebuilt it).
+        """
         manifest = {"format": POOL_FORMAT, "key": self.key, "inputs": self._inputs}
+        if self._manifest_problem(manifest) is None:
+            return
+        with _pool_lock(self.directory.with_name(f".{self.key}.lock")):
+            problem = self._manifest_problem(manifest)  # another process may have rebuilt it meanwhile
+            if problem is None:
+                return
+            if problem:
+                warnings.warn(f"tier pool cache: {problem}; rebuilding {self.directory}", CacheWarning,
+                              stacklevel=user_stacklevel())
+                _remove_directory(self.directory)
+            write_text_atomic(self.directory / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+    def _manifest_problem(self, manifest: Mapping[str, Any]) -> str | None:
+        """None when the manifest matches ``manifest``; "" when the directory is new (no manifest, no files); else
+        why it must be cleared."""
         path = self.directory / MANIFEST
         # listed before the manifest is looked at, hidden entries left out: those are other processes' atomic writes
         # in flight (their manifest first of all), and a new pool opened by two processes at once was cleared under
@@ -290,19 +318,11 @@ class TierPool:
         if path.is_file():
             try:
                 if json.loads(path.read_text(encoding="utf-8")) == json.loads(_canonical(manifest)):
-                    return
+                    return None
             except (OSError, ValueError):
                 pass
-            problem = f"{path} does not match this pool (stale or corrupt)"
-        elif files:
-            problem = f"{path} is missing"
-        else:
-            problem = None
-        if problem is not None:
-            warnings.warn(f"tier pool cache: {problem}; rebuilding {self.directory}", CacheWarning,
-                          stacklevel=user_stacklevel())
-            shutil.rmtree(self.directory)
-        write_text_atomic(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            return f"{path} does not match this pool (stale or corrupt)"
+        return f"{path} is missing" if files else ""
 
     def _read(self, seed: int) -> str | None:
         """The verified cached text of ``seed``; None (with a warning when files exist) otherwise."""
@@ -332,6 +352,33 @@ class TierPool:
 #: name: each is an instance to generate and cache (a small one: about 0.02 s on one core and 12 kB on disk, so a
 #: million is hours and gigabytes); a range of 10**30 seeds filled the memory before the first.
 MAX_SEEDS = 1_000_000
+
+
+@contextlib.contextmanager
+def _pool_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``fcntl.flock`` on ``path`` (made if missing, never removed) for the block; where ``fcntl`` is
+    missing (Windows) no lock, and concurrent openings of a stale pool may then discard each other's new files."""
+    if fcntl is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _remove_directory(directory: Path) -> None:
+    """Remove ``directory`` by renaming it to a hidden unique sibling first, then deleting that: the pool's path is
+    at once free, and the deletion meets no other process's files (nor fails if the directory is already gone)."""
+    aside = directory.with_name(f".{directory.name}.stale-{uuid.uuid4().hex}")
+    try:
+        os.rename(directory, aside)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _check_seed(seed: int) -> int:
