@@ -11,12 +11,14 @@
 - ``DIR/convergence.png``: per metric, relative error / tolerance at each step (log scale; <= 1
   is within tolerance).
 
-Everything is written to a temporary sibling directory that is renamed to DIR at the end, so a
-failed run leaves nothing behind. DIR must not exist (default: ``calibration/`` in Hydra's run dir).
+DIR must not exist (default: ``calibration/`` in Hydra's run dir); it is made, empty, before the calibration, so
+that of two runs given one DIR the second stops at once. Everything is written to a temporary sibling directory
+that is renamed onto DIR at the end, so a failed run leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -144,8 +146,6 @@ def run(cfg: DictConfig) -> Path:
     """
     with settings_checked():
         out = output_folder("out", cfg.out)
-        if out.exists():
-            raise ValueError(f"out={out} exists; choose another out=")
         options = OmegaConf.to_container(cfg.options, resolve=True)
         seed = check_calibration(cfg.method, cfg.seed, **options)
         try:
@@ -154,18 +154,24 @@ def run(cfg: DictConfig) -> Path:
             raise exc.located("size.scenario") from None  # its fields are paths below size.scenario
         targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
         scenario = replace_targets(scenario, **targets)
-    result = calibrate(scenario, method=cfg.method, seed=seed, **options)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed to out when complete
-    tmp.mkdir()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:  # claimed before the work: of two runs given one out, the second stops here, not after its calibration
+            out.mkdir()
+        except FileExistsError:
+            raise ValueError(f"out={out} exists; choose another out=") from None
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed onto the (empty) claimed out when complete
     try:
+        result = calibrate(scenario, method=cfg.method, seed=seed, **options)
+        tmp.mkdir()
         (tmp / "instance.json").write_text(result.instance.to_json(), encoding="utf-8")
         notes = _save_dsbx(result, tmp / "dsbx")
         (tmp / "report.md").write_text(report(scenario, seed, result, ssi(result.instance), notes), encoding="utf-8")
         plot_convergence(result, scenario.tolerances, tmp / "convergence.png")
-        os.replace(tmp, out)
+        os.replace(tmp, out)  # a rename replaces an empty directory (Linux, macOS)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            out.rmdir()  # the claim, unless something was put into it
         raise
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -78,6 +79,41 @@ def test_refuses_an_existing_output_directory(tmp_path: Path, script) -> None:
     with pytest.raises(SettingError, match="cal exists"):
         script.run(_config(tmp_path / "cal"))
     assert list((tmp_path / "cal").iterdir()) == []
+
+
+def test_of_two_runs_given_one_out_the_second_stops_before_its_calibration(tmp_path: Path, script,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # both checked that out did not exist, calibrated, and the second to finish failed renaming its temporary directory
+    # onto the first one's out: a traceback, "OSError: [Errno 39] Directory not empty: '.../.cal.<hex>.tmp'"
+    out, calibrate, second = tmp_path / "cal", script.calibrate, []
+
+    def calibrate_while_another_run_starts(*args, **kwargs):
+        monkeypatch.setattr(script, "calibrate", calibrate)  # the second run's own calibration, if it gets there
+        with pytest.raises(SettingError, match="cal exists; choose another out="):
+            script.run(_config(out, "seed=1"))
+        second.append("refused")
+        return calibrate(*args, **kwargs)
+
+    monkeypatch.setattr(script, "calibrate", calibrate_while_another_run_starts)
+    assert script.run(_config(out)) == out
+    assert second == ["refused"]
+    assert sorted(p.name for p in out.iterdir()) == ["convergence.png", "dsbx", "instance.json", "report.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["cal"]
+
+
+def test_two_runs_started_at_once_with_the_default_out_write_their_own_folders(tmp_path: Path) -> None:
+    # Hydra's run folder was named to the second: both runs calibrated into one out, and the second crashed renaming
+    # its temporary folder onto it (OSError: Directory not empty); its settings also overwrote the first one's .hydra/
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    runs = [subprocess.Popen([sys.executable, "-m", "scripts.calibrate", "size=small", f"seed={seed}",
+                              "+options.max_steps=0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for seed in (1, 2)]
+    for run in runs:
+        _, stderr = run.communicate(timeout=120)
+        assert run.returncode == 0, stderr
+    reports = tmp_path.glob("outputs/calibrate/*/*/calibration/report.md")
+    assert sorted(p.read_text(encoding="utf-8").split("\n", 1)[0] for p in reports) == \
+        ["# Calibration report: small-seed1", "# Calibration report: small-seed2"]
 
 
 @pytest.mark.parametrize("seed", ["1.7", "-1", "true"])
