@@ -179,6 +179,27 @@ def test_parallel_prepare_matches_serial_generation_and_resumes(tmp_path: Path,
     assert sorted(p.name for p in pool.directory.glob("seed-*.json")) == [f"seed-{s}.json" for s in range(4)]
 
 
+def test_prepare_verifies_cached_seeds_and_regenerates_corrupt_ones(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # prepare took a seed whose two files existed for done: a truncated member stayed in the pool until an episode
+    # drew it
+    pool = tier_pool("easy", cache_dir=tmp_path, workers=1)
+    pool.prepare(range(3), progress=False)
+    original = {seed: _file(pool, seed).read_bytes() for seed in range(3)}
+    _file(pool, 1).write_bytes(original[1][: len(original[1]) // 2])
+    generated, generate_member = [], tiers.generate_member
+    monkeypatch.setattr(tiers, "generate_member", lambda inputs, seed: generated.append(seed) or generate_member(
+        inputs, seed))
+    with pytest.warns(tiers.CacheWarning, match=r"seed-1\.json is corrupt or incomplete \(checksum mismatch\)"):
+        pool.prepare(range(3), progress=False)
+    assert generated == [1]
+    assert {seed: _file(pool, seed).read_bytes() for seed in range(3)} == original
+    monkeypatch.setattr(tiers, "calibrate", _no_calibration)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tiers.CacheWarning)
+        assert pool.instance(1).to_json().encode("utf-8") == original[1]
+
+
 def test_exhausted_attempts_raise_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tiers, "MAX_ATTEMPTS", 3)
     pool = tier_pool("extreme", cache_dir=tmp_path)

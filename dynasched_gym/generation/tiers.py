@@ -36,8 +36,9 @@ or corrupt) clears the directory (under a lock on ``<cache_dir>/.<key>.lock``, s
 stale pool at once clear it only once). A missing seed is generated; a seed file that does not match its
 checksum (or lacks one) is regenerated. Both rebuilds issue a :class:`CacheWarning` naming the
 file; a cached file is never used unverified.
-:meth:`TierPool.prepare` generates missing seeds in worker processes with a progress bar,
-persisting each as soon as it is done (an interrupted run resumes where it stopped).
+:meth:`TierPool.prepare` verifies the cached seeds it is given, then generates the missing and corrupt ones in
+worker processes with a progress bar, persisting each as soon as it is done (an interrupted run resumes where it
+stopped).
 """
 
 from __future__ import annotations
@@ -237,7 +238,9 @@ class TierPool:
 
     def prepare(self, seeds: Iterable[int], progress: bool = True) -> None:
         """Generate the seeds that are not cached yet, in ``workers`` processes, persisting each when done; at most
-        :data:`MAX_SEEDS` seeds a call (a ValueError before any work otherwise)."""
+        :data:`MAX_SEEDS` seeds a call (a ValueError before any work otherwise). Cached seeds are verified first, as
+        :meth:`instance` does: one that does not match its checksum is regenerated, with a :class:`CacheWarning`
+        naming the file."""
         check_bool("progress", progress)  # "no" would show the bar
         if not isinstance(seeds, Iterable) or isinstance(seeds, (str, bytes, Mapping)):  # b"abc" was seeds 97..99
             raise TypeError(f"seeds must be an iterable of integer seeds such as range(100), got "
@@ -246,8 +249,9 @@ class TierPool:
         if len(wanted) > MAX_SEEDS:
             raise ValueError(f"prepare takes at most {MAX_SEEDS} seeds a call (each is an instance to generate), "
                              f"got more: {seeds!r:.80}")
-        missing = [s for s in dict.fromkeys(map(_check_seed, wanted))
-                   if not all(p.is_file() for p in self._paths(s))]
+        # each cached seed verified against its checksum now (a CacheWarning naming a corrupt file), not when an
+        # episode draws it: a truncated member was left in place, and its regeneration fell to the first draw
+        missing = [s for s in dict.fromkeys(map(_check_seed, wanted)) if self._read(s) is None]
         workers = min(self.workers, len(missing))
         with tqdm(total=len(missing), desc=f"{self.tier}/{self.size} pool", unit="instance",
                   disable=not progress) as bar:
