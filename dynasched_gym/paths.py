@@ -1,11 +1,37 @@
-"""Where the package keeps its caches (compiled kernels, tier pools) when no environment variable says."""
+"""Where the package keeps its caches (compiled kernels, tier pools) when no environment variable says, and the
+file lock that processes sharing a file take."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: see locks_available
+    fcntl = None  # type: ignore[assignment]
+
+
+def locks_available() -> bool:
+    """True where :func:`file_lock` works: the platform has POSIX ``fcntl`` (not Windows)."""
+    return fcntl is not None
+
+
+@contextmanager
+def file_lock(path: Path, exclusive: bool = True) -> Iterator[None]:
+    """Hold an ``fcntl.flock`` on ``path`` (made with its folder if missing, never removed) for the block, exclusive
+    or shared; only where :func:`locks_available`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def user_cache_dir(kind: str, variable: str) -> Path:

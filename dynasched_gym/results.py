@@ -33,7 +33,7 @@ import os
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,7 @@ import numpy as np
 
 from dynasched_gym.checks import check_integer, check_path, is_finite_real, is_integer
 from dynasched_gym.instance import writable_file
-
-try:
-    import fcntl
-except ImportError:  # Windows: the rest of this module (hashes, aggregation) works without the store's locks
-    fcntl = None  # type: ignore[assignment]
+from dynasched_gym.paths import file_lock, locks_available
 
 ROW_FORMAT = "dynasched-result/1"
 #: Bumped whenever an agent may play an instance differently under the same configuration (rule semantics,
@@ -135,18 +131,11 @@ class ResultStore:
     def __repr__(self) -> str:
         return f"ResultStore('{self.path}')"
 
-    @contextmanager
-    def _locked(self, exclusive: bool) -> Iterator[None]:
-        if fcntl is None:
+    def _locked(self, exclusive: bool) -> AbstractContextManager[None]:
+        if not locks_available():
             raise OSError(f"{self.path}: the results store locks its file with POSIX fcntl.flock, which this "
                           "platform lacks (on Windows, run the evaluation under WSL)")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        return file_lock(self.lock_path, exclusive)
 
     def rows(self) -> list[dict[str, Any]]:
         """Every complete row, first occurrence of each key, in file order."""

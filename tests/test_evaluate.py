@@ -94,9 +94,9 @@ def test_without_posix_locks_only_the_store_is_refused(tmp_path: Path, monkeypat
             "print(r.config_hash({'a': 1}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and len(done.stdout.strip()) >= 8, done.stderr
-    from dynasched_gym import results
+    from dynasched_gym import paths
 
-    monkeypatch.setattr(results, "fcntl", None)
+    monkeypatch.setattr(paths, "fcntl", None)
     store = ResultStore(tmp_path / "store.jsonl")
     with pytest.raises(OSError, match=r"store\.jsonl: the results store locks its file with POSIX fcntl\.flock"):
         store.append(_row(1))

@@ -71,12 +71,7 @@ from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_targ
 from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic
-from dynasched_gym.paths import user_cache_dir
-
-try:
-    import fcntl
-except ImportError:  # Windows: pools work, without the lock that serialises the clearing of a stale pool
-    fcntl = None  # type: ignore[assignment]
+from dynasched_gym.paths import file_lock, locks_available, user_cache_dir
 
 #: Bumped whenever the pool algorithm (not the generator or the SSI) changes what a seed yields.
 POOL_VERSION = "1"
@@ -358,20 +353,10 @@ class TierPool:
 MAX_SEEDS = 1_000_000
 
 
-@contextlib.contextmanager
-def _pool_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``fcntl.flock`` on ``path`` (made if missing, never removed) for the block; where ``fcntl`` is
-    missing (Windows) no lock, and concurrent openings of a stale pool may then discard each other's new files."""
-    if fcntl is None:
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+def _pool_lock(path: Path) -> contextlib.AbstractContextManager[None]:
+    """An exclusive :func:`~dynasched_gym.paths.file_lock` on ``path``; where locks are missing (Windows) none, and
+    concurrent openings of a stale pool may then discard each other's new files."""
+    return file_lock(path) if locks_available() else contextlib.nullcontext()
 
 
 def _remove_directory(directory: Path) -> None:
