@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 import sys
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hydra import compose, initialize_config_module
 from hydra.types import RunMode
 from omegaconf import DictConfig
 from test_evaluate import config
@@ -189,6 +192,34 @@ def test_a_sweep_stopped_by_its_first_job_leaves_no_folder(tmp_path: Path, monke
         evaluate.main()
     assert sorted(p.name for p in sweep.iterdir()) == ["0", "multirun.yaml"]
     assert "tiers must be one of" in capsys.readouterr().err
+
+
+class _OneSecond(datetime):
+    """The clock of Hydra's ``now`` resolver: each reading a microsecond after the last, all in one second."""
+
+    ticks = itertools.count()
+
+    @classmethod
+    def now(cls, tz: object = None) -> datetime:
+        return datetime(2026, 12, 5, 13, 17, 31, next(cls.ticks))
+
+
+@pytest.mark.parametrize(("name", "folder"), [
+    ("evaluate", "run"), ("evaluate", "sweep"), ("leaderboard", "run"), ("leaderboard", "sweep"),
+    ("observability", "run"), ("bench", "run"), ("calibrate", "run"), ("train/ppo", "run"), ("train/ppo", "sweep"),
+])
+def test_runs_started_in_one_second_get_their_own_folders(name: str, folder: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run and sweep folders were named to the second (all but calibrate's): two runs started in one second
+    shared one, the second overwriting the first one's ``.hydra/`` settings and writing into its log."""
+    import hydra.core.utils
+
+    monkeypatch.setattr(hydra.core.utils, "datetime", _OneSecond)
+    folders = set()
+    for _ in range(2):
+        with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+            folders.add(compose(name, return_hydra_config=True).hydra[folder].dir)
+    assert len(folders) == 2, folders
 
 
 def _without_launcher_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
