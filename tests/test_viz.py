@@ -523,6 +523,19 @@ def test_cli_with_an_unknown_mplbackend_names_the_variable(small, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]
 
 
+def test_human_render_with_an_unknown_mplbackend_names_the_variable():
+    """The human viewer imported pyplot itself: an unknown MPLBACKEND ended its first render (reset) in matplotlib's
+    ValueError, listing every backend, instead of the error the figure commands give."""
+    code = ("from dynasched_gym.envs.dfjsp.env import DFJSPEnv\n"
+            "env = DFJSPEnv(instance='mk01', render_mode='human')\n"
+            "try:\n    env.reset(seed=0)\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "MPLBACKEND": "bogus"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ("InstanceFormatError environment variable MPLBACKEND: not a backend matplotlib knows: unset "
+                           "it or name one, such as agg (got 'bogus')\n")
+
+
 def test_cli_draws_names_with_dollars_and_reads_any_schedule_name(tmp_path, capsys):
     """A '$' in a name started TeX math in matplotlib (an unmatched one failed every picture); timeline took a
     schedule for an instance unless its name ended in .json; compare rounded every metric to 0.1."""

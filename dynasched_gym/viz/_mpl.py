@@ -7,8 +7,10 @@ importing matplotlib fails on an unknown ``$MPLBACKEND``, which is reported as a
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -28,26 +30,25 @@ def blank_figure(fig: Any, width: float, height: float, dpi: float) -> Any:
     """
     check_positive("dpi", dpi)  # 0, NaN or a string failed only when drawn, inside matplotlib
     if fig is None:
-        fig = _figure_class()(figsize=(width, height), dpi=dpi)
+        fig = import_matplotlib("matplotlib.figure").Figure(figsize=(width, height), dpi=dpi)
     fig.clf()
     fig.set_layout_engine("constrained")
     return fig
 
 
-def _figure_class() -> Any:
-    """matplotlib's ``Figure``: a :class:`MissingExtraError` naming the ``viz`` extra when matplotlib is not
-    installed, an :class:`InstanceFormatError` naming ``$MPLBACKEND`` when importing matplotlib fails on it (it
-    refuses a backend it does not know, whatever the figure is drawn with)."""
+def import_matplotlib(module: str) -> ModuleType:
+    """The matplotlib ``module`` (``matplotlib.pyplot``): a :class:`MissingExtraError` naming the ``viz`` extra
+    when matplotlib is not installed, an :class:`InstanceFormatError` naming ``$MPLBACKEND`` when importing
+    matplotlib fails on it (it refuses a backend it does not know, whatever the figure is drawn with)."""
     try:
         with needs_extra("viz", "drawing"):
-            from matplotlib.figure import Figure
+            return importlib.import_module(module)
     except ValueError as exc:
         backend = os.environ.get("MPLBACKEND")
         if not backend:  # matplotlib reads the variable only when it is not empty
             raise
         raise InstanceFormatError("not a backend matplotlib knows: unset it or name one, such as agg",
                                   source="environment variable MPLBACKEND", value=backend) from exc
-    return Figure
 
 
 def plain_text(fig: Any) -> Any:

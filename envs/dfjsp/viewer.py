@@ -14,6 +14,7 @@ import numpy as np
 from dynasched_gym.core.compiled import DOWN_BREAKDOWN, DOWN_MAINTENANCE, JOB_ACTIVE, JOB_COMPLETED
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.viz import figure_rgb, gantt_figure
+from dynasched_gym.viz._mpl import import_matplotlib
 from dynasched_gym.viz.gantt import gantt_size
 
 
@@ -56,9 +57,9 @@ def render_gantt(sim: Simulator) -> np.ndarray:
 
 
 def show_gantt(sim: Simulator, window: Any = None) -> Any:
-    """Draw the Gantt chart in a matplotlib window (created on the first call); returns the window's figure."""
-    import matplotlib.pyplot as plt
-
+    """Draw the Gantt chart in a matplotlib window (created on the first call); returns the window's figure. An
+    ``$MPLBACKEND`` matplotlib does not know is an :class:`~dynasched_gym.errors.InstanceFormatError` naming it."""
+    plt = import_matplotlib("matplotlib.pyplot")
     if window is None:
         plt.ion()
         window = plt.figure(figsize=gantt_size(sim.instance), dpi=80)
@@ -70,6 +71,4 @@ def show_gantt(sim: Simulator, window: Any = None) -> Any:
 
 def close(window: Any) -> None:
     """Close a window made by :func:`show_gantt`."""
-    import matplotlib.pyplot as plt
-
-    plt.close(window)
+    import_matplotlib("matplotlib.pyplot").close(window)
