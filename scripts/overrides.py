@@ -11,9 +11,10 @@ and the value: the checks of a script's settings run inside :func:`settings_chec
 script's ``main`` runs inside :func:`setting_errors_exit`, which prints ``error: <message>`` and exits with status 2
 (a usage error, as argparse's), without a traceback and without the empty run folder Hydra made for the run.
 
-A launcher whose Hydra plugin is not installed (``-m launcher=slurm`` without hydra-submitit-launcher) fails in
-Hydra, before any script runs, as a config it cannot find: each script's ``hydra.main`` is wrapped in
-:func:`launcher_checked`, which refuses it first the same way, naming the extra that installs the plugin.
+A launcher whose Hydra plugin is not installed (``-m launcher=slurm`` or Hydra's own
+``hydra/launcher=submitit_slurm`` without hydra-submitit-launcher) fails in Hydra, before any script runs, as a
+config it cannot find: each script's ``hydra.main`` is wrapped in :func:`launcher_checked`, which refuses it first
+the same way, naming the extra that installs the plugin.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ from dynasched_gym.errors import MissingExtraError, missing_extra
 #: The project's launchers (``conf/launcher/<name>.yaml``) -> the package of the Hydra plugin each selects (in the
 #: ``dist`` extra; its module is ``hydra_plugins.<package with underscores>``).
 LAUNCHER_PLUGINS = {"joblib": "hydra-joblib-launcher", "ray": "hydra-ray-launcher", "slurm": "hydra-submitit-launcher"}
+
+#: Hydra's own launcher configs that those plugins provide (``hydra/launcher=<name>``) -> the plugin's package.
+HYDRA_LAUNCHER_PLUGINS = {"joblib": "hydra-joblib-launcher", "ray": "hydra-ray-launcher",
+                          "ray_aws": "hydra-ray-launcher", "submitit_slurm": "hydra-submitit-launcher",
+                          "submitit_local": "hydra-submitit-launcher"}
 
 
 class SettingError(ValueError):
@@ -169,9 +175,9 @@ def _plugin_installed(package: str) -> bool:
 
 def check_launcher(overrides: Sequence[str]) -> None:
     """Raise a :class:`~dynasched_gym.errors.MissingExtraError` naming the extra to install when the command line's
-    ``overrides`` pick one of the project's launchers (``launcher=ray``, also among swept values) whose Hydra plugin
-    is not installed; Hydra would refuse it as a config it cannot find. An override Hydra cannot parse is left to
-    Hydra to report."""
+    ``overrides`` pick one of the project's launchers (``launcher=ray``, also among swept values) or one of Hydra's
+    launcher configs (``hydra/launcher=submitit_slurm``) whose Hydra plugin is not installed; Hydra would refuse it
+    as a config it cannot find. An override Hydra cannot parse is left to Hydra to report."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ChoiceSweep
     from hydra.errors import OverrideParseException
@@ -180,14 +186,16 @@ def check_launcher(overrides: Sequence[str]) -> None:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except OverrideParseException:
         return
+    groups = {"launcher": LAUNCHER_PLUGINS, "hydra/launcher": HYDRA_LAUNCHER_PLUGINS}
     for override in parsed:
-        if override.key_or_group != "launcher" or override.is_delete():
+        plugins = groups.get(override.key_or_group)
+        if plugins is None or override.is_delete():
             continue
         value = override.value()
         for name in value.list if isinstance(value, ChoiceSweep) else [value]:
-            package = LAUNCHER_PLUGINS.get(name) if isinstance(name, str) else None
+            package = plugins.get(name) if isinstance(name, str) else None
             if package is not None and not _plugin_installed(package):
-                raise missing_extra("dist", f"launcher={name}", package)
+                raise missing_extra("dist", f"{override.key_or_group}={name}", package)
 
 
 def launcher_checked(main: Callable[..., Any]) -> Callable[..., Any]:
@@ -283,5 +291,6 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
                      "one without +")
 
 
-__all__ = ["LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides", "check_added_keys", "check_launcher",
-           "launcher_checked", "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]
+__all__ = ["HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides",
+           "check_added_keys", "check_launcher", "launcher_checked", "output_folder", "remove_empty_run_folder",
+           "setting_errors_exit", "settings_checked"]

@@ -17,6 +17,7 @@ from test_evaluate import config
 
 from dynasched_gym.errors import MissingExtraError
 from scripts.overrides import (
+    HYDRA_LAUNCHER_PLUGINS,
     LAUNCHER_PLUGINS,
     SettingError,
     added_keys,
@@ -232,17 +233,20 @@ def _without_launcher_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     ("evaluate", "launcher=slurm"), ("leaderboard", "launcher=slurm"), ("train", "launcher=slurm"),
     # configs without a launcher group, where Hydra says to add one with +
     ("observability", "+launcher=slurm"), ("calibrate", "+launcher=slurm"), ("bench", "+launcher=slurm"),
+    # Hydra's own launcher group, in every config
+    ("evaluate", "hydra/launcher=submitit_slurm"), ("bench", "hydra/launcher=submitit_slurm"),
 ])
 def test_a_launcher_whose_plugin_is_missing_is_refused_naming_the_extra(script: str, override: str, tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    """``-m launcher=slurm`` without hydra-submitit-launcher failed in Hydra, exit status 1: "Could not find
-    'hydra/launcher/submitit_slurm'", and a hint at HYDRA_FULL_ERROR, not the extra that installs it."""
+    """``-m launcher=slurm`` (or ``-m hydra/launcher=submitit_slurm``) without hydra-submitit-launcher failed in Hydra,
+    exit status 1: "Could not find 'hydra/launcher/submitit_slurm'", and a hint at HYDRA_FULL_ERROR, not the extra
+    that installs it."""
     _without_launcher_plugins(monkeypatch)
     err = _usage_error(script, ["-m", override, f"hydra.sweep.dir={tmp_path / 'run'}"], tmp_path, monkeypatch,
                        capsys)
-    assert err == ("error: launcher=slurm needs the package 'hydra-submitit-launcher', which is not installed: "
-                   "pip install 'dynasched-gym[dist]'\n")
+    assert err == (f"error: {override.lstrip('+')} needs the package 'hydra-submitit-launcher', which is not "
+                   "installed: pip install 'dynasched-gym[dist]'\n")
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     with pytest.raises(MissingExtraError, match="hydra-submitit-launcher"):
         importlib.import_module(f"scripts.{script}").main()
@@ -253,10 +257,14 @@ def test_each_launcher_is_checked_also_among_swept_values(monkeypatch: pytest.Mo
     for name, package in LAUNCHER_PLUGINS.items():
         with pytest.raises(MissingExtraError, match=rf"launcher={name} needs the package '{package}'.*\[dist\]"):
             check_launcher(["tiers=easy,hard", f"+launcher={name}"])
+    for name, package in HYDRA_LAUNCHER_PLUGINS.items():
+        with pytest.raises(MissingExtraError, match=rf"^hydra/launcher={name} needs the package '{package}'"):
+            check_launcher(["tiers=easy,hard", f"hydra/launcher={name}"])
     with pytest.raises(MissingExtraError, match="launcher=ray"):
         check_launcher(["launcher=mine,ray"])
-    # no launcher of the project, none at all, or an override Hydra itself refuses: left to Hydra
-    check_launcher(["launcher=mine", "launcher=null", "~launcher", "hydra/launcher=ray", "tiers=[easy]"])
+    # no launcher of the dist extra, none at all, or an override Hydra itself refuses: left to Hydra
+    check_launcher(["launcher=mine", "launcher=null", "~launcher", "hydra/launcher=basic", "~hydra/launcher",
+                    "launcher=submitit_slurm", "hydra/launcher=slurm", "tiers=[easy]"])
     check_launcher(["launcher=ray", "tiers=[easy"])
 
 
