@@ -34,6 +34,7 @@ from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tol
 from dynasched_gym.generation.scenario import replace_targets
 from dynasched_gym.generation.sesc import check_calibration, tolerance
 from dynasched_gym.io import dsbx_dir
+from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
 
@@ -103,13 +104,10 @@ def report(scenario: Scenario, seed: int, result: CalibrationResult, index: SSIR
 def plot_convergence(result: CalibrationResult, tolerances: Tolerances, path: Path) -> None:
     """Relative error / tolerance of every target at each history record (log y; 1 = tolerance); for SESC a
     dotted line marks the state kept, an earlier step than the last when SESC did not converge."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = blank_figure(None, 7.0, 4.0, 120)
+    ax = fig.subplots()
     for name in result.targets:
         ratios = [max(rec["errors"][name] / tolerance(tolerances, name), 1e-4) for rec in result.history]
         ax.plot(range(len(ratios)), ratios, marker="o", label=name)
@@ -123,9 +121,7 @@ def plot_convergence(result: CalibrationResult, tolerances: Tolerances, path: Pa
     ax.set_ylabel("relative error / tolerance (floor 1e-4)")
     ax.set_title(f"{result.instance.name} ({result.method})")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _save_dsbx(result: CalibrationResult, directory: Path) -> list[str]:
@@ -148,6 +144,7 @@ def run(cfg: DictConfig) -> Path:
         out = output_folder("out", cfg.out)
         options = OmegaConf.to_container(cfg.options, resolve=True)
         seed = check_calibration(cfg.method, cfg.seed, **options)
+        import_matplotlib("matplotlib.figure")  # before the calibration: its convergence figure is drawn at the end
         try:
             scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
         except InstanceFormatError as exc:

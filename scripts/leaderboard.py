@@ -37,6 +37,7 @@ from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
 from dynasched_gym.results import format_number as _num
+from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, palette, save_figure
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
@@ -144,7 +145,6 @@ def csv_text(board: Sequence[Entry]) -> str:
 
 def plot_bars(board: Sequence[Entry], objective: str, size: str, path: Path) -> Path:
     """One panel per tier: each agent's mean objective with its 95 % CI (clairvoyant references hatched)."""
-    from dynasched_gym.viz._mpl import blank_figure, palette, save_figure
 
     tiers = _groups(board)[(objective, size)]
     agents = sorted({e["agent"] for entries in tiers.values() for e in entries})
@@ -172,8 +172,6 @@ def plot_ssi(rows: Sequence[Mapping[str, Any]], board: Sequence[Entry], objectiv
     """SSI of each instance vs the normalised weighted tardiness reached: every non-rule agent, the best
     rule of each tier and the clairvoyant references (symlog y: many easy instances reach 0)."""
     from matplotlib import colormaps
-
-    from dynasched_gym.viz._mpl import blank_figure, save_figure
 
     best = {e["tier"] for e in board if e["objective"] == objective and e["size"] == size}
     best_rule = {e["tier"]: e["agent"] for e in board if e["objective"] == objective and e["size"] == size
@@ -230,6 +228,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
         out = output_folder("out", cfg.out)
         store_path = output_file("store", cfg.store)
+        import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
     if run_missing:
         summary = evaluate.run(cfg)
         print(summary)

@@ -40,6 +40,7 @@ from dynasched_gym.checks import as_list, check_choices, check_integer
 from dynasched_gym.generation import TIERS, size_presets
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import aggregate, format_number
+from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, palette, save_figure
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
@@ -241,7 +242,6 @@ def csv_text(entries: Sequence[Mapping[str, Any]], cost: Mapping[tuple[str, str,
 def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[str, Mapping[str, float]], size: str,
          path: Path) -> Path:
     """Per tier: objective vs level (95 % CI), rules and PPO as lines; last panel: prompt tokens per decision."""
-    from dynasched_gym.viz._mpl import blank_figure, palette, save_figure
 
     levels = list(cfg.levels)
     tiers = [t for t in cfg.tiers if any(e["tier"] == t and e["size"] == size for e in entries)]
@@ -294,6 +294,7 @@ def run(cfg: DictConfig) -> Report:
     with settings_checked():  # every tier's, before the first evaluation
         resamples = check_integer("resamples", cfg.resamples, 1)
         out = output_folder("out", cfg.out)
+        import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
         choices = {"tiers": TIERS, "sizes": size_presets(), "levels": LEVELS, "variants": tuple(VARIANT_LEVEL)}
         for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
             cfg[key] = check_choices(key, cfg[key], choices[key]) if key in choices else as_list(cfg[key])

@@ -50,14 +50,14 @@ class SettingError(ValueError):
 
 @contextmanager
 def settings_checked() -> Iterator[None]:
-    """Re-raise a TypeError, ValueError or FileNotFoundError of the block as a :class:`SettingError` (its cause the
-    original): wrap the checks of a script's settings in it (each check's message names its key), and no work,
-    where an error would be a bug to trace."""
+    """Re-raise a TypeError, ValueError, FileNotFoundError or :class:`~dynasched_gym.errors.MissingExtraError` of
+    the block as a :class:`SettingError` (its cause the original): wrap the checks of a script's settings in it
+    (each check's message names its key), and no work, where an error would be a bug to trace."""
     try:
         yield
     except SettingError:
         raise
-    except (TypeError, ValueError, FileNotFoundError) as exc:
+    except (TypeError, ValueError, FileNotFoundError, MissingExtraError) as exc:
         raise SettingError(str(exc)) from exc
 
 

@@ -30,10 +30,12 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.cli import doc_summary, output_folder_argument
+from dynasched_gym.errors import InstanceFormatError, MissingExtraError
 from dynasched_gym.generation import MAX_SEEDS, TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
-from dynasched_gym.instance import atomic_path, write_text_atomic
+from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
+from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
 
@@ -105,6 +107,10 @@ def main(argv: list[str] | None = None) -> None:
     if not 2 <= args.instances <= MAX_SEEDS:  # 10**10 filled the memory drawing the Latin hypercube
         parser.error(f"--instances must be in 2..{MAX_SEEDS} (a rank correlation needs two points; each is an "
                      f"instance to calibrate), got {args.instances}")
+    try:  # before the instances: the figure is drawn at the end
+        import_matplotlib("matplotlib.figure")
+    except (InstanceFormatError, MissingExtraError) as exc:
+        parser.error(str(exc))
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
@@ -150,12 +156,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _plot(score: np.ndarray, difficulty: np.ndarray, tiers: list[str], rho: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = blank_figure(None, 6.0, 4.0, 120)
+    ax = fig.subplots()
     for tier in TIERS:
         mask = np.array([t == tier for t in tiers])
         ax.scatter(score[mask], difficulty[mask] + 1e-4, s=10, label=tier)
@@ -164,10 +166,7 @@ def _plot(score: np.ndarray, difficulty: np.ndarray, tiers: list[str], rho: floa
     ax.set_ylabel("empirical difficulty (normalised weighted tardiness)")
     ax.set_title(f"SSI vs empirical difficulty (Spearman {rho:.2f})")
     ax.legend()
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -270,3 +270,35 @@ def test_argparse_scripts_run_without_docstrings(script: str) -> None:
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout
+
+
+def test_calibrate_without_a_usable_matplotlib_stops_before_its_calibration(tmp_path: Path, script,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # the convergence figure is drawn last: a missing matplotlib ended the whole calibration in a traceback
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # as if not installed
+    monkeypatch.setattr(script, "calibrate", lambda *args, **kwargs: pytest.fail("calibrated"))
+    with pytest.raises(SettingError, match=re.escape("pip install 'dynasched-gym[viz]'")):
+        script.run(_config(tmp_path / "cal"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_calibrate_with_an_unknown_mplbackend_names_it_before_its_calibration(tmp_path: Path) -> None:
+    env = {**os.environ, "MPLBACKEND": "bogus", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "scripts.calibrate", f"out={tmp_path / 'cal'}"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == ("error: environment variable MPLBACKEND: not a backend matplotlib knows: unset it or name "
+                           "one, such as agg (got 'bogus')\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_ssi_without_a_usable_matplotlib_stops_before_any_instance(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from scripts import validate_ssi
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(SystemExit) as caught:  # the figure is drawn after every instance is calibrated
+        validate_ssi.main(["--out", str(tmp_path / "ssi"), "--instances", "2"])
+    assert caught.value.code == 2 and "pip install 'dynasched-gym[viz]'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

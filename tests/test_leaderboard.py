@@ -115,3 +115,15 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_episode(tmp_path:
     with pytest.raises(SettingError, match="out must be a folder"):
         leaderboard.run(cfg)
     assert not store.exists()
+
+
+def test_without_a_usable_matplotlib_the_board_stops_before_any_episode(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the figures are drawn last: a missing matplotlib (or an unknown MPLBACKEND) surfaced after every episode
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # as if not installed
+    store = tmp_path / "store.jsonl"
+    cfg = config("leaderboard", "tiers=[easy]", "seeds.count=1", "agent=[rules]", "ppo=null", "workers=1",
+                 "progress=false", f"store={store}", f"out={tmp_path / 'board'}")
+    with pytest.raises(SettingError, match=re.escape("pip install 'dynasched-gym[viz]'")):
+        leaderboard.run(cfg)
+    assert not store.exists() and not (tmp_path / "board").exists()

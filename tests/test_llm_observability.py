@@ -132,7 +132,7 @@ def test_every_entrant_of_the_plot_has_its_own_colour(tmp_path: Path, server: Ch
     entries = [{"size": "small", "tier": "easy", "agent": a, "episodes": 1, "mean": 1.0 + i, "ci_low": 1.0 + i,
                 "ci_high": 1.0 + i} for i, a in enumerate(agents)]
     drawn = []
-    monkeypatch.setattr("dynasched_gym.viz._mpl.save_figure", lambda fig, path: drawn.append(fig))
+    monkeypatch.setattr(observability, "save_figure", lambda fig, path: drawn.append(fig))
     observability.plot(cfg, entries, {}, "small", tmp_path / "plot.png")
     legend = drawn[0].axes[0].get_legend()
     colours = {text.get_text(): to_hex(handle.get_color()) for text, handle in zip(legend.get_texts(),
