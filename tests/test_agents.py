@@ -398,12 +398,14 @@ def test_the_rule_selection_env_refuses_rule_agent_options_it_cannot_apply():
             run_episode(make("rule:MWKR:EET", **{option: True}), env, seed=1)
 
 
-def test_random_agent_plays_an_episode_with_no_decision():
+@pytest.mark.parametrize("name", ["random", "rule:RANDOM", "rule:SPT"])
+def test_random_agents_play_an_episode_with_no_decision(name):
     """Every job cancelled before its release: the reset mask is all zeros and the first step ends the episode (the
-    random agent raised on the empty choice)."""
+    random agent raised on the empty choice, and so did the RANDOM rule: 'empty range for randrange()')."""
     inst = Instance.build("empty", [Machine("M0")], [Job("J0", [{0: 2.0}], release=5.0)],
                           [Event(1.0, EventType.CANCELLATION, job=0)])
-    schedule = run_episode(make("random"), gym.make("DynaSched/DFJSP-v0", instance=inst), seed=0)
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, invalid_action="raise")
+    schedule = run_episode(make(name), env, seed=0)
     assert schedule.finished and schedule.metrics["num_cancelled_jobs"] == 1
 
 

@@ -211,6 +211,8 @@ def is_random_rule(job_rule: int) -> bool:
 @njit(cache=True, _nrt=False)
 def _select_random(S, T):
     count = nth_candidate(S, T, -1)[2]
+    if count == 0:  # nothing can start: (-1, -1), as for the other rules (randint(0) raised)
+        return -1, -1
     pick = random_index(count)
     j, m, _ = nth_candidate(S, T, pick)
     return j, m
