@@ -412,14 +412,31 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
             **({"target": spec["target"]} if spec.get("target") else {})}
 
 
+def _resolved_json(spec: Mapping[str, Any], resolved: Mapping[str, Any]) -> str:
+    """The canonical JSON of ``resolved`` (``spec`` for one tier and size, :func:`_resolve`): its player's cache key
+    and its entrant's identity. A NaN or infinite setting, which no agent or env takes and JSON cannot hold, is a
+    ValueError naming its config key, as :func:`_checked_player` names the others (json's own error named none)."""
+    for key, settings in ((_entry(spec), resolved["kwargs"]), (f"{spec['env_key']}={spec['env']}", resolved["env"])):
+        try:
+            canonical_json(settings)
+        except ValueError:
+            raise ValueError(f"{key}: settings must be finite numbers, not NaN or infinity") from None
+    return canonical_json(resolved)
+
+
+def _entry(spec: Mapping[str, Any]) -> str:
+    """The agent entry ``spec`` as its errors name it: its config key, name (or ``_target_``) and kwargs."""
+    what = f"_target_ {spec['target']!r}" if spec.get("target") else f"name {spec['name']!r}"
+    return f"{spec['where']} ({what}, kwargs {spec['kwargs']})"
+
+
 def _checked_player(spec: Mapping[str, Any], resolved: str, tier: str, size: str) -> Player:
     """The player of ``resolved`` (of ``spec``, :func:`agent_specs`); a bad agent name, argument or env setting is a
     ValueError naming its config key."""
     try:
         player = _player(resolved)
     except (TypeError, ValueError) as exc:
-        what = f"_target_ {spec['target']!r}" if spec.get("target") else f"name {spec['name']!r}"
-        raise ValueError(f"{spec['where']} ({what}, kwargs {spec['kwargs']}): {exc}") from None
+        raise ValueError(f"{_entry(spec)}: {exc}") from None
     if isinstance(player, AgentPlayer):
         try:
             player.check_env()
@@ -455,7 +472,7 @@ def plan(cfg: DictConfig) -> Plan:
             seen: dict[str, str] = {}  # configuration hash -> the entrant's name on the board
             for spec in agent_specs(cfg):
                 try:
-                    resolved = canonical_json(_resolve(spec, tier, size))
+                    resolved = _resolved_json(spec, _resolve(spec, tier, size))
                     player = _checked_player(spec, resolved, tier, size)
                 except (ImportError, FileNotFoundError) as exc:
                     if isinstance(exc, ImportError) and not _optional_missing(exc):

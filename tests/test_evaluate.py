@@ -890,6 +890,10 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
 
 @pytest.mark.parametrize(("override", "message"), [
     ("agent.lookahead.kwargs.top_k=0", r"^agent\.lookahead \(name 'lookahead', kwargs \{'top_k': 0, .*\}\): top_k"),
+    # json's "Out of range float values are not JSON compliant", naming no key, was the whole message
+    ("agent.lookahead.kwargs.top_k=nan", r"^agent\.lookahead \(name 'lookahead', kwargs \{'top_k': nan, .*\}\): "
+                                         r"settings must be finite numbers, not NaN or infinity$"),
+    ("+agent.random.env.reward_scale=inf", r"^agent\.random\.env=\{.*'reward_scale': inf\}: settings must be finite"),
     ("agent.random.names=[randm]", r"^agent\.random \(name 'randm', kwargs \{.*\}\): unknown agent 'randm'"),
     ("tiers=[hardd]", r"^tiers\[0\] must be one of .*, got 'hardd'$"),
     ("tiers=hardd", r"^tiers must be one of .*, got 'hardd'$"),  # one value given alone
