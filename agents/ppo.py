@@ -117,7 +117,7 @@ class PPOAgent(Agent):
                 self.model = MaskablePPO.load(path, device="cpu",
                                               custom_objects={"learning_rate": 0.0, "lr_schedule": 0.0})
             except (ValueError, KeyError, AssertionError, EOFError, RuntimeError, zipfile.BadZipFile,
-                    pickle.UnpicklingError) as error:  # SB3 raises each of these for a file it cannot read
+                    pickle.UnpicklingError, AttributeError, TypeError) as error:  # SB3's, for a file it cannot read
                 raise ValueError(f"PPO checkpoint {str(path)!r} is not a model saved by scripts.train or "
                                  f"MaskablePPO.save: {type(error).__name__}: {error}") from error
             self.checkpoint, self.sha256 = str(path), hashlib.sha256(path.read_bytes()).hexdigest()

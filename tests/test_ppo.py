@@ -301,16 +301,24 @@ def test_unknown_shipped_checkpoint_names_the_shipped_ones():
             shipped_checkpoint(*args)
 
 
-@pytest.mark.parametrize("content", [b"not a zip", "zip without data", "zip with broken data"])
+@pytest.mark.parametrize("content", [b"not a zip", {"other": "{not json"}, {"data": "{not json"}, {"data": "[1]"},
+                                     {"n_envs": "x"}])
 def test_a_file_that_is_no_model_is_refused_naming_it(content, tmp_path):
     """A text file, or a zip SB3 cannot read, is a ValueError naming the file (it was SB3's AssertionError,
-    JSONDecodeError or ValueError, none naming what was wrong)."""
+    JSONDecodeError or ValueError, none naming what was wrong; for data that is JSON but no object, or the shipped
+    model with a data entry of the wrong type, SB3's AttributeError or TypeError)."""
     path = tmp_path / "model.zip"
     if isinstance(content, bytes):
         path.write_bytes(content)
-    else:
+    elif "n_envs" in content:  # the shipped model with its data entries updated by ``content``
+        with zipfile.ZipFile(shipped_checkpoint("medium")) as source, zipfile.ZipFile(path, "w") as archive:
+            for name in source.namelist():
+                raw = source.read(name)
+                archive.writestr(name, json.dumps({**json.loads(raw), **content}) if name == "data" else raw)
+    else:  # archive members and their text
         with zipfile.ZipFile(path, "w") as archive:
-            archive.writestr("data" if "broken" in content else "other", "{not json")
+            for name, text in content.items():
+                archive.writestr(name, text)
     with pytest.raises(ValueError, match=r"PPO checkpoint '.*model\.zip' is not a model saved by scripts\.train"):
         make("ppo", checkpoint=path)
 
