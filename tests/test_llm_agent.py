@@ -391,6 +391,18 @@ def test_an_llm_agent_plays_a_valid_episode(server: ChatServer, mode: str, refin
     assert agent.usage["decisions"] == schedule.decisions + again.decisions
 
 
+def test_an_episode_with_no_decision_makes_no_request(server: ChatServer) -> None:
+    """Every job cancelled before its release: the one step that ends the episode offers no pair. The agent asked
+    about an empty table anyway (its schema an empty enum), counting a decision and a fallback the schedule lacks."""
+    inst = dynasched_gym.Instance.build("empty", [dynasched_gym.Machine("M0")],
+                                        [dynasched_gym.Job("J0", [{0: 2.0}], release=5.0)],
+                                        [dynasched_gym.Event(1.0, dynasched_gym.EventType.CANCELLATION, job=0)])
+    agent = agent_for(server)
+    schedule = run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance=inst, invalid_action="raise"), seed=0)
+    assert schedule.finished and schedule.decisions == 0
+    assert server.requests == 0 and agent.log == [] and agent.episode_usage["decisions"] == 0
+
+
 def test_reflection_keeps_its_answer_when_the_endpoint_gives_up(server: ChatServer) -> None:
     agent = agent_for(server, refinement="reflection", max_retries=0)
     _env, obs, info, slots = first_decision(agent)

@@ -218,6 +218,8 @@ class LLMAgent(Agent):
         if self._episode_priors is None:
             self._episode_priors = self._priors_of(info)
         offered = np.flatnonzero(observation["action_mask"])
+        if not offered.size:  # no decision (every job went before the first): the first step ends the episode
+            return 0
         record = DecisionRecord(time=self.env.now)
         if len(offered) == 1 and not self.ask_single:  # nothing to choose: no prompt, no request, no tokens
             answer = Answer(int(offered[0]))
