@@ -226,6 +226,10 @@ class PPOAgent(Agent):
         ``num_envs`` episodes run at a time in one ``DFJSP-v0`` vector env, so the policy scores a
         batch of observations per call: the choices of :meth:`act` in single envs, several times faster.
         """
+        if (isinstance(instances, (str, bytes, os.PathLike, Instance)) or not isinstance(instances, Sequence)
+                or any(inst is None for inst in instances)):  # None played a drawn pool instance, unsaid
+            raise TypeError(f"instances must be a list of instances (Instance objects, paths or embedded names), got "
+                            f"{type(instances).__name__}: {instances!r:.80}")
         objective = objective or self.trained_objective or "weighted_tardiness"
         self._check_objective(objective)
         self._sampling = self._sampling_start()  # one stream for the batch: the schedules depend on num_envs

@@ -353,6 +353,10 @@ def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
         for field in ("segment_job", "segment_machine", "segment_start"):
             np.testing.assert_array_equal(getattr(schedule, field), getattr(single, field))
     assert agent.play([], "weighted_tardiness") == []
+    # None returned [] and [None, None] two schedules of one drawn pool instance; one Instance failed on len()
+    for wrong in (None, [None, None], instances[0], "mk01"):
+        with pytest.raises(TypeError, match=r"^instances must be a list of instances .*, got "):
+            agent.play(wrong, "weighted_tardiness")
     with pytest.raises(ValueError, match="observation space"):  # mk03 has 8 machines, the policy saw 6
         agent.play([resolve_instance("mk03")], "weighted_tardiness")
 
