@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 
 import numpy as np
@@ -35,6 +36,7 @@ from dynasched_gym.generation.scenario import (
     replace_targets,
 )
 from dynasched_gym.generation.sesc import tolerance
+from dynasched_gym.instance import MIN_PROCESSING_TIME
 
 
 @pytest.fixture(scope="module")
@@ -384,6 +386,47 @@ def test_fjsp_mean_times_the_generator_cannot_represent_are_refused_naming_the_f
     with pytest.raises(InstanceFormatError, match=r"TIME_RANGE") as err:
         Scenario.from_dict(data)
     assert err.value.field == "plant.fjsp.mean_time" and err.value.value == fjsp_mean_time
+
+
+def _fjsp_scenario(small: Scenario, **fjsp) -> dict:
+    data = _with(small.to_dict(), ("plant", "families"), [])
+    data["plant"]["fjsp"] = {**_FJSP, **fjsp}
+    data["events"]["ptime_change_factors"] = [1.0]  # the preset's shorten times further: their own check
+    return data
+
+
+@pytest.mark.parametrize("mean_time", [[2.0, 10.0], [0.0016, 0.002]])
+def test_an_fjsp_time_spread_that_gives_times_no_instance_may_hold_is_refused_naming_it_and_its_bound(small,
+                                                                                                    mean_time):
+    # [0.0016, 0.002] with a spread of 0.999999 was accepted, and seed 15 raised an error naming an instance field
+    # (jobs[17].ops[2].eligible.2: 2.1e-07 < MIN_PROCESSING_TIME) at build()
+    data = _fjsp_scenario(small, mean_time=mean_time, time_spread=0.999999)
+    with pytest.raises(InstanceFormatError, match=r"at most 0\.\d+ keeps them in range.*TIME_RANGE") as err:
+        Scenario.from_dict(data)
+    assert err.value.field == "plant.fjsp.time_spread" and err.value.value == 0.999999
+    largest = float(re.search(r"at most (0\.\d+)", str(err.value)).group(1))
+    for spread, refused in ((largest * (1 - 1e-5), False), (largest * (1 + 1e-5), True)):
+        data["plant"]["fjsp"]["time_spread"] = spread
+        if refused:
+            with pytest.raises(InstanceFormatError):
+                Scenario.from_dict(data)
+        else:
+            Scenario.from_dict(data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(low=st.one_of(st.just(1.5e-3), st.floats(1.5e-3, 1.0)), ratio=st.floats(1.0, 100.0),  # 1.5: fastest speed
+       spread=st.one_of(st.sampled_from([0.5, 0.9, 0.999999]), st.floats(0.0, 1.0, exclude_max=True)),
+       machines=st.integers(1, 4), seed=st.integers(0, 3))
+def test_any_fjsp_spread_the_checks_accept_draws_times_an_instance_may_hold(small, low, ratio, spread, machines,
+                                                                            seed):
+    data = _fjsp_scenario(small, mean_time=[low, low * ratio], time_spread=spread, eligible_machines=[1, machines])
+    data["targets"]["processing_scv"] = 4.0  # gamma draws at their floor, MIN_GAMMA_DRAW, are common at this SCV
+    try:
+        scenario = Scenario.from_dict(data)
+    except InstanceFormatError:
+        return
+    assert generate(scenario, seed).elig_time.min() >= MIN_PROCESSING_TIME  # build() refuses shorter times anyway
 
 
 @pytest.mark.parametrize("end", [0, 1])

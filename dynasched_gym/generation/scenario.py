@@ -60,7 +60,8 @@ class FJSPConfig:
     machines drawn from all machines, whatever their group, with a base time drawn uniformly in
     ``mean_time`` and per-machine times spread uniformly around it (``time_spread`` is the relative
     half-width). ``ops_per_job`` and ``eligible_machines`` are integer ``[min, max]`` pairs. ``mean_time`` over the
-    fastest and the slowest machine's speed lies in :data:`TIME_RANGE`.
+    fastest and the slowest machine's speed lies in :data:`TIME_RANGE`, and so does it times the per-machine factors
+    ``time_spread`` allows (:func:`spread_factors`).
     """
 
     ops_per_job: list[int] = field(default_factory=lambda: [4, 6])  # [min, max]
@@ -440,11 +441,14 @@ def _check_plant(plant: PlantConfig) -> None:
         _check_kind("plant.fjsp", plant.fjsp, FJSPConfig)
         _check_fjsp(plant.fjsp, sum(len(g.speeds) for g in plant.groups))
     low, high = TIME_RANGE
-    for field_name, mean_time, shortest, longest in operation_times(plant):
+    for field_name, value, shortest, longest in operation_times(plant):
         if not (low <= shortest and longest <= high):
-            raise _fail(field_name, f"gives processing times {shortest:.3g} to {longest:.3g} (mean_time over the "
-                        f"speeds of the machines it may run on); they must lie in [{low:g}, {high:g}] time units "
-                        "(scenario.TIME_RANGE)", mean_time)
+            how = "mean_time over the speeds of the machines it may run on"
+            if field_name == "plant.fjsp.time_spread":
+                how = (f"plant.fjsp.mean_time over the machine speeds, times the per-machine factors it allows; at "
+                       f"most {_largest_spread(plant):.6g} keeps them in range")
+            raise _fail(field_name, f"gives processing times {shortest:.3g} to {longest:.3g} ({how}); they must lie "
+                        f"in [{low:g}, {high:g}] time units (scenario.TIME_RANGE)", value)
 
 
 def _check_families(families: list[FamilyConfig], group_names: list[str]) -> None:
@@ -557,16 +561,41 @@ def _check_planned_jobs(s: Scenario) -> None:
 
 
 def operation_times(plant: PlantConfig) -> list[tuple[str, Any, float, float]]:
-    """(field, mean time, shortest, longest) per route step, or once for the FJSP range: the expected processing
-    times (mean time over speed) on the fastest and the slowest machine it may run on, before the gamma draws."""
+    """(field, value, shortest, longest) per route step, or for the FJSP range then its time spread: the expected
+    processing times (mean time over speed) on the fastest and the slowest machine it may run on, before the gamma
+    draws; the spread's entry widens the range's by the per-machine factors (:func:`spread_factors`)."""
     if plant.fjsp is not None:
+        f = plant.fjsp
         speeds = [v for g in plant.groups for v in g.speeds]
-        low, high = plant.fjsp.mean_time
-        return [("plant.fjsp.mean_time", plant.fjsp.mean_time, low / max(speeds), high / min(speeds))]
+        shortest, longest = f.mean_time[0] / max(speeds), f.mean_time[1] / min(speeds)
+        below, above = spread_factors(f.time_spread, f.eligible_machines[1])
+        return [("plant.fjsp.mean_time", f.mean_time, shortest, longest),
+                ("plant.fjsp.time_spread", f.time_spread, shortest * below, longest * above)]
     speeds_of = {g.name: g.speeds for g in plant.groups}
     return [(f"plant.families[{i}].route[{k}].mean_time", step.mean_time, step.mean_time / max(speeds_of[step.group]),
              step.mean_time / min(speeds_of[step.group]))
             for i, fam in enumerate(plant.families) for k, step in enumerate(fam.route)]
+
+
+def spread_factors(spread: float, machines: int) -> tuple[float, float]:
+    """The infimum and supremum of the per-machine time factors of an FJSP operation on at most ``machines``
+    machines: the generator draws them uniformly in [1 - spread, 1 + spread] and divides them by their mean, so one
+    draw at an end and the others at the other end give the extremes."""
+    if machines == 1:  # the one factor is exactly 1, which the formulas below may round below it
+        return 1.0, 1.0
+    return (machines * (1 - spread) / (machines * (1 + spread) - 2 * spread),
+            machines * (1 + spread) / (machines * (1 - spread) + 2 * spread))
+
+
+def _largest_spread(plant: PlantConfig) -> float:
+    """The largest ``plant.fjsp.time_spread`` whose factors (:func:`spread_factors`) keep the FJSP range's times in
+    :data:`TIME_RANGE` (solving them for the spread), where operations may run on two machines or more."""
+    f = plant.fjsp
+    c = f.eligible_machines[1]
+    (_, _, shortest, longest), _ = operation_times(plant)
+    low, high = TIME_RANGE
+    return min(c * (shortest - low) / (shortest * c + low * (c - 2)),
+               c * (high - longest) / (longest * c + high * (c - 2)))
 
 
 def expected_job_work(plant: PlantConfig) -> float:
