@@ -347,7 +347,8 @@ _NUMERIC_FIELDS = [
                                      "processing_scv", "disturbance")),
     ("tolerances", "utilization"), ("tolerances", "due_date_tightness"),
     *(("events", name) for name in ("cancellation", "emergency", "emergency_weight", "priority_change",
-                                    "ptime_change", "maintenance_duration", "maintenance_duration_std",
+                                    "ptime_change", "maintenance_interval", "maintenance_duration",
+                                    "maintenance_duration_std",
                                     "batch_arrival", "batch_size_mean", "batch_size_std", "route_change", "rework",
                                     "due_date_change", "due_date_change_factor")),
     ("events", "ptime_change_factors", 0),
@@ -373,7 +374,7 @@ def test_any_scenario_the_checks_accept_drafts_to_finite_metrics_and_ssi(small, 
         metrics = d.metrics()
         instance = d.build()
     except InstanceFormatError:
-        return  # e.g. a maintenance interval drawing too many windows, named by the draft
+        return  # a maintenance interval whose batches draw more jobs, hence windows, than validation expected
     assert all(math.isfinite(v) for v in metrics.values()), metrics
     result = ssi(instance)
     assert 0 <= result.score <= 100 and all(math.isfinite(v) for v in result.components.values())
@@ -632,11 +633,18 @@ def test_scale_errors_name_the_field(small, scale, field, message):
     assert err.value.field == field
 
 
-@pytest.mark.parametrize("interval", [1e-7, 1e-300])  # fractions of the horizon
-def test_a_maintenance_interval_that_would_draw_millions_of_windows_is_refused_naming_it(small, interval):
-    scenario = replace_events(small, maintenance_interval=interval)
-    with pytest.raises(InstanceFormatError, match="maintenance windows") as err:  # the generator hung
-        draft(scenario, 0)
+@pytest.mark.parametrize(("interval", "scale"), [
+    (1e-7, {}), (1e-300, {}),  # fractions of the horizon
+    (2.0, {"num_jobs": 100_000}), (2.0, {"num_jobs": None, "horizon": 4e5}),  # time units: ~1e6 windows
+])
+def test_a_maintenance_interval_that_would_draw_millions_of_windows_is_refused_at_build_naming_it(small, interval,
+                                                                                                  scale):
+    data = small.to_dict()
+    data["events"]["maintenance_interval"] = interval
+    data["scale"].update(scale)
+    # the generator hung; then draft() refused it, but the scenario was accepted
+    with pytest.raises(InstanceFormatError, match="maintenance windows") as err:
+        Scenario.from_dict(data)
     assert err.value.field == "events.maintenance_interval" and err.value.value == interval
     allowed = draft(replace_events(small, maintenance_interval=1e-3), 0)
     assert len(allowed.maintenance_machine) == 1000 * len(allowed.machine_speed)

@@ -31,14 +31,13 @@ from functools import cached_property
 import numpy as np
 
 from dynasched_gym.checks import check_integer
-from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import libm
 from dynasched_gym.generation.realised import MetricInputs, group_columns, measure, window_arrays
 from dynasched_gym.generation.scenario import (
     ARRIVAL_GRID_STEPS,
     MIN_GAMMA_DRAW,
     Scenario,
-    expected_job_work,
+    maintenance_fraction,
     planned_jobs,
 )
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
@@ -50,9 +49,6 @@ GENERATOR_VERSION = "2"
 _STREAMS = ("routes", "ptimes", "arrivals", "batches", "due", "breakdowns", "maintenance", "events", "windows")
 _DUE_SPREAD = 0.3  # log-normal sigma of individual due-date allowances
 _PRIORITY_WEIGHTS = (0.5, 2.0, 3.0)
-#: Most maintenance windows an instance may have (``events.maintenance_interval``), a bound for the same reason as
-#: :data:`~dynasched_gym.generation.scenario.MAX_PLANNED_JOBS`.
-MAX_MAINTENANCE_WINDOWS = 100_000
 
 
 @dataclass
@@ -314,15 +310,8 @@ def draft(scenario: Scenario, seed: int) -> Draft:
     mt_machine, mt_pos, mt_len = [], [], []
     if rates.maintenance_interval > 0:
         rng = rngs["maintenance"]
-        interval = rates.maintenance_interval
-        work = expected_job_work(plant)
-        horizon_guess = num_jobs * work / (targets.utilization * speeds.sum())
-        frac = interval if interval <= 1 else interval / horizon_guess
-        if num_m / frac > MAX_MAINTENANCE_WINDOWS:  # drawn one by one: an interval of 1e-7 hung the generator
-            raise InstanceFormatError(
-                f"gives about {num_m / frac:.3g} maintenance windows ({num_m} machines, one every {frac:.3g} of the "
-                f"horizon); at most {MAX_MAINTENANCE_WINDOWS} are drawn", source="<scenario>",
-                field="events.maintenance_interval", value=interval)
+        # validation checked the windows for the expected number of jobs; batches may draw more
+        frac, horizon_guess = maintenance_fraction(scenario, num_jobs, speeds.sum())
         for m in range(num_m):
             for k in range(1, int(1.0 / frac) + 1):
                 pos = (k - 1 + (m + 1) / (num_m + 1)) * frac

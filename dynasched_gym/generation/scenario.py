@@ -256,6 +256,8 @@ ARRIVAL_GRID_STEPS = 2048
 MAX_PLANNED_JOBS = 100_000
 #: Largest ``events.batch_size_mean`` and ``events.batch_size_std``, a bound for the same reason.
 MAX_BATCH_SIZE = 1000.0
+#: Most maintenance windows an instance may have (``events.maintenance_interval``), a bound for the same reason.
+MAX_MAINTENANCE_WINDOWS = 100_000
 #: The smallest value of the generator's gamma draws (mean 1) that scale nominal times and arrival gaps.
 MIN_GAMMA_DRAW = 1e-3
 #: Shortest and longest expected processing time (time units) of an operation on a machine: a route step's (or the
@@ -392,6 +394,10 @@ def validate_scenario(s: Scenario) -> None:
         raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
     _check_bottleneck_windows(s.bottleneck_windows, s.plant)
     _check_planned_jobs(s)
+    if s.events.maintenance_interval > 0:  # the number of windows the generator would draw for the expected jobs
+        warm = s.scale.warm_start_jobs
+        speed = sum(v for g in s.plant.groups for v in g.speeds)
+        maintenance_fraction(s, warm + (planned_jobs(s) - warm) * jobs_per_arrival(s.events), speed)
 
 
 def _check_kind(field_name: str, value: Any, kind: type) -> None:
@@ -654,6 +660,22 @@ def planned_jobs(s: Scenario) -> float:
     warm = s.scale.warm_start_jobs
     jobs = warm + max(total - warm, 0.0) / jobs_per_arrival(s.events)
     return round(jobs) if jobs <= MAX_PLANNED_JOBS else jobs
+
+
+def maintenance_fraction(s: Scenario, num_jobs: float, total_speed: float) -> tuple[float, float]:
+    """The maintenance interval as a fraction of the horizon, and the horizon guessed for ``num_jobs`` jobs on
+    machines of ``total_speed`` at the utilization target, which an interval above 1 (time units) and the windows'
+    durations are relative to. Raises naming ``events.maintenance_interval`` where the generator would draw more
+    than :data:`MAX_MAINTENANCE_WINDOWS` windows (one by one: an interval of 1e-7 hung it)."""
+    interval = s.events.maintenance_interval
+    horizon_guess = num_jobs * expected_job_work(s.plant) / (s.targets.utilization * total_speed)
+    fraction = interval if interval <= 1 else interval / horizon_guess
+    machines = sum(len(g.speeds) for g in s.plant.groups)
+    if machines / fraction > MAX_MAINTENANCE_WINDOWS:
+        raise _fail("events.maintenance_interval", f"gives about {machines / fraction:.3g} maintenance windows "
+                    f"({machines} machines, one every {fraction:.3g} of the horizon guessed for {num_jobs:.4g} jobs); "
+                    f"at most {MAX_MAINTENANCE_WINDOWS} are drawn", interval)
+    return fraction, horizon_guess
 
 
 def replace_targets(scenario: Scenario, **targets: float | None) -> Scenario:
