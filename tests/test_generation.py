@@ -7,6 +7,7 @@ import json
 import math
 import re
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ from dynasched_gym.generation.scenario import (
     planned_jobs,
     replace_targets,
 )
-from dynasched_gym.generation.sesc import tolerance
+from dynasched_gym.generation.sesc import CalibrationWarning, tolerance
 from dynasched_gym.instance import MIN_PROCESSING_TIME
 
 
@@ -108,6 +109,67 @@ def test_an_unreachable_target_does_not_keep_sesc_from_the_others():
     assert any(e not in (None, "arrival_scv") for e in edits[first + 1:])  # it went on with the others
     assert len(result.history) < 26  # and stopped once only the unreachable one was left
     assert any(record["knobs"] == result.knobs for record in result.history)  # the state kept is a step's
+
+
+def _in_time_unit(scenario: Scenario, unit: float, **targets: float | None) -> Scenario:
+    """``scenario`` with its times (mean times, maintenance durations) in a time unit ``unit`` times as long."""
+    data = scenario.to_dict()
+    for family in data["plant"]["families"]:
+        for step in family["route"]:
+            step["mean_time"] /= unit
+    for name in ("maintenance_duration", "maintenance_duration_std"):
+        data["events"][name] /= unit
+    data["events"]["ptime_change_factors"] = [1.0, 1.5]  # the preset's shorter ones: their own check at 1/7000
+    data["targets"].update(targets)
+    return Scenario.from_dict(data)
+
+
+def _longest_unit(scenario: Scenario) -> float:
+    """The longest time unit :func:`_in_time_unit` takes: the scenario's shortest time then at the TIME_RANGE edge."""
+    return min(t[2] for t in operation_times(scenario.plant)) / TIME_RANGE[0] * (1 - 1e-9)
+
+
+def test_sesc_keeps_processing_times_an_instance_may_hold_and_warns_naming_the_target(small):
+    # the exponent reaching processing_scv 4 (1.59) made times of 6e-07; build() raised naming jobs[0].ops[0].eligible.2
+    scenario = _in_time_unit(small, 100.0, processing_scv=4.0)
+    with pytest.warns(CalibrationWarning, match=r"target processing_scv = 4 needs knob processing_exponent = 1\.59"):
+        result = calibrate(scenario, seed=3)
+    shortest = result.instance.elig_time.min()
+    assert MIN_PROCESSING_TIME <= shortest < 1.001 * MIN_PROCESSING_TIME  # the exponent stopped at the last it could
+    assert result.knobs["processing_exponent"] < 1.59
+    assert result.metrics == realised_metrics(result.instance) and result.converged  # 3.8, within 10 % of 4
+
+
+def test_sesc_keeps_the_group_scales_of_a_load_cv_target_to_times_an_instance_may_hold(small):
+    scenario = _in_time_unit(small, _longest_unit(small), processing_scv=2.0, load_cv=1.2)
+    with pytest.warns(CalibrationWarning) as caught:  # then for processing_scv too: the load-CV edit took the room
+        result = calibrate(scenario, seed=2)  # build() raised naming jobs[15].ops[0].eligible.2 (5e-07)
+    assert any(re.match(r"calibration: target load_cv = 1\.2 needs knob group_scale = \[0\.0897", str(w.message))
+               for w in caught)
+    assert result.instance.elig_time.min() >= MIN_PROCESSING_TIME
+    assert not result.converged and result.errors["load_cv"] > small.tolerances.load_cv
+
+
+@pytest.mark.parametrize(("method", "seed", "budget"), [("cmaes", 2, 100), ("nsga2", 3, 50)])
+def test_evolutionary_baselines_refuse_candidates_whose_times_no_instance_may_hold(small, method, seed, budget):
+    pytest.importorskip({"cmaes": "cma", "nsga2": "pymoo"}[method])
+    scenario = _in_time_unit(small, 100.0, processing_scv=4.0)
+    with pytest.warns(CalibrationWarning, match="better candidates were refused"):
+        result = calibrate(scenario, method=method, seed=seed, budget=budget)  # build() raised naming a job's op
+    assert result.instance.elig_time.min() >= MIN_PROCESSING_TIME
+
+
+@settings(max_examples=40, deadline=None)
+@given(position=st.one_of(st.just(1.0), st.floats(0.0, 1.0)), processing_scv=st.floats(0.01, 4.0),
+       load_cv=st.one_of(st.none(), st.floats(0.0, 1.4)), seed=st.integers(0, 9))
+def test_sesc_calibrates_any_plant_to_an_instance_whatever_its_time_unit(small, position, processing_scv, load_cv,
+                                                                         seed):
+    scenario = _in_time_unit(small, 1.0 + position * (_longest_unit(small) - 1.0), processing_scv=processing_scv,
+                             load_cv=load_cv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        result = calibrate(scenario, seed=seed)  # build() raised naming an instance field
+    assert result.instance.elig_time.min() >= MIN_PROCESSING_TIME
 
 
 @pytest.mark.parametrize(("path", "value", "field"), [

@@ -34,24 +34,36 @@ baselines are tuned in their favour.
 Both stop as soon as one candidate meets every tolerance, or after ``budget`` evaluations. The draft
 ends at the best candidate evaluated: every tolerance met first, then the least score (the CMA-ES
 objective; the sum of relative errors for NSGA-II, as in the reference's selection, here over
-every candidate evaluated rather than the final population). The history has one record per
+every candidate evaluated rather than the final population). A candidate whose processing times fall below
+``MIN_PROCESSING_TIME`` (``Draft.shortest_time``; no instance may hold them) is never the best; where one scored
+better than the candidate kept, a ``CalibrationWarning`` says so. The history has one record per
 generation (0: the initial vector for CMA-ES, the initial population for NSGA-II) with the
 evaluations so far and the best-so-far ``errors``, ``score``, ``worst``, ``worst_ratio``, ``within``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from dynasched_gym.checks import check_integer, check_positive
-from dynasched_gym.errors import needs_extra
+from dynasched_gym.errors import needs_extra, user_stacklevel
 from dynasched_gym.generation.generator import Draft
 from dynasched_gym.generation.realised import measure
 from dynasched_gym.generation.scenario import Tolerances
-from dynasched_gym.generation.sesc import knobs, relative_errors, set_knobs, tolerance, within, worst_target
+from dynasched_gym.generation.sesc import (
+    CalibrationWarning,
+    knobs,
+    relative_errors,
+    set_knobs,
+    tolerance,
+    within,
+    worst_target,
+)
+from dynasched_gym.instance import MIN_PROCESSING_TIME
 
 EVOLUTIONARY_METHODS = ("cmaes", "nsga2")
 _DEFAULT_SIGMA0 = 0.1  # CMA-ES initial step size on the unit box
@@ -92,6 +104,7 @@ class _Search:
         self.x0 = self.encode(knobs(d))
         self.evaluations = 0
         self.best: tuple[tuple[bool, float], dict[str, float], dict[str, Any]] | None = None
+        self.refused: tuple[tuple[bool, float], float] | None = None  # the best key whose times are too short
         self.history: list[dict[str, Any]] = []
 
     def encode(self, values: Mapping[str, Any]) -> np.ndarray:
@@ -114,8 +127,12 @@ class _Search:
         errors = relative_errors(measure(d.metric_inputs()), self.targets)
         self.evaluations += 1
         key = (not within(errors, self.tolerances), self.score(errors))
-        if self.best is None or key < self.best[0]:
-            self.best = (key, errors, knobs(d))
+        if self.best is None or key < self.best[0]:  # the times are checked only for a new best: it is rare
+            shortest = d.shortest_time()
+            if self.best is None or shortest >= MIN_PROCESSING_TIME:  # the first is the draft's own knobs
+                self.best = (key, errors, knobs(d))
+            elif self.refused is None or key < self.refused[0]:
+                self.refused = (key, shortest)
         return errors
 
     @property
@@ -133,6 +150,12 @@ class _Search:
     def finish(self) -> list[dict[str, Any]]:
         """Leave the draft at the best candidate; the history."""
         set_knobs(self.d, self.best[2])
+        if self.refused is not None and self.refused[0] < self.best[0]:
+            warnings.warn(f"calibration: better candidates were refused, their processing times as short as "
+                          f"{self.refused[1]:.3g}, below MIN_PROCESSING_TIME ({MIN_PROCESSING_TIME:g}); the best "
+                          "candidate kept misses targets they met or came closer to (the plant's mean times, in a "
+                          "finer time unit, would leave more room)", CalibrationWarning,
+                          stacklevel=user_stacklevel())
         return self.history
 
 

@@ -109,6 +109,24 @@ class Draft:
         times = _warp(cum, self.scenario.arrivals) * self.horizon
         return np.where(self.job_arrival >= 0, times[np.maximum(self.job_arrival, 0)], 0.0)
 
+    def eligible_times(self) -> np.ndarray:
+        """(E,) processing time of each eligible (operation, machine) pair under the current knobs, as :meth:`build`
+        writes it."""
+        return self.op_nominal()[self._elig_op] * self.elig_relative / self.machine_speed[self.elig_machine]
+
+    def shortest_time(self) -> float:
+        """The shortest processing time of the instance under the current knobs: of an eligible pair, or of a job's
+        shortest pair under its PTIME_CHANGE factor below 1 (each job draws one at most). :meth:`build` fails (the
+        instance refuses it) where it is below :data:`~dynasched_gym.instance.MIN_PROCESSING_TIME`, which powers
+        of base times above 1 and group scales can cause; ROUTE_CHANGE times, and their changes, do not depend on
+        the knobs, and the scenario's checks keep them in range."""
+        job_shortest = np.minimum.reduceat(np.minimum.reduceat(self.eligible_times(), self.op_elig_ptr[:-1]),
+                                           self.job_op_ptr[:-1])
+        changed = self.event_type == EventType.PTIME_CHANGE
+        factor = np.ones(len(job_shortest))
+        factor[self.event_job[changed]] = np.minimum(self.event_value[changed], 1.0)
+        return float((job_shortest * factor).min())
+
     def job_time(self, nominal: np.ndarray) -> np.ndarray:
         """(J,) expected processing time P_j of each job for the given nominal times."""
         return np.add.reduceat(nominal * self._op_time_factor, self.job_op_ptr[:-1])
@@ -179,6 +197,7 @@ class Draft:
         """The instance under the current knobs."""
         s = self.scenario
         nominal = self.op_nominal()
+        times = self.eligible_times()
         release = self.releases()
         ptime = self.job_time(nominal)
         due = release + self.due_scale * self.job_due_allowance * ptime
@@ -193,8 +212,7 @@ class Draft:
             ops = []
             for o in range(self.job_op_ptr[j], self.job_op_ptr[j + 1]):
                 lo, hi = self.op_elig_ptr[o], self.op_elig_ptr[o + 1]
-                ops.append({int(m): float(nominal[o] * r / speed[m])
-                            for m, r in zip(self.elig_machine[lo:hi], self.elig_relative[lo:hi])})
+                ops.append({int(m): float(t) for m, t in zip(self.elig_machine[lo:hi], times[lo:hi])})
             jobs.append(Job(f"Job-{j + 1}", ops, release=float(release[j]), due=float(due[j])))
         events = []
         machine, start, end = self.downtime()
@@ -213,7 +231,7 @@ class Draft:
     # ---------------------------------------------------------------------------- internals
     def __post_init__(self) -> None:
         counts = np.diff(self.op_elig_ptr)
-        rows = np.repeat(np.arange(len(counts)), counts)
+        rows = self._elig_op = np.repeat(np.arange(len(counts)), counts)
         speed = self.machine_speed[self.elig_machine]
         self._op_work_factor = np.bincount(rows, weights=self.elig_relative, minlength=len(counts)) / counts
         self._op_time_factor = np.bincount(rows, weights=self.elig_relative / speed, minlength=len(counts)) / counts

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.checks import check_choice, check_integer
+from dynasched_gym.errors import user_stacklevel
 from dynasched_gym.generation.generator import Draft, draft
 from dynasched_gym.generation.realised import (
     WINDOW_METRIC,
@@ -31,9 +33,14 @@ from dynasched_gym.generation.realised import (
     window_metric,
 )
 from dynasched_gym.generation.scenario import BottleneckWindow, Scenario, Targets, Tolerances, replace_targets
-from dynasched_gym.instance import Instance
+from dynasched_gym.instance import MIN_PROCESSING_TIME, Instance
 
 METHODS = ("sesc", "cmaes", "nsga2")
+
+
+class CalibrationWarning(UserWarning):
+    """A calibrator kept a knob short of what its target asks, because the processing times would fall below
+    :data:`~dynasched_gym.instance.MIN_PROCESSING_TIME`, which no instance may hold."""
 
 
 @dataclass
@@ -101,13 +108,24 @@ def _window_downtime(index: int) -> Knob:
     return (lambda d: d.window_downtime[index]), (lambda d, x: d.window_downtime.__setitem__(index, x))
 
 
+def _slack(target: float, tol: float) -> float:
+    """How far from ``target`` a metric is "well inside" relative tolerance ``tol``."""
+    return tol * max(target, 1e-12) / 4
+
+
+def _closer(got: float, now: float, target: float, slack: float) -> bool:
+    """A metric moving from ``now`` to ``got`` gets closer to ``target`` by more than ``slack``: an edit short of its
+    target is kept only then (else it would creep towards it by rounding-sized steps, never marked out of reach)."""
+    return abs(got - target) < abs(now - target) - slack
+
+
 def _solve(d: Draft, knob: Knob, metric: str, target: float, lo: float, hi: float, tol: float) -> bool:
     """Set ``knob`` in [lo, hi] so that ``metric`` (increasing in the knob) reaches ``target``. A target beyond
     the range moves the knob to the nearer end only if that brings the metric closer (else the knob keeps its
     value, e.g. downtime in a window of an idle group); returns True when the target is beyond the range."""
     get, put = knob
     original = get(d)
-    slack = tol * max(target, 1e-12) / 4  # "well inside the tolerance"
+    slack = _slack(target, tol)
 
     def value(x: float) -> float:
         put(d, x)
@@ -117,7 +135,7 @@ def _solve(d: Draft, knob: Knob, metric: str, target: float, lo: float, hi: floa
     for end, beyond in ((hi, lambda got: got <= target), (lo, lambda got: got >= target)):
         got = value(end)
         if beyond(got):
-            if abs(got - target) >= abs(now - target) - slack:
+            if not _closer(got, now, target, slack):
                 value(original)
             return True
     for _ in range(60):  # bisection; stops as soon as the metric is well inside its tolerance
@@ -129,8 +147,49 @@ def _solve(d: Draft, knob: Knob, metric: str, target: float, lo: float, hi: floa
     return False
 
 
-def _edit_load_cv(d: Draft, target: float) -> None:
-    """Spread the group loads around their mean so that their CV becomes ``target`` (via the group scales)."""
+def _keep_times(d: Draft, knob: str, before: Any, wanted: Any, target: str, value: float, tol: float) -> bool:
+    """Leave knob ``knob`` (an attribute of ``d``) at ``wanted``, the edit for target ``target`` (``value``,
+    tolerance ``tol``), if the processing times stay ones an instance may hold (:meth:`Draft.shortest_time`); else
+    at the point of the segment from ``before`` (whose times do) towards ``wanted`` where they stop doing so, found
+    by bisection, if that brings the metric closer (:func:`_closer`), else at ``before``, with a
+    :class:`CalibrationWarning`. Returns True in that case: the target is then beyond the knob's range."""
+    setattr(d, knob, wanted)
+    shortest = d.shortest_time()
+    if shortest >= MIN_PROCESSING_TIME:
+        return False
+    held, short = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (held + short)
+        setattr(d, knob, before + mid * (wanted - before))
+        held, short = (mid, short) if d.shortest_time() >= MIN_PROCESSING_TIME else (held, mid)
+    setattr(d, knob, before)
+    now = measure(d.metric_inputs())[target]
+    setattr(d, knob, before + held * (wanted - before))
+    got = measure(d.metric_inputs())[target]
+    if not _closer(got, now, value, _slack(value, tol)):
+        setattr(d, knob, before)
+        got = now
+    warnings.warn(f"calibration: target {target} = {value:g} needs knob {knob} = {np.round(wanted, 4).tolist()}, "
+                  f"which makes processing times as short as {shortest:.3g}, below MIN_PROCESSING_TIME "
+                  f"({MIN_PROCESSING_TIME:g}); the knob stops at {np.round(getattr(d, knob), 4).tolist()}, where "
+                  f"{target} is {got:.4g} (the plant's mean times, in a finer time unit, would leave it more room)",
+                  CalibrationWarning, stacklevel=user_stacklevel())
+    return True
+
+
+def _edit_processing_scv(d: Draft, target: float, tol: float) -> bool:
+    """Bisect the processing exponent in [0, 6] for processing_scv ``target`` (:func:`_solve`), kept to the
+    exponents whose processing times an instance may hold (:func:`_keep_times`: exponents above 1 shrink the
+    shortest base times)."""
+    before = d.processing_exponent
+    beyond = _solve(d, _attribute("processing_exponent"), "processing_scv", target, 0.0, 6.0, tol)
+    return (_keep_times(d, "processing_exponent", before, d.processing_exponent, "processing_scv", target, tol)
+            or beyond)
+
+
+def _edit_load_cv(d: Draft, target: float, tol: float) -> bool:
+    """Spread the group loads around their mean so that their CV becomes ``target`` (via the group scales), kept to
+    the scales whose processing times an instance may hold (:func:`_keep_times`)."""
     inputs = d.metric_inputs()
     machine_work = column_sums(inputs.op_work, inputs.op_machine_share)
     num_groups = len(d.group_names)
@@ -141,21 +200,21 @@ def _edit_load_cv(d: Draft, target: float) -> None:
     current = rho.std() / mean
     k = target / current if current > 0 else 0.0
     wanted = np.maximum(mean + k * (rho - mean), 0.05 * mean)
-    d.group_scale = d.group_scale * wanted / rho
+    return _keep_times(d, "group_scale", d.group_scale, d.group_scale * wanted / rho, "load_cv", target, tol)
 
 
 # metric -> how SESC edits its knob. :func:`sesc` calls every edit the same way, edit(draft, metrics,
 # target, tolerance), so each takes all four; the `_`-prefixed ones are those that edit does not need
-# (closed-form edits need no tolerance, bisections and the load-CV edit measure for themselves). An edit
-# returns True when its target is beyond its knob's range (bisections only; the others return None).
+# (the closed-form utilization and due-date edits need no tolerance, bisections and the load-CV edit measure for
+# themselves). An edit returns True when its target is beyond its knob's range (bisections, and the edits that
+# change processing times when they are kept short of their target; the others return None).
 _EDITS: dict[str, Callable[[Draft, Mapping[str, float], float, float], bool | None]] = {
     "utilization": lambda d, m, t, _tol: setattr(d, "horizon", d.horizon * m["utilization"] / t),
     "due_date_tightness": lambda d, m, t, _tol: setattr(d, "due_scale", d.due_scale * t / m["due_date_tightness"]),
     "arrival_scv": lambda d, _m, t, tol: _solve(d, _attribute("arrival_exponent"), "arrival_scv", t, 0.0, 8.0, tol),
-    "processing_scv": lambda d, _m, t, tol: _solve(d, _attribute("processing_exponent"), "processing_scv", t, 0.0,
-                                                   6.0, tol),
+    "processing_scv": lambda d, _m, t, tol: _edit_processing_scv(d, t, tol),
     "disturbance": lambda d, _m, t, tol: _solve(d, _attribute("downtime_scale"), "disturbance", t, 0.0, 50.0, tol),
-    "load_cv": lambda d, _m, t, _tol: _edit_load_cv(d, t),
+    "load_cv": lambda d, _m, t, tol: _edit_load_cv(d, t, tol),
 }
 
 
@@ -181,7 +240,9 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
     targets out of tolerance: a window's downtime held at 95 % still short of its target must not cost
     the ``disturbance`` target too. SESC stops when only out-of-reach targets are left out of tolerance.
     Unconverged, the draft ends at the state with the fewest targets out of tolerance (then the least sum
-    of their error / tolerance ratios).
+    of their error / tolerance ratios). The edits that change processing times (``processing_scv``, ``load_cv``)
+    stop, with a :class:`CalibrationWarning`, where the shortest would fall below ``MIN_PROCESSING_TIME``
+    (:func:`_keep_times`), their target then beyond the knob's range: every state is one an instance may hold.
     """
     check_integer("max_steps", max_steps, 0)
     history = []
