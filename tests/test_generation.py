@@ -37,7 +37,7 @@ from dynasched_gym.generation.scenario import (
     replace_targets,
 )
 from dynasched_gym.generation.sesc import CalibrationWarning, tolerance
-from dynasched_gym.instance import MIN_PROCESSING_TIME
+from dynasched_gym.instance import EMERGENCY_WEIGHT, MIN_PROCESSING_TIME
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +272,35 @@ def test_ssi_is_finite_and_bounded_on_any_valid_instance(inst):
     assert 0.0 <= result.score <= 100.0 and np.isfinite(result.stress)
     assert all(np.isfinite(v) for v in result.components.values())
     assert result.tier == tier_of(result.score)
+
+
+def _reweighted(inst: Instance, scale: float, tmp_path) -> Instance:
+    """``inst`` with every job weight, and every PRIORITY_CHANGE's, times ``scale``, loaded as a native JSON file."""
+    data = json.loads(inst.to_json())
+    for item in (*data["jobs"], *(e for e in data["events"] if e["type"] == "PRIORITY_CHANGE")):
+        item["weight"] *= scale
+    path = tmp_path / "reweighted.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return load_instance(path)
+
+
+@pytest.mark.parametrize("scale", [1e305, 1.7e308 / EMERGENCY_WEIGHT, 1e-300, 5e-324 / 0.5, 3.0])
+def test_ssi_takes_job_weights_as_relative_whatever_their_scale(small, tmp_path, scale):
+    # weights of 1e305 made the score NaN ("SSI score nan outside 0..100"); weights of 1e-300 scored about 0
+    inst = generate(replace_events(small, emergency=0.3), 0)  # weights 0.5 to EMERGENCY_WEIGHT
+    expected = ssi(inst)
+    result = ssi(_reweighted(inst, scale, tmp_path))
+    assert result.tier == expected.tier and math.isclose(result.score, expected.score, rel_tol=1e-12)
+    assert all(math.isclose(result.components[k], v, rel_tol=1e-12) for k, v in expected.components.items())
+
+
+@settings(max_examples=60, deadline=None)
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=12), power=st.integers(-1000, 1000))
+def test_the_ssi_score_is_the_same_to_the_last_digit_for_weights_scaled_by_a_power_of_two(inst, power,
+                                                                                          tmp_path_factory):
+    result, expected = ssi(_reweighted(inst, 2.0**power, tmp_path_factory.mktemp("w"))), ssi(inst)
+    assert (result.score, result.stress) == (expected.score, expected.stress)
+    assert all(math.isclose(result.components[k], v, rel_tol=1e-9) for k, v in expected.components.items())
 
 
 def test_ssi_of_a_job_that_cannot_be_late_is_zero():

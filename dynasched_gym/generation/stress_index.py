@@ -139,6 +139,14 @@ def _ssi(instance: Instance) -> SSIResult:
     mttr = float(np.mean(repairs)) if repairs else 0.0
 
     work_delta, weight, due, dynamic_events = _stream_effects(instance, inputs)
+    # Weights are relative (stress and congestion are ratios of weighted sums): the sums take them scaled by the
+    # power of two that brings the largest into [1, 2), which changes no digit, so that they stay finite (weights
+    # of 1e305 made the score NaN) and the floors below negligible (weights of 1e-300 scored about 0).
+    shift = math.frexp(float(weight.max()))[1] - 1
+    relative = np.ldexp(weight, -shift)
+    # congestion's floor, which lets weights that are all 0 average, scales with weights below 1 so as to stay
+    # negligible beside them (with weights from 1 up, the sums are those of the weights as given, to the last digit)
+    congestion_weight = np.ldexp(weight + math.ldexp(1e-12, min(shift, 0)), -shift)
     op_group_work = (inputs.op_work + work_delta)[:, None] * op_group_share  # (O, G)
     group_work = np.maximum(op_group_work.sum(axis=0), 1e-12)
     group_ops = np.maximum(op_group_share.sum(axis=0), 1e-12)
@@ -180,11 +188,11 @@ def _ssi(instance: Instance) -> SSIResult:
     ptime = np.add.reduceat(inputs.op_time, ptr)
     has_due = ~np.isnan(due)
     tardiness = _lognormal_excess(flow[has_due], flow_var[has_due], (due - inputs.release)[has_due])
-    stress = float((weight[has_due] * tardiness).sum() / max((weight * ptime).sum(), 1e-12))
+    stress = float((relative[has_due] * tardiness).sum() / max((relative * ptime).sum(), 1e-12))
     score = 100.0 * math.sqrt(stress) / (math.sqrt(stress) + math.sqrt(STRESS_HALF))
 
     components = {
-        "congestion": _squash(float(np.average(flow / ptime - 1.0, weights=weight + 1e-12))),
+        "congestion": _squash(float(np.average(flow / ptime - 1.0, weights=congestion_weight))),
         "bottleneck_utilization": float(rho.max()),
         "due_date_pressure": 1.0 / (1.0 + max(realised["due_date_tightness"], 0.0)) if has_due.any() else 0.0,
         "disturbance": realised["disturbance"],
