@@ -13,7 +13,7 @@ from dynasched_gym.agents.rules import slot_of
 from dynasched_gym.checks import check_bool, check_choice, check_integer
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
-from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
+from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list, rule_name
 from dynasched_gym.envs.futures import MAX_FUTURES, SampledFutures
 from dynasched_gym.generation import TIERS, size_presets
 from dynasched_gym.metrics import OBJECTIVES
@@ -102,7 +102,10 @@ class LookaheadAgent(Agent):
         rollout_names = None if rollout_rules is None else rule_list(rollout_rules)
         for name in [*([rule] if rule else []), *(rollout_names or [])]:  # fail now, not in the first episode
             parse_deterministic_rule(name, "the lookahead's rule and rollout_rules")
-        self.rule, self.rollout_names, self.top_k = rule, rollout_names, top_k
+        # one spelling per rule, so that configs (and result rows) of the same agent hash alike
+        self.rule = None if rule is None else rule_name(rule)
+        self.rollout_names = None if rollout_names is None else tuple(rule_name(r, alone=True) for r in rollout_names)
+        self.top_k = top_k
         self.objective = objective
         self.clairvoyant = clairvoyant
         self.horizon = horizon

@@ -23,6 +23,7 @@ from dynasched_gym.core.rules import (
     parse_rule,
     random_index,
     rng_state,
+    rule_name,
     seed_rng,
     select,
     set_rng_state,
@@ -54,8 +55,7 @@ class RuleAgent(Agent):
         check_bool("emergency_first", emergency_first)
         check_bool("random_ties", random_ties)
         self.job_rule, self.machine_rule = parse_rule(rule, emergency_first, random_ties)
-        job, _, machine = rule.upper().partition(":")
-        self.rule = f"{job}:{machine or 'EET'}"
+        self.rule = rule_name(rule)
         self.emergency_first, self.random_ties, self.seed = emergency_first, random_ties, check_seed(seed)
         self.name = f"rule:{self.rule}" + (":emergency" if emergency_first else "")
         self._random = random_ties or is_random_rule(self.job_rule)

@@ -312,6 +312,22 @@ def test_one_rollout_rule_may_be_given_as_a_string():
     assert make("lookahead", rollout_rules="EDD").config()["rollout_rules"] == ["EDD"]
 
 
+def test_lookahead_configs_spell_each_rule_one_way():
+    """``rule="mwkr:eet"`` is the agent of ``rule="MWKR:EET"``: the same config, so one set of result rows and one
+    leaderboard entry (the configs held the spellings given, and hashed apart). A job rule alone is ``JOB:EET`` as the
+    base rule and stays alone as a rollout rule (there it takes the base rule's machine rule). Canonical spellings
+    keep the config, and so the hash, that stored rows were keyed by."""
+    from dynasched_gym.results import config_hash
+
+    canonical = make("lookahead", rule="MWKR:EET", rollout_rules=["MWKR", "FIFO:LIT"]).config()
+    assert config_hash(canonical) == "cee06abe37607a11"  # as before the spellings were normalised
+    assert config_hash(make("lookahead").config()) == "c7b4d7579e89869b"
+    for rule, rollouts in (("mwkr:eet", ["mwkr", "fifo:lit"]), ("MWKR", ["Mwkr", "FIFO:lit"]),
+                           ("mwkr:", ("MWKR", "fifo:LIT"))):
+        assert make("lookahead", rule=rule, rollout_rules=rollouts).config() == canonical
+    assert make("lookahead-oracle", rollout_rules="edd:").config()["rollout_rules"] == ["EDD:EET"]
+
+
 def test_complementary_rules_cover_the_instances_greedily():
     values = {"A": np.array([5.0, 5.0, 5.0]), "B": np.array([1.0, 9.0, 9.0]), "C": np.array([9.0, 1.0, 9.0]),
               "D": np.array([9.0, 9.0, 0.0]), "E": np.array([5.0, 5.0, 5.0])}

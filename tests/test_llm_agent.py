@@ -370,6 +370,23 @@ def test_one_rule_given_as_a_string_is_one_rule(server: ChatServer) -> None:
         agent_for(server, prune_rules="NOPE")
 
 
+def test_configs_spell_each_rule_one_way() -> None:
+    """``fallback="edd:eet"`` is the agent of ``fallback="EDD:EET"``: the same config, so one set of result rows (the
+    configs held the spellings given, and hashed apart). A job rule alone is ``JOB:EET`` as the fallback (a rule
+    agent's rule) and stays alone among the prune and rollout rules (there it takes the fallback's machine rule).
+    Canonical spellings keep the config, and so the hash, that stored rows were keyed by."""
+    from dynasched_gym.results import config_hash
+
+    canonical = make("llm", model="m", cache=False, fallback="EDD:EET", prune_rules=["SPT", "EDD:LWL"],
+                     rollout_rules="ATC").config()
+    assert config_hash(canonical) == "818adb6fed0abb69"  # as before the spellings were normalised
+    assert config_hash(make("llm", model="m", cache=False).config()) == "342840d83a9edc7c"
+    for fallback, prune, rollouts in (("edd:eet", ["spt", "edd:lwl"], "atc"), ("EDD", ("Spt", "EDD:lwl"), ["ATC"])):
+        assert make("llm", model="m", cache=False, fallback=fallback, prune_rules=prune,
+                    rollout_rules=rollouts).config() == canonical
+    assert make("llm", model="m", cache=False, fallback="").config()["fallback"] is None  # the default, as None
+
+
 # ------------------------------------------------------------------------------------------ episodes
 @pytest.mark.parametrize(("mode", "refinement"), [("direct", "greedy"), ("cot", "best-of-n")])
 def test_an_llm_agent_plays_a_valid_episode(server: ChatServer, mode: str, refinement: str) -> None:

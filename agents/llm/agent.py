@@ -60,7 +60,7 @@ from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_real
-from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list
+from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list, rule_name
 from dynasched_gym.envs.dfjsp.episodes import instance_ssi
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -168,12 +168,17 @@ class LLMAgent(Agent):
         sample_temperature, reflection_temperature = (check_real(name, value, 0.0) for name, value in (
             ("sample_temperature", sample_temperature), ("reflection_temperature", reflection_temperature)))
         sample_top_p = check_real("sample_top_p", sample_top_p, 0.0, 1.0, open_low=True)
-        self.prune_rules = None if prune_rules is None else rule_list(prune_rules)
-        self.rollout_rules = None if rollout_rules is None else rule_list(rollout_rules)
+        prune_rules, rollout_rules = (None if rules is None else rule_list(rules)
+                                      for rules in (prune_rules, rollout_rules))
         if fallback:  # fail now on a bad name, not in the first episode
             parse_rule(fallback)
-        for rule in (*(self.prune_rules or ()), *(self.rollout_rules or ())):
+        for rule in (*(prune_rules or ()), *(rollout_rules or ())):
             parse_deterministic_rule(rule, "prune_rules and rollout_rules")
+        # one spelling per rule, so that configs (and result rows) of the same agent hash alike
+        fallback = rule_name(fallback) if fallback else None
+        self.prune_rules, self.rollout_rules = (
+            None if rules is None else tuple(rule_name(r, alone=True) for r in rules)
+            for rules in (prune_rules, rollout_rules))
         self.client = ChatClient(model, base_url, api_key_env, timeout, max_retries, backoff,
                                  max_concurrency=max_concurrency, cache_dir=cache_dir, cache=cache)
         self.model, self.base_url, self.level, self.variant = model, base_url, level, variant

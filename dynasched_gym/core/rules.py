@@ -71,12 +71,20 @@ _ATC_K = 2.0
 (_SPT, _LPT, _FIFO, _LIFO, _MWKR, _LWKR, _MOPNR, _LOPNR, _EDD, _CR, _SLACK, _ATC, _WSPT) = range(13)
 
 
+def rule_name(rule: str, alone: bool = False) -> str:
+    """The one spelling of a rule name, as agents' configs hold it (so that ``"mwkr"``, ``"MWKR"`` and
+    ``"MWKR:EET"`` hash as one agent): upper case, ``JOB:MACHINE``, a job rule alone taking ``EET``. With
+    ``alone``, a job rule alone stays alone: a rollout or pruning rule, whose machine rule is another rule's.
+    The names are not checked here (:func:`parse_rule` does)."""
+    job, colon, machine = rule.upper().partition(":")
+    return job if alone and not colon else f"{job}:{machine or 'EET'}"
+
+
 def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = False) -> tuple[int, int]:
     """``"MWKR"`` or ``"MWKR:LWL"`` -> (job rule code, machine rule id), with the option flags set."""
     if not isinstance(rule, str):
         raise TypeError(f"a rule is a name such as 'MWKR' or 'MWKR:LWL', got {rule!r}")
-    job, _, machine = rule.upper().partition(":")
-    machine = machine or "EET"
+    job, _, machine = rule_name(rule).partition(":")
     if job not in JOB_RULES or machine not in MACHINE_RULES:
         raise ValueError(f"unknown rule {rule!r}; job rules {JOB_RULES}, machine rules {MACHINE_RULES}")
     if job == "RANDOM" and emergency_first:  # it draws among all candidates: the flag would be ignored
