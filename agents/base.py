@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from dynasched_gym.errors import TruncatedEpisodeWarning, user_stacklevel
 from dynasched_gym.schedule import Schedule
 
 
@@ -53,7 +55,13 @@ class Agent(ABC):
 
 
 def run_episode(agent: Agent, env: gym.Env, seed: int | None = None) -> Schedule:
-    """Play one episode of ``env`` with ``agent`` and return its schedule."""
+    """Play one episode of ``env`` with ``agent`` and return its schedule.
+
+    The DynaSched envs end every episode by ``terminated``; one a wrapper truncates (``TimeLimit``, as
+    ``gym.make(..., max_episode_steps=N)`` adds) returns its unfinished schedule (``schedule.finished`` False),
+    whose metrics count only the jobs completed by then (0 when none has), with a
+    :class:`~dynasched_gym.errors.TruncatedEpisodeWarning` naming the step.
+    """
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be an Agent (dynasched_gym.agents.make('random'), ...), got "
                         f"{type(agent).__name__}: {agent!r:.80}")
@@ -62,8 +70,17 @@ def run_episode(agent: Agent, env: gym.Env, seed: int | None = None) -> Schedule
                         f"{type(env).__name__}: {env!r:.80}")
     observation, info = env.reset(seed=seed)
     agent.reset(env)
-    done = False
+    done, steps = False, 0
     while not done:
         observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
-        done = terminated or truncated
-    return env.unwrapped.schedule()
+        done, steps = terminated or truncated, steps + 1
+    schedule = env.unwrapped.schedule()
+    if not schedule.finished:  # the env itself ends an episode only when every job has
+        open_jobs = int(np.count_nonzero(np.isnan(schedule.job_completion) & np.isnan(schedule.job_cancelled_at)))
+        why = ("truncated: a TimeLimit, as gym.make(..., max_episode_steps=...) adds, or another wrapper" if truncated
+               else "a wrapper ended it")
+        warnings.warn(f"the episode ended after {steps} steps with {open_jobs} of {schedule.instance.num_jobs} jobs "
+                      f"unfinished ({why}): the schedule is unfinished (schedule.finished is False) and its metrics "
+                      "count only the jobs completed by then, no result of the episode", TruncatedEpisodeWarning,
+                      stacklevel=user_stacklevel())
+    return schedule

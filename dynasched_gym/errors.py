@@ -18,6 +18,11 @@ class IgnoredEventWarning(UserWarning):
     never have): the simulator ignores it, as docs/semantics.md says, so the instance plays as if it were not there."""
 
 
+class TruncatedEpisodeWarning(UserWarning):
+    """An episode was cut short (``truncated``: a ``TimeLimit`` or another wrapper) before every job completed or
+    was cancelled: its schedule is unfinished, and the metrics count only the jobs completed so far."""
+
+
 class InstanceFormatError(ValueError):
     """Malformed or inconsistent input.
 

@@ -15,7 +15,7 @@ from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
 from dynasched_gym.agents.rules import complementary_rules
 from dynasched_gym.core.rules import parse_rule
-from dynasched_gym.errors import MissingExtraError
+from dynasched_gym.errors import MissingExtraError, TruncatedEpisodeWarning
 
 
 @pytest.mark.parametrize("rule", ["SPT:EET", "MWKR:EET", "MOPNR:LWL", "FIFO:LIT", "EDD:SPT", "ATC:EET", "CR:LWL"])
@@ -493,3 +493,20 @@ def test_run_episode_names_a_wrong_agent_or_env():
     for name in ("random", "rule:MWKR:EET"):  # NumPy's IndexError, an AttributeError about 'simulator'
         with pytest.raises(TypeError, match=r"Agent needs a DynaSched env .*got .*CartPole"):
             run_episode(make(name), gym.make("CartPole-v1"))
+
+
+def test_run_episode_warns_when_a_wrapper_truncates_the_episode():
+    """Under a TimeLimit the episode stops early: the schedule is unfinished and its metrics were all 0 (no job had
+    completed), returned without a word, so they read as a perfect result. It now warns, naming the step count and
+    the jobs left; an episode that ends on the limit's last step is finished and plays on silently."""
+    with pytest.warns(TruncatedEpisodeWarning, match=r"ended after 5 steps with 10 of 10 jobs unfinished \(truncated: "
+                                                       r"a TimeLimit.*schedule.finished is False"):
+        schedule = run_episode(make("rule:SPT"), gym.make("DynaSched/DFJSP-v0", instance="mk01",
+                                                          max_episode_steps=5), seed=0)
+    assert not schedule.finished and schedule.metrics["makespan"] == 0.0 and schedule.decisions == 5
+    with pytest.warns(TruncatedEpisodeWarning, match=r"ended after 3 steps"):
+        run_episode(make("random"), gym.wrappers.TimeLimit(gym.make("DynaSched/DFJSP-v0", instance="mk01"), 3))
+    full = gym.make("DynaSched/DFJSP-v0", instance="mk01", max_episode_steps=55)  # mk01: 55 operations, 55 steps
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncatedEpisodeWarning)
+        assert run_episode(make("rule:SPT"), full, seed=0).finished
