@@ -93,7 +93,12 @@ class RuleAgent(Agent):
 
 def slot_of(env: gym.Env, job: int, machine: int, job_rule: int) -> int:
     """The action slot offering (job, machine); if none does, the offered pair ``job_rule`` ranks first (emergency
-    jobs first when its flags say so), or for ``RANDOM`` a uniform offered pair."""
+    jobs first when its flags say so), or for ``RANDOM`` a uniform offered pair. The rules' ``(-1, -1)``, nothing
+    can start, plays slot 0."""
+    if job < 0:
+        # no decision: every job went before any could start (cancelled before its release), nothing is offered, and
+        # the episode's one step ends it whatever the action; slot 0, as the random and LLM agents play there
+        return 0
     jobs, machines = env.offered_pairs()
     hit = np.flatnonzero((jobs == job) & (machines == machine))
     if hit.size:
