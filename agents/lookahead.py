@@ -132,6 +132,8 @@ class LookaheadAgent(Agent):
     def _select_sampled(self, sim: Any) -> tuple[int, int]:
         """The top-k pair of the base rule with the lowest mean objective over the sampled futures."""
         count = min(ranked_candidates(sim.static, sim.state, self.job_rule, *self._buffers), self.top_k)
+        if not count:  # nothing can start (no decision): the rules' (-1, -1), not a stale pair of the buffers
+            return -1, -1
         pair_job, pair_machine = self._buffers[0], self._buffers[1]
         best = 0
         if count > 1:

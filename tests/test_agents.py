@@ -414,14 +414,18 @@ def test_the_rule_selection_env_refuses_rule_agent_options_it_cannot_apply():
             run_episode(make("rule:MWKR:EET", **{option: True}), env, seed=1)
 
 
-@pytest.mark.parametrize("name", ["random", "rule:RANDOM", "rule:SPT"])
-def test_random_agents_play_an_episode_with_no_decision(name):
+@pytest.mark.parametrize(("name", "kwargs"), [("random", {}), ("rule:RANDOM", {}), ("rule:SPT", {}), ("lookahead", {}),
+                                            ("lookahead", {"futures": 1, "future_tier": "easy"})],
+                         ids=["random", "rule:RANDOM", "rule:SPT", "lookahead", "lookahead-futures"])
+def test_random_agents_play_an_episode_with_no_decision(name, kwargs):
     """Every job cancelled before its release: the reset mask is all zeros and the first step ends the episode (the
-    random agent raised on the empty choice, and so did the RANDOM rule: 'empty range for randrange()')."""
+    random agent raised on the empty choice, and so did the RANDOM rule: 'empty range for randrange()'; the
+    lookahead with sampled futures took the stale first pair of its buffers and failed on 'min() arg is an empty
+    sequence')."""
     inst = Instance.build("empty", [Machine("M0")], [Job("J0", [{0: 2.0}], release=5.0)],
                           [Event(1.0, EventType.CANCELLATION, job=0)])
     env = gym.make("DynaSched/DFJSP-v0", instance=inst, invalid_action="raise")
-    schedule = run_episode(make(name), env, seed=0)
+    schedule = run_episode(make(name, **kwargs), env, seed=0)
     assert schedule.finished and schedule.metrics["num_cancelled_jobs"] == 1
 
 
