@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.checks import check_bool, check_choice, check_path
-from dynasched_gym.core.rules import check_seed
+from dynasched_gym.core.rules import COMPOSITE_RULES, check_seed
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import CANDIDATE_FEATURES, OBSERVABILITY, num_columns
 from dynasched_gym.envs.wrappers import (
@@ -127,6 +127,7 @@ class PPOAgent(Agent):
                              "plays policies of the Dict observations of "
                              "DynaSched/DFJSP-v0 (SlotPolicy, MultiInputPolicy); play one trained on flattened "
                              "observations with model.predict on an env with the same flattening")
+        _check_pair_policy(self.model, self.checkpoint or "given")
         trained_on = {} if self.checkpoint is None else training_env(Path(self.checkpoint))
         self.trained_objective = trained_on.get("objective")
         scales = getattr(self.model.policy, "feature_scales", None)  # older checkpoints: their pool's
@@ -299,6 +300,20 @@ def observation_settings(space: spaces.Dict) -> dict[str, Any]:
     slots, columns = space["candidates"].shape
     level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
     return {"max_candidates": int(slots), "observability": OBSERVABILITY[level]}
+
+
+def _check_pair_policy(model: MaskablePPO, label: str) -> None:
+    """Refuse a policy whose actions are not the candidate slots of its observations: it was trained on another env
+    (the rule-selection env, whose actions are its composite rules), and no env setting makes it a pair policy."""
+    actions, candidates = model.action_space, model.observation_space.spaces.get("candidates")
+    if candidates is None or (isinstance(actions, spaces.Discrete) and actions.n == candidates.shape[0]):
+        return
+    trained = (f"the rule-selection env DynaSched/DFJSP-Rules-v0 (one action per composite rule, {COMPOSITE_RULES})"
+               if isinstance(actions, spaces.Discrete) and actions.n == len(COMPOSITE_RULES) else "another env")
+    raise ValueError(f"the PPO policy {label} acts in {actions}, not in the {candidates.shape[0]} candidate slots of "
+                     f"its observations: it was trained on {trained}, and PPOAgent plays pair-selection policies of "
+                     "DynaSched/DFJSP-v0 (no env setting changes that); play it with model.predict(observation, "
+                     "action_masks=env.action_masks()) on the env it was trained on")
 
 
 def _check_space(actual: spaces.Dict, expected: spaces.Dict) -> None:

@@ -393,6 +393,21 @@ def test_a_policy_of_flattened_observations_is_refused_saying_so():
         make("ppo", checkpoint=model)
 
 
+def test_a_policy_of_the_rule_selection_env_is_refused_saying_so(tmp_path):
+    """A policy trained on DFJSP-Rules-v0 (ten actions, one per composite rule) was refused only at reset, through
+    its action_mask's shape, with advice to change max_candidates, which cannot help."""
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    model = MaskablePPO("MultiInputPolicy", make_sb3_vec_env("DynaSched/DFJSP-Rules-v0", num_envs=1, instance="mk01"),
+                        n_steps=8)
+    model.save(tmp_path / "rules.zip")
+    for checkpoint in (model, tmp_path / "rules.zip"):
+        with pytest.raises(ValueError, match=r"acts in Discrete\(10\), not in the 32 candidate slots of its "
+                                             r"observations: it was trained on the rule-selection env "
+                                             r"DynaSched/DFJSP-Rules-v0"):
+            make("ppo", checkpoint=checkpoint)
+
+
 def test_ppo_plays_an_env_with_forecast_rewards_around_its_forecasts(tmp_path, monkeypatch):
     """The reward wrapper's potential rules are not mistaken for the observation's rollout rules."""
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
