@@ -11,20 +11,24 @@
 - ``DIR/convergence.png``: per metric, relative error / tolerance at each step (log scale; <= 1
   is within tolerance).
 
-DIR must not exist (default: ``calibration/`` in Hydra's run dir); it is made, empty, before the calibration, so
-that of two runs given one DIR the second stops at once. Everything is written to a temporary sibling directory
-that is renamed onto DIR at the end, so a failed run leaves nothing behind.
+DIR must not exist (default: ``calibration/`` in Hydra's run dir); it is claimed before the calibration (made, with
+a ``.claim`` file naming the run), so that of two runs given one DIR the second stops at once. Everything is written
+to a temporary sibling directory that is renamed onto DIR at the end, so a failed run leaves nothing behind, and the
+claim of a run killed outright is taken over by the next run (:func:`claim`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import platform
 import shutil
 import uuid
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -34,6 +38,7 @@ from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tol
 from dynasched_gym.generation.scenario import replace_targets
 from dynasched_gym.generation.sesc import check_calibration, tolerance
 from dynasched_gym.io import dsbx_dir
+from dynasched_gym.paths import locks_available
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
@@ -41,6 +46,10 @@ from scripts.overrides import check_added_keys, launcher_checked, output_folder,
 #: Config mappings whose keys calibrate checks itself: calibrate()'s options, and the scenario (Scenario.from_dict
 #: refuses an unknown field), where + adds the fields a preset leaves at their defaults (scale.horizon, ...).
 FREE_FORM = ("options", "size.scenario")
+
+#: The file in a claimed ``out`` that names the run writing it; the run holds an ``fcntl.flock`` on it until its
+#: outputs replace ``out``, so that the kernel releases the claim of a run killed outright (SIGKILL, out of memory).
+CLAIM = ".claim"
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -135,6 +144,114 @@ def _save_dsbx(result: CalibrationResult, directory: Path) -> list[str]:
     return [str(w.message) for w in caught]
 
 
+def _owner() -> str:
+    """This run, as its claim names it."""
+    return json.dumps({"pid": os.getpid(), "host": platform.node(),
+                       "started": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+
+
+def _owner_of(text: str) -> dict[str, Any] | None:
+    """The run a claim's text names; None for a claim being written or not this module's."""
+    try:
+        owner = json.loads(text)
+    except ValueError:
+        return None
+    return owner if isinstance(owner, dict) and {"pid", "host", "started"} <= owner.keys() else None
+
+
+def _described(text: str) -> str:
+    """The run a claim's text names, for a message."""
+    owner = _owner_of(text)
+    if owner is None:
+        return f"another run ({CLAIM}: {text[:80]!r})"
+    return f"the run of pid {owner['pid']} on host {owner['host']} started at {owner['started']}"
+
+
+def claim(out: Path) -> IO[str] | None:
+    """Make the folder ``out`` this run's before any work; a :class:`ValueError` where it exists.
+
+    ``out`` is made (with ``mkdir``: of two runs, one makes it), and in it ``.claim``, naming this run and locked by
+    it. A later run given the same ``out`` refuses it while that lock is held, and takes it over, with a warning
+    naming the folder, once it is free: the run was killed outright (SIGKILL, out of memory, a crash) on this host (a
+    run on another host may hold a lock that this host's file system does not show) and left nothing else in ``out``.
+    An ``out`` without a claim (made by hand, by an older version, or where ``fcntl`` is missing: Windows) is refused.
+    Returns the open claim, to be closed once ``out`` is replaced or removed; None where there are no locks.
+    """
+    refused = f"out={out} exists; choose another out="
+    try:
+        out.mkdir()
+    except FileExistsError:
+        if not locks_available():
+            raise ValueError(refused) from None
+        return _take_over(out, refused)
+    if not locks_available():
+        return None
+    import fcntl
+
+    try:
+        file = open(out / CLAIM, "x", encoding="utf-8")
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX)  # waits only for a run that found it empty, which refuses it at once
+            file.write(_owner())
+            file.flush()
+        except BaseException:
+            file.close()
+            raise
+    except BaseException:
+        abandon(out)
+        raise
+    return file
+
+
+def _take_over(out: Path, refused: str) -> IO[str]:
+    """The claim of ``out`` taken over from a run that was killed, locked and naming this run; else a ValueError."""
+    import fcntl
+
+    path = out / CLAIM
+    try:
+        file = open(path, "r+", encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        raise ValueError(refused) from None
+    try:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{refused} ({_described(file.read())} is writing it)") from None
+        text = file.read()
+        try:  # the claim still in place: its run did not finish or fail (and remove it) after this run opened it
+            current = os.listdir(out) == [CLAIM] and os.stat(path).st_ino == os.fstat(file.fileno()).st_ino
+        except FileNotFoundError:
+            current = False
+        if not current:
+            raise ValueError(refused)
+        owner = _owner_of(text)
+        if owner is None or owner["host"] != platform.node():
+            raise ValueError(f"{refused} (claimed by {_described(text)}; if that run is over, remove {out})")
+        warnings.warn(f"out={out} was claimed by {_described(text)}, which was killed before it finished: taking it "
+                      "over", RuntimeWarning, stacklevel=3)
+        file.seek(0)
+        file.truncate()
+        file.write(_owner())
+        file.flush()
+    except BaseException:
+        file.close()
+        raise
+    return file
+
+
+def release(out: Path) -> None:
+    """Remove the claim from ``out``, which the run's outputs then replace (the claim's lock is held until then)."""
+    with contextlib.suppress(FileNotFoundError):
+        (out / CLAIM).unlink()
+
+
+def abandon(out: Path) -> None:
+    """Remove the claim and the claimed ``out`` of a run that failed, unless something else was put into it."""
+    release(out)
+    with contextlib.suppress(OSError):
+        out.rmdir()
+
+
 def run(cfg: DictConfig) -> Path:
     """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory.
 
@@ -152,11 +269,8 @@ def run(cfg: DictConfig) -> Path:
         targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
         scenario = replace_targets(scenario, **targets)
         out.parent.mkdir(parents=True, exist_ok=True)
-        try:  # claimed before the work: of two runs given one out, the second stops here, not after its calibration
-            out.mkdir()
-        except FileExistsError:
-            raise ValueError(f"out={out} exists; choose another out=") from None
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed onto the (empty) claimed out when complete
+        owned = claim(out)  # before the work: of two runs given one out, the second stops here, not after its own
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed onto the claimed out when complete
     try:
         result = calibrate(scenario, method=cfg.method, seed=seed, **options)
         tmp.mkdir()
@@ -164,12 +278,15 @@ def run(cfg: DictConfig) -> Path:
         notes = _save_dsbx(result, tmp / "dsbx")
         (tmp / "report.md").write_text(report(scenario, seed, result, ssi(result.instance), notes), encoding="utf-8")
         plot_convergence(result, scenario.tolerances, tmp / "convergence.png")
+        release(out)
         os.replace(tmp, out)  # a rename replaces an empty directory (Linux, macOS)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            out.rmdir()  # the claim, unless something was put into it
+        abandon(out)
         raise
+    finally:
+        if owned is not None:
+            owned.close()  # the lock, held until out is replaced or removed
     return out
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import platform
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +102,53 @@ def test_of_two_runs_given_one_out_the_second_stops_before_its_calibration(tmp_p
     assert second == ["refused"]
     assert sorted(p.name for p in out.iterdir()) == ["convergence.png", "dsbx", "instance.json", "report.md"]
     assert [p.name for p in tmp_path.iterdir()] == ["cal"]
+
+
+def test_the_claim_of_a_run_killed_outright_is_taken_over_and_a_live_run_keeps_its_own(tmp_path: Path, script
+                                                                                        ) -> None:
+    # a run SIGKILLed during its calibration left out empty, and every later run refused it: "out=... exists"
+    out = tmp_path / "cal"
+    code = ("import time\nfrom hydra import compose, initialize_config_module\nimport scripts.calibrate as c\n"
+            "c.calibrate = lambda *args, **kwargs: time.sleep(600)\n"
+            "with initialize_config_module('dynasched_gym.conf', version_base='1.3'):\n"
+            f"    cfg = compose('calibrate', overrides=['out={out}'])\nc.run(cfg)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    owner = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        claim = out / ".claim"
+        deadline = time.monotonic() + 30
+        while not (claim.exists() and claim.read_text(encoding="utf-8")):
+            assert owner.poll() is None, owner.communicate()[1]
+            assert time.monotonic() < deadline, f"no claim in {out} after 30 s"
+            time.sleep(0.05)
+        assert json.loads(claim.read_text(encoding="utf-8"))["pid"] == owner.pid
+        with pytest.raises(SettingError, match=rf"cal exists; choose another out= \(the run of pid {owner.pid} on "
+                                               r"host .* is writing it\)"):
+            script.run(_config(out, "seed=1"))  # its owner is running: refused at once
+    finally:
+        owner.kill()
+        owner.communicate(timeout=60)
+    assert owner.returncode == -signal.SIGKILL and os.listdir(out) == [".claim"]
+    with pytest.warns(RuntimeWarning, match=rf"out={re.escape(str(out))} was claimed by the run of pid {owner.pid} "
+                                            r"on host .*, which was killed before it finished: taking it over"):
+        assert script.run(_config(out, "seed=1")) == out
+    assert sorted(p.name for p in out.iterdir()) == ["convergence.png", "dsbx", "instance.json", "report.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["cal"]
+
+
+@pytest.mark.parametrize("host, extra", [("another-host", None), (None, "notes.txt")])
+def test_a_free_claim_is_refused_from_another_host_or_beside_other_files(tmp_path: Path, script, host: str | None,
+                                                                         extra: str | None) -> None:
+    out = tmp_path / "cal"
+    out.mkdir()
+    claim = json.dumps({"pid": 1, "host": host or platform.node(), "started": "2026-12-05T00:00:00+00:00"})
+    (out / ".claim").write_text(claim, encoding="utf-8")
+    if extra:
+        (out / extra).write_text("kept", encoding="utf-8")
+    with pytest.raises(SettingError, match="cal exists; choose another out="):
+        script.run(_config(out))
+    assert sorted(os.listdir(out)) == sorted([".claim", *([extra] if extra else [])])
+    assert (out / ".claim").read_text(encoding="utf-8") == claim
 
 
 def test_two_runs_started_at_once_with_the_default_out_write_their_own_folders(tmp_path: Path) -> None:
