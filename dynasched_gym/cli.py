@@ -25,6 +25,7 @@ from dynasched_gym import data
 from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, MissingExtraError
 from dynasched_gym.instance import writable_file, writable_folder
+from dynasched_gym.interrupts import sigterm_as_interrupt
 from dynasched_gym.io import resolve_instance
 from dynasched_gym.metrics import METRIC_KEYS
 
@@ -294,10 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input, a file that cannot be written or a missing optional
-    package, 1 on an invalid schedule, 130 on Ctrl-C: files are written whole or not at all)."""
+    package, 1 on an invalid schedule, 130 on Ctrl-C or SIGTERM: files are written whole or not at all)."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with sigterm_as_interrupt():  # SIGTERM's default action kills at once, leaving a write's temporary file
+            return args.func(args)
     except (InstanceFormatError, OSError, MissingExtraError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,45 +2,22 @@
 
 A scheduler (Slurm at a time limit, ``kill``, a container stop) ends a job with SIGTERM, whose default action
 kills Python at once: no ``finally`` runs, so an atomic write in progress leaves its ``.tmp`` file and the
-script says nothing. Within :func:`interrupted_exit` SIGTERM raises :class:`KeyboardInterrupt` as Ctrl-C does,
-so every script keeps what it finished, removes its temporary files, says how to resume and exits with 130.
+script says nothing. Within :func:`interrupted_exit` SIGTERM raises :class:`KeyboardInterrupt` as Ctrl-C does
+(:func:`dynasched_gym.interrupts.sigterm_as_interrupt`, which the ``dynasched-gym`` command uses too), so every
+script keeps what it finished, removes its temporary files, says how to resume and exits with 130.
 """
 
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
+
+from dynasched_gym.interrupts import signal_handlers, sigterm_as_interrupt
 
 #: The exit status of an interrupted script (128 + SIGINT, what a shell reports for Ctrl-C).
 INTERRUPTED = 130
-
-
-@contextlib.contextmanager
-def signal_handlers(handler: Callable[[int, Any], None], *signums: int) -> Iterator[None]:
-    """``handler`` for ``signums`` within the block, the previous handlers after it (main thread only: elsewhere
-    Python cannot set handlers, and the block runs unchanged)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.signal(signum, handler) for signum in signums}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-def sigterm_as_interrupt() -> contextlib.AbstractContextManager[None]:
-    """Within the block SIGTERM (a scheduler's, ``kill``'s) raises :class:`KeyboardInterrupt`, as Ctrl-C does."""
-    return signal_handlers(_interrupt, signal.SIGTERM)
 
 
 @contextlib.contextmanager

@@ -61,3 +61,18 @@ def test_an_argparse_script_stops_on_sigterm_without_a_traceback(tmp_path: Path)
     assert proc.returncode == 130, err[-3000:]
     assert "interrupted: the rows computed so far are kept" in err and "Traceback" not in err
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_the_command_line_stops_on_sigterm_removing_the_file_it_was_writing(tmp_path: Path) -> None:
+    """dynasched-gym died at once on SIGTERM (its default action), leaving the atomic write's ``.tmp`` file; it now
+    stops as on Ctrl-C: status 130, "interrupted", nothing written."""
+    out = tmp_path / "schedule.json"
+    code = ("import os, pathlib, signal, sys, time\nfrom dynasched_gym import cli\n"
+            "def killed_while_writing(self, *args, **kwargs):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n    time.sleep(30)\n"
+            "pathlib.Path.write_text = killed_while_writing\n"
+            f"sys.exit(cli.main(['rollout', 'mk01', '--out', {str(out)!r}]))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr[-3000:])
+    assert proc.stderr.strip().endswith("interrupted") and "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
