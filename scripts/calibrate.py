@@ -174,7 +174,8 @@ def claim(out: Path) -> IO[str] | None:
     it. A later run given the same ``out`` refuses it while that lock is held, and takes it over, with a warning
     naming the folder, once it is free: the run was killed outright (SIGKILL, out of memory, a crash) on this host (a
     run on another host may hold a lock that this host's file system does not show) and left nothing else in ``out``.
-    An ``out`` without a claim (made by hand, by an older version, or where ``fcntl`` is missing: Windows) is refused.
+    An ``out`` without a claim (made by hand, by an older version, or where ``fcntl`` is missing: Windows) is refused,
+    and so is every claimed ``out`` on a file system without ``flock``, where a claim is written but not locked.
     Returns the open claim, to be closed once ``out`` is replaced or removed; None where there are no locks.
     """
     refused = f"out={out} exists; choose another out="
@@ -191,7 +192,8 @@ def claim(out: Path) -> IO[str] | None:
     try:
         file = open(out / CLAIM, "x", encoding="utf-8")
         try:
-            fcntl.flock(file, fcntl.LOCK_EX)  # waits only for a run that found it empty, which refuses it at once
+            with contextlib.suppress(OSError):  # a file system without flock: the claim names the run, unlocked
+                fcntl.flock(file, fcntl.LOCK_EX)  # waits only for a run that found it empty, which refuses it at once
             file.write(_owner())
             file.flush()
         except BaseException:
@@ -215,8 +217,11 @@ def _take_over(out: Path, refused: str) -> IO[str]:
     try:
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
         except BlockingIOError:
             raise ValueError(f"{refused} ({_described(file.read())} is writing it)") from None
+        except OSError:  # no flock on this file system (Lustre without -o flock): whether the run is over is unknown
+            locked = False
         text = file.read()
         try:  # the claim still in place: its run did not finish or fail (and remove it) after this run opened it
             current = os.listdir(out) == [CLAIM] and os.stat(path).st_ino == os.fstat(file.fileno()).st_ino
@@ -225,7 +230,7 @@ def _take_over(out: Path, refused: str) -> IO[str]:
         if not current:
             raise ValueError(refused)
         owner = _owner_of(text)
-        if owner is None or owner["host"] != platform.node():
+        if not locked or owner is None or owner["host"] != platform.node():
             raise ValueError(f"{refused} (claimed by {_described(text)}; if that run is over, remove {out})")
         warnings.warn(f"out={out} was claimed by {_described(text)}, which was killed before it finished: taking it "
                       "over", RuntimeWarning, stacklevel=3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import json
 import os
@@ -149,6 +150,28 @@ def test_a_free_claim_is_refused_from_another_host_or_beside_other_files(tmp_pat
         script.run(_config(out))
     assert sorted(os.listdir(out)) == sorted([".claim", *([extra] if extra else [])])
     assert (out / ".claim").read_text(encoding="utf-8") == claim
+
+
+def test_without_flock_a_run_claims_out_and_a_later_run_never_takes_a_claim_over(tmp_path: Path, script,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    import fcntl
+
+    def no_flock(*args, **kwargs):  # a file system without flock (Lustre without -o flock)
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    out = tmp_path / "cal"
+    assert script.run(_config(out)) == out  # the claim is made unlocked, and removed at the end
+    assert sorted(p.name for p in out.iterdir()) == ["convergence.png", "dsbx", "instance.json", "report.md"]
+    left = tmp_path / "left"  # the claim of a run killed outright: on this file system nobody can tell
+    left.mkdir()
+    (left / ".claim").write_text(json.dumps({"pid": 1, "host": platform.node(), "started": "2026-12-05T00:00:00"}),
+                                 encoding="utf-8")
+    with pytest.raises(SettingError, match=r"left exists; choose another out= \(claimed by the run of pid 1 .*; if "
+                                           r"that run is over, remove"):
+        script.run(_config(left))
+    assert os.listdir(left) == [".claim"]
 
 
 def test_two_runs_started_at_once_with_the_default_out_write_their_own_folders(tmp_path: Path) -> None:
