@@ -207,12 +207,13 @@ class _OneSecond(datetime):
 
 @pytest.mark.parametrize(("name", "folder"), [
     ("evaluate", "run"), ("evaluate", "sweep"), ("leaderboard", "run"), ("leaderboard", "sweep"),
-    ("observability", "run"), ("bench", "run"), ("calibrate", "run"), ("train/ppo", "run"), ("train/ppo", "sweep"),
+    ("observability", "run"), ("observability", "sweep"), ("bench", "run"), ("bench", "sweep"), ("calibrate", "run"),
+    ("calibrate", "sweep"), ("train/ppo", "run"), ("train/ppo", "sweep"),
 ])
 def test_runs_started_in_one_second_get_their_own_folders(name: str, folder: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The run and sweep folders were named to the second (all but calibrate's): two runs started in one second
-    shared one, the second overwriting the first one's ``.hydra/`` settings and writing into its log."""
+    """The run and sweep folders were named to the second (all but calibrate's run folder): two runs started in one
+    second shared one, the second overwriting the first one's ``.hydra/`` settings and writing into its log."""
     import hydra.core.utils
 
     monkeypatch.setattr(hydra.core.utils, "datetime", _OneSecond)
