@@ -7,7 +7,7 @@ aggregates the selected rows (:func:`dynasched_gym.results.aggregate`) and write
 
 - ``leaderboard.md``: per (objective, size, tier) the ranked table (mean, 95 % CI, objective relative
   to the best rule and to the clairvoyant reference, regret vs that reference, normalised weighted
-  tardiness), a cross-tier table of normalised weighted tardiness and the tier-difficulty check;
+  tardiness), a cross-tier table of normalised weighted tardiness, the tier-difficulty check and the plots;
 - ``leaderboard.csv``: every entry with every statistic;
 - ``bars-<objective>-<size>.png``: per tier, each agent's mean with its 95 % CI;
 - ``ssi-<objective>-<size>.png``: SSI of each instance vs normalised weighted tardiness reached.
@@ -70,6 +70,11 @@ def _groups(board: Sequence[Entry]) -> dict[tuple[str, str], dict[str, list[Entr
     return out
 
 
+def plot_files(objective: str, size: str) -> tuple[str, str]:
+    """The file names of the (objective, size) group's plots in ``out``: the bars and the SSI scatter."""
+    return f"bars-{objective}-{size}.png", f"ssi-{objective}-{size}.png"
+
+
 def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence[Mapping[str, Any]],
              skipped: Sequence[str], resamples: int) -> str:
     """The leaderboard as Markdown (see the module docstring); ``resamples``: those of the board's bootstrap
@@ -108,7 +113,8 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
         lines += ["### Normalised weighted tardiness across tiers (mean)", "",
                   "| agent | " + " | ".join(tiers) + " |", "|---|" + "---:|" * len(tiers)]
         lines += [f"| {a} | " + " | ".join(_num(nwt.get((t, a), math.nan), 3) for t in tiers) + " |" for a in agents]
-        lines.append("")
+        bars, scatter = plot_files(objective, size)
+        lines += ["", f"![means with 95 % CIs]({bars}) ![SSI vs normalised weighted tardiness]({scatter})", ""]
     lines += ["Columns: *mean* objective over the instances with its percentile bootstrap 95 % CI "
               f"({resamples:,} resamples); *vs best rule*: mean / the best rule's mean (< 1 beats it); "
               "*vs clairvoyant*: mean / "
@@ -216,8 +222,9 @@ def write(board: Sequence[Entry], rows: Sequence[Mapping[str, Any]], failed: Seq
     write_text_atomic(out / "leaderboard.md", text)
     write_text_atomic(out / "leaderboard.csv", csv_text(board))
     for objective, size in _groups(board):
-        plot_bars(board, objective, size, out / f"bars-{objective}-{size}.png")
-        plot_ssi(rows, board, objective, size, out / f"ssi-{objective}-{size}.png")
+        bars, scatter = plot_files(objective, size)
+        plot_bars(board, objective, size, out / bars)
+        plot_ssi(rows, board, objective, size, out / scatter)
     return text
 
 

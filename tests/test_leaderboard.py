@@ -43,6 +43,9 @@ def test_leaderboard_evaluates_missing_rows_writes_files_and_reuses_rows(
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "leaderboard.md").read_text() == text
+    # the page shows its own plots (a plot of an earlier board left in out is not among them)
+    assert re.findall(r"!\[[^]]*\]\(([^)]+)\)", text) == ["bars-weighted_tardiness-small.png",
+                                                          "ssi-weighted_tardiness-small.png"]
     assert "### easy (3 instances" in text and "### hard (3 instances" in text
     assert "| ref | lookahead-oracle *(clairvoyant reference)* |" in text
     assert "(best rule)" in text and "| 1 |" in text
