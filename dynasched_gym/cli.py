@@ -15,7 +15,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections.abc import Sequence
@@ -55,11 +54,6 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
         print(f"{key:>26}: {value:g}")
     print(f"{'decisions':>26}: {schedule.decisions} in {seconds:.3f} s; validator: {'ok' if report.ok else report}")
     if args.out:
-        overflow = {key: value for key, value in schedule.metrics.items() if not math.isfinite(value)}
-        if overflow:  # JSON has no inf
-            print(f"error: {args.out} not written: metrics {overflow} overflow float64 (times too large)",
-                  file=sys.stderr)
-            return 2
         schedule.to_json(args.out)
         print(f"schedule written to {args.out}")
     return 0 if report.ok else 1

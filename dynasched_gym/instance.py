@@ -79,6 +79,14 @@ PAYLOAD_FIELDS = ("machine", "job", "op", "duration", "factor", "value", "weight
 #: ``metrics.EPS``, within which happenings are one instant (docs/semantics.md); an instance in a finer time
 #: unit must be rescaled.
 MIN_PROCESSING_TIME = 1e-6
+#: The largest magnitude of every number of an instance: a time (release, due date, processing time, also after the
+#: PTIME_CHANGE factors compound, event time, duration), a weight, and a machine speed (which must be at least its
+#: reciprocal). The metrics multiply weights by times and the SSI sums squares of times and of work (time x speed):
+#: loaded processing times of 1e160 or a speed of 1e300 raised a bare OverflowError in the SSI, and weights of 1e305
+#: made total_weighted_tardiness inf (NaN rewards, an unwritable schedule). 1e30 keeps all of them inside float64 with
+#: a wide margin and lies far above anything the generator makes (its processing times are at most
+#: ``scenario.TIME_RANGE[1]`` = 1e12) or a benchmark holds.
+MAX_MAGNITUDE = 1e30
 #: Weight from which a job counts as an emergency: the generator's default ``emergency_weight``, the weight the
 #: dsbx importers give emergency jobs, and the threshold of the rules' emergency-first option.
 EMERGENCY_WEIGHT = 10.0
@@ -88,6 +96,11 @@ def too_short(minimum: float = MIN_PROCESSING_TIME) -> str:
     """The loaders' reason for a processing time below ``minimum`` (:data:`MIN_PROCESSING_TIME` on a machine of
     speed 1)."""
     return f"processing time must be >= {minimum:g} (the simulator's time tolerance)"
+
+
+def too_long(maximum: float = MAX_MAGNITUDE) -> str:
+    """The loaders' reason for a processing time above ``maximum`` (:data:`MAX_MAGNITUDE` on a machine of speed 1)."""
+    return f"processing time must be <= {maximum:g} (instance.MAX_MAGNITUDE, which keeps the metrics finite)"
 
 
 _FLOAT_FIELDS = ("machine_speed", "job_release", "job_due", "job_weight", "elig_time")
@@ -571,9 +584,9 @@ def _validate_machines(inst: Instance) -> None:
     if len(inst.machine_groups) != num_m or inst.machine_speed.shape != (num_m,):
         raise InstanceFormatError("machine arrays differ in length", field="machines", value=num_m)
     for m, speed in enumerate(inst.machine_speed):
-        if not (math.isfinite(speed) and speed > 0):
-            raise InstanceFormatError("speed must be a finite number > 0", field=f"machines[{m}].speed",
-                                      value=float(speed))
+        if not (math.isfinite(speed) and 1 / MAX_MAGNITUDE <= speed <= MAX_MAGNITUDE):
+            raise InstanceFormatError(f"speed must be a finite number in [{1 / MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}]",
+                                      field=f"machines[{m}].speed", value=float(speed))
 
 
 def _validate_jobs(inst: Instance) -> None:
@@ -583,18 +596,15 @@ def _validate_jobs(inst: Instance) -> None:
         if arr.shape != (num_j,):
             raise InstanceFormatError("job arrays differ in length", field=f"jobs.{name}", value=arr.shape)
     for j in range(num_j):
-        if not (math.isfinite(inst.job_release[j]) and inst.job_release[j] >= 0):
-            raise InstanceFormatError(
-                "release must be a finite time >= 0", field=f"jobs[{j}].release", value=float(inst.job_release[j])
-            )
-        if math.isinf(inst.job_due[j]):
-            raise InstanceFormatError(
-                "due must be a finite time or null", field=f"jobs[{j}].due", value=float(inst.job_due[j])
-            )
-        if not (math.isfinite(inst.job_weight[j]) and inst.job_weight[j] >= 0):
-            raise InstanceFormatError(
-                "weight must be a finite number >= 0", field=f"jobs[{j}].weight", value=float(inst.job_weight[j])
-            )
+        if not (math.isfinite(inst.job_release[j]) and 0 <= inst.job_release[j] <= MAX_MAGNITUDE):
+            raise InstanceFormatError(f"release must be a finite time in [0, {MAX_MAGNITUDE:g}]",
+                                      field=f"jobs[{j}].release", value=float(inst.job_release[j]))
+        if abs(inst.job_due[j]) > MAX_MAGNITUDE:  # NaN (no due date) passes; an infinity does not
+            raise InstanceFormatError(f"due must be a finite time in [-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}] or null",
+                                      field=f"jobs[{j}].due", value=float(inst.job_due[j]))
+        if not (math.isfinite(inst.job_weight[j]) and 0 <= inst.job_weight[j] <= MAX_MAGNITUDE):
+            raise InstanceFormatError(f"weight must be a finite number in [0, {MAX_MAGNITUDE:g}]",
+                                      field=f"jobs[{j}].weight", value=float(inst.job_weight[j]))
 
 
 def _validate_operations(inst: Instance) -> None:
@@ -638,39 +648,51 @@ def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> Non
         if m in seen:
             raise InstanceFormatError("machine listed twice", field=where, value=m)
         seen.add(int(m))
-        if not is_finite_real(t) or t < MIN_PROCESSING_TIME:
+        if not is_finite_real(t) or not MIN_PROCESSING_TIME <= t <= MAX_MAGNITUDE:
             raise InstanceFormatError(
-                f"processing time must be a finite number >= {MIN_PROCESSING_TIME:g}", field=f"{where}.{m}", value=t
-            )
+                f"processing time must be a finite number >= {MIN_PROCESSING_TIME:g} and <= {MAX_MAGNITUDE:g}",
+                field=f"{where}.{m}", value=t)
 
 
 def _check_changed_times(inst: Instance) -> None:
-    """Refuse a PTIME_CHANGE that could make a processing time shorter than :data:`MIN_PROCESSING_TIME`: a nominal
-    ``value`` on the fastest machine, or the factors of one (job, op) compounded, applied to the job's shortest time
-    (of its operations and its route changes' operations; a bound, since the op a slot holds can change)."""
+    """Refuse a PTIME_CHANGE that could make a processing time shorter than :data:`MIN_PROCESSING_TIME` or longer
+    than :data:`MAX_MAGNITUDE`: a nominal ``value`` on the fastest (slowest) machine, or the factors of one (job, op)
+    compounded, applied to the job's shortest (longest) time (of its operations and its route changes' operations; a
+    bound, since the op a slot holds can change)."""
     changes = [(i, e) for i, e in enumerate(inst.events) if e.type == EventType.PTIME_CHANGE]
     if not changes:
         return
-    fastest = float(np.max(inst.machine_speed))
-    op_shortest = np.minimum.reduceat(inst.elig_time, inst.op_elig_ptr[:-1])  # every op and job has one at least
-    shortest = dict(enumerate(np.minimum.reduceat(op_shortest, inst.job_op_ptr[:-1]).tolist()))
+    fastest, slowest = float(np.max(inst.machine_speed)), float(np.min(inst.machine_speed))
+    op_starts, job_starts = inst.op_elig_ptr[:-1], inst.job_op_ptr[:-1]  # every op and job has one at least
+    shortest = dict(enumerate(np.minimum.reduceat(np.minimum.reduceat(inst.elig_time, op_starts), job_starts).tolist()))
+    longest = dict(enumerate(np.maximum.reduceat(np.maximum.reduceat(inst.elig_time, op_starts), job_starts).tolist()))
     for e in inst.events:
         if e.type == EventType.ROUTE_CHANGE:
             shortest[e.job] = min(shortest[e.job], *(min(op.values()) for op in e.ops))
-    slots: dict[tuple[int, int], tuple[float, float]] = {}  # (job, op) -> (base time bound, product of factors)
+            longest[e.job] = max(longest[e.job], *(max(op.values()) for op in e.ops))
+    # (job, op) -> (shortest and longest base time, product of factors)
+    slots: dict[tuple[int, int], tuple[float, float, float]] = {}
     for i, e in changes:
         if e.value is not None:
-            base, product = e.value / fastest, 1.0
-            name, given, how = "value", e.value, f"value {e.value:g} / speed {fastest:g} of the fastest machine"
+            short, long, product = e.value / fastest, e.value / slowest, 1.0
+            name, given = "value", e.value
+            how_short = f"value {e.value:g} / speed {fastest:g} of the fastest machine"
+            how_long = f"value {e.value:g} / speed {slowest:g} of the slowest machine"
         else:
-            base, product = slots.get((e.job, e.op), (shortest[e.job], 1.0))
+            short, long, product = slots.get((e.job, e.op), (shortest[e.job], longest[e.job], 1.0))
             product *= e.factor
-            name, given, how = "factor", e.factor, f"time {base:g} x this op's factors so far {product:g}"
-        slots[(e.job, e.op)] = (base, product)
-        if base * product < MIN_PROCESSING_TIME:
+            name, given = "factor", e.factor
+            how_short = f"time {short:g} x this op's factors so far {product:g}"
+            how_long = f"time {long:g} x this op's factors so far {product:g}"
+        slots[(e.job, e.op)] = (short, long, product)
+        if short * product < MIN_PROCESSING_TIME:
             raise InstanceFormatError(
-                f"job {e.job} op {e.op} could take {base * product:g} < {MIN_PROCESSING_TIME:g} time units after this "
-                f"change ({how}); rescale the instance's time unit", field=f"events[{i}].{name}", value=given)
+                f"job {e.job} op {e.op} could take {short * product:g} < {MIN_PROCESSING_TIME:g} time units after this "
+                f"change ({how_short}); rescale the instance's time unit", field=f"events[{i}].{name}", value=given)
+        if long * product > MAX_MAGNITUDE:
+            raise InstanceFormatError(
+                f"job {e.job} op {e.op} could take {long * product:g} > {MAX_MAGNITUDE:g} time units after this "
+                f"change ({how_long}); rescale the instance's time unit", field=f"events[{i}].{name}", value=given)
 
 
 def _warn_unreachable_ops(inst: Instance) -> None:
@@ -696,8 +718,9 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
         where = f"events[{i}]"
         if not isinstance(e, Event):
             raise InstanceFormatError("not an Event", field=where, value=e)
-        if not is_finite_real(e.time) or e.time < 0:
-            raise InstanceFormatError("time must be a finite number >= 0", field=f"{where}.time", value=e.time)
+        if not is_finite_real(e.time) or not 0 <= e.time <= MAX_MAGNITUDE:
+            raise InstanceFormatError(f"time must be a finite number in [0, {MAX_MAGNITUDE:g}]", field=f"{where}.time",
+                                      value=e.time)
         if e.time < prev:
             raise InstanceFormatError(
                 f"events are not sorted by time (previous event at {prev})", field=f"{where}.time", value=e.time
@@ -729,21 +752,24 @@ def _validate_event(e: Event, where: str, num_m: int, num_j: int) -> None:
         # the compiled event table holds op as a float64 column: beyond 2**53 it would round, beyond 2**63 wrap
         raise InstanceFormatError("op must be an operation index in 0..2**31 - 1", field=f"{where}.op",
                                   value=e.op)
-    for name in ("duration", "factor"):
-        val = getattr(e, name)
-        if val is not None and (not is_finite_real(val) or val <= 0):
-            raise InstanceFormatError("must be a finite number > 0", field=f"{where}.{name}", value=val)
-    if e.value is not None and (not is_finite_real(e.value) or e.value < MIN_PROCESSING_TIME):
-        raise InstanceFormatError(f"a processing time must be a finite number >= {MIN_PROCESSING_TIME:g}",
-                                  field=f"{where}.value", value=e.value)
+    if e.factor is not None and (not is_finite_real(e.factor) or e.factor <= 0):  # its products: _check_changed_times
+        raise InstanceFormatError("must be a finite number > 0", field=f"{where}.factor", value=e.factor)
+    if e.duration is not None and (not is_finite_real(e.duration) or not 0 < e.duration <= MAX_MAGNITUDE):
+        raise InstanceFormatError(f"must be a finite number > 0 and <= {MAX_MAGNITUDE:g}", field=f"{where}.duration",
+                                  value=e.duration)
+    if e.value is not None and (not is_finite_real(e.value) or not MIN_PROCESSING_TIME <= e.value <= MAX_MAGNITUDE):
+        raise InstanceFormatError(f"a processing time must be a finite number >= {MIN_PROCESSING_TIME:g} and <= "
+                                  f"{MAX_MAGNITUDE:g}", field=f"{where}.value", value=e.value)
     if e.type == EventType.PTIME_CHANGE and (e.factor is None) == (e.value is None):
         raise InstanceFormatError(
             "PTIME_CHANGE needs exactly one of 'factor' and 'value'", field=f"{where}.factor", value=e.factor
         )
-    if e.weight is not None and (not is_finite_real(e.weight) or e.weight < 0):
-        raise InstanceFormatError("must be a finite number >= 0", field=f"{where}.weight", value=e.weight)
-    if e.due is not None and not is_finite_real(e.due):
-        raise InstanceFormatError("must be a finite time", field=f"{where}.due", value=e.due)
+    if e.weight is not None and (not is_finite_real(e.weight) or not 0 <= e.weight <= MAX_MAGNITUDE):
+        raise InstanceFormatError(f"must be a finite number in [0, {MAX_MAGNITUDE:g}]", field=f"{where}.weight",
+                                  value=e.weight)
+    if e.due is not None and (not is_finite_real(e.due) or abs(e.due) > MAX_MAGNITUDE):
+        raise InstanceFormatError(f"must be a finite time in [-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}]",
+                                  field=f"{where}.due", value=e.due)
     if e.ops is not None:
         if len(e.ops) == 0:
             raise InstanceFormatError("a route change needs at least one operation", field=f"{where}.ops", value=[])

@@ -23,6 +23,7 @@ from strategies import instances
 from dynasched_gym import Event, EventType, Instance, InstanceFormatError, Job, Machine, load_instance
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.errors import UnreadFieldWarning
+from dynasched_gym.instance import MAX_MAGNITUDE
 from dynasched_gym.io import detect_format, dsbx_dir, resolve_instance
 from dynasched_gym.io.text import duplicate_key_line
 
@@ -1153,6 +1154,109 @@ def test_a_processing_time_change_that_could_go_below_the_tolerance_is_refused(s
     assert exc.value.field == field
     ok = [_ptime(0.0, factor=1e-3), _ptime(1.0, factor=1e3), _ptime(2.0, factor=0.9)]  # never below: accepted
     assert len(Instance.build("ok", [Machine("M0", speed=speed)], [Job("J", [{0: 1.0}])], ok).events) == 3
+
+
+def _one(field_value: float, where: str) -> tuple[list[Machine], list[Job], list[Event]]:
+    """One machine and one job, with ``field_value`` put where ``where`` says."""
+    machines = [Machine("M0", speed=field_value if where == "speed" else 1.0)]
+    job = {"release": 0.0, "due": 5.0, "weight": 1.0, "ops": [{0: 1.0}]}
+    if where in job:
+        job[where] = [{0: field_value}] if where == "ops" else field_value
+    return machines, [Job("J", **job)], []
+
+
+@pytest.mark.parametrize(("where", "value", "field"), [
+    ("ops", 1e160, "jobs[0].ops[0].eligible.0"),  # a bare OverflowError out of the SSI
+    ("speed", 1e300, "machines[0].speed"),  # likewise
+    ("speed", 1e-300, "machines[0].speed"),
+    ("weight", 1e305, "jobs[0].weight"),  # total_weighted_tardiness inf: NaN rewards, a schedule json refused
+    ("release", 1e200, "jobs[0].release"),
+    ("due", 1e200, "jobs[0].due"),
+    ("due", -1e200, "jobs[0].due"),
+])
+def test_numbers_beyond_the_magnitude_bound_are_refused_naming_the_field(where: str, value: float,
+                                                                        field: str) -> None:
+    with pytest.raises(InstanceFormatError, match=re.escape("1e+30")) as exc:
+        Instance.build("huge", *_one(value, where))
+    assert exc.value.field == field and exc.value.value == value
+
+
+@pytest.mark.parametrize(("speed", "events", "field", "value"), [
+    (1.0, [Event(1e200, EventType.CANCELLATION, job=0)], "events[0].time", 1e200),
+    (1.0, [Event(0.0, EventType.BREAKDOWN, machine=0, duration=1e200)], "events[0].duration", 1e200),
+    (1.0, [Event(0.0, EventType.PRIORITY_CHANGE, job=0, weight=1e305)], "events[0].weight", 1e305),
+    (1.0, [Event(0.0, EventType.DUE_DATE_CHANGE, job=0, due=1e200)], "events[0].due", 1e200),
+    (1.0, [_ptime(0.0, value=1e200)], "events[0].value", 1e200),
+    (0.01, [_ptime(0.0, value=1e29)], "events[0].value", 1e29),  # 1e31 on the (only, slowest) machine
+    (1.0, [_ptime(0.0, factor=1e20), _ptime(1.0, factor=1e20)], "events[1].factor", 1e20),  # compounded: 1e40
+    (1.0, [Event(0.0, EventType.ROUTE_CHANGE, job=0, ops=({0: 1e200},))], "events[0].ops[0].eligible.0", 1e200),
+])
+def test_event_numbers_beyond_the_magnitude_bound_are_refused_naming_the_field(speed: float, events: list,
+                                                                              field: str, value: float) -> None:
+    with pytest.raises(InstanceFormatError, match=re.escape("1e+30")) as exc:
+        Instance.build("huge", [Machine("M0", speed=speed)], [Job("J", [{0: 1.0}])], events)
+    assert exc.value.field == field and exc.value.value == value
+
+
+@pytest.mark.parametrize(("name", "text", "line", "field"), [
+    ("t.fjs", "1 2 1\n1 2 1 1e31 2 5\n", 2, "jobs[0].ops[0].time"),
+    ("t.txt", "1 2\n0 1e31 1 5\n", 2, "jobs[0].ops[0].time"),
+    ("t.jsonl", json.dumps({"static_info": {"num_jobs": 1, "num_machines": 1, "ops_per_job": [1],
+                                            "candidates": {"(1,1)": [0]}, "proc_time": {"(1,1)": {"0": 1e31}}}}),
+     None, 'static_info.proc_time["(1,1)"].0'),
+])
+def test_text_and_jms_times_beyond_the_bound_name_the_field_of_the_file(tmp_path: Path, name: str, text: str,
+                                                                       line: int | None, field: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InstanceFormatError, match=r"must be <= 1e\+30") as exc:
+        load_instance(path)
+    assert_located(exc, path, 1e31, line=line, field=field)
+    assert exc.value.field == field and exc.value.line == line
+
+
+def test_a_dsbx_time_beyond_the_bound_names_the_field_of_the_file(reference_dir: Path, tmp_path: Path) -> None:
+    d = copy_reference(reference_dir, tmp_path)
+    records = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
+    no = next(i for i, r in enumerate(records, 1) if r["event_type"] == "ARRIVAL")
+    records[no - 1]["process_times"][0] = 1e200
+    path = _edit_events(d, no, json.dumps(records[no - 1]))
+    with pytest.raises(InstanceFormatError, match=r"must be <= ") as exc:
+        load_instance(d)
+    assert_located(exc, path, 1e200, line=no, field="process_times[0]")
+
+
+_BOUND = st.sampled_from([1e-6, 1.0, MAX_MAGNITUDE])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_instances_at_the_magnitude_bound_give_a_finite_ssi_metrics_and_schedule_file(data: st.DataObject) -> None:
+    """Every time, weight and speed at its extremes: the SSI overflowed (1e160), total_weighted_tardiness went inf
+    (weights of 1e305) before the bound."""
+    from dynasched_gym.generation import ssi
+
+    num_m = data.draw(st.integers(1, 3))
+    machines = [Machine(f"M{m}", group=f"G{m % 2}", speed=data.draw(st.sampled_from([1 / MAX_MAGNITUDE, 1.0,
+                                                                                       MAX_MAGNITUDE])))
+                for m in range(num_m)]
+    jobs = [Job(f"J{j}", [{m: data.draw(_BOUND) for m in data.draw(st.lists(st.integers(0, num_m - 1), min_size=1,
+                                                                             unique=True))}
+                          for _ in range(data.draw(st.integers(1, 3)))],
+                release=data.draw(st.sampled_from([0.0, 1.0, MAX_MAGNITUDE])),
+                due=data.draw(st.sampled_from([None, -MAX_MAGNITUDE, 0.0, MAX_MAGNITUDE])),
+                weight=data.draw(st.sampled_from([0.0, 1e-300, 1.0, MAX_MAGNITUDE])))
+            for j in range(data.draw(st.integers(1, 4)))]
+    events = [Event(t, EventType.BREAKDOWN, machine=0, duration=data.draw(_BOUND))
+              for t in sorted(data.draw(st.lists(st.sampled_from([0.0, 1.0, MAX_MAGNITUDE]), max_size=3)))]
+    inst = Instance.build("bound", machines, jobs, events)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way either
+        result = ssi(inst)
+        schedule = rollout(inst, rule="SPT", seed=0)
+    assert all(math.isfinite(v) for v in (result.score, *result.components.values())), result
+    assert all(math.isfinite(v) for v in schedule.metrics.values()), schedule.metrics
+    schedule.to_json()  # no inf for json to refuse
 
 
 def test_an_atomic_write_error_names_the_file_asked_for(tmp_path: Path) -> None:

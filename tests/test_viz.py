@@ -550,13 +550,15 @@ def test_cli_draws_names_with_dollars_and_reads_any_schedule_name(tmp_path, caps
     assert "0.520833" in capsys.readouterr().out
 
 
-def test_cli_rollout_refuses_to_write_metrics_json_cannot_hold(tmp_path, capsys):
-    inst = Instance.build("huge", [Machine("M0")], [Job("J0", [{0: 1.0}], release=1.7e308, due=0.0, weight=10.0)])
+def test_cli_rollout_refuses_an_instance_whose_metrics_json_cannot_hold(tmp_path, capsys):
+    """Its total_weighted_tardiness overflowed to inf after the rollout; now the file is refused as it loads."""
+    data = Instance.build("huge", [Machine("M0")], [Job("J0", [{0: 1.0}], due=0.0, weight=10.0)]).to_dict()
+    data["jobs"][0]["release"] = 1.7e308
     path = tmp_path / "huge.json"
-    inst.to_json(path)
-    with pytest.warns(RuntimeWarning, match="overflow"):
-        assert main(["rollout", str(path), "--out", str(tmp_path / "s.json")]) == 2
-    assert "not written: metrics {'total_weighted_tardiness': inf}" in capsys.readouterr().err
+    path.write_text(json.dumps(data))
+    assert main(["rollout", str(path), "--out", str(tmp_path / "s.json")]) == 2
+    assert "field 'jobs[0].release': release must be a finite time in [0, 1e+30] (got 1.7e+308)" in \
+        capsys.readouterr().err
     assert not (tmp_path / "s.json").exists()
     for args, message in ((["rollout", "mk01", "--rule", "FOO"], "unknown rule 'FOO'"),  # a usage error, no traceback
                           (["rollout", "mk01", "--rule", "RANDOM", "--seed", "-1"], "must be in [0, 2**32), got -1")):

@@ -69,6 +69,7 @@ from dynasched_gym.checks import INEXACT_INTEGER, check_path, holds_exactly, is_
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import (
     EMERGENCY_WEIGHT,
+    MAX_MAGNITUDE,
     MIN_PROCESSING_TIME,
     STREAM_EVENT_TYPES,
     Event,
@@ -77,6 +78,7 @@ from dynasched_gym.instance import (
     Job,
     Machine,
     current_umask,
+    too_long,
     too_short,
 )
 from dynasched_gym.io.text import DuplicateKeyError, excerpt, parse_json, read_json, read_text
@@ -236,6 +238,11 @@ class _Plant:
                 on = "" if fastest.speed == 1 else (f"; {fastest.name}, of speed {fastest.speed:g}, would take "
                                                     f"less than {MIN_PROCESSING_TIME:g}")
                 raise where.fail(too_short(MIN_PROCESSING_TIME * fastest.speed) + on, f"{times_field}[{k}]", times[k])
+            slowest = min((self.machines[m] for m in self.groups[group]), key=lambda machine: machine.speed)
+            if p / slowest.speed > MAX_MAGNITUDE:
+                on = "" if slowest.speed == 1 else (f"; {slowest.name}, of speed {slowest.speed:g}, would take "
+                                                    f"more than {MAX_MAGNITUDE:g}")
+                raise where.fail(too_long(MAX_MAGNITUDE * slowest.speed) + on, f"{times_field}[{k}]", times[k])
             ops.append({m: p / self.machines[m].speed for m in self.groups[group]})
         return ops
 

@@ -47,12 +47,14 @@ from dynasched_gym.checks import is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import (
     EMERGENCY_WEIGHT,
+    MAX_MAGNITUDE,
     MIN_PROCESSING_TIME,
     Event,
     EventType,
     Instance,
     Job,
     Machine,
+    too_long,
     too_short,
 )
 from dynasched_gym.io.dsbx_dir import Where
@@ -159,6 +161,8 @@ def _ops(where: Where, spec: Any, jobs: Sequence[tuple[int, int | None]], field:
                 op[m] = where.check_number(pt[str(m)], f"{f}.{m}", positive=True)
                 if op[m] < MIN_PROCESSING_TIME:
                     raise where.fail(too_short(), f"{f}.{m}", pt[str(m)])
+                if op[m] > MAX_MAGNITUDE:
+                    raise where.fail(too_long(), f"{f}.{m}", pt[str(m)])
             extra = set(pt) - {str(m) for m in ms}
             if extra:
                 raise where.fail("processing time for a machine that is not a candidate", f, sorted(extra)[0])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from dynasched_gym.checks import INEXACT_INTEGER, holds_exactly
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import MIN_PROCESSING_TIME, Instance, Job, Machine, too_short
+from dynasched_gym.instance import MAX_MAGNITUDE, MIN_PROCESSING_TIME, Instance, Job, Machine, too_long, too_short
 from dynasched_gym.io.text import MAX_DECLARED, read_text
 
 _INT = re.compile(r"[+-]?[0-9]{1,18}\Z")  # ASCII digits; 18 fit an int64 (and int() of 5000 digits raises)
@@ -140,6 +140,8 @@ class TokenReader:
             raise self.error("processing time must be > 0", field, int(val) if val.is_integer() else val)
         if val < MIN_PROCESSING_TIME:  # named here, not as the instance record's field
             raise self.error(too_short(), field, val)
+        if val > MAX_MAGNITUDE:
+            raise self.error(too_long(), field, val)
         # without its leading zeros a finite time has at most 309 digits: int() takes it
         if _DIGITS.match(tok) and not holds_exactly(int(tok.lstrip("+0"))):
             raise self.error(INEXACT_INTEGER, field, tok)
