@@ -304,6 +304,19 @@ def test_the_ssi_score_is_the_same_to_the_last_digit_for_weights_scaled_by_a_pow
     assert all(math.isclose(result.components[k], v, rel_tol=1e-9) for k, v in expected.components.items())
 
 
+@pytest.mark.parametrize("due", [50.0, 0.0, -1000.0])
+def test_ssi_counts_how_far_before_its_release_a_job_is_due(due):
+    # a due date before the release (a loaded file's; the generator's are after it) scored as if it were the release:
+    # the slack was floored at 1e-12, so due -1000 gave stress 0.5 while the job is at least 1100 late
+    from dynasched_gym.instance import Job, Machine
+
+    inst = Instance.build("early", [Machine("M0")], [Job("J0", [{0: 1.0}], due=1000.0),
+                                                   Job("J1", [{0: 1.0}], release=100.0, due=due)])
+    late = rollout(inst, rule="SPT", seed=0).metrics["total_weighted_tardiness"]
+    result = ssi(inst)
+    assert math.isclose(result.stress, late / 2, rel_tol=1e-6)  # J1 never waits: flow time 1, tardiness 101 - due
+
+
 def test_ssi_of_a_job_that_cannot_be_late_is_zero():
     # found by hypothesis: rounding made this job's expected tardiness -7e-17 and the score's square
     # root failed; the expected excess of a non-negative variable is clipped at 0

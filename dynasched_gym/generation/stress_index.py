@@ -204,14 +204,17 @@ def _ssi(instance: Instance) -> SSIResult:
 
 
 def _lognormal_excess(mean: np.ndarray, var: np.ndarray, slack: np.ndarray) -> np.ndarray:
-    """E[(F - s)+] for log-normal F with the given mean and variance (Black-Scholes form)."""
+    """E[(F - s)+] for log-normal F with the given mean and variance (Black-Scholes form); E[F] - s exactly where
+    s <= 0 (a due date at or before the release), as F > 0."""
     sigma2 = libm.log1p(var / np.maximum(mean, 1e-12) ** 2)
     sigma = np.sqrt(np.maximum(sigma2, 1e-12))
     s = np.maximum(slack, 1e-12)
     d1 = (libm.log(mean / s) + sigma2 / 2) / sigma
     # the expectation of a non-negative variable; the difference of two nearly equal terms can
     # round to slightly below 0 (-7e-17 for a job that cannot be late) when the excess is ~0
-    return np.maximum(mean * _norm_cdf(d1) - s * _norm_cdf(d1 - sigma), 0.0)
+    excess = np.maximum(mean * _norm_cdf(d1) - s * _norm_cdf(d1 - sigma), 0.0)
+    # the floor of s alone lost how far before its release a job is due (due -1000 scored as due = release)
+    return np.where(slack > 0, excess, mean - slack)
 
 
 def _stream_effects(instance: Instance, inputs: MetricInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
