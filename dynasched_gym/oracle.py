@@ -140,7 +140,8 @@ def solve_clairvoyant(
         instance: the instance, events included.
         objective: ``makespan | tardiness | weighted_tardiness | flow_time`` (the metric
             ``makespan | total_tardiness | total_weighted_tardiness | mean_flow_time``).
-        time_limit: seconds for the whole call (rule rollouts, model, solver).
+        time_limit: seconds for the rule rollouts, the model and the solver (at least 0.05 s for the solver);
+            reading and validating the solver's schedule come on top.
         workers: CP-SAT search workers.
         seed: CP-SAT random seed.
         hint: a finished schedule of ``instance`` (e.g. an agent's); the result is never worse.
