@@ -173,11 +173,13 @@ def _plugin_installed(package: str) -> bool:
         return False
 
 
-def check_launcher(overrides: Sequence[str]) -> None:
+def check_launcher(overrides: Sequence[str], multirun: bool = True) -> None:
     """Raise a :class:`~dynasched_gym.errors.MissingExtraError` naming the extra to install when the command line's
     ``overrides`` pick one of the project's launchers (``launcher=ray``, also among swept values) or one of Hydra's
     launcher configs (``hydra/launcher=submitit_slurm``) whose Hydra plugin is not installed; Hydra would refuse it
-    as a config it cannot find. An override Hydra cannot parse is left to Hydra to report."""
+    as a config it cannot find. Without ``multirun`` (no ``-m``), a launcher of either group is a
+    :class:`SettingError`: Hydra ignores launchers outside sweeps, and would run the whole job here, silently, with
+    the launcher config's settings (``workers=1``). An override Hydra cannot parse is left to Hydra to report."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ChoiceSweep
     from hydra.errors import OverrideParseException
@@ -192,6 +194,9 @@ def check_launcher(overrides: Sequence[str]) -> None:
         if plugins is None or override.is_delete():
             continue
         value = override.value()
+        if not multirun and value is not None:
+            raise SettingError(f"{override.input_line} picks the launcher of -m sweeps, and this is no sweep: add -m "
+                               "(without it, Hydra would ignore the launcher and run the job here)")
         for name in value.list if isinstance(value, ChoiceSweep) else [value]:
             package = plugins.get(name) if isinstance(name, str) else None
             if package is not None and not _plugin_installed(package):
@@ -200,9 +205,10 @@ def check_launcher(overrides: Sequence[str]) -> None:
 
 def launcher_checked(main: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a script's ``@hydra.main`` function with this: run from the command line, it first refuses a
-    launcher whose plugin is missing (:func:`check_launcher`) with ``error: <message>`` and status 2 (the traceback
-    with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find 'hydra/launcher/...'" and exit with 1. A
-    config passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command line."""
+    launcher whose plugin is missing, or a launcher without ``-m`` (:func:`check_launcher`), with ``error:
+    <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find
+    'hydra/launcher/...'" and exit with 1, or ignore the launcher. A config passed in (Hydra's ``cfg_passthrough``)
+    skips the check, as it skips the command line."""
 
     @functools.wraps(main)
     def checked(*args: Any, **kwargs: Any) -> Any:
@@ -210,8 +216,9 @@ def launcher_checked(main: Callable[..., Any]) -> Callable[..., Any]:
             from hydra._internal.utils import get_args_parser
 
             try:
-                check_launcher(get_args_parser().parse_known_args()[0].overrides)
-            except MissingExtraError as exc:
+                command_line = get_args_parser().parse_known_args()[0]
+                check_launcher(command_line.overrides, command_line.multirun)
+            except (MissingExtraError, SettingError) as exc:
                 _usage_error_exit(exc)
         return main(*args, **kwargs)
 

@@ -253,6 +253,21 @@ def test_a_launcher_whose_plugin_is_missing_is_refused_naming_the_extra(script: 
         importlib.import_module(f"scripts.{script}").main()
 
 
+@pytest.mark.parametrize(("script", "override"), [
+    ("evaluate", "launcher=joblib"), ("train", "launcher=ray"), ("calibrate", "hydra/launcher=joblib"),
+    ("leaderboard", "launcher=joblib,ray"),
+])
+def test_a_launcher_without_a_sweep_is_refused(script: str, override: str, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``launcher=joblib`` without ``-m``: Hydra ignored the launcher and ran the whole default job in this process,
+    with the launcher config's ``workers=1`` (evaluate: 8,400 episodes on one core)."""
+    err = _usage_error(script, [override], tmp_path, monkeypatch, capsys)
+    assert err == (f"error: {override} picks the launcher of -m sweeps, and this is no sweep: add -m (without it, "
+                   "Hydra would ignore the launcher and run the job here)\n")
+    check_launcher(["launcher=null", "~launcher", "tiers=easy"], multirun=False)
+
+
 def test_each_launcher_is_checked_also_among_swept_values(monkeypatch: pytest.MonkeyPatch) -> None:
     _without_launcher_plugins(monkeypatch)
     for name, package in LAUNCHER_PLUGINS.items():
