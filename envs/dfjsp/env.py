@@ -318,7 +318,8 @@ class FJSPEnv(DFJSPEnv):
 
     Args:
         instance: an :class:`~dynasched_gym.Instance`, a path or an embedded name (default ``mk01``).
-        **kwargs: the other arguments of :class:`DFJSPEnv` (``tier`` and ``size`` do not apply).
+        **kwargs: the other arguments of :class:`DFJSPEnv`; ``tier`` and ``size`` draw no episodes here, they name
+            the pool the instance belongs to, where sampled futures come from (``ForecastFeatures(futures=N)``).
     """
 
     def __init__(self, instance: InstanceSpec = "mk01", **kwargs: Any) -> None:
