@@ -193,6 +193,21 @@ def test_vector_actions_must_be_integers():
     assert venv.simulator(1).decisions == 1
 
 
+def test_vector_actions_beyond_int64_are_invalid_as_in_the_single_env():
+    """A Python integer beyond int64 is an out-of-range slot, replaced (or refused) as the single env does; NumPy
+    made the batch an object array, refused as "actions must be integers"."""
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    venv.reset(seed=0)
+    _, _, _, _, info = venv.step([10**20, -(10**20)])
+    assert list(info["invalid_actions"]) == [1, 1]
+    strict = DFJSPVectorEnv(2, instance="mk01", invalid_action="raise")
+    strict.reset(seed=0)
+    with pytest.raises(InvalidActionError, match=r"sub-environments \[1\]"):
+        strict.step([0, 10**20])
+    with pytest.raises(TypeError, match="actions must be integers"):  # still no bools or fractions among them
+        venv.step(np.array([10**20, True], dtype=object))
+
+
 def test_vector_raise_mode_ends_an_episode_without_decisions_on_any_action():
     inst = Instance.build("c", [Machine("M0")], [Job("J0", [{0: 3.0}], release=5.0)],
                           [Event(1.0, EventType.CANCELLATION, job=0)])

@@ -319,9 +319,13 @@ def dfjsp_unwrapped(env: Any, user: str, vector: bool = False) -> Any:
 
 
 def check_actions(actions: Any, num_envs: int) -> np.ndarray:
-    """``actions`` as an ``(num_envs,)`` int64 array; a TypeError unless they are integers (1.7 is not truncated to
-    slot 1, nor True read as 1), a ValueError unless they have that shape."""
+    """``actions`` as an ``(num_envs,)`` int64 array (one beyond int64 as -1, out of range); a TypeError unless they
+    are integers (1.7 is not truncated to slot 1, nor True read as 1), a ValueError unless they have that shape."""
     actions = np.asarray(actions)
+    if actions.dtype == object and all(is_integer(a) for a in actions.flat):
+        # Python integers beyond int64 (10**20) made an object array: out of range, -1 as in the single env
+        actions = np.array([a if -(2**63) <= a < 2**63 else -1 for a in actions.flat],
+                           dtype=np.int64).reshape(actions.shape)
     if actions.dtype.kind not in "iu":
         raise TypeError(f"actions must be integers (action slots), got dtype {actions.dtype}: {actions!r}")
     if actions.shape != (num_envs,):  # a (3, 1) or (1, 3) array is no batch of 3 actions, though it holds 3
