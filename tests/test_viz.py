@@ -165,6 +165,22 @@ def test_gantt_figure_draws_every_kind_of_record(small, by):
         gantt_figure(small, by="operation")
 
 
+@pytest.mark.parametrize("by", ["machine", "job"])
+def test_gantt_leaves_no_gap_for_markers_it_does_not_draw(by):
+    """With no cancellation (and, by job, no late job) an empty marker line drawn unclipped counted as an artist at the
+    figure's corner, so constrained layout left an empty band above the legend (0.9 in of mk01's 3.7, 3.2 in of a
+    60-machine chart's 22.6)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    schedule = rollout(load_instance(data.path("mk01")), "SPT")
+    fig = gantt_figure(schedule, by=by)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax, legend = fig.axes[0], fig.legends[0]
+    gap = ax.get_tightbbox(canvas.get_renderer()).y0 - legend.get_window_extent().y1
+    assert 0 <= gap < 0.2 * fig.dpi
+
+
 def test_a_job_on_time_up_to_float_rounding_is_not_drawn_late():
     """The due tick was red when the completion passed the due date by any amount; the metrics count a job tardy only
     beyond EPS, so a chart titled with no tardiness showed a late job."""
@@ -175,7 +191,7 @@ def test_a_job_on_time_up_to_float_rounding_is_not_drawn_late():
     assert schedule.metrics["num_tardy_jobs"] == 0
     late = [line for line in gantt_figure(schedule, by="job").axes[0].get_lines()
             if line.get_marker() == "|" and line.get_color() == "tab:red"]
-    assert [len(line.get_xdata()) for line in late] == [0]
+    assert sum(len(line.get_xdata()) for line in late) == 0
     assert '<line class="due"' in gantt_html(schedule, by="job") and '<line class="due late"' not in gantt_html(
         schedule, by="job")
 

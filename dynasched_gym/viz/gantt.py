@@ -230,6 +230,8 @@ def _bars(ax: Any, row: np.ndarray, start: np.ndarray, end: np.ndarray, height: 
 
 def _marks(ax: Any, x: np.ndarray, y: Any, marker: str, colour: str, size: float) -> None:
     """Markers at (x, y), drawn outside the axes too (arrival and cancellation strips)."""
+    if len(x) == 0:  # an empty unclipped line sits at the figure's corner: constrained layout left a band for it
+        return
     y = np.broadcast_to(y, np.shape(x))
     ax.plot(x, y, linestyle="none", marker=marker, color=colour, markersize=size, clip_on=False)
 
