@@ -237,6 +237,20 @@ def test_timeline_and_curves_figures(small):
             timeline_figure(small, bins=bad)
 
 
+@pytest.mark.parametrize("draw", [timeline_figure, curves_figure])
+def test_timeline_and_curves_legends_cover_no_data(draw):
+    """The legends sat inside the axes at the upper right, where the cumulative curves end and, in the timeline, the
+    bins of the last completions are: on dsbx-medium under MWKR both hid data. They are now beside the axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = draw(rollout(load_instance(data.path("mk01")), "SPT"))
+    FigureCanvasAgg(fig).draw()
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
+    assert legends
+    for ax, legend in legends:
+        assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
 def test_a_schedules_timeline_leaves_out_what_came_after_the_episode():
     """A schedule's timeline showed the events and arrivals after its episode ended, which never applied: here a
     breakdown, its repair and the release of a job cancelled before it. Those of the last instant did apply."""

@@ -69,7 +69,7 @@ def curves_figure(schedule: Schedule, fig: Any = None, dpi: float = 100) -> Any:
             t, v = curves[name]
             ax.step(np.append(t, horizon), np.append(v, v[-1]), where="post", label=name, linewidth=1.0)
         ax.set_ylabel(label, fontsize=8)
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # inside, it hid the cumulative curves' ends
         ax.grid(alpha=0.3)
     axes[-1].set_ylim(0.0, 1.05)
     axes[-1].set_xlim(0.0, horizon)

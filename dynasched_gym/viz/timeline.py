@@ -58,7 +58,8 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
         bottom += counts
         rug.plot(times, np.full(len(times), row), linestyle="none", marker="|", markersize=8, color=colours[name])
     hist.set_ylabel(f"events per bin (width {edges[1]:.3g})", fontsize=8)
-    hist.legend(fontsize=7, ncol=3, loc="upper right")
+    # beside the axes: inside, it hid the tallest bins, often the last ones (completions as the episode ends)
+    hist.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     rug.set_yticks(range(len(events)), list(events), fontsize=7)
     rug.set_ylim(len(events) - 0.5, -0.5)
     rug.set_xlim(0.0, horizon)
