@@ -221,6 +221,28 @@ def test_an_open_job_past_its_due_date_is_drawn_late():
     assert "c due (late) at 7" in page and "b due at 20" in page
 
 
+def test_a_running_job_view_draws_no_due_date_beyond_its_time_axis():
+    """With now, the time axis ends at now (or the planned ends of the running operations), but the due ticks of the
+    released jobs were drawn wherever their due dates lay, unclipped: dsbx-medium after 30 SPT decisions had ticks
+    far right of the axes, and constrained layout gave up (a warning, the axes squeezed under an empty band)."""
+    from dynasched_gym import Simulator
+
+    inst = Instance.build("far", [Machine("M0")], [Job("a", [{0: 5.0}], due=100.0), Job("b", [{0: 5.0}], due=3.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.run("SPT", max_decisions=1)  # a runs on [0, 5]; at 5, b (due 3) waits
+    assert sim.now == 5.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = gantt_figure(sim.schedule(), by="job", now=sim.now)
+        figure_rgb(fig)
+    ax = fig.axes[0]
+    low, high = ax.get_xlim()
+    ticks = [x for line in ax.get_lines() if line.get_marker() == "|" for x in line.get_xdata()]
+    drawn = np.concatenate([np.asarray(line.get_xdata(), dtype=float) for line in ax.get_lines()])
+    assert ticks == [3.0] and np.all((low <= drawn) & (drawn <= high) | np.isnan(drawn))  # b's, late; not a's at 100
+
+
 def test_timeline_and_curves_figures(small):
     counts = {k: len(v) for k, v in event_times(small).items()}
     completed = np.count_nonzero(small.segment_status == 0)

@@ -53,7 +53,8 @@ def gantt_figure(
     """Draw the Gantt chart of ``schedule`` on ``fig`` (cleared first; a new figure when ``None``).
 
     ``now`` (a running episode) draws the current time, hides arrivals after it and cuts
-    downtime at it; ``running`` adds the operations in progress, faded, up to their planned end.
+    downtime at it; ``running`` adds the operations in progress, faded, up to their planned end. The time axis
+    then ends there, and due dates after it are left out.
     """
     _check_view(by)
     if now is not None:  # a string failed inside NumPy; NaN or a negative time drew a chart of no moment
@@ -75,6 +76,7 @@ def gantt_figure(
         run_row, run_colour = _row_and_colour(job, machine, machine_view)
         _bars(ax, run_row, start, end, 0.7, facecolors=colours[run_colour], alpha=0.45, edgecolors="black",
               linewidths=edge)
+    horizon = _horizon(schedule, now, running)
     released = np.ones(inst.num_jobs, dtype=bool) if now is None else inst.job_release <= now
     cancel = schedule.job_cancelled_at
     if machine_view:
@@ -90,14 +92,15 @@ def gantt_figure(
         jobs = np.flatnonzero(released)
         due = schedule.job_due[jobs]
         late = _late(schedule, now)[jobs]
+        on_time = ~late & (due <= horizon)  # with now, a later due date would be drawn beyond the time axis
         _marks(ax, inst.job_release[jobs], jobs, ">", "tab:green", size)
-        _marks(ax, due[~late], jobs[~late], "|", "black", 1.6 * size)
+        _marks(ax, due[on_time], jobs[on_time], "|", "black", 1.6 * size)
         _marks(ax, due[late], jobs[late], "|", "tab:red", 1.6 * size)
         _marks(ax, cancel[jobs], jobs, "x", "tab:red", size)
         ax.set_ylim(rows - 0.5, -0.5)
     if now is not None:
         ax.axvline(now, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xlim(0.0, 1.01 * _horizon(schedule, now, running))
+    ax.set_xlim(0.0, 1.01 * horizon)
     names = inst.machine_names if machine_view else inst.job_names
     if rows <= 60:
         ax.set_yticks(range(rows), names, fontsize=8 if rows <= 30 else 6)
