@@ -27,6 +27,7 @@ from dynasched_gym.instance import writable_file, writable_folder
 from dynasched_gym.interrupts import sigterm_as_interrupt
 from dynasched_gym.io import resolve_instance
 from dynasched_gym.metrics import METRIC_KEYS
+from dynasched_gym.viz.timeline import MAX_BINS
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -220,11 +221,13 @@ def _schedule_file(text: str) -> str:
     return text
 
 
-def _positive(text: str) -> int:
-    """An argparse type: an integer >= 1."""
+def _bins(text: str) -> int:
+    """An argparse type: a number of time bins, 1 to :data:`~dynasched_gym.viz.timeline.MAX_BINS`."""
     value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > MAX_BINS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_BINS}, got {value}")
     return value
 
 
@@ -278,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("timeline", help="draw the event timeline of an instance or a schedule")
     p.add_argument("source", type=_instance, help="schedule JSON file, instance path or embedded name")
     p.add_argument("--out", type=output_file_argument, required=True, help="output file (.png, .pdf or .svg)")
-    p.add_argument("--bins", type=_positive, default=60, help="number of time bins of the histogram")
+    p.add_argument("--bins", type=_bins, default=60, help=f"number of time bins of the histogram (1 to {MAX_BINS})")
     p.set_defaults(func=_cmd_timeline)
     p = sub.add_parser("curves", help="draw WIP, jobs, busy/down machines and utilisation over time")
     p.add_argument("schedule", type=_schedule_file, help="schedule JSON file (from rollout --out)")

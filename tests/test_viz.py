@@ -252,8 +252,9 @@ def test_timeline_and_curves_figures(small):
     assert [tick.get_text() for tick in fig.axes[1].get_yticklabels()] == list(counts)
     assert sum(len(c) for c in fig.axes[0].containers) == 10 * len(counts)
     assert len(curves_figure(small).axes) == 4
-    with pytest.raises(ValueError, match="bins"):
-        timeline_figure(small, bins=0)
+    for bad in (0, 1001):
+        with pytest.raises(ValueError, match="bins"):
+            timeline_figure(small, bins=bad)
     for bad in (2.5, True):  # failed inside NumPy / matplotlib
         with pytest.raises(TypeError, match=f"bins must be an integer >= 1, got {bad}"):
             timeline_figure(small, bins=bad)
@@ -639,6 +640,8 @@ def test_cli_checks_options_and_reports_file_system_errors(tmp_path, capsys):
     (["timeline", "", "--out", "t.png"], "expected a path or an embedded name"),
     (["rollout", "mk01", "--seed", "abc"], "expected an integer, got 'abc'"),  # was "invalid _seed value: 'abc'"
     (["timeline", "mk01", "--out", "t.png", "--bins", "x"], "expected an integer, got 'x'"),
+    # a NumPy MemoryError traceback, status 1 (an invalid schedule's); 10,000 bins took 45 s for 11 event types
+    (["timeline", "mk01", "--out", "t.png", "--bins", str(10**12)], "at most 1000, got 1000000000000"),
 ])
 def test_cli_blank_instances_and_non_integers_are_usage_errors(args, message, capsys):
     with pytest.raises(SystemExit) as exit_:
