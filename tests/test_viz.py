@@ -331,6 +331,15 @@ def test_html_has_one_element_per_record_and_no_network(medium):
     assert job_page.count('<line class="due') == np.count_nonzero(~np.isnan(medium.job_due))
 
 
+def test_html_tooltips_tell_times_of_a_long_horizon_apart():
+    """Tooltip and title times had 6 significant digits: from 1e6 on, a segment [1000000, 1000001.5] read "1e+06 –
+    1e+06" and the makespan 1000004 "1e+06"; the axis labels of a zoomed-in chart repeated one value."""
+    inst = Instance.build("long", [Machine("M")], [Job("a", [{0: 1.5}, {0: 2.5}], release=1e6, due=1e6 + 3)])
+    page = gantt_html(rollout(inst, "SPT"), by="job")
+    assert "1000000 – 1000001.5," in page and "1000001.5 – 1000004," in page and "a due (late) at 1000003\"" in page
+    assert "toPrecision(6)" not in page and "makespan 1000004, total tardiness 1," in page  # the title had 1e+06
+
+
 def test_html_and_curves_do_not_import_matplotlib(tmp_path):
     code = ("import sys; from dynasched_gym import data, load_instance, rollout; from dynasched_gym import viz; "
             "s = rollout(load_instance(data.path('mk01'))); viz.metric_curves(s); "

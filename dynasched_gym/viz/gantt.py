@@ -150,7 +150,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
                                     schedule.segment_status):
         status = SEGMENT_STATUSES[st]
         tip = (f"{inst.job_names[j]} (job {j}), op {k} on {inst.machine_names[m]}\n"
-               f"{s:g} – {e:g}, {w:.0%} of the op's work, {status}")
+               f"{_num(s)} – {_num(e)}, {w:.0%} of the op's work, {status}")
         out.append(_rect(f"seg {status}", s, e, y(m if machine_view else j, 0.7), 0.7 * row_h,
                          tip, colours[j if machine_view else m]))
     if machine_view:
@@ -158,7 +158,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
                                  schedule.downtime_kind):
             name = DOWNTIME_KINDS[kind]
             out.append(_rect(f"down {name}", s, e, y(m, 0.35), 0.35 * row_h,
-                             f"{name} of {inst.machine_names[m]}\n{s:g} – {e:g}", DOWN_COLOURS[name]))
+                             f"{name} of {inst.machine_names[m]}\n{_num(s)} – {_num(e)}", DOWN_COLOURS[name]))
     late = _late(schedule)
     for j in range(inst.num_jobs):
         r0, r1 = (2, top - 2) if machine_view else (y(j, 0.9), y(j, 0.9) + 0.9 * row_h)
@@ -264,8 +264,15 @@ def _legend(machine_names: tuple[str, ...], machine_view: bool, now: bool, runni
 
 def _title(schedule: Schedule, by: str) -> str:
     m = schedule.metrics
-    return (f"{schedule.instance.name} by {by}: makespan {m['makespan']:.6g}, total tardiness "
-            f"{m['total_tardiness']:.6g}, {m['num_cancelled_jobs']} cancelled, utilisation {m['utilization']:.1%}")
+    return (f"{schedule.instance.name} by {by}: makespan {_num(m['makespan'])}, total tardiness "
+            f"{_num(m['total_tardiness'])}, {m['num_cancelled_jobs']} cancelled, utilisation {m['utilization']:.1%}")
+
+
+def _num(x: float) -> str:
+    """``x`` to 6 significant digits, and to one decimal at least up to 15 digits: ``:g`` wrote 1000001.5 and
+    1000004 alike as 1e+06, so a long horizon's tooltips and title told no time apart."""
+    digits = int(np.floor(np.log10(abs(x)))) + 1 if np.isfinite(x) and x != 0 else 0  # of the integer part
+    return f"{x:.{min(15, max(6, digits + 1))}g}"
 
 
 def _rect(cls: str, start: float, end: float, top: float, height: float, tip: str, fill: str) -> str:
@@ -275,7 +282,7 @@ def _rect(cls: str, start: float, end: float, top: float, height: float, tip: st
 
 def _tick(cls: str, t: float, y0: float, y1: float, tip: str) -> str:
     return (f'<line class="{cls}" x1="{t:.10g}" x2="{t:.10g}" y1="{y0:g}" y2="{y1:g}" '
-            f'data-tip="{html.escape(tip)} at {t:g}"/>')
+            f'data-tip="{html.escape(tip)} at {_num(t)}"/>')
 
 
 _PAGE = Template("""<!DOCTYPE html>
@@ -345,7 +352,7 @@ $body
     for (var t = Math.ceil(a / step) * step; t <= b; t += step) {
       var x = (t - a) / (b - a) * w;
       add("line", {x1: x, x2: x, y1: 0, y2: 5});
-      add("text", {x: x, y: 17}, String(+t.toPrecision(6)));
+      add("text", {x: x, y: 17}, String(+t.toPrecision(15)));  // 6 digits repeated a label from 1e5 on
     }
   }
   function show(lo, span) {
