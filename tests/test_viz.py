@@ -128,6 +128,18 @@ def test_curves_are_exact_on_a_hand_made_schedule():
     }
 
 
+def test_a_job_cancelled_before_its_release_never_arrives_in_the_curves():
+    """jobs_arrived counted every job at its release, also one cancelled before it, which never arrives (its release
+    after the episode's end never applied, as the timeline has it): the curves stepped up at 20 in an episode that
+    ended at 2, and their time axis ran to 20."""
+    inst = Instance.build("never", [Machine("M")], [Job("a", [{0: 2.0}]), Job("b", [{0: 3.0}], release=20.0)],
+                          [Event(1.0, E.CANCELLATION, job=1)])
+    schedule = rollout(inst, "SPT")
+    t, v = metric_curves(schedule)["jobs_arrived"]
+    assert (t.tolist(), v.tolist()) == ([0.0], [1])
+    assert curves_figure(schedule).axes[-1].get_xlim() == (0.0, 2.0)
+
+
 def integral(curve: tuple[np.ndarray, np.ndarray], end: float) -> float:
     t, v = curve
     return float(np.sum(v * np.diff(np.minimum(np.append(t, end), end))))

@@ -6,9 +6,9 @@ consecutive values differ (no redundant steps). Events at the same time are appl
 so a job released and another completed at t leave no step at t.
 
 Curves: ``wip`` (released jobs not yet completed or cancelled), ``wip_waiting`` (of those, the
-ones not being processed), ``jobs_arrived``, ``jobs_completed``, ``jobs_cancelled``,
-``busy_machines``, ``machines_down`` (breakdown or maintenance) and ``utilization`` (busy
-machines / machines not down; 0 while every machine is down).
+ones not being processed), ``jobs_arrived`` (not a job cancelled before its release),
+``jobs_completed``, ``jobs_cancelled``, ``busy_machines``, ``machines_down`` (breakdown or
+maintenance) and ``utilization`` (busy machines / machines not down; 0 while every machine is down).
 """
 
 from __future__ import annotations
@@ -46,10 +46,12 @@ def metric_curves(schedule: Schedule) -> dict[str, Curve]:
     util = np.divide(_at(busy, grid), up, out=np.zeros(len(grid)), where=up > 0)
     wip_grid = np.union1d(wip[0], busy[0])
     never = np.full(inst.num_jobs, np.nan)
+    # a job cancelled before its release never arrives (cancelled at it, it does: arrivals come first)
+    arrival = np.where(schedule.job_cancelled_at < release, np.nan, release)
     return {
         "wip": wip,
         "wip_waiting": _canonical(wip_grid, _at(wip, wip_grid) - _at(busy, wip_grid)),
-        "jobs_arrived": _count(release, never),
+        "jobs_arrived": _count(arrival, never),
         "jobs_completed": _count(schedule.job_completion, never),
         "jobs_cancelled": _count(schedule.job_cancelled_at, never),
         "busy_machines": busy,
