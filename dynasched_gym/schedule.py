@@ -68,6 +68,13 @@ class Schedule:
         return float(np.nanmax(np.concatenate([np.asarray(t, dtype=np.float64) for t in times])))
 
     @property
+    def job_arrival(self) -> np.ndarray:  # (J,) float64, NaN = never arrived
+        """Each job's arrival (its release), NaN for a job cancelled before it: such a job never becomes visible
+        (docs/semantics.md; a job cancelled at its release arrives first)."""
+        release = self.instance.job_release
+        return np.where(self.job_cancelled_at < release, np.nan, release)
+
+    @property
     def metrics(self) -> dict[str, float]:
         """The DESIGN section 6 metrics of this schedule."""
         return compute_metrics(

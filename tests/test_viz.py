@@ -675,3 +675,22 @@ def test_cli_timeline_recognises_a_schedule_by_its_format_field(small, tmp_path)
     sched = tmp_path / "sorted.json"
     sched.write_text(json.dumps(small.to_dict(), sort_keys=True, indent=1))  # "format" is far from the top
     assert main(["timeline", str(sched), "--out", str(tmp_path / "t.png")]) == 0
+
+
+def test_a_job_cancelled_before_its_release_never_arrives_in_the_gantt_and_the_timeline():
+    """The Gantt chart drew an arrival mark at the release of a job cancelled before it (which never arrives), and
+    stretched its time axis to that release; the timeline counted the arrival when the release fell inside the
+    episode. The job's cancellation is still shown."""
+    inst = Instance.build("never", [Machine("M")], [Job("a", [{0: 2.0}]), Job("b", [{0: 3.0}], release=1.5),
+                                                     Job("c", [{0: 3.0}], release=20.0)],
+                          [Event(1.0, E.CANCELLATION, job=1), Event(1.0, E.CANCELLATION, job=2)])
+    schedule = rollout(inst, "SPT")
+    assert np.isnan(schedule.job_arrival[1:]).all() and schedule.job_arrival[0] == 0.0
+    assert event_times(schedule)["ARRIVAL"].tolist() == [0.0]
+    for by in ("machine", "job"):
+        ax = gantt_figure(schedule, by=by).axes[0]
+        assert ax.get_xlim()[1] == pytest.approx(1.01 * 2.0)
+        marks = {line.get_marker(): line.get_xdata().tolist() for line in ax.get_lines()}
+        assert marks["^" if by == "machine" else ">"] == [0.0] and marks["x"] == [1.0, 1.0]
+    page = gantt_html(schedule)
+    assert "a arrives" in page and "b arrives" not in page and "b cancelled" in page

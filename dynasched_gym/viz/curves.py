@@ -36,9 +36,8 @@ PANELS = (
 def metric_curves(schedule: Schedule) -> dict[str, Curve]:
     """The curves named in the module docstring, as exact step functions."""
     inst = schedule.instance
-    release = inst.job_release
     done = np.fmin(schedule.job_completion, schedule.job_cancelled_at)  # NaN when neither happened
-    wip = _count(release, done)
+    wip = _count(schedule.job_arrival, done)
     busy = _count(schedule.segment_start, schedule.segment_end)
     down = _count(schedule.downtime_start, schedule.downtime_end)
     grid = np.union1d(busy[0], down[0])
@@ -46,12 +45,10 @@ def metric_curves(schedule: Schedule) -> dict[str, Curve]:
     util = np.divide(_at(busy, grid), up, out=np.zeros(len(grid)), where=up > 0)
     wip_grid = np.union1d(wip[0], busy[0])
     never = np.full(inst.num_jobs, np.nan)
-    # a job cancelled before its release never arrives (cancelled at it, it does: arrivals come first)
-    arrival = np.where(schedule.job_cancelled_at < release, np.nan, release)
     return {
         "wip": wip,
         "wip_waiting": _canonical(wip_grid, _at(wip, wip_grid) - _at(busy, wip_grid)),
-        "jobs_arrived": _count(arrival, never),
+        "jobs_arrived": _count(schedule.job_arrival, never),
         "jobs_completed": _count(schedule.job_completion, never),
         "jobs_cancelled": _count(schedule.job_cancelled_at, never),
         "busy_machines": busy,

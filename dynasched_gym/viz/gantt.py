@@ -77,26 +77,28 @@ def gantt_figure(
         _bars(ax, run_row, start, end, 0.7, facecolors=colours[run_colour], alpha=0.45, edgecolors="black",
               linewidths=edge)
     horizon = _horizon(schedule, now, running)
-    released = np.ones(inst.num_jobs, dtype=bool) if now is None else inst.job_release <= now
     cancel = schedule.job_cancelled_at
+    arrival = schedule.job_arrival  # NaN: cancelled before its release, the job never arrived
+    arrived = ~np.isnan(arrival) if now is None else arrival <= now
     if machine_view:
         down_end = schedule.downtime_end if now is None else np.minimum(
             schedule.downtime_end, np.maximum(now, schedule.downtime_start))
         down_colours = np.array([DOWN_COLOURS[k] for k in DOWNTIME_KINDS])[schedule.downtime_kind]
         _bars(ax, schedule.downtime_machine, schedule.downtime_start, down_end, 0.35, facecolors=down_colours)
-        _marks(ax, inst.job_release[released], -0.8, "^", "tab:green", 5)
+        _marks(ax, arrival[arrived], -0.8, "^", "tab:green", 5)
         _marks(ax, cancel[~np.isnan(cancel)], rows - 0.2, "x", "tab:red", 6)
         ax.set_ylim(rows - 0.2, -1.0)
     else:
         size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / rows, 1.0, 6.0))
-        jobs = np.flatnonzero(released)
+        jobs = np.flatnonzero(arrived | (cancel <= (np.inf if now is None else now)))  # known by now
         due = schedule.job_due[jobs]
         late = _late(schedule, now)[jobs]
         on_time = ~late & (due <= horizon)  # with now, a later due date would be drawn beyond the time axis
-        _marks(ax, inst.job_release[jobs], jobs, ">", "tab:green", size)
+        _marks(ax, arrival[jobs][arrived[jobs]], jobs[arrived[jobs]], ">", "tab:green", size)
         _marks(ax, due[on_time], jobs[on_time], "|", "black", 1.6 * size)
         _marks(ax, due[late], jobs[late], "|", "tab:red", 1.6 * size)
-        _marks(ax, cancel[jobs], jobs, "x", "tab:red", size)
+        cancelled = jobs[~np.isnan(cancel[jobs])]
+        _marks(ax, cancel[cancelled], cancelled, "x", "tab:red", size)
         ax.set_ylim(rows - 0.5, -0.5)
     if now is not None:
         ax.axvline(now, color="black", linestyle="--", linewidth=0.8)
@@ -162,7 +164,8 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
     late = _late(schedule)
     for j in range(inst.num_jobs):
         r0, r1 = (2, top - 2) if machine_view else (y(j, 0.9), y(j, 0.9) + 0.9 * row_h)
-        out.append(_tick("arrival", inst.job_release[j], r0, r1, f"{inst.job_names[j]} arrives"))
+        if not np.isnan(schedule.job_arrival[j]):
+            out.append(_tick("arrival", inst.job_release[j], r0, r1, f"{inst.job_names[j]} arrives"))
         if not np.isnan(schedule.job_cancelled_at[j]):
             c0, c1 = (height - top + 2, height - 2) if machine_view else (r0, r1)
             out.append(_tick("cancel", schedule.job_cancelled_at[j], c0, c1, f"{inst.job_names[j]} cancelled"))
@@ -212,7 +215,7 @@ def _horizon(schedule: Schedule, now: float | None = None, running: Running | No
     the planned ends of the running operations (future arrivals and due dates are not shown)."""
     times = [schedule.segment_end, [1.0]]
     if now is None:
-        times += [schedule.downtime_end, schedule.instance.job_release, schedule.job_due, schedule.job_cancelled_at]
+        times += [schedule.downtime_end, schedule.job_arrival, schedule.job_due, schedule.job_cancelled_at]
     else:
         times.append([now])
     if running is not None:

@@ -26,7 +26,8 @@ def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
 
     For a schedule, only what happened in its episode: events and arrivals after its end (its
     :attr:`~dynasched_gym.schedule.Schedule.clock`, up to the simulator's :data:`~dynasched_gym.metrics.EPS`) are
-    left out, and the completed segments' ends are added.
+    left out, and so is the arrival of a job cancelled before its release
+    (:attr:`~dynasched_gym.schedule.Schedule.job_arrival`); the completed segments' ends are added.
     """
     inst = source.instance if isinstance(source, Schedule) else source
     times: dict[EventType, list[float]] = {t: [] for t in EventType}
@@ -34,6 +35,7 @@ def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
     for event in inst.events:
         times[event.type].append(event.time)
     if isinstance(source, Schedule):
+        times[EventType.ARRIVAL] = list(source.job_arrival[~np.isnan(source.job_arrival)])
         end = source.clock + EPS  # every happening of the last instant applies, later events do not
         times = {t: [x for x in v if x <= end] for t, v in times.items()}
         completed = source.segment_status == SEGMENT_STATUSES.index("completed")
