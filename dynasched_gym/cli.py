@@ -96,8 +96,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     rules = args.rules
     rows = []
     failures = 0
-    for name in tqdm(names, desc="instances", unit="inst"):
-        inst = resolve_instance(name)
+    instances = [resolve_instance(name) for name in names]  # a bad name fails before the rollouts, not after
+    for name, inst in tqdm(zip(names, instances), total=len(names), desc="instances", unit="inst"):
         row = [name]
         for rule in rules:
             schedule = rollout(inst, rule=rule)

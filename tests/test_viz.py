@@ -655,6 +655,16 @@ def test_cli_checks_options_and_reports_file_system_errors(tmp_path, capsys):
     assert "File exists" in capsys.readouterr().err
 
 
+def test_cli_compare_checks_every_instance_before_the_rollouts(monkeypatch, capsys):
+    """``compare mk01 nonexist`` rolled mk01 out under every rule before failing on the second name."""
+    import dynasched_gym.core
+
+    played = []
+    monkeypatch.setattr(dynasched_gym.core, "rollout", lambda *args, **kwargs: played.append(args))
+    assert main(["compare", "mk01", "nonexist"]) == 2
+    assert played == [] and "nonexist" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["info", ""], "expected a path or an embedded name"),  # was a ValueError traceback, status 1
     (["compare", " "], "expected a path or an embedded name"),
