@@ -490,7 +490,9 @@ class ValidationEval(BaseCallback):
         self.best: tuple[float, int] | None = None  # (validation mean, timesteps)
 
     def _on_training_start(self) -> None:
-        self.next_at = self.num_timesteps
+        # the next multiple of ``every`` (0 at the start): a run resumed between two validations validates where the
+        # uninterrupted run does, not ``every`` after the resume point
+        self.next_at = -(-self.num_timesteps // self.every) * self.every
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next_at:
@@ -522,14 +524,21 @@ def save_checkpoint(model: MaskablePPO, path: Path, validator: ValidationEval) -
 
 
 class Checkpoints(BaseCallback):
-    """Every ``every`` vector steps, ``<directory>/ppo_<timesteps>_steps.zip`` saved by :func:`save_checkpoint`."""
+    """At the first step at or past each multiple of ``every`` timesteps, ``<directory>/ppo_<timesteps>_steps.zip``
+    saved by :func:`save_checkpoint`: the multiples, not the steps since the start, so that a run resumed between
+    two checkpoints saves the ones the uninterrupted run saves."""
 
     def __init__(self, every: int, directory: Path, validator: ValidationEval) -> None:
         super().__init__()
         self.every, self.directory, self.validator = every, directory, validator
+        self.next_at = every
+
+    def _on_training_start(self) -> None:
+        self.next_at = (self.num_timesteps // self.every + 1) * self.every  # the resumed checkpoint is saved already
 
     def _on_step(self) -> bool:
-        if self.n_calls % self.every == 0:
+        if self.num_timesteps >= self.next_at:
+            self.next_at = (self.num_timesteps // self.every + 1) * self.every
             save_checkpoint(self.model, self.directory / f"ppo_{self.num_timesteps}_steps.zip", self.validator)
         return True
 
@@ -668,8 +677,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
         if policy.resolve() != (out / "best.zip").resolve():  # the same file when resumed into its own run dir
             copy_file(policy, out / "best.zip")
         validator.best = (mean, steps)
-    callbacks: list[BaseCallback] = [Checkpoints(max(tc.checkpoint_every // ec.num_envs, 1), out / "checkpoints",
-                                                 validator)]
+    callbacks: list[BaseCallback] = [Checkpoints(tc.checkpoint_every, out / "checkpoints", validator)]
     if tc.eval_every:
         callbacks.append(validator)
     rollout_size = model.n_steps * model.n_envs

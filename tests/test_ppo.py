@@ -762,3 +762,36 @@ def test_ctrl_c_in_the_final_evaluation_says_the_training_is_saved_and_how_to_te
     assert (tmp_path / "run" / "last.zip").is_file() and not (tmp_path / "run" / "model.zip").exists()
     assert stop.command.startswith("python -m scripts.compare_agents --agent ppo --checkpoint ")
     assert f"--start {EVAL_SEEDS.start} --seeds {len(EVAL_SEEDS)}" in stop.command and stop.command in str(stop)
+
+
+def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrupted_schedule(cache, train_script,
+                                                                                            tmp_path, monkeypatch):
+    """Resumed from ``interrupted.zip`` (640 timesteps, between two checkpoints), the run saves its checkpoints and
+    validates at the multiples of ``train.checkpoint_every`` and ``train.eval_every``, as the uninterrupted run does;
+    before, both schedules restarted at the resume point (``ppo_1664_steps.zip``, validations at 642 and 1666), so the
+    resumed run selected among other policies than the uninterrupted one would have."""
+
+    class CtrlC(train_script.Checkpoints):
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= 640:
+                raise KeyboardInterrupt
+            return super()._on_step()
+
+    validated: list[int] = []
+
+    def validate(agent, env_cfg, instances, progress=False):
+        validated.append(agent.model.num_timesteps)
+        return np.full(len(instances), 10.0 - len(validated))  # every validation a new best
+
+    monkeypatch.setattr(train_script, "evaluate", validate)
+    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
+    short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
+    with pytest.raises(train_script.TrainingInterrupted) as caught:
+        train_script.train(_config(tmp_path / "run", *short))
+    assert caught.value.timesteps == 640 and validated == [2]
+    monkeypatch.setattr(train_script, "Checkpoints", CtrlC.__base__)
+    validated.clear()
+    train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={caught.value.path}"))
+    assert validated[:-1] == [1024, 2048]  # the last one: the final test of the selected policy
+    checkpoints = sorted(p.name for p in (tmp_path / "resumed" / "checkpoints").glob("ppo_*_steps.zip"))
+    assert checkpoints == ["ppo_1024_steps.zip", "ppo_2048_steps.zip"]
