@@ -1074,6 +1074,9 @@ def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path)
     (["--subset-size", "-3"], "--subset-size must be in 0..--seeds (100), got -3"),
     (["--agent", "ppo", "--checkpoint", "/nope/m.zip"], "--checkpoint /nope/m.zip: PPO checkpoint"),
     (["--top-k", "0"], "top_k must be an integer >= 1, got 0"),
+    # the agent would roll out in the very instances it is tested on (train.py refuses the same overlap)
+    (["--start", "899990", "--seeds", "20", "--futures", "2"], "--start 899990 --seeds 20: pool seeds "
+     "899990..900009 overlap the seeds of the sampled futures 900000..900999 (--futures 2)"),
     (["--out", __file__], "argument --out: cannot be a folder: File exists"),  # before any seed is played
     (["--out", f"{__file__}/sub"], "argument --out: cannot be a folder: Not a directory"),
 ])
