@@ -79,7 +79,9 @@ from dynasched_gym.core import compile_note
 from dynasched_gym.core.rules import parse_deterministic_rule, parse_rule, rule_list
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
-from dynasched_gym.envs.futures import FUTURE_SEEDS
+from dynasched_gym.envs.dfjsp.types import MAX_CANDIDATES_LIMIT
+from dynasched_gym.envs.dfjsp.vector import MAX_NUM_ENVS
+from dynasched_gym.envs.futures import FUTURE_SEEDS, MAX_FUTURES
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
@@ -103,8 +105,11 @@ INTEGERS = {"seed": 0, "env.num_envs": 1, "env.pool_size": 1, "env.max_candidate
             "train.imitation.batch_size": 1, "train.validation_seeds.start": 0, "train.validation_seeds.count": 1,
             "train.eval_seeds.start": 0, "train.eval_seeds.count": 1}
 MAX_SEED = 2**32 - 1
-#: The integer settings that count pool seeds, and their most (each seed is an instance to generate and cache).
-SEED_COUNTS = dict.fromkeys(("env.pool_size", "train.validation_seeds.count", "train.eval_seeds.count"), MAX_SEEDS)
+#: The integer settings bounded above, and their most: those that count pool seeds (each seed is an instance to
+#: generate and cache), and those the env and torch bound (refused there only after the pool and the envs' setup).
+MAXIMA = {**dict.fromkeys(("env.pool_size", "train.validation_seeds.count", "train.eval_seeds.count"), MAX_SEEDS),
+          "env.forecast_futures": MAX_FUTURES, "env.max_candidates": MAX_CANDIDATES_LIMIT, "env.num_envs": MAX_NUM_ENVS,
+          "train.torch_threads": 2**31 - 1}  # torch.set_num_threads takes a C int
 #: Real settings that must be > 0, and those that must be >= 0.
 POSITIVE = ("train.learning_rate", "train.clip_range", "train.max_grad_norm", "train.imitation.learning_rate")
 NON_NEGATIVE = ("train.ent_coef", "train.vf_coef")
@@ -180,7 +185,7 @@ def check_config(cfg: DictConfig) -> Resume | None:
     check_choice("env.observability", ec.observability, OBSERVABILITY)
     check_choice("train.interaction", tc.interaction, INTERACTIONS)
     for key, least in INTEGERS.items():
-        check_integer(key, OmegaConf.select(cfg, key), least, SEED_COUNTS.get(key))
+        check_integer(key, OmegaConf.select(cfg, key), least, MAXIMA.get(key))
     if cfg.seed > MAX_SEED:
         raise ValueError(f"seed must be an integer <= {MAX_SEED}, got {cfg.seed}")
     for key in POSITIVE:

@@ -525,6 +525,11 @@ def test_a_total_short_of_a_whole_rollout_says_where_training_stops(cache, train
     ("env.num_envs=0", ValueError, r"^env\.num_envs must be an integer >= 1, got 0$"),
     (f"env.pool_size={10**30}", ValueError, r"^env\.pool_size must be at most 1000000, got 10+$"),  # filled the memory
     ("train.eval_seeds.count=1000001", ValueError, r"^train\.eval_seeds\.count must be at most 1000000"),
+    # the env's and torch's own bounds: each was a traceback after the pool, the reward scale and the envs' setup
+    ("env.forecast_futures=1001", ValueError, r"^env\.forecast_futures must be at most 1000, got 1001$"),
+    ("env.max_candidates=65537", ValueError, r"^env\.max_candidates must be at most 65536, got 65537$"),
+    ("env.num_envs=65537", ValueError, r"^env\.num_envs must be at most 65536, got 65537$"),
+    (f"train.torch_threads={2**31}", ValueError, r"^train\.torch_threads must be at most 2147483647, got 2147483648$"),
     ("seed=-1", ValueError, r"^seed must be an integer >= 0, got -1$"),
     ("seed=4294967296", ValueError, r"^seed must be an integer <= 4294967295, got 4294967296$"),
     ("train.learning_rate=0", ValueError, r"^train\.learning_rate must be a finite number > 0, got 0$"),
