@@ -8,6 +8,7 @@ and measured results that produced it).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import warnings
@@ -65,13 +66,21 @@ def shipped_checkpoint(tier: str, size: str = "small", observability: str = "con
 
 def training_env(checkpoint: Path) -> dict[str, Any]:
     """The env config ``checkpoint`` was trained with, from the config saved beside it (a shipped model's
-    ``<name>.yaml``; ``model.yaml`` of a ``scripts.train`` run, for its models and ``checkpoints/``); ``{}``
-    when there is none."""
+    ``<name>.yaml``; ``model.yaml`` of a ``scripts.train`` run, for its models and ``checkpoints/``); else the
+    tier, size and objective of the record ``scripts.train`` writes beside each checkpoint (``<name>.json``: a run
+    interrupted, or still training, has no ``model.yaml``); ``{}`` when there is none."""
     for sidecar in (checkpoint.with_suffix(".yaml"), checkpoint.parent / "model.yaml",
                     checkpoint.parent.parent / "model.yaml"):
         if sidecar.is_file():
             record = yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}
             return dict((record.get("config") or {}).get("env") or {})
+    record_path = checkpoint.with_suffix(".json")
+    if record_path.is_file():
+        try:
+            setting = json.loads(record_path.read_text(encoding="utf-8")).get("validation") or {}
+        except (ValueError, AttributeError):  # not a record of scripts.train
+            return {}
+        return {key: setting[key] for key in ("tier", "size", "objective") if key in setting}
     return {}
 
 

@@ -800,3 +800,28 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     assert validated[:-1] == [1024, 2048]  # the last one: the final test of the selected policy
     checkpoints = sorted(p.name for p in (tmp_path / "resumed" / "checkpoints").glob("ppo_*_steps.zip"))
     assert checkpoints == ["ppo_1024_steps.zip", "ppo_2048_steps.zip"]
+
+
+def test_a_checkpoint_of_an_interrupted_run_knows_its_objective(cache, train_script, tmp_path, monkeypatch):
+    """An interrupted run writes no ``model.yaml``: its checkpoints' objective comes from the record beside each
+    (``<stem>.json``). Before, ``PPOAgent`` knew none, so a makespan policy played weighted tardiness unwarned (and
+    scripts.evaluate ranked it on any objective)."""
+
+    class CtrlC(train_script.Checkpoints):
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= 768:
+                raise KeyboardInterrupt
+            return super()._on_step()
+
+    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
+    with pytest.raises(train_script.TrainingInterrupted) as caught:
+        train_script.train(_config(tmp_path / "run", "env.objective=makespan", "train.checkpoint_every=512",
+                                   "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null"))
+    assert not (tmp_path / "run" / "model.yaml").exists()
+    for checkpoint in (caught.value.path, tmp_path / "run" / "checkpoints" / "ppo_512_steps.zip"):
+        agent = make("ppo", checkpoint=checkpoint)
+        assert agent.trained_objective == "makespan"
+        env = gym.make("DynaSched/DFJSP-v0", tier="medium", objective="weighted_tardiness", **agent.env_settings())
+        env.reset(seed=0)
+        with pytest.warns(RuntimeWarning, match="was trained for makespan"):
+            agent.reset(env)
