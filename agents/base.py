@@ -27,6 +27,12 @@ class Agent(ABC):
     #: True for agents that see future events (references only, never ranked as fair agents).
     clairvoyant: bool = False
 
+    @property
+    def sampled_futures(self) -> int:
+        """How many sampled futures (instances of pool seeds ``envs.futures.FUTURE_SEEDS``) the agent rolls out in
+        per episode; 0: none. Tests on those seeds are refused (it could roll out in the instance it plays)."""
+        return 0
+
     def reset(self, env: gym.Env) -> None:
         """Start an episode in ``env`` (called after ``env.reset``)."""
         from dynasched_gym.envs.dfjsp.vector import dfjsp_unwrapped  # here: importing the agents stays light

@@ -116,6 +116,11 @@ class LookaheadAgent(Agent):
         self._scratch = ScratchStates()
         self._buffers: tuple[np.ndarray, ...] = (np.empty(0, np.int64),)  # ranked candidates, grown on demand
 
+    @property
+    def sampled_futures(self) -> int:
+        """``futures``: the sampled futures each decision rolls out in."""
+        return self.futures
+
     def reset(self, env: gym.Env) -> None:
         super().reset(env)
         self.require_pair_env()

@@ -202,6 +202,11 @@ class PPOAgent(Agent):
             return observation
         return {**observation, HINDSIGHT_KEY: np.zeros((*batch, *space.shape), dtype=np.float32)}
 
+    @property
+    def sampled_futures(self) -> int:
+        """The sampled futures the policy's forecast features roll out in (``env.forecast_futures`` in training)."""
+        return self._forecast_settings()[1]
+
     def _forecast_settings(self) -> tuple[tuple[str, ...], int, tuple[str, str] | None]:
         """The policy's forecast rollout rules, sampled futures and their pool (older checkpoints: none)."""
         policy = self.model.policy

@@ -28,6 +28,16 @@ FUTURE_SEEDS = range(900_000, 901_000)
 MAX_FUTURES = len(FUTURE_SEEDS)
 
 
+def check_outside_futures(name: str, seeds: range, sampled: str) -> None:
+    """A ValueError naming ``name`` when the pool ``seeds`` an agent is tested (or validated) on overlap
+    :data:`FUTURE_SEEDS`: an agent that rolls out in sampled futures (``sampled`` says which) could then roll out in
+    the very instance it plays, seeing its real future."""
+    if seeds and seeds.start < FUTURE_SEEDS.stop and FUTURE_SEEDS.start < seeds.stop:
+        raise ValueError(f"{name}: pool seeds {seeds.start}..{seeds.stop - 1} overlap the seeds of the sampled "
+                         f"futures {FUTURE_SEEDS.start}..{FUTURE_SEEDS.stop - 1} ({sampled}): the agent would roll out "
+                         "in the instances it is tested on")
+
+
 class SampledFutures:
     """``count`` futures per episode from the tier pool ``tier``/``size`` (``count`` >= 1).
 

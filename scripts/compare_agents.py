@@ -46,7 +46,7 @@ from dynasched_gym.agents import Agent, make, run_episode
 from dynasched_gym.agents.rules import rule_names, rule_objectives
 from dynasched_gym.cli import doc_summary, output_folder_argument
 from dynasched_gym.core import compile_note
-from dynasched_gym.envs.futures import FUTURE_SEEDS
+from dynasched_gym.envs.futures import check_outside_futures
 from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
 from dynasched_gym.generation.tiers import key_inputs
 from dynasched_gym.instance import Instance
@@ -115,16 +115,13 @@ def main(argv: list[str] | None = None) -> None:
             agent = make("lookahead-oracle" if args.clairvoyant else "lookahead", **options)
         except (TypeError, ValueError) as exc:  # e.g. --top-k 0 or an unknown --rule
             parser.error(str(exc))
-    if args.agent == "lookahead":
-        futures, sampled = args.futures or 0, f"--futures {args.futures}"
-    else:
-        futures = getattr(agent.model.policy, "forecast_futures", 0)
-        sampled = f"the policy's forecasts roll out in {futures} of them"
-    last = args.start + args.seeds - 1
-    if futures and args.start < FUTURE_SEEDS.stop and FUTURE_SEEDS.start <= last:  # a sample could be the instance
-        parser.error(f"--start {args.start} --seeds {args.seeds}: pool seeds {args.start}..{last} overlap the seeds "
-                     f"of the sampled futures {FUTURE_SEEDS.start}..{FUTURE_SEEDS.stop - 1} ({sampled}): the agent "
-                     "would roll out in the instances it is tested on")
+    if agent.sampled_futures:  # a sample could be the very instance tested
+        try:
+            seeds = range(args.start, args.start + args.seeds)
+            check_outside_futures(f"--start {args.start} --seeds {args.seeds}", seeds,
+                                  f"{agent.name} rolls out in {agent.sampled_futures} of them")
+        except ValueError as exc:
+            parser.error(str(exc))
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     key = OBJECTIVE_METRICS[args.objective]

@@ -455,6 +455,7 @@ def plan(cfg: DictConfig) -> Plan:
     """Resolve the configuration into episodes; an agent whose optional package (:data:`OPTIONAL`) or shipped
     checkpoint is missing, or a policy trained for another objective, is skipped, with the reason. A setting
     the script cannot use is a :class:`~scripts.overrides.SettingError` naming its key."""
+    from dynasched_gym.envs.futures import check_outside_futures
     from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets
 
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
@@ -479,6 +480,10 @@ def plan(cfg: DictConfig) -> Plan:
                         raise  # a broken module of this package is an error, not a missing extra
                     skipped.append(f"{spec.get('target') or spec['name']} on {tier}/{size}: {exc}")
                     continue
+                futures = getattr(getattr(player, "agent", None), "sampled_futures", 0)
+                if futures:  # a sample could be the very instance tested
+                    check_outside_futures(f"seeds.start={start} seeds.count={len(seeds)}", seeds,
+                                          f"{spec['name']} rolls out in {futures} of them")
                 trained = getattr(getattr(player, "agent", None), "trained_objective", None)
                 if trained not in (None, cfg.objective):  # a policy is ranked on the objective it was trained for
                     skipped.append(f"{spec['name']} on {tier}/{size}: trained for {trained}, this evaluation's "

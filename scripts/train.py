@@ -81,7 +81,7 @@ from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.dfjsp.features import OBSERVABILITY
 from dynasched_gym.envs.dfjsp.types import MAX_CANDIDATES_LIMIT
 from dynasched_gym.envs.dfjsp.vector import MAX_NUM_ENVS
-from dynasched_gym.envs.futures import FUTURE_SEEDS, MAX_FUTURES
+from dynasched_gym.envs.futures import MAX_FUTURES, check_outside_futures
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import ForecastFeatures, ForecastReward
 from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
@@ -224,11 +224,8 @@ def check_config(cfg: DictConfig) -> Resume | None:
     _check_rules("train.imitation.rule", tc.imitation.rule, auto=True)
     if ec.forecast_futures:  # held-out instances must not be drawn as sampled futures in training
         for name in ("validation_seeds", "eval_seeds"):
-            low, high = tc[name].start, tc[name].start + tc[name].count
-            if low < FUTURE_SEEDS.stop and FUTURE_SEEDS.start < high:
-                raise ValueError(f"train.{name} {low}..{high - 1} overlaps the pool seeds of the sampled futures "
-                                 f"{FUTURE_SEEDS.start}..{FUTURE_SEEDS.stop - 1} (env.forecast_futures="
-                                 f"{ec.forecast_futures})")
+            check_outside_futures(f"train.{name}", range(tc[name].start, tc[name].start + tc[name].count),
+                                  f"env.forecast_futures={ec.forecast_futures}")
     for name in ("validation_seeds", "eval_seeds"):
         if tc[name].start < ec.pool_size:
             raise ValueError(f"train.{name}.start={tc[name].start} overlaps the training pool seeds "

@@ -1076,7 +1076,7 @@ def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path)
     (["--top-k", "0"], "top_k must be an integer >= 1, got 0"),
     # the agent would roll out in the very instances it is tested on (train.py refuses the same overlap)
     (["--start", "899990", "--seeds", "20", "--futures", "2"], "--start 899990 --seeds 20: pool seeds "
-     "899990..900009 overlap the seeds of the sampled futures 900000..900999 (--futures 2)"),
+     "899990..900009 overlap the seeds of the sampled futures 900000..900999 (lookahead rolls out in 2 of them)"),
     (["--out", __file__], "argument --out: cannot be a folder: File exists"),  # before any seed is played
     (["--out", f"{__file__}/sub"], "argument --out: cannot be a folder: Not a directory"),
 ])

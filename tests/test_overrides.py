@@ -84,6 +84,10 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("evaluate", ["seeds.count=abc"], "seeds.count must be an integer >= 1, got 'abc'"),
     ("evaluate", ["tiers=[nightmare]"], "tiers[0] must be one of ('easy', 'medium', 'hard', 'extreme'), got 'night"),
     ("evaluate", ["workers=-3"], "workers must be an integer >= 1, got -3"),
+    # the lookahead would roll out in the very instances it is tested on (train and compare_agents refuse it too)
+    ("evaluate", ["agent=[lookahead]", "agent.lookahead.kwargs.futures=2", "ppo=null", "seeds.start=899999",
+                  "tiers=[easy]"], "seeds.start=899999 seeds.count=150: pool seeds 899999..900148 overlap the seeds "
+     "of the sampled futures 900000..900999 (lookahead rolls out in 2 of them)"),
     ("evaluate", ["tiers=[]"], "tiers must name at least one of ('easy', 'medium', 'hard', 'extreme'), got []"),
     ("leaderboard", ["sizes=[]", "run_missing=false"], "sizes must name at least one of"),
     ("evaluate", ["agent=[]", "ppo=null"], "no agent selected: agent lists no agent and ppo is null"),

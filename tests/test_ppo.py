@@ -580,7 +580,8 @@ def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path
     (["env.num_envs=1", "train.n_steps=129", "train.batch_size=64"],  # NaN logits after setup and a rollout
      r"^train\.n_steps=129 x env\.num_envs=1 leaves a last minibatch of one sample at train\.batch_size=64"),
     (["env.forecast_futures=2", "train.eval_seeds.start=900000"],
-     r"^train\.eval_seeds 900000\.\.900001 overlaps the pool seeds of the sampled futures 900000\.\.900999"),
+     r"^train\.eval_seeds: pool seeds 900000\.\.900001 overlap the seeds of the sampled futures 900000\.\.900999 "
+     r"\(env\.forecast_futures=2\)"),
 ])
 def test_settings_that_contradict_each_other_are_refused_up_front(train_script, tmp_path, monkeypatch, overrides,
                                                                    message):

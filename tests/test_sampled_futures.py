@@ -205,6 +205,7 @@ def test_ppo_trained_on_sampled_forecasts_rebuilds_them(pool, tmp_path):
     with pytest.warns(RuntimeWarning, match="records no feature units"):  # saved bare, without a training config
         agent = make("ppo", checkpoint=tmp_path / "model.zip")
     assert agent.model.policy.forecast_futures == 1 and agent.model.policy.future_pool == ("medium", "small")
+    assert agent.sampled_futures == 1  # what evaluate and compare_agents check their test seeds against
     instances = [pool.instance(seed) for seed in (0, 6)]
     played = agent.play(instances, "weighted_tardiness", num_envs=2)
     for inst, schedule in zip(instances, played):
