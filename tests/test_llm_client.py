@@ -108,6 +108,10 @@ class ChatServer:
                 answer = server._next(body)
                 try:
                     time.sleep(answer.get("sleep", 0.0))
+                finally:  # before the answer is sent: the client's next request must not find this one in flight
+                    with server.lock:
+                        server.in_flight -= 1
+                try:
                     if self.path != "/v1/chat/completions":
                         self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     elif answer.get("status", 200) != 200:
@@ -119,9 +123,6 @@ class ChatServer:
                         self._send(200, completion(body, answer))
                 except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                     pass
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
 
         return Handler
 
