@@ -283,11 +283,15 @@ def format_number(x: float | None, digits: int = 4) -> str:
 
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    """95 % percentile bootstrap interval of the mean of ``values`` (NaNs for an empty sample)."""
+    """95 % percentile bootstrap interval of the mean of ``values`` (NaNs for an empty sample; the sample's mean,
+    :func:`_mean`'s, twice for one without spread)."""
     resamples, seed = check_integer("resamples", resamples, 1), check_integer("seed", seed, 0)
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return math.nan, math.nan
+    if np.all(values == values[0]):  # NumPy's sums of the resamples may miss the exact mean by an ulp: outside the CI
+        mean = _mean(values)
+        return mean, mean
     rng = np.random.default_rng(seed)
     means = values[rng.integers(0, len(values), (resamples, len(values)))].mean(axis=1)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
@@ -302,8 +306,8 @@ def paired_margin(agent: Sequence[float] | np.ndarray, reference: Sequence[float
                          f"{agent.shape} and {reference.shape}")
     diff = agent - reference
     low, high = bootstrap_ci(diff)
-    mean = float(np.mean(reference))
-    return {"margin": float(diff.mean()), "ci95": [low, high], "relative": float(diff.mean() / mean) if mean else None,
+    margin, mean = _mean(diff), float(np.mean(reference))  # the margin as bootstrap_ci's: inside its interval
+    return {"margin": margin, "ci95": [low, high], "relative": margin / mean if mean else None,
             "wins": int((diff < 0).sum()), "ties": int((diff == 0).sum())}
 
 
@@ -392,7 +396,7 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
                 mine = np.array([values[agent][s] for s in shared])
                 ref = np.array([reference[s] for s in shared])
                 entry["vs_clairvoyant"] = _ratio(float(mine.mean()), float(ref.mean()))
-                entry["regret"] = float((mine - ref).mean())
+                entry["regret"] = _mean(mine - ref)  # the mean bootstrap_ci's interval holds
                 entry["regret_ci_low"], entry["regret_ci_high"] = bootstrap_ci(mine - ref, resamples, seed)
             entries.append(entry)
         fair = sorted((e for e in entries if not e["clairvoyant"] and values[e["agent"]].keys() == seeds),

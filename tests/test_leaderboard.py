@@ -130,3 +130,21 @@ def test_without_a_usable_matplotlib_the_board_stops_before_any_episode(tmp_path
     with pytest.raises(SettingError, match=re.escape("pip install 'dynasched-gym[viz]'")):
         leaderboard.run(cfg)
     assert not store.exists() and not (tmp_path / "board").exists()
+
+
+def test_a_sample_without_spread_has_its_mean_as_its_interval(tmp_path: Path) -> None:
+    """Six equal values 0.1: the resampled means (NumPy sums) were 0.09999999999999999 while the mean (an exact sum)
+    was 0.10000000000000002, so the 95 % CI excluded the mean and the bar plot refused the negative error bar
+    (ValueError: 'xerr' must not contain negative values), failing the board after every episode."""
+    rule = next(r for r in _board_rows() if r["agent"] == "rule:A")
+    rows = [{**rule, "seed": seed, "objective_value": 0.2, "normalised_weighted_tardiness": 0.1} for seed in range(6)]
+    rows += [{**r, "agent": "oracle", "agent_hash": "oracle", "clairvoyant": True, "objective_value": 0.1}
+             for r in rows]  # a regret of 0.1 on every instance
+    board = aggregate(rows, resamples=200)
+    assert len(board) == 2 and board[0]["episodes"] == 6
+    for e in board:
+        assert e["ci_low"] == e["mean"] == e["ci_high"]
+        assert e["nwt_ci_low"] == e["nwt"] == e["nwt_ci_high"]
+        assert e["regret_ci_low"] == e["regret"] == e["regret_ci_high"]
+    leaderboard.write(board, rows, [], [], tmp_path, 200)
+    assert (tmp_path / "bars-makespan-small.png").is_file()
