@@ -346,18 +346,9 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
             checked_row_key(row)
         except ValueError as exc:
             raise ValueError(f"rows[{i}]: {exc}") from None
-    names: dict[tuple[Any, ...], str] = {}  # one configuration stored under several names: its first row's
-    hashes: dict[tuple[Any, ...], set[str]] = defaultdict(set)
-    for row in rows:
-        group = (row["objective"], row["size"], row["tier"])
-        name = names.setdefault((*group, row["agent_hash"]), row["agent"])
-        hashes[(*group, name)].add(row["agent_hash"])
     groups: dict[tuple[Any, ...], dict[str, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:  # one agent name with several configurations: name@hash
-        group = (row["objective"], row["size"], row["tier"])
-        name = names[(*group, row["agent_hash"])]
-        label = name if len(hashes[(*group, name)]) == 1 else f"{name}@{row['agent_hash'][:6]}"
-        groups[group][label].append(row)
+    for row, label in zip(rows, board_labels(rows)):
+        groups[(row["objective"], row["size"], row["tier"])][label].append(row)
     board = []
     for (objective, size, tier), by_agent in sorted(groups.items(), key=lambda item: _group_order(item[0])):
         values = {agent: {r["seed"]: r["objective_value"] for r in rs if r["status"] == "ok"}
@@ -409,6 +400,23 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
             e["best_rule"] = e["agent"] == best_rule
         board.extend(entries)
     return board
+
+
+def board_labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The agent of each row as :func:`aggregate` names its entry: per (objective, size, tier), a configuration (agent
+    hash) under the name of its first row, and ``name@hash`` for a name that comes with several configurations."""
+    names: dict[tuple[Any, ...], str] = {}
+    hashes: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for row in rows:
+        group = (row["objective"], row["size"], row["tier"])
+        name = names.setdefault((*group, row["agent_hash"]), row["agent"])
+        hashes[(*group, name)].add(row["agent_hash"])
+    labels = []
+    for row in rows:
+        group = (row["objective"], row["size"], row["tier"])
+        name = names[(*group, row["agent_hash"])]
+        labels.append(name if len(hashes[(*group, name)]) == 1 else f"{name}@{row['agent_hash'][:6]}")
+    return labels
 
 
 def _group_order(group: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -35,7 +35,7 @@ from omegaconf import DictConfig
 
 from dynasched_gym.checks import check_bool, check_integer
 from dynasched_gym.instance import write_text_atomic
-from dynasched_gym.results import ResultStore, aggregate, difficulty_trend
+from dynasched_gym.results import ResultStore, aggregate, board_labels, difficulty_trend
 from dynasched_gym.results import format_number as _num
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, palette, save_figure
 from scripts import evaluate
@@ -176,22 +176,23 @@ def plot_bars(board: Sequence[Entry], objective: str, size: str, path: Path) -> 
 def plot_ssi(rows: Sequence[Mapping[str, Any]], board: Sequence[Entry], objective: str, size: str,
              path: Path) -> Path:
     """SSI of each instance vs the normalised weighted tardiness reached: every non-rule agent, the best
-    rule of each tier and the clairvoyant references (symlog y: many easy instances reach 0)."""
+    rule of each tier and the clairvoyant references (symlog y: many easy instances reach 0); ``rows``: those
+    ``board`` was aggregated from."""
     from matplotlib import colormaps
 
     best = {e["tier"] for e in board if e["objective"] == objective and e["size"] == size}
     best_rule = {e["tier"]: e["agent"] for e in board if e["objective"] == objective and e["size"] == size
                  and e["best_rule"]}
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for r in rows:
+    for r, agent in zip(rows, board_labels(rows)):  # the board's names: a row's own may differ (name@hash)
         if r["objective"] != objective or r["size"] != size or r["status"] != "ok" or r["tier"] not in best:
             continue
-        if r["agent"].startswith("rule:"):
-            if best_rule.get(r["tier"]) != r["agent"]:
+        if agent.startswith("rule:"):
+            if best_rule.get(r["tier"]) != agent:
                 continue
             name = "best rule of the tier"
         else:
-            name = r["agent"] + (" (clairvoyant)" if r.get("clairvoyant") else "")
+            name = agent + (" (clairvoyant)" if r.get("clairvoyant") else "")
         series[name].append((r["ssi"], r["normalised_weighted_tardiness"]))
     fig = blank_figure(None, 8.0, 5.0, 110)
     ax = fig.subplots()

@@ -148,3 +148,24 @@ def test_a_sample_without_spread_has_its_mean_as_its_interval(tmp_path: Path) ->
         assert e["regret_ci_low"] == e["regret"] == e["regret_ci_high"]
     leaderboard.write(board, rows, [], [], tmp_path, 200)
     assert (tmp_path / "bars-makespan-small.png").is_file()
+
+
+def test_the_ssi_plot_names_agents_as_the_board_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows were grouped by their stored name, the board's entries by configuration: two configurations of rule:A
+    (rule:A@...) left the best rule out of the plot, two of lookahead were one series, and one configuration stored
+    under two names (all_rows=true) was two."""
+    from matplotlib.axes import Axes
+
+    base = next(r for r in _board_rows() if r["agent"] == "rule:A" and r["tier"] == "easy")
+    rows = [{**base, "agent": agent, "agent_hash": agent_hash, "seed": seed, "objective_value": value + seed}
+            for agent, agent_hash, value in (("rule:A", "a1", 1.0), ("rule:A", "a2", 5.0), ("lookahead", "l1", 2.0),
+                                             ("lookahead", "l2", 3.0))
+            for seed in range(3)]
+    rows += [{**base, "agent": "rnd" if seed else "random", "agent_hash": "r", "seed": seed} for seed in range(3)]
+    board = aggregate(rows, resamples=50)
+    assert {e["agent"] for e in board} == {"rule:A@a1", "rule:A@a2", "lookahead@l1", "lookahead@l2", "random"}
+    series = []
+    scatter = Axes.scatter
+    monkeypatch.setattr(Axes, "scatter", lambda ax, x, y, **kw: series.append(kw["label"]) or scatter(ax, x, y, **kw))
+    leaderboard.plot_ssi(rows, board, "makespan", "small", tmp_path / "ssi.png")
+    assert sorted(series) == ["best rule of the tier (3)", "lookahead@l1 (3)", "lookahead@l2 (3)", "random (3)"]
