@@ -440,17 +440,21 @@ def _mean(values: Iterable[Any]) -> float:
 
 def difficulty_trend(board: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """Per (objective, size): the best rule's mean normalised weighted tardiness in tier order, and
-    whether it strictly increases (``None`` with fewer than two tiers); ``agents`` lists every agent whose own
-    ``nwt`` does not."""
+    whether it strictly increases (``None`` with fewer than two tiers, or when ``missing`` lists tiers without a best
+    rule: the check cannot pass over them); ``agents`` lists every agent whose own ``nwt`` does not."""
     trend: dict[tuple[Any, ...], dict[str, Any]] = {}
     per_agent: dict[tuple[Any, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    tiers: dict[tuple[Any, ...], dict[str, None]] = defaultdict(dict)  # every tier of the group, in order
     for e in board:  # board order is tier order within (objective, size)
         group = trend.setdefault((e["objective"], e["size"]), {"tiers": [], "best_rule_nwt": []})
+        tiers[(e["objective"], e["size"])][e["tier"]] = None
         if e["best_rule"]:
             group["tiers"].append(e["tier"])
             group["best_rule_nwt"].append(e["nwt"])
         per_agent[(e["objective"], e["size"])][e["agent"]].append(e["nwt"])
     for group, info in trend.items():
-        info["increasing"] = bool(np.all(np.diff(info["best_rule_nwt"]) > 0)) if len(info["tiers"]) > 1 else None
+        info["missing"] = [t for t in tiers[group] if t not in info["tiers"]]
+        info["increasing"] = (bool(np.all(np.diff(info["best_rule_nwt"]) > 0))
+                              if len(info["tiers"]) > 1 and not info["missing"] else None)
         info["agents"] = sorted(a for a, v in per_agent[group].items() if not np.all(np.diff(v) > 0))
     return trend

@@ -85,7 +85,9 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
         info = trend[(objective, size)]
         levels = [f"{t} {_num(v)}" for t, v in zip(info["tiers"], info["best_rule_nwt"])]
         signs = ["<" if a < b else ">=" for a, b in itertools.pairwise(info["best_rule_nwt"])]
-        verdict = {True: "**strictly increasing**", False: "**NOT strictly increasing**", None: "n/a (one tier)"}
+        verdict = {True: "**strictly increasing**", False: "**NOT strictly increasing**",
+                   None: f"n/a (no best rule on {', '.join(info['missing'])}: no rule has a valid schedule on every "
+                         "instance there)" if info["missing"] else "n/a (one tier)"}
         lines += [f"## Objective `{objective}` (`{metric.get(objective, objective)}`, lower is better), size `{size}`",
                   "", "Tier difficulty (best rule's mean normalised weighted tardiness, easy to extreme): "
                   + " ".join(x for pair in itertools.zip_longest(levels, signs) for x in pair if x is not None)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_evaluate import RULES, _board_rows, config
 
-from dynasched_gym.results import aggregate
+from dynasched_gym.results import aggregate, difficulty_trend
 from scripts import leaderboard
 from scripts.overrides import SettingError
 
@@ -169,3 +169,20 @@ def test_the_ssi_plot_names_agents_as_the_board_does(tmp_path: Path, monkeypatch
     monkeypatch.setattr(Axes, "scatter", lambda ax, x, y, **kw: series.append(kw["label"]) or scatter(ax, x, y, **kw))
     leaderboard.plot_ssi(rows, board, "makespan", "small", tmp_path / "ssi.png")
     assert sorted(series) == ["best rule of the tier (3)", "lookahead@l1 (3)", "lookahead@l2 (3)", "random (3)"]
+
+
+def test_the_difficulty_check_is_not_passed_over_a_tier_without_a_best_rule() -> None:
+    """Every rule failed an episode on medium, so medium has no best rule: the check compared easy with hard only and
+    called the tiers strictly increasing."""
+    rows = _board_rows()
+    rows += [{**r, "tier": "medium", **({"status": "invalid", "objective_value": None,
+                                          "normalised_weighted_tardiness": None}
+                                         if r["agent"].startswith("rule:") and r["seed"] == 0 else {})}
+             for r in rows if r["tier"] == "easy"]
+    board = aggregate(rows, resamples=50)
+    assert not any(e["best_rule"] for e in board if e["tier"] == "medium")
+    trend = difficulty_trend(board)[("makespan", "small")]
+    assert trend["increasing"] is None and trend["missing"] == ["medium"]
+    text = leaderboard.markdown(board, {}, [], [], resamples=50)
+    assert ("easy 0.5 < hard 1: n/a (no best rule on medium: no rule has a valid schedule on every instance there)"
+            in text)
