@@ -113,10 +113,12 @@ class AgentPlayer:
             self.build = lambda: cls(**self.kwargs)
             self.source_sha256 = _source_sha256(cls)
         self.agent = self.build()
-        self.name, self.clairvoyant = self.agent.name, self.agent.clairvoyant
+        self.name = self.agent.name
         if target is not None and self.name == Agent.name:  # the default name: the class names it on the board
             self.name = target.rpartition(".")[2]
         self.env = {**_policy_env(self.agent), **env}  # a trained policy's own settings unless overridden
+        # an oracle env's observations hold future events: any agent playing in it is a reference, never ranked
+        self.clairvoyant = self.agent.clairvoyant or self.env.get("observability") == "oracle"
         self._warm = False
 
     def check_env(self) -> None:

@@ -479,6 +479,15 @@ def test_reused_rows_take_this_runs_label_and_a_repeated_configuration_is_noted(
                                 "evaluated once as that"]
 
 
+def test_an_agent_playing_in_an_oracle_env_is_a_clairvoyant_reference() -> None:
+    """env observability=oracle shows the agent future events (docs/environments.md), yet its rows said clairvoyant:
+    false and the board ranked it among the fair agents."""
+    cfg = config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", "workers=1")
+    assert not evaluate.plan(cfg).episodes[0][0].clairvoyant
+    OmegaConf.update(cfg, "agent.random.env.observability", "oracle", force_add=True)
+    assert evaluate.plan(cfg).episodes[0][0].clairvoyant
+
+
 def test_invalid_schedules_and_errors_are_failed_rows(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     play = evaluate.AgentPlayer.play
