@@ -331,6 +331,7 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
       reference, i.e. per seed the best value any clairvoyant agent reached: mean / reference mean,
       and the mean difference with a paired bootstrap interval (seeds both have);
     - ``nwt``, ``nwt_ci_low``, ``nwt_ci_high``: mean normalised weighted tardiness (comparable across tiers);
+    - ``instances``: the group's instances (seeds of any of its rows);
     - ``ssi``: mean SSI score of the instances; ``decisions``, ``wall_time``: means per episode;
       ``tokens``: total token usage (agents that report it).
 
@@ -359,6 +360,7 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
             for s, v in values[agent].items():
                 reference[s] = min(v, reference.get(s, math.inf))
         seeds = {r["seed"] for agent, rs in by_agent.items() if agent not in clairvoyant for r in rs}
+        instances = len({r["seed"] for rs in by_agent.values() for r in rs})
         # a rule valid on only some seeds is not compared on them: its mean would cover an easier sample
         rules = [a for a in values if a.startswith("rule:") and a not in clairvoyant and values[a].keys() == seeds]
         best_rule = min(sorted(rules), key=lambda a: _mean(values[a].values()), default=None)
@@ -369,7 +371,8 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
             nwt = np.array([r["normalised_weighted_tardiness"] for r in ok], dtype=np.float64)
             entry: dict[str, Any] = {
                 "objective": objective, "size": size, "tier": tier, "rank": None, "agent": agent,
-                "clairvoyant": agent in clairvoyant, "episodes": len(ok), "failed": len(rs) - len(ok),
+                "clairvoyant": agent in clairvoyant, "instances": instances, "episodes": len(ok),
+                "failed": len(rs) - len(ok),
                 "mean": _mean(v), **_ci("ci", v, resamples, seed),
                 "vs_best_rule": math.nan, "vs_clairvoyant": math.nan, "regret": math.nan,
                 "regret_ci_low": math.nan, "regret_ci_high": math.nan,

@@ -96,8 +96,7 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
                   + (", ".join(info["agents"]) or "none") + ".", ""]
         for tier, entries in tiers.items():
             ssi = np.nanmean([e["ssi"] for e in entries])
-            instances = max(e["episodes"] + e["failed"] for e in entries)
-            lines += [f"### {tier} ({instances} instances, mean SSI {ssi:.1f})", "",
+            lines += [f"### {tier} ({entries[0]['instances']} instances, mean SSI {ssi:.1f})", "",
                       "| rank | agent | mean | 95 % CI | vs best rule | vs clairvoyant | regret vs clairvoyant "
                       "[95 % CI] | norm. w. tardiness | episodes | failed | ms / episode |",
                       "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

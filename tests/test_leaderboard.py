@@ -186,3 +186,14 @@ def test_the_difficulty_check_is_not_passed_over_a_tier_without_a_best_rule() ->
     text = leaderboard.markdown(board, {}, [], [], resamples=50)
     assert ("easy 0.5 < hard 1: n/a (no best rule on medium: no rule has a valid schedule on every instance there)"
             in text)
+
+
+def test_a_tier_heading_counts_every_instance_of_its_rows() -> None:
+    """The heading took the most instances any one agent had: two agents on disjoint seeds (all_rows=true over runs
+    of other seed ranges) made 4 instances '2 instances'."""
+    base = next(r for r in _board_rows() if r["agent"] == "rule:A" and r["tier"] == "easy")
+    rows = [{**base, "agent": agent, "agent_hash": agent, "seed": seed} for agent, seeds in (("rule:A", (0, 1)),
+                                                                                              ("rule:B", (2, 3)))
+            for seed in seeds]
+    text = leaderboard.markdown(aggregate(rows, resamples=50), {}, [], [], resamples=50)
+    assert "### easy (4 instances, mean SSI 10.0)" in text
