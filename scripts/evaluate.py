@@ -320,9 +320,11 @@ class Plan:
 
     def labelled(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The rows of this plan's episodes, each under this run's name of its agent (a row may have been stored
-        under another label of the same configuration)."""
-        names = {self.key(*episode): episode[0].agent for episode in self.episodes}
-        return [{**r, "agent": names[row_key(r)]} for r in rows if row_key(r) in names]
+        under another label of the same configuration) and flagged clairvoyant as it is now (a row of an agent in an
+        oracle env stored before 2026-12-05 said false)."""
+        entrants = {self.key(*episode): episode[0] for episode in self.episodes}
+        return [{**r, "agent": entrants[row_key(r)].agent, "clairvoyant": entrants[row_key(r)].clairvoyant}
+                for r in rows if row_key(r) in entrants]
 
     def missing(self, rows: Iterable[Mapping[str, Any]]) -> list[tuple[Entrant, str, str, int]]:
         """This plan's episodes that none of ``rows`` played."""

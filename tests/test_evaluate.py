@@ -485,7 +485,12 @@ def test_an_agent_playing_in_an_oracle_env_is_a_clairvoyant_reference() -> None:
     cfg = config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", "workers=1")
     assert not evaluate.plan(cfg).episodes[0][0].clairvoyant
     OmegaConf.update(cfg, "agent.random.env.observability", "oracle", force_add=True)
-    assert evaluate.plan(cfg).episodes[0][0].clairvoyant
+    plan = evaluate.plan(cfg)
+    assert plan.episodes[0][0].clairvoyant
+    entrant, tier, size, seed = plan.episodes[0]
+    stored = {"agent": "old-label", "agent_hash": entrant.agent_hash, "tier": tier, "size": size, "seed": seed,
+              "objective": plan.objective, "clairvoyant": False}  # a row stored before the flag was set
+    assert plan.labelled([stored]) == [{**stored, "agent": entrant.agent, "clairvoyant": True}]
 
 
 def test_invalid_schedules_and_errors_are_failed_rows(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
