@@ -312,7 +312,13 @@ def paired_margin(agent: Sequence[float] | np.ndarray, reference: Sequence[float
 
 
 def _ratio(num: float, den: float) -> float:
-    return num / den if den > 0 and not math.isnan(num) else math.nan
+    """``num / den`` of two objective means (>= 0): 1 for 0 / 0 (as good), inf for x / 0 (worse than a reference
+    that reached 0, as on easy tiers' weighted tardiness, where NaN showed "—" and hid it); NaN where one is NaN."""
+    if math.isnan(num) or math.isnan(den):
+        return math.nan
+    if den == 0:
+        return 1.0 if num == 0 else math.inf
+    return num / den
 
 
 def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: int = 0) -> list[dict[str, Any]]:

@@ -350,6 +350,17 @@ def _board_rows() -> list[dict]:
     return rows
 
 
+def test_ratios_to_a_reference_that_reached_zero_say_how_the_agent_compares() -> None:
+    """The best rule at 0 (weighted tardiness on an easy tier): an agent at 4.2 showed "—", as if not comparable."""
+    rows = [r for r in _board_rows() if r["tier"] == "easy" and r["agent"] in ("rule:A", "lookahead", "oracle")]
+    rows = [{**r, "objective_value": 0.0 if r["agent"] in ("rule:A", "oracle") else r["objective_value"]}
+            for r in rows]
+    rows += [{**r, "agent": "tie", "agent_hash": "tie", "objective_value": 0.0} for r in rows if r["agent"] == "oracle"]
+    board = {e["agent"]: e for e in aggregate(rows, resamples=200)}
+    assert board["lookahead"]["vs_best_rule"] == math.inf and board["lookahead"]["vs_clairvoyant"] == math.inf
+    assert board["tie"]["vs_best_rule"] == 1.0 and board["tie"]["vs_clairvoyant"] == 1.0
+
+
 def test_aggregate_ranks_normalises_and_labels_references() -> None:
     board = aggregate(_board_rows(), resamples=2000)
     easy = {e["agent"]: e for e in board if e["tier"] == "easy"}
