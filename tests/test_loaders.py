@@ -1118,21 +1118,24 @@ def test_processing_times_shorter_than_the_tolerance_allows_are_refused(job: Job
     assert Instance.build("ok", [Machine("M0")], [Job("J", [{0: 1e-6}])]).elig_time[0] == 1e-6
 
 
+@pytest.mark.parametrize(("value", "reason"), [(1e-7, r"must be >= 1e-06"), (1e31, r"must be <= 1e\+30")])
 @pytest.mark.parametrize(("name", "text", "line", "field"), [
-    ("t.fjs", "1 2 1\n1 2 1 0.0000001 2 5\n", 2, "jobs[0].ops[0].time"),
-    ("t.txt", "1 2\n0 0.0000001 1 5\n", 2, "jobs[0].ops[0].time"),
+    ("t.fjs", "1 2 1\n1 2 1 {} 2 5\n", 2, "jobs[0].ops[0].time"),
+    ("t.txt", "1 2\n0 {} 1 5\n", 2, "jobs[0].ops[0].time"),
     ("t.jsonl", json.dumps({"static_info": {"num_jobs": 1, "num_machines": 1, "ops_per_job": [1],
-                                            "candidates": {"(1,1)": [0]}, "proc_time": {"(1,1)": {"0": 1e-7}}}}),
+                                            "candidates": {"(1,1)": [0]}, "proc_time": {"(1,1)": {"0": "{}"}}}}),
      None, 'static_info.proc_time["(1,1)"].0'),
 ])
-def test_text_and_jms_times_below_the_tolerance_name_the_field_of_the_file(tmp_path: Path, name: str, text: str,
-                                                                          line: int | None, field: str) -> None:
-    """Named by the instance record's field before (jobs[0].ops[0].eligible.0), and JMS said line 1."""
+def test_text_and_jms_times_out_of_bounds_name_the_field_of_the_file(tmp_path: Path, name: str, text: str,
+                                                                     line: int | None, field: str, value: float,
+                                                                     reason: str) -> None:
+    """A time below the tolerance was named by the instance record's field (jobs[0].ops[0].eligible.0), and JMS
+    said line 1; one above MAX_MAGNITUDE was not refused."""
     path = tmp_path / name
-    path.write_text(text)
-    with pytest.raises(InstanceFormatError, match=r"must be >= 1e-06") as exc:
+    path.write_text(text.replace('"{}"', repr(value)).replace("{}", repr(value)))
+    with pytest.raises(InstanceFormatError, match=reason) as exc:
         load_instance(path)
-    assert_located(exc, path, 1e-7, line=line, field=field)
+    assert_located(exc, path, value, line=line, field=field)
     assert exc.value.field == field and exc.value.line == line
 
 
@@ -1198,21 +1201,6 @@ def test_event_numbers_beyond_the_magnitude_bound_are_refused_naming_the_field(s
     assert exc.value.field == field and exc.value.value == value
 
 
-@pytest.mark.parametrize(("name", "text", "line", "field"), [
-    ("t.fjs", "1 2 1\n1 2 1 1e31 2 5\n", 2, "jobs[0].ops[0].time"),
-    ("t.txt", "1 2\n0 1e31 1 5\n", 2, "jobs[0].ops[0].time"),
-    ("t.jsonl", json.dumps({"static_info": {"num_jobs": 1, "num_machines": 1, "ops_per_job": [1],
-                                            "candidates": {"(1,1)": [0]}, "proc_time": {"(1,1)": {"0": 1e31}}}}),
-     None, 'static_info.proc_time["(1,1)"].0'),
-])
-def test_text_and_jms_times_beyond_the_bound_name_the_field_of_the_file(tmp_path: Path, name: str, text: str,
-                                                                       line: int | None, field: str) -> None:
-    path = tmp_path / name
-    path.write_text(text)
-    with pytest.raises(InstanceFormatError, match=r"must be <= 1e\+30") as exc:
-        load_instance(path)
-    assert_located(exc, path, 1e31, line=line, field=field)
-    assert exc.value.field == field and exc.value.line == line
 
 
 def test_a_dsbx_time_beyond_the_bound_names_the_field_of_the_file(reference_dir: Path, tmp_path: Path) -> None:
