@@ -55,6 +55,21 @@ def train_script(monkeypatch: pytest.MonkeyPatch):
     return importlib.import_module("scripts.train")
 
 
+def _ctrl_c_at(timesteps: int, train_script, monkeypatch: pytest.MonkeyPatch) -> type:
+    """Make training raise KeyboardInterrupt (as Ctrl-C would) at the first step at or past ``timesteps``, from the
+    checkpoint callback; returns the callback class it replaces."""
+    checkpoints = train_script.Checkpoints
+
+    class CtrlC(checkpoints):
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= timesteps:
+                raise KeyboardInterrupt
+            return super()._on_step()
+
+    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
+    return checkpoints
+
+
 def _config(out: Path, *overrides: str):
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
         return compose("train/ppo", overrides=[
@@ -426,13 +441,7 @@ def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishe
     """A KeyboardInterrupt inside ``learn`` (raised here by a callback, as Ctrl-C would be) keeps the steps learnt
     since the last checkpoint in ``interrupted.zip``; the printed command resumes from it."""
 
-    class CtrlC(train_script.Checkpoints):
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= 512:
-                raise KeyboardInterrupt
-            return super()._on_step()
-
-    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
+    _ctrl_c_at(512, train_script, monkeypatch)
     short = ("train.total_timesteps=1024", "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short), overrides=["env.tier=medium", "train.resume=old.zip",
@@ -725,12 +734,7 @@ def test_a_second_ctrl_c_while_interrupted_zip_is_saved_does_not_lose_it(cache, 
     save finish and still prints the resume command; before, it cut the save short and nothing was kept."""
     import signal
 
-    class CtrlC(train_script.Checkpoints):
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= 512:
-                raise KeyboardInterrupt
-            return super()._on_step()
-
+    _ctrl_c_at(512, train_script, monkeypatch)
     save = train_script.save_checkpoint
 
     def second_ctrl_c(model, path, validator):
@@ -739,7 +743,6 @@ def test_a_second_ctrl_c_while_interrupted_zip_is_saved_does_not_lose_it(cache, 
             time.sleep(0.05)
         save(model, path, validator)
 
-    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
     monkeypatch.setattr(train_script, "save_checkpoint", second_ctrl_c)
     handler = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt) as caught:
@@ -777,12 +780,7 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     before, both schedules restarted at the resume point (``ppo_1664_steps.zip``, validations at 642 and 1666), so the
     resumed run selected among other policies than the uninterrupted one would have."""
 
-    class CtrlC(train_script.Checkpoints):
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= 640:
-                raise KeyboardInterrupt
-            return super()._on_step()
-
+    checkpoints = _ctrl_c_at(640, train_script, monkeypatch)
     validated: list[int] = []
 
     def validate(agent, env_cfg, instances, progress=False):
@@ -790,12 +788,11 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
         return np.full(len(instances), 10.0 - len(validated))  # every validation a new best
 
     monkeypatch.setattr(train_script, "evaluate", validate)
-    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
     short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short))
     assert caught.value.timesteps == 640 and validated == [2]
-    monkeypatch.setattr(train_script, "Checkpoints", CtrlC.__base__)
+    monkeypatch.setattr(train_script, "Checkpoints", checkpoints)
     validated.clear()
     train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={caught.value.path}"))
     assert validated[:-1] == [1024, 2048]  # the last one: the final test of the selected policy
@@ -808,13 +805,7 @@ def test_a_checkpoint_of_an_interrupted_run_knows_its_objective(cache, train_scr
     (``<stem>.json``). Before, ``PPOAgent`` knew none, so a makespan policy played weighted tardiness unwarned (and
     scripts.evaluate ranked it on any objective)."""
 
-    class CtrlC(train_script.Checkpoints):
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= 768:
-                raise KeyboardInterrupt
-            return super()._on_step()
-
-    monkeypatch.setattr(train_script, "Checkpoints", CtrlC)
+    _ctrl_c_at(768, train_script, monkeypatch)
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", "env.objective=makespan", "train.checkpoint_every=512",
                                    "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null"))
