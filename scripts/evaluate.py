@@ -16,9 +16,10 @@ Rows (fields: docs/leaderboard.md) go to :class:`~dynasched_gym.results.ResultSt
 (agent config hash, tier, size, seed, objective): rows already in the store are reused, so an
 interrupted run resumes where it stopped, and concurrent runs (launcher workers) never store a key twice.
 
-Failures a rerun may not repeat are kept out of the store: an episode in which decisions fell back to
-the rule because requests failed (an LLM agent's ``usage["fallback_error"]``) is a failed row with
-``retry: true`` that is reported but not stored, so the next run plays it again; an exception that
+Failures a rerun may not repeat are kept out of the store: an episode in which requests to the model
+failed after their retries (an LLM agent's ``usage["errors"]``: decisions that fell back to the rule, lost
+reflection rounds or best-of-n samples) is a failed row with ``retry: true`` that is reported but not
+stored, so the next run plays it again; an exception that
 sets ``stops_run`` (the LLM agent's ``LLMUnavailableError``: the endpoint failed several decisions in a
 row; an ``LLMConfigError`` for a wrong key or model) stops the whole evaluation with
 :class:`EvaluationStopped`. Ctrl-C stops it too (also during a CP-SAT solve); the episode it
@@ -533,12 +534,16 @@ def play_episode(entrant: Entrant, tier: str, size: str, seed: int, objective: s
         row.update(extra, decisions=decisions,
                    decisions_per_second=decisions / wall if decisions is not None and wall > 0 else None)
         report = dynasched_gym.validate_schedule(schedule) if validate else None
-        failed_requests = int((extra.get("usage") or {}).get("fallback_error", 0))
+        usage = extra.get("usage") or {}
+        # every failed request, not only those that made a decision fall back: a lost reflection round or best-of-n
+        # sample changes the decision too, and a rerun with a working endpoint would make another
+        failed_requests, fell_back = int(usage.get("errors", 0)), int(usage.get("fallback_error", 0))
         if failed_requests:
             row.update(status="error", retry=True, error=(
-                f"{failed_requests} of {decisions} decisions fell back to the rule because requests to the model "
-                "failed (endpoint errors); not stored: a rerun plays the episode again (the response cache "
-                "replays the decisions that succeeded)"))
+                f"{failed_requests} request(s) to the model failed (endpoint errors; {fell_back} "
+                f"of {decisions} decisions fell back to the rule, the others lost a reflection round or a best-of-n "
+                "sample); not stored: a rerun plays the episode again (the response cache replays the requests that "
+                "succeeded)"))
         elif report is not None and not report.ok:
             row.update(status="invalid", error=f"{len(report.violations)} violation(s)",
                        violations=[f"{v.kind}: {v.message}" for v in report.violations[:10]])

@@ -850,6 +850,26 @@ def test_an_episode_with_failed_requests_is_not_stored_and_a_rerun_retries_it(ca
     evaluate._player.cache_clear()
 
 
+def test_an_episode_whose_reflection_request_failed_is_not_stored(cache: Path, tmp_path: Path, server) -> None:
+    """A failed reflection round keeps the first answer, so no decision falls back (fallback_error 0), yet the
+    decision is not the one the agent makes with a working endpoint: the row was stored as ok (docs/llm.md: stored
+    ok rows never hold a decision that the endpoint failed to make)."""
+    from test_llm_client import first_id
+
+    def reflection_fails(body: dict) -> dict:
+        return {"status": 500} if server.requests == 2 else first_id(body)
+
+    server.responder = reflection_fails  # the first decision's reflection round fails after its retries
+    cfg = _llm_config(tmp_path, server.url, "agent.llm.kwargs.refinement=reflection")
+    evaluate._player.cache_clear()
+    summary = evaluate.run(cfg)
+    llm = [r for r in summary.rows if r["agent"] == "llm:L2"]
+    assert len(llm) == 1 and llm[0]["usage"]["errors"] == 1 and llm[0]["usage"]["fallback_error"] == 0
+    assert llm[0]["status"] == "error" and llm[0]["retry"] and "1 request(s)" in llm[0]["error"]
+    assert [r["agent"] for r in ResultStore(cfg.store).rows()] == ["random"]
+    evaluate._player.cache_clear()
+
+
 def test_an_unreachable_llm_endpoint_stops_the_evaluation(cache: Path, tmp_path: Path) -> None:
     cfg = _llm_config(tmp_path, "http://127.0.0.1:9/v1", "agent.llm.kwargs.timeout=0.5")
     evaluate._player.cache_clear()
