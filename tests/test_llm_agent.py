@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -360,6 +361,25 @@ def test_config_hides_the_key_and_bad_settings_name_the_field(server: ChatServer
     for field, value in (("ask_single", "yes"), ("priors", ["hard"])):  # accepted: "yes" is true, a list failed later
         with pytest.raises(TypeError, match=field):
             make("llm", model="m", cache=False, **{field: value})
+
+
+@pytest.mark.parametrize(("priors", "entry"), [
+    ({"target_ranges": {"utilization": None}}, "'target_ranges'"), ({"target_ranges": {"u": ["low", 1]}},
+                                                                     "'target_ranges'"),
+    ({"event_rates": {"breakdown": {"mean": 1}}}, "'event_rates'"), ({"ssi": "high"}, "'ssi'"),
+    ({"ssi_band": 50}, "'ssi_band'"), ({"ssi": float("nan")}, "'ssi'"), ({"size": float("inf")}, "'size'"),
+    ({3: "x"}, "3"),
+])
+def test_priors_the_prompt_cannot_show_are_refused_naming_the_entry(server: ChatServer, priors: dict, entry: str
+                                                                    ) -> None:
+    """They were accepted and failed in the first L3 prompt (a TypeError out of the number formatting naming
+    nothing), or in the config's hash (NaN)."""
+    with pytest.raises((TypeError, ValueError), match=re.escape(f"priors[{entry}]")):
+        agent_for(server, level="L3", priors=priors)
+    agent = agent_for(server, level="L3", priors={"tier": "hard", "ssi_band": [50, 75], "target_ranges": {
+        "utilization": [0.4, 0.8], "note": "x"}, "size": "small", "rates": [1, 2]})
+    _env, obs, info, slots = first_decision(agent)
+    assert agent.act(obs, info) == slots[0]
 
 
 def test_one_rule_given_as_a_string_is_one_rule(server: ChatServer) -> None:

@@ -52,6 +52,7 @@ from dynasched_gym.agents.llm.prompts import (
     MachineStats,
     View,
     agent_name,
+    check_priors,
     design_priors,
     messages,
     observe,
@@ -154,8 +155,7 @@ class LLMAgent(Agent):
             raise ValueError(f"variant {variant!r} is defined at level {VARIANT_LEVEL[variant]!r}, got level {level!r}")
         if objective is not None:
             check_choice("objective", objective, OBJECTIVES)
-        if priors is not None and not isinstance(priors, Mapping):
-            raise TypeError(f"priors must be a mapping of prior names to values or None, got {priors!r}")
+        priors = None if priors is None else check_priors(priors)
         max_rows, future_events, samples, reflection_rounds, max_tool_rounds, max_consecutive_errors = (
             check_integer(name, value, minimum) for name, value, minimum in (
                 ("max_rows", max_rows, 1), ("future_events", future_events, 0), ("samples", samples, 1),

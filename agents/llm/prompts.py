@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.checks import is_finite_real, is_real
 from dynasched_gym.core.compiled import (
     C_EVENT,
     C_RELEASE,
@@ -347,6 +348,38 @@ def design_priors(tier: str | None, size: str | None, ssi: float | None = None) 
                   arrivals={"pattern": preset.arrivals.pattern, "amplitude": preset.arrivals.amplitude},
                   event_rates=rates)
     return priors
+
+
+def check_priors(priors: Any) -> dict[str, Any]:
+    """``priors`` (the agent's setting) as a dict, checked to be what :func:`_priors_text` shows and a config hashes:
+    text keys; ``ssi`` a number, ``ssi_band`` a pair of numbers; other entries text, a number, a list of them, or a
+    mapping of names to text, numbers or lists of numbers (numbers finite). A TypeError or ValueError names the
+    entry and its value: others failed in the first L3 prompt, or in the config's hash (NaN), naming nothing."""
+    if not isinstance(priors, Mapping):
+        raise TypeError(f"priors must be a mapping of prior names to values or None, got {priors!r}")
+
+    def numbers(v: Any) -> bool:
+        return isinstance(v, (list, tuple)) and all(map(is_finite_real, v))
+
+    def flat(v: Any) -> bool:
+        return isinstance(v, str) or is_finite_real(v)
+
+    for name, value in priors.items():
+        if not isinstance(name, str):
+            raise TypeError(f"priors[{name!r}]: prior names must be text, got {name!r}")
+        if name == "ssi":
+            ok, want = is_finite_real(value), "a finite number"
+        elif name == "ssi_band":
+            ok, want = numbers(value) and len(value) == 2, "a pair of finite numbers"
+        elif isinstance(value, Mapping):
+            ok = all(isinstance(k, str) and (flat(v) or numbers(v)) for k, v in value.items())
+            want = "a mapping of names to text, finite numbers or lists of finite numbers"
+        else:
+            ok = flat(value) or (isinstance(value, (list, tuple)) and all(map(flat, value)))
+            want = "text, a finite number, a list of them or a mapping"
+        if not ok:
+            raise (ValueError if is_real(value) else TypeError)(f"priors[{name!r}] must be {want}, got {value!r}")
+    return dict(priors)
 
 
 def _priors_text(priors: Mapping[str, Any]) -> str:
