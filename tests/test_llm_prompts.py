@@ -13,7 +13,7 @@ from test_llm_client import ChatServer, table_ids
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import Event, EventType, Instance, Job, Machine, ssi
 from dynasched_gym.agents import make
-from dynasched_gym.agents.llm.prompts import MachineStats, View, design_priors, messages, observe
+from dynasched_gym.agents.llm.prompts import MachineStats, View, design_priors, messages, observe, system_prompt
 from dynasched_gym.agents.llm.tools import Toolbox
 from dynasched_gym.agents.lookahead import rule_codes
 from dynasched_gym.agents.rules import RuleAgent
@@ -213,6 +213,14 @@ def test_prompt_variants_separate_priors_from_length() -> None:
     assert "<global_priors>" in messages(view, "L3", "priors_tagged", "cot", priors)[0]["content"]
     with pytest.raises(ValueError, match="variant 'padded' is defined at level 'L2', got level 'L3'"):
         make("llm", model="m", level="L3", variant="padded", cache=False)
+
+
+def test_every_given_prior_is_shown() -> None:
+    """The tier was written only on the SSI line: priors given to the agent with a tier and no SSI lost it."""
+    system = system_prompt("L3", "direct", "weighted_tardiness", {"tier": "hard", "size": "small"})
+    assert "- tier: hard" in system and "- size: small" in system
+    with_band = system_prompt("L3", "direct", "weighted_tardiness", design_priors("hard", "small"))
+    assert "(its tier's band), tier hard" in with_band and "- tier:" not in with_band  # on the SSI line, as before
 
 
 def test_design_priors_of_a_tier_come_from_its_prior_and_size_preset() -> None:

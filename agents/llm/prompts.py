@@ -88,8 +88,8 @@ VARIANT_LEVEL = {"padded": "L2", "priors": "L2", "priors_tagged": "L3"}
 MODES = ("direct", "cot", "tools")
 #: Version of what the prompts show, part of :meth:`LLMAgent.config` so that stored episodes played with other
 #: prompts are never reused; bump it with every change of a prompt's content (2: L3 shows the priors of an
-#: explicit instance's stated tier).
-PROMPT_VERSION = 2
+#: explicit instance's stated tier; 3: a given priors mapping's tier is shown also without an SSI).
+PROMPT_VERSION = 3
 
 _MWKR = JOB_RULES.index("MWKR")
 _OBJECTIVE_TEXT = {
@@ -386,13 +386,15 @@ def _priors_text(priors: Mapping[str, Any]) -> str:
     if not priors:
         return "Design priors: none known for this instance."
     lines = ["Design priors of the scenario generator (what it aimed for, not what will happen):"]
+    shown = {"ssi", "ssi_band"}
     if "ssi" in priors or "ssi_band" in priors:
         score = (fmt(priors["ssi"]) if "ssi" in priors
                  else "-".join(fmt(x) for x in priors["ssi_band"]) + " (its tier's band)")
         lines.append(f"- Schedule Stress Index (0-100, higher = harder): {score}"
                      + (f", tier {priors['tier']}" if "tier" in priors else ""))
+        shown.add("tier")  # on the SSI line; without one it has a line of its own
     for name, value in priors.items():
-        if name in ("ssi", "ssi_band", "tier"):
+        if name in shown:
             continue
         if isinstance(value, Mapping):
             items = ", ".join(f"{k} {fmt(v) if isinstance(v, (int, float)) else '-'.join(fmt(x) for x in v)}"
