@@ -390,6 +390,14 @@ def test_one_rule_given_as_a_string_is_one_rule(server: ChatServer) -> None:
         agent_for(server, prune_rules="NOPE")
 
 
+@pytest.mark.parametrize("field", ["prune_rules", "rollout_rules"])
+def test_an_empty_rule_list_is_refused_naming_the_setting(field: str) -> None:
+    """[] played the defaults (as None does) while the config said [], so one agent hashed two ways; the lookahead
+    agent refuses an empty rollout_rules."""
+    with pytest.raises(ValueError, match=rf"{field} must name at least one rule or be None.*got \[\]"):
+        make("llm", model="m", cache=False, **{field: []})
+
+
 def test_configs_spell_each_rule_one_way() -> None:
     """``fallback="edd:eet"`` is the agent of ``fallback="EDD:EET"``: the same config, so one set of result rows (the
     configs held the spellings given, and hashed apart). A job rule alone is ``JOB:EET`` as the fallback (a rule

@@ -170,6 +170,9 @@ class LLMAgent(Agent):
         sample_top_p = check_real("sample_top_p", sample_top_p, 0.0, 1.0, open_low=True)
         prune_rules, rollout_rules = (None if rules is None else rule_list(rules)
                                       for rules in (prune_rules, rollout_rules))
+        for name, rules in (("prune_rules", prune_rules), ("rollout_rules", rollout_rules)):
+            if rules == ():  # it played the defaults, as None does, under a config of its own
+                raise ValueError(f"{name} must name at least one rule or be None (the defaults), got []")
         if fallback:  # fail now on a bad name, not in the first episode
             parse_rule(fallback)
         for rule in (*(prune_rules or ()), *(rollout_rules or ())):
