@@ -41,7 +41,14 @@ from dynasched_gym.io import dsbx_dir
 from dynasched_gym.paths import locks_available
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import (
+    SettingError,
+    check_added_keys,
+    launcher_checked,
+    output_folder,
+    setting_errors_exit,
+    settings_checked,
+)
 
 #: Config mappings whose keys calibrate checks itself: calibrate()'s options, and the scenario (Scenario.from_dict
 #: refuses an unknown field), where + adds the fields a preset leaves at their defaults (scale.horizon, ...).
@@ -257,6 +264,15 @@ def abandon(out: Path) -> None:
         out.rmdir()
 
 
+def _mapping(cfg: DictConfig, key: str) -> dict[str, Any]:
+    """The setting ``key`` (dotted) as a plain dict; a :class:`SettingError` naming it where it is no mapping
+    (``options=null`` failed in OmegaConf with "Input cfg is not an OmegaConf config object", naming no setting)."""
+    node = OmegaConf.select(cfg, key)
+    if not isinstance(node, DictConfig):
+        raise SettingError(f"{key} must be a mapping, got {node!r:.80}")
+    return OmegaConf.to_container(node, resolve=True)
+
+
 def run(cfg: DictConfig) -> Path:
     """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory.
 
@@ -264,14 +280,14 @@ def run(cfg: DictConfig) -> Path:
     """
     with settings_checked():
         out = output_folder("out", cfg.out)
-        options = OmegaConf.to_container(cfg.options, resolve=True)
+        options = _mapping(cfg, "options")
         seed = check_calibration(cfg.method, cfg.seed, **options)
         import_matplotlib("matplotlib.figure")  # before the calibration: its convergence figure is drawn at the end
         try:
-            scenario = Scenario.from_dict(OmegaConf.to_container(cfg.size.scenario, resolve=True))
+            scenario = Scenario.from_dict(_mapping(cfg, "size.scenario"))
         except InstanceFormatError as exc:
             raise exc.located("size.scenario") from None  # its fields are paths below size.scenario
-        targets = {k: v for k, v in OmegaConf.to_container(cfg.targets, resolve=True).items() if v is not None}
+        targets = {k: v for k, v in _mapping(cfg, "targets").items() if v is not None}
         scenario = replace_targets(scenario, **targets)
         out.parent.mkdir(parents=True, exist_ok=True)
         owned = claim(out)  # before the work: of two runs given one out, the second stops here, not after its own

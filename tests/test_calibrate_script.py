@@ -205,6 +205,16 @@ def test_a_bad_scenario_field_names_its_place_below_size_scenario(tmp_path: Path
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("key", ["options", "targets", "size.scenario"])
+@pytest.mark.parametrize(("value", "shown"), [("null", "None"), ("5", "5")])
+def test_a_section_that_is_no_mapping_is_refused_naming_it(tmp_path: Path, script, key: str, value: str, shown: str
+                                                         ) -> None:
+    cfg = _config(tmp_path / "cal", f"{key}={value}")
+    with pytest.raises(SettingError, match=rf"^{re.escape(key)} must be a mapping, got {shown}$"):
+        script.run(cfg)  # was "Input cfg is not an OmegaConf config object (NoneType)", naming no setting
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unexpressible_instance_is_written_without_rework_and_says_so(tmp_path: Path, script) -> None:
     out = script.run(_config(tmp_path / "cal", "size.scenario.events.rework=1.0"))
     assert any(e.type.name == "REWORK" for e in load_instance(out / "instance.json").events)
