@@ -188,6 +188,12 @@ def test_bad_configs_are_rejected_naming_the_field(small, path, value, field):
     assert field in str(err.value) and repr(value) in str(err.value)
 
 
+@pytest.mark.parametrize("data", [None, 5, [], "small"])
+def test_a_scenario_from_anything_but_a_mapping_is_refused(data):
+    with pytest.raises(InstanceFormatError, match=rf"^<scenario>: expected a mapping \(got {re.escape(repr(data))}\)"):
+        Scenario.from_dict(data)  # None returned None, not a Scenario
+
+
 def test_unknown_fields_groups_and_presets_are_rejected(small):
     data = small.to_dict()
     data["targets"]["utilisation"] = 0.5

@@ -196,6 +196,8 @@ class Scenario:
 
         Errors name fields by their path in ``data`` (``targets.utilization``, ``plant.groups[0].speeds[1]``).
         """
+        if data is None:  # _from_mapping passes a null section on, for validation to name; a null scenario was None
+            raise InstanceFormatError("expected a mapping", source="<scenario>", value=data)
         return _from_mapping(cls, data, "")
 
     @classmethod
