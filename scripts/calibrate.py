@@ -288,7 +288,12 @@ def run(cfg: DictConfig) -> Path:
         except InstanceFormatError as exc:
             raise exc.located("size.scenario") from None  # its fields are paths below size.scenario
         targets = {k: v for k, v in _mapping(cfg, "targets").items() if v is not None}
-        scenario = replace_targets(scenario, **targets)
+        try:
+            scenario = replace_targets(scenario, **targets)
+        except InstanceFormatError as exc:  # named as the user gave it, not as a field of an unnamed "<scenario>"
+            if exc.field in {f"targets.{name}" for name in targets}:
+                raise SettingError(f"{exc.field} {exc.reason}, got {exc.value!r:.80}") from None
+            raise exc.located("size.scenario") from None  # a field of size.scenario, out of bounds under new targets
         out.parent.mkdir(parents=True, exist_ok=True)
         owned = claim(out)  # before the work: of two runs given one out, the second stops here, not after its own
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed onto the claimed out when complete

@@ -215,6 +215,20 @@ def test_a_section_that_is_no_mapping_is_refused_naming_it(tmp_path: Path, scrip
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["targets.utilization=2"], r"^targets\.utilization must be a number in \[0\.001, 1\.0\), got 2$"),
+    (["targets.arrival_scv=abc"], r"^targets\.arrival_scv must be a number in \[0\.0, 10\.0\], got 'abc'$"),
+    # a target that puts a field of the scenario out of bounds: that field, below size.scenario
+    (["size.scenario.scale.num_jobs=null", "+size.scenario.scale.horizon=30", "targets.utilization=0.01"],
+     r"^size\.scenario, field 'scale\.horizon': plans 0 jobs"),
+])
+def test_a_bad_target_names_the_setting_it_was_given_as(tmp_path: Path, script, overrides: list[str], message: str
+                                                       ) -> None:
+    with pytest.raises(SettingError, match=message):  # was "<scenario>, field 'targets.utilization': ..."
+        script.run(_config(tmp_path / "cal", *overrides))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unexpressible_instance_is_written_without_rework_and_says_so(tmp_path: Path, script) -> None:
     out = script.run(_config(tmp_path / "cal", "size.scenario.events.rework=1.0"))
     assert any(e.type.name == "REWORK" for e in load_instance(out / "instance.json").events)
