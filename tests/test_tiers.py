@@ -303,6 +303,18 @@ def test_a_typo_in_a_sizes_key_is_an_error_naming_file_and_key(conf_copy: Path, 
         assert err.value.source == str(path) and err.value.field == "sizes.smal"
 
 
+def test_a_typo_in_a_top_level_key_is_an_error_naming_file_and_key(conf_copy: Path, tmp_path: Path) -> None:
+    path = _edit_tier_file(conf_copy, "easy", lambda d: d.update(size=d.pop("sizes")))
+    for load in (lambda: tiers.tier_prior("easy", "small"), lambda: tier_pool("easy", cache_dir=tmp_path / "c")):
+        with pytest.raises(InstanceFormatError, match=r"unknown key \(known: name, prior, sizes\)") as err:
+            load()  # was silently ignored: the small pool used the medium ranges
+        assert err.value.source == str(path) and err.value.field == "size"
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(InstanceFormatError, match="expected a mapping") as err:
+        tiers.tier_prior("easy", "small")  # was AttributeError: 'NoneType' object has no attribute 'get'
+    assert err.value.source == str(path)
+
+
 @pytest.mark.parametrize(("where", "field"), [(("prior",), "prior.disturbance[1]"),
                                               (("sizes", "large"), "sizes.large.disturbance[1]")])
 def test_prior_ranges_outside_the_target_range_fail_on_load(conf_copy: Path, where: tuple, field: str) -> None:

@@ -79,6 +79,8 @@ POOL_FORMAT = "dynasched-pool/1"
 MAX_ATTEMPTS = 50
 CALIBRATION: dict[str, Any] = {"method": "sesc", "options": {}}
 MANIFEST = "manifest.json"
+#: The keys of a tier file ``conf/tier/<tier>.yaml`` (``name`` is documentation only).
+TIER_FILE_KEYS = ("name", "prior", "sizes")
 
 
 class CacheWarning(UserWarning):
@@ -95,8 +97,8 @@ def default_cache_dir() -> Path:
 def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
     """The prior of ``tier`` for size preset ``size``: target -> [low, high] (``conf/tier/<tier>.yaml``).
 
-    The whole file is checked, every ``sizes`` entry included: ``sizes`` keys must be size presets
-    (:func:`~dynasched_gym.generation.scenario.size_presets`), and every range a ``[low, high]`` with
+    The whole file is checked, every ``sizes`` entry included: its keys must be :data:`TIER_FILE_KEYS`, ``sizes``
+    keys size presets (:func:`~dynasched_gym.generation.scenario.size_presets`), and every range a ``[low, high]`` with
     low <= high and both ends allowed values of the target
     (:data:`~dynasched_gym.generation.scenario.TARGET_RANGES`), so that no draw can fall outside them.
     An :class:`~dynasched_gym.errors.InstanceFormatError` names the file, the key and the value.
@@ -104,6 +106,12 @@ def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
     check_choice("tier", tier, TIERS)
     path = conf.CONF_DIR / "tier" / f"{tier}.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, Mapping):
+        raise InstanceFormatError("expected a mapping", source=str(path), value=data)
+    unknown_keys = sorted(set(data) - set(TIER_FILE_KEYS), key=str)
+    if unknown_keys:  # a misspelt "sizes" was ignored: every size drew from the medium preset's ranges
+        raise InstanceFormatError(f"unknown key (known: {', '.join(TIER_FILE_KEYS)})", source=str(path),
+                                  field=str(unknown_keys[0]), value=data[unknown_keys[0]])
     sizes = data.get("sizes") or {}
     _check_mapping(path, "sizes", sizes)
     unknown = sorted(set(sizes) - set(size_presets()), key=str)
