@@ -326,6 +326,47 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     assert json.loads((out / "summary.json").read_text())["spearman"] is None  # was a bare NaN: not JSON
 
 
+@pytest.mark.parametrize("change", ["ssi_version", "generator_version", "preset"])
+def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str],
+                                                                       change: str) -> None:
+    """A row holds the SSI score and tier of its instance: one computed by an older SSI or generator, or on an
+    edited size preset, is recomputed (and kept), not reported as this code's (make bench reran on the old rows)."""
+    from dynasched_gym.generation import Scenario
+    from scripts import validate_ssi
+
+    computed: list[int] = []
+
+    def fake(index: int, targets: dict) -> dict:
+        computed.append(index)
+        return {"index": index, "size": validate_ssi.SIZES[index % 2], "targets": targets, "converged": True,
+                "ssi": 10.0 * index, "tier": "easy", "components": {}, "difficulty": float(index)}
+
+    monkeypatch.setattr(validate_ssi, "evaluate", fake)
+    monkeypatch.setattr(validate_ssi, "_plot", lambda *args: None)
+    args = ["--instances", "3", "--out", str(tmp_path / "ssi")]
+    validate_ssi.main(args)
+    computed.clear()
+    validate_ssi.main(args)
+    assert computed == []
+    if change == "preset":
+        preset = Scenario.preset
+
+        def edited(size: str) -> Scenario:
+            scenario = preset(size)
+            scenario.events.rework = 0.5
+            return scenario
+
+        monkeypatch.setattr(Scenario, "preset", edited)
+    else:
+        monkeypatch.setattr(validate_ssi, change.upper(), "999")
+    capsys.readouterr()
+    validate_ssi.main(args)
+    assert computed == [0, 1, 2]
+    assert "ignoring 3 row(s)" in capsys.readouterr().err
+
+
 def test_calibrate_compare_resumes_only_runs_of_its_own_grid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from scripts import calibrate_compare
     from scripts.journal import JournalWarning
