@@ -15,7 +15,8 @@ evaluations (``measure`` calls, SESC's bisection included).
 
 Resumable: every finished run is appended to ``<out>.jsonl`` (the whole file rewritten atomically,
 one row per run key) and skipped on restart. A run is keyed by its target vector itself, not its index
-in the grid (the Latin-hypercube points depend on ``--vectors``), so rows of another grid in the same
+in the grid (the Latin-hypercube points depend on ``--vectors``), and by what it ran on (:func:`code_key`: the
+size preset and ``GENERATOR_VERSION``), so rows of another grid, preset or generator in the same
 journal are kept but never reused; an unreadable line (e.g. a partial one left by an older writer) is
 skipped with a warning. The summary and this grid's rows go to ``--out`` as JSON.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import statistics
 from collections.abc import Iterator
@@ -37,7 +39,15 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.cli import doc_summary, output_file_argument
-from dynasched_gym.generation import MAX_SEEDS, Scenario, calibrate, evolutionary, sesc, size_presets
+from dynasched_gym.generation import (
+    GENERATOR_VERSION,
+    MAX_SEEDS,
+    Scenario,
+    calibrate,
+    evolutionary,
+    sesc,
+    size_presets,
+)
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
@@ -74,10 +84,19 @@ def counting_measure() -> Iterator[list[int]]:
         sesc.measure = evolutionary.measure = original
 
 
+def code_key(scenario: Scenario) -> str:
+    """The SHA-256 of what a run depends on besides its settings: the preset ``scenario`` and ``GENERATOR_VERSION``
+    (runs of an older generator were reused, so a rerun to time a new one reported the old times)."""
+    inputs = {"scenario": scenario.to_dict(), "generator_version": GENERATOR_VERSION}
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
 def run_key(row: dict[str, Any]) -> tuple:
     """What identifies one run (rows with the same key are the same run): size, target vector (its items,
-    sorted), seed, method and budget. The vector's index is not part of it: it depends on ``--vectors``."""
-    return row["size"], tuple(sorted(row["targets"].items())), row["seed"], row["method"], row["budget"]
+    sorted), seed, method, budget and :func:`code_key` (None in rows written before it was kept). The vector's
+    index is not part of it: it depends on ``--vectors``."""
+    return (row["size"], tuple(sorted(row["targets"].items())), row["seed"], row["method"], row["budget"],
+            row.get("code"))
 
 
 def run_one(scenario: Scenario, size: str, index: int, targets: dict[str, float], seed: int, method: str,
@@ -141,19 +160,20 @@ def main(argv: list[str] | None = None) -> None:
                      f"{args.vectors} x {args.seeds}")
 
     scenario = Scenario.preset(args.size)
+    code = code_key(scenario)
     vectors = target_vectors(args.vectors)
     journal = args.out.with_suffix(".jsonl")
     rows = load_rows(journal)
     plan = [(i, seed, method) for i in range(len(vectors)) for seed in range(args.seeds) for method in METHODS]
-    keys = [run_key({"size": args.size, "targets": vectors[i], "seed": seed, "method": method, "budget": args.budget})
-            for i, seed, method in plan]
+    keys = [run_key({"size": args.size, "targets": vectors[i], "seed": seed, "method": method, "budget": args.budget,
+                     "code": code}) for i, seed, method in plan]
     pending = [job for job, key in zip(plan, keys) if key not in rows]
     if pending:
         for method in METHODS:  # untimed warm-up: imports of cma / pymoo, first-call caches
             calibrate(Scenario.preset("small"), method=method, seed=0, **({} if method == "sesc" else {"budget": 20}))
     for i, seed, method in tqdm(pending, desc=f"calibrate {args.size}", initial=len(plan) - len(pending),
                                 total=len(plan)):
-        row = run_one(scenario, args.size, i, vectors[i], seed, method, args.budget)
+        row = {**run_one(scenario, args.size, i, vectors[i], seed, method, args.budget), "code": code}
         rows[run_key(row)] = row
         write_text_atomic(journal, "".join(json.dumps(r) + "\n" for r in rows.values()))
 

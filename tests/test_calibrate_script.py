@@ -326,6 +326,47 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     assert json.loads((out / "summary.json").read_text())["spearman"] is None  # was a bare NaN: not JSON
 
 
+@pytest.mark.parametrize("change", ["generator_version", "preset"])
+def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        change: str) -> None:
+    """A run's errors, evaluations and time are those of the generator and preset it ran on: a run of an older
+    GENERATOR_VERSION (its timing the point of a rerun) or an edited preset is run again, and kept."""
+    from dynasched_gym.generation import Scenario
+    from scripts import calibrate_compare
+
+    calls: list[tuple] = []
+
+    def fake_run(scenario, size, index, targets, seed, method, budget) -> dict:
+        calls.append((index, seed, method))
+        return {"size": size, "vector": index, "seed": seed, "method": method, "budget": budget, "targets": targets,
+                "converged": True, "max_error": 0.01, "errors": {}, "seconds": 0.1, "evaluations": 5, "steps": 1}
+
+    monkeypatch.setattr(calibrate_compare, "run_one", fake_run)
+    monkeypatch.setattr(calibrate_compare, "calibrate", lambda *args, **kwargs: None)  # the untimed warm-up
+    out = tmp_path / "cmp.json"
+    args = ["--size", "small", "--vectors", "2", "--seeds", "1", "--budget", "20", "--out", str(out)]
+    runs = 2 * len(calibrate_compare.METHODS)
+    calibrate_compare.main(args)
+    calibrate_compare.main(args)
+    assert len(calls) == runs
+    if change == "preset":
+        preset = Scenario.preset
+
+        def edited(size: str) -> Scenario:
+            scenario = preset(size)
+            scenario.events.rework = 0.5
+            return scenario
+
+        monkeypatch.setattr(Scenario, "preset", edited)
+    else:
+        monkeypatch.setattr(calibrate_compare, "GENERATOR_VERSION", "999")
+    calls.clear()
+    calibrate_compare.main(args)
+    assert len(calls) == runs
+    assert len(out.with_suffix(".jsonl").read_text().splitlines()) == 2 * runs  # the older runs are kept
+
+
 @pytest.mark.parametrize("change", ["ssi_version", "generator_version", "preset"])
 def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch,
