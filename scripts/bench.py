@@ -73,7 +73,14 @@ from dynasched_gym.generation.tiers import tier_pool
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io import dsbx_dir
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, launcher_checked, output_file, setting_errors_exit, settings_checked
+from scripts.overrides import (
+    CONFIG_PATH,
+    check_added_keys,
+    launcher_checked,
+    output_file,
+    setting_errors_exit,
+    settings_checked,
+)
 from scripts.peers._common import chunk_of, medians
 from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 
@@ -621,7 +628,7 @@ def measure(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, Any]:
 
 
 @launcher_checked
-@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="bench", version_base="1.3")
+@hydra.main(config_path=CONFIG_PATH, config_name="bench", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point (conf/bench.yaml); exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM (the
     sections measured are written first)."""

@@ -42,6 +42,7 @@ from dynasched_gym.paths import locks_available
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
+    CONFIG_PATH,
     SettingError,
     check_added_keys,
     launcher_checked,
@@ -317,7 +318,7 @@ def run(cfg: DictConfig) -> Path:
 
 
 @launcher_checked
-@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="calibrate", version_base="1.3")
+@hydra.main(config_path=CONFIG_PATH, config_name="calibrate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM."""
     with setting_errors_exit(), interrupted_exit("nothing was written (a calibration is written whole, at its end)"):

@@ -64,6 +64,7 @@ from dynasched_gym.results import (
 from dynasched_gym.schedule import Schedule
 from scripts.interrupts import interrupted_exit, stop_workers
 from scripts.overrides import (
+    CONFIG_PATH,
     SettingError,
     check_added_keys,
     launcher_checked,
@@ -738,7 +739,7 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
 
 
 @launcher_checked
-@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="evaluate", version_base="1.3")
+@hydra.main(config_path=CONFIG_PATH, config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
     :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C or SIGTERM (the

@@ -43,7 +43,14 @@ from dynasched_gym.results import aggregate, format_number
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, palette, save_figure
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
-from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import (
+    CONFIG_PATH,
+    check_added_keys,
+    launcher_checked,
+    output_folder,
+    setting_errors_exit,
+    settings_checked,
+)
 
 #: PPO entrants: label -> the observability its checkpoint must have been trained on.
 PPO_LEVELS = {"ppo:concise": "concise", "ppo:full": "full"}
@@ -326,7 +333,7 @@ def run(cfg: DictConfig) -> Report:
 
 
 @launcher_checked
-@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="observability", version_base="1.3")
+@hydra.main(config_path=CONFIG_PATH, config_name="observability", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped
     (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why), with

@@ -14,7 +14,9 @@ script's ``main`` runs inside :func:`setting_errors_exit`, which prints ``error:
 A launcher whose Hydra plugin is not installed (``-m launcher=slurm`` or Hydra's own
 ``hydra/launcher=submitit_slurm`` without hydra-submitit-launcher) fails in Hydra, before any script runs, as a
 config it cannot find: each script's ``hydra.main`` is wrapped in :func:`launcher_checked`, which refuses it first
-the same way, naming the extra that installs the plugin.
+the same way, naming the extra that installs the plugin. It refuses too an override choosing a config that its
+config group lacks (``size=huge``, ``agent=[rules,nosuch]``, ``-m size=small,huge``) or null, which Hydra reports as a
+multi-line error or a traceback (leaving a sweep's folder behind): :func:`check_config_groups`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from typing import Any, NoReturn
 from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.errors import MissingExtraError, missing_extra
+
+#: The config path of every script's ``hydra.main``, where :func:`launcher_checked` looks up config groups.
+CONFIG_PATH = "pkg://dynasched_gym.conf"
 
 #: The project's launchers (``conf/launcher/<name>.yaml``) -> the package of the Hydra plugin each selects (in the
 #: ``dist`` extra; its module is ``hydra_plugins.<package with underscores>``).
@@ -203,12 +208,72 @@ def check_launcher(overrides: Sequence[str], multirun: bool = True) -> None:
                 raise missing_extra("dist", f"{override.key_or_group}={name}", package)
 
 
+def _chosen(value: Any) -> list[Any]:
+    """The config names a config group override's value chooses: the value, a list's items, a choice sweep's values
+    (each a name or a list of names)."""
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    values = value.list if isinstance(value, ChoiceSweep) else [value]
+    return [name for item in values for name in (item if isinstance(item, list) else [item])]
+
+
+def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
+                        config_name: str | None = None) -> None:
+    """Raise a :class:`SettingError` naming the group's configs when one of the command line's ``overrides`` chooses
+    a config that its config group lacks (``size=huge``, ``+size=huge``, ``hydra/launcher=nosuch``, also in a list,
+    ``agent=[rules,nosuch]``, or among swept values, ``size=small,huge``), or null, which Hydra refuses for a group.
+    Hydra lists the group's configs in the search path of the run: :data:`CONFIG_PATH`, Hydra's own, ``--config-dir``
+    and ``hydra.searchpath`` (of the command line, or of the primary config ``--config-name``). What Hydra cannot
+    parse or look up (a missing ``--config-dir``), and the sweeps it expands itself (``glob``, ``range``), are left
+    to Hydra to report."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.config_search_path import SearchPathQuery
+    from hydra.core.object_type import ObjectType
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep, Sweep
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException:
+        return
+    search_path = create_config_search_path(CONFIG_PATH)
+    if config_dir is not None:
+        if not os.path.isdir(config_dir):
+            return
+        # where Hydra's main puts it
+        search_path.prepend("command-line", f"file://{os.path.abspath(config_dir)}", SearchPathQuery("schema"))
+    loader = ConfigLoaderImpl(config_search_path=search_path)
+    for override in parsed:
+        value = override.value()
+        # a deletion chooses no config, and Hydra reads a dict as values of the config's key, not as a choice
+        if override.is_delete() or isinstance(value, dict) or (isinstance(value, Sweep)
+                                                              and not isinstance(value, ChoiceSweep)):
+            continue
+        try:  # with the overrides, for their hydra.searchpath
+            options = loader.get_group_options(override.key_or_group, ObjectType.CONFIG, config_name, list(overrides))
+        except HydraException:  # a bad hydra.searchpath or --config-name
+            return
+        chosen = _chosen(value)
+        missing = [name for name in chosen if name not in options]
+        if not options or not missing:  # no config group (a key of the config), or every config is there
+            continue
+        group = override.key_or_group
+        if missing[0] is None:
+            problem = f"a config group takes one of its configs, not null (leave {group} out for the script's default)"
+        else:
+            problem = f"no such {group} config{f' {missing[0]!r}' if len(chosen) > 1 else ''}"
+        raise SettingError(f"{override.input_line}: {problem}; choose one of {', '.join(options)}")
+
+
 def launcher_checked(main: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a script's ``@hydra.main`` function with this: run from the command line, it first refuses a
-    launcher whose plugin is missing, or a launcher without ``-m`` (:func:`check_launcher`), with ``error:
-    <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find
+    """Decorate a script's ``@hydra.main(config_path=CONFIG_PATH, ...)`` function with this: run from the command
+    line, it first refuses a launcher whose plugin is missing, or a launcher without ``-m`` (:func:`check_launcher`),
+    and a config group option that does not exist (:func:`check_config_groups`), with ``error: <message>`` and
+    status 2 (the traceback with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find
     'hydra/launcher/...'" and exit with 1, or ignore the launcher. A config passed in (Hydra's ``cfg_passthrough``)
-    skips the check, as it skips the command line."""
+    skips the check, as it skips the command line; so does ``--config-path``, which replaces :data:`CONFIG_PATH`."""
 
     @functools.wraps(main)
     def checked(*args: Any, **kwargs: Any) -> Any:
@@ -218,6 +283,8 @@ def launcher_checked(main: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 command_line = get_args_parser().parse_known_args()[0]
                 check_launcher(command_line.overrides, command_line.multirun)
+                if command_line.config_path is None:
+                    check_config_groups(command_line.overrides, command_line.config_dir, command_line.config_name)
             except (MissingExtraError, SettingError) as exc:
                 _usage_error_exit(exc)
         return main(*args, **kwargs)
@@ -298,6 +365,6 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
                      "one without +")
 
 
-__all__ = ["HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides",
-           "check_added_keys", "check_launcher", "launcher_checked", "output_folder", "remove_empty_run_folder",
-           "setting_errors_exit", "settings_checked"]
+__all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys",
+           "base_overrides", "check_added_keys", "check_config_groups", "check_launcher", "launcher_checked",
+           "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]

@@ -89,7 +89,14 @@ from dynasched_gym.instance import atomic_path, write_text_atomic
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 from scripts.interrupts import interrupted_exit, signal_handlers, sigterm_as_interrupt
-from scripts.overrides import check_added_keys, launcher_checked, output_folder, setting_errors_exit, settings_checked
+from scripts.overrides import (
+    CONFIG_PATH,
+    check_added_keys,
+    launcher_checked,
+    output_folder,
+    setting_errors_exit,
+    settings_checked,
+)
 
 ENV_ID = "DynaSched/DFJSP-v0"
 #: Rule whose mean objective on the first pool instances sets the automatic reward scale.
@@ -731,7 +738,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
 
 
 @launcher_checked
-@hydra.main(config_path="pkg://dynasched_gym.conf", config_name="train/ppo", version_base="1.3")
+@hydra.main(config_path=CONFIG_PATH, config_name="train/ppo", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C or SIGTERM during training prints the resume command (during the final
     evaluation, where the trained policy is) and exits with status 130; exits with status 2 on a bad setting."""

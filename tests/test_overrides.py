@@ -54,16 +54,63 @@ def test_each_script_refuses_an_added_key_it_would_not_read(script: str, overrid
         _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
 
 
+@pytest.mark.parametrize("search_path", ["hydra.searchpath=[file://{conf}]", "hydra.searchpath=[pkg://my_conf]",
+                                         "--config-dir={conf}"])
 def test_an_added_key_is_checked_against_config_groups_of_the_runs_search_path(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        search_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """docs/leaderboard.md's own agent (hydra.searchpath) with a + override failed in Hydra: "Could not load
-    'agent/last_slot'", a traceback and an empty run folder, since the check composed without the search path."""
+    'agent/last_slot'", a traceback and an empty run folder, since the check composed without the search path. The
+    check of config group options looks there too, and names the agent it finds among the options."""
     (tmp_path / "my_conf" / "agent").mkdir(parents=True)
+    (tmp_path / "my_conf" / "__init__.py").write_text("")
     (tmp_path / "my_conf" / "agent" / "last_slot.yaml").write_text(
         "last_slot:\n  _target_: dynasched_gym.agents.random.RandomAgent\n  kwargs: {}\n")
-    err = _usage_error("evaluate", [f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]", "agent=[last_slot]",
-                                    "+agent.last_slot.labl=mine"], tmp_path, monkeypatch, capsys)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    search_path = search_path.format(conf=tmp_path / "my_conf")
+    err = _usage_error("evaluate", [search_path, "agent=[last_slot]", "+agent.last_slot.labl=mine"], tmp_path,
+                       monkeypatch, capsys)
     assert "error: agent.last_slot: no such key(s) labl; an agent entry has" in err, err
+    err = _usage_error("evaluate", [search_path, "agent=[last_slot,lst_slot]"], tmp_path, monkeypatch, capsys)
+    assert err == ("error: agent=[last_slot,lst_slot]: no such agent config 'lst_slot'; choose one of cpsat_oracle, "
+                   "last_slot, llm, lookahead, lookahead_oracle, random, rules\n")
+
+
+@pytest.mark.parametrize(("script", "overrides", "message"), [
+    ("calibrate", ["size=huge"], "size=huge: no such size config; choose one of large, medium, small"),
+    ("calibrate", ["size=3"], "size=3: no such size config; choose one of large, medium, small"),
+    ("evaluate", ["agent=[rules,nosuch]"], "agent=[rules,nosuch]: no such agent config 'nosuch'; choose one of "
+     "cpsat_oracle, llm, lookahead, lookahead_oracle, random, rules"),
+    ("leaderboard", ["+agent@agent.mine=rule"], "+agent@agent.mine=rule: no such agent config; choose one of"),
+    ("train", ["env=dfjps"], "env=dfjps: no such env config; choose one of dfjsp"),
+    ("observability", ["agent=lm"], "agent=lm: no such agent config; choose one of cpsat_oracle, llm,"),
+    ("bench", ["+size=huge"], "+size=huge: no such size config; choose one of large, medium, small"),
+    ("evaluate", ["tier=nightmare"], "tier=nightmare: no such tier config; choose one of easy, extreme, hard, medium"),
+    ("train", ["train=ppo2"], "train=ppo2: no such train config; choose one of ppo"),
+    # a sweep: Hydra refused it too, but left the sweep folder with its multirun.yaml
+    ("calibrate", ["-m", "size=small,huge"], "size=small,huge: no such size config 'huge'; choose one of large,"),
+    ("evaluate", ["-m", "agent=[rules],[nosuch]"], "agent=[rules],[nosuch]: no such agent config 'nosuch'; choose"),
+    ("train", ["-m", "env=choice(dfjsp,nosuch)"], "env=choice(dfjsp,nosuch): no such env config 'nosuch'; choose"),
+    ("evaluate", ["-m", "hydra/launcher=nosuch"], "hydra/launcher=nosuch: no such hydra/launcher config; choose one "
+     "of basic, "),  # Hydra's own group, nested; its options depend on the launcher plugins installed
+    ("bench", ["hydra/job_logging=quiet"], "hydra/job_logging=quiet: no such hydra/job_logging config; choose one of"),
+    # Hydra takes no null for a config group (a ValueError traceback), be it optional (launcher) or not (size)
+    ("calibrate", ["size=null"], "size=null: a config group takes one of its configs, not null (leave size out for "
+     "the script's default); choose one of large, medium, small"),
+    ("evaluate", ["launcher=null"], "launcher=null: a config group takes one of its configs, not null (leave launcher "
+     "out for the script's default); choose one of joblib, ray, slurm"),
+    ("train", ["-m", "launcher=null"], "launcher=null: a config group takes one of its configs, not null"),
+    ("train", ["env=null"], "env=null: a config group takes one of its configs, not null"),
+])
+def test_each_script_refuses_a_config_group_option_that_does_not_exist(script: str, overrides: list[str],
+                                                                      message: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Hydra refused these with its own multi-line "Could not find 'size/huge'" (or a ValueError traceback for
+    null), exit status 1, leaving a sweep's folder behind: one line, status 2, no run or sweep folder."""
+    if "-m" in overrides:
+        overrides = [*overrides, f"hydra.sweep.dir={tmp_path / 'run'}"]
+    err = _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
 
 
 def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
