@@ -1,7 +1,7 @@
 """Performance: our simulator and environments side by side with the peers, cold start, memory.
 
 One run measures, on the same instances (``ta01``; ``mk10``; ``dsbx-medium``, the reference
-package's 243-job sample; the seed-``tier_seed`` members of the ``tier`` pools of the medium and
+package's 243-job sample; the seed-``pool_seed`` members of the ``pool_tier`` pools of the medium and
 the large size preset, ``tier-medium`` and ``tier-large``), these sections (``only``):
 
 - ``kernel``: whole episodes under a jitted dispatching rule inside numba (reset included), decisions/s;
@@ -557,7 +557,7 @@ def load_instances(keys: Sequence[str], args: argparse.Namespace) -> dict[str, I
     out = {}
     for key in keys:
         if key in TIER_SIZES:
-            out[key] = tier_pool(args.tier, TIER_SIZES[key]).instance(args.tier_seed)
+            out[key] = tier_pool(args.pool_tier, TIER_SIZES[key]).instance(args.pool_seed)
         else:
             out[key] = load_instance(data.path(key))
     return out
@@ -573,7 +573,8 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         instances=check_choices("instances", cfg.instances, INSTANCES),
         repeats=1 if quick else 5, seconds=0.05 if quick else 0.5, num_envs=[1, 16] if quick else [1, 16, 64, 256],
         memory_envs=check_integer("memory_envs", cfg.memory_envs, 1), rule=str(cfg.rule),
-        tier=cfg.tier, tier_seed=check_integer("tier_seed", cfg.tier_seed, 0), seed=check_integer("seed", cfg.seed, 0),
+        pool_tier=cfg.pool_tier, pool_seed=check_integer("pool_seed", cfg.pool_seed, 0),
+        seed=check_integer("seed", cfg.seed, 0),
         peer_python=None if cfg.peer_python is None else str(cfg.peer_python),
         episode_limit=cfg.episode_limit, timeout=cfg.timeout, out=str(output_file("out", cfg.out)))
     if cfg.repeats is not None:
@@ -585,7 +586,7 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         args.num_envs = [check_integer(name, n, 1) for name, n in named_items("num_envs", cfg.num_envs)]
     for key in ("episode_limit", "timeout"):
         check_positive(key, cfg[key])
-    check_choice("tier", cfg.tier, TIERS)
+    check_choice("pool_tier", cfg.pool_tier, TIERS)
     try:
         parse_rule(args.rule)
     except ValueError as exc:

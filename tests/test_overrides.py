@@ -8,6 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_module
@@ -354,6 +355,27 @@ def _reaches_run(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     with pytest.raises(_Reached):
         module.main()
     return seen[0]
+
+
+def test_bench_takes_the_tier_of_its_pool_instances_from_the_command_line(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench's setting was ``tier``, which Hydra took on the command line for the config group conf/tier/: ``tier=easy``
+    failed with "Could not override 'tier'", and no override could set it."""
+    from scripts import bench
+
+    seen = []
+
+    def run(args: Any, results: Any, tmp: Any) -> None:
+        seen.append(args)
+        raise _Reached
+
+    monkeypatch.setattr(bench, "run", run)
+    monkeypatch.setattr(sys, "argv", ["bench", "pool_tier=easy", "pool_seed=3", f"out={tmp_path / 'b.json'}",
+                                      f"hydra.run.dir={tmp_path / 'run'}"])
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    with pytest.raises(_Reached):
+        bench.main()
+    assert (seen[0].pool_tier, seen[0].pool_seed) == ("easy", 3)
 
 
 def test_an_override_under_a_key_a_plus_override_adds_is_accepted(tmp_path: Path,
