@@ -183,4 +183,14 @@ def test_atc_values_follow_the_documented_formula(sim):
     values = [job_priority(sim.static, sim.state, j, atc) for j in range(3)]
     assert values[0] == pytest.approx(-(1 / 6) * np.exp(-2 / 8))
     assert values[1] == pytest.approx(-(1 / 2) * np.exp(-8 / 8))
-    assert values[2] == pytest.approx(1 / (1 + 3 / 4)) and values[2] > 0
+    assert values[2] == pytest.approx(4 / 3)  # p / w: positive, after every job with a due date
+
+
+def test_atc_ranks_jobs_without_a_due_date_by_wspt_at_any_ratio():
+    """Both jobs lack a due date, so ATC ranks them by WSPT: b's w / p of 3e-17 before a's 1e-17, as WSPT does.
+    The value 1 / (1 + w / p) rounded both to 1.0 and the tie went to a."""
+    inst = Instance.build("wspt", [Machine("M0")], [Job("a", [{0: 1e17}]), Job("b", [{0: 1e17}], weight=3.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    assert select(sim.static, sim.state, *parse_rule("WSPT")) == (1, 0)
+    assert select(sim.static, sim.state, *parse_rule("ATC")) == (1, 0)

@@ -188,8 +188,8 @@ def _priority(S, T, j, rule, p_mean):
         return -weight / p
     now = T.now[0]
     if rule == _ATC:
-        if due != due:
-            return 1.0 / (1.0 + weight / p)  # positive: after every job with a due date
+        if due != due:  # after every job with a due date (whose values are <= 0), in WSPT's order: p / w, as
+            return p / weight if weight > 0.0 else np.inf  # 1 / (1 + w / p) tied every w / p below 1e-16 at 1.0
         return -(weight / p) * np.exp(-max(0.0, due - p - now) / (_ATC_K * p_mean))
     work = p
     for s in range(base + T.job_pos[j] + 1, base + T.job_num_slots[j]):
