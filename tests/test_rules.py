@@ -194,3 +194,20 @@ def test_atc_ranks_jobs_without_a_due_date_by_wspt_at_any_ratio():
     sim.reset()
     assert select(sim.static, sim.state, *parse_rule("WSPT")) == (1, 0)
     assert select(sim.static, sim.state, *parse_rule("ATC")) == (1, 0)
+
+
+@pytest.mark.parametrize("event", [Event(3.0, EventType.REWORK, job=0, op=0),
+                                   Event(3.0, EventType.ROUTE_CHANGE, job=0, ops=({1: 1.0},), op=1)])
+def test_fifo_keeps_r_when_another_operation_takes_the_waiting_ones_place(event):
+    """a has waited since its first operation ended at 1, b since its release at 2; at 3 another operation takes
+    the place of a's waiting one, which leaves a's r at 1 (docs/agents.md). When M1 frees at 5, FIFO takes a."""
+    inst = Instance.build("r", [Machine("M0"), Machine("M1")], [
+        Job("a", [{0: 1.0, 1: 1.0}, {1: 1.0}]), Job("c", [{1: 5.0}]), Job("d", [{0: 5.0}], release=1.0),
+        Job("b", [{1: 1.0}], release=2.0)], [event])
+    sim = Simulator(inst)
+    sim.reset()
+    for job, machine in ((0, 0), (1, 1), (2, 0)):  # a on M0 0 .. 1, c on M1 0 .. 5, d on M0 1 .. 6
+        sim.step(job, machine)
+    assert sim.now == 5.0 and sim.state.job_ready[[0, 3]].tolist() == [1.0, 2.0]
+    assert select(sim.static, sim.state, *parse_rule("FIFO")) == (0, 1)
+    assert select(sim.static, sim.state, *parse_rule("LIFO")) == (3, 1)

@@ -11,7 +11,8 @@ Quantities (all as known now; "remaining" counts the unfinished work left in the
 machines; ``W`` = work remaining = ``p`` + the mean times of the job's later operations;
 ``n`` = operations remaining including the current one; ``d`` = due date in force (jobs without one
 rank last wherever ``d`` is used); ``w`` = weight in force; ``r`` = the time the current operation
-became startable (release, previous completion or preemption); ``t`` = now.
+became startable (release, previous completion or preemption; a REWORK or ROUTE_CHANGE that puts another
+operation in place of the waiting one leaves it: the job has waited since then); ``t`` = now.
 
 Job rules (priority value, lowest first):
 
@@ -35,7 +36,8 @@ Machine rules (among the chosen job's startable machines):
   because rule libraries name it both ways).
 - ``SPT``: shortest processing time of the operation on the machine.
 - ``LIT``: longest idle: the machine that became idle (and up) earliest.
-- ``LWL``: least workload: the machine with the least processing time assigned so far.
+- ``LWL``: least workload: the machine with the least processing time started on it so far (a segment cut
+  by a breakdown or abort counts what it performed).
 """
 
 from __future__ import annotations
