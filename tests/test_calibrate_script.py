@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_module
@@ -326,15 +327,8 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     assert json.loads((out / "summary.json").read_text())["spearman"] is None  # was a bare NaN: not JSON
 
 
-@pytest.mark.parametrize("change", ["generator_version", "preset"])
-def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch,
-                                                                        change: str) -> None:
-    """A run's errors, evaluations and time are those of the generator and preset it ran on: a run of an older
-    GENERATOR_VERSION (its timing the point of a rerun) or an edited preset is run again, and kept."""
-    from dynasched_gym.generation import Scenario
-    from scripts import calibrate_compare
-
+def _fake_runs(calibrate_compare: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """Make calibrate_compare's runs instant, converged fakes; the (vector, seed, method) of each run, as it runs."""
     calls: list[tuple] = []
 
     def fake_run(scenario, size, index, targets, seed, method, budget) -> dict:
@@ -344,6 +338,19 @@ def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path
 
     monkeypatch.setattr(calibrate_compare, "run_one", fake_run)
     monkeypatch.setattr(calibrate_compare, "calibrate", lambda *args, **kwargs: None)  # the untimed warm-up
+    return calls
+
+
+@pytest.mark.parametrize("change", ["generator_version", "preset"])
+def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        change: str) -> None:
+    """A run's errors, evaluations and time are those of the generator and preset it ran on: a run of an older
+    GENERATOR_VERSION (its timing the point of a rerun) or an edited preset is run again, and kept."""
+    from dynasched_gym.generation import Scenario
+    from scripts import calibrate_compare
+
+    calls = _fake_runs(calibrate_compare, monkeypatch)
     out = tmp_path / "cmp.json"
     args = ["--size", "small", "--vectors", "2", "--seeds", "1", "--budget", "20", "--out", str(out)]
     runs = 2 * len(calibrate_compare.METHODS)
@@ -412,15 +419,7 @@ def test_calibrate_compare_resumes_only_runs_of_its_own_grid(tmp_path: Path, mon
     from scripts import calibrate_compare
     from scripts.journal import JournalWarning
 
-    calls: list[tuple] = []
-
-    def fake_run(scenario, size, index, targets, seed, method, budget) -> dict:
-        calls.append((index, seed, method))
-        return {"size": size, "vector": index, "seed": seed, "method": method, "budget": budget, "targets": targets,
-                "converged": True, "max_error": 0.01, "errors": {}, "seconds": 0.1, "evaluations": 5, "steps": 1}
-
-    monkeypatch.setattr(calibrate_compare, "run_one", fake_run)
-    monkeypatch.setattr(calibrate_compare, "calibrate", lambda *args, **kwargs: None)  # the untimed warm-up
+    calls = _fake_runs(calibrate_compare, monkeypatch)
     out = tmp_path / "cmp.json"
     args = ["--size", "small", "--seeds", "1", "--budget", "20", "--out", str(out)]
     methods = len(calibrate_compare.METHODS)
