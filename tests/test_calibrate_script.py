@@ -327,6 +327,20 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     assert json.loads((out / "summary.json").read_text())["spearman"] is None  # was a bare NaN: not JSON
 
 
+def _edit_presets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Edit every size preset (rework probability 0.5), as a change to conf/size/ would."""
+    from dynasched_gym.generation import Scenario
+
+    preset = Scenario.preset
+
+    def edited(size: str) -> Scenario:
+        scenario = preset(size)
+        scenario.events.rework = 0.5
+        return scenario
+
+    monkeypatch.setattr(Scenario, "preset", edited)
+
+
 def _fake_runs(calibrate_compare: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     """Make calibrate_compare's runs instant, converged fakes; the (vector, seed, method) of each run, as it runs."""
     calls: list[tuple] = []
@@ -347,7 +361,6 @@ def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path
                                                                         change: str) -> None:
     """A run's errors, evaluations and time are those of the generator and preset it ran on: a run of an older
     GENERATOR_VERSION (its timing the point of a rerun) or an edited preset is run again, and kept."""
-    from dynasched_gym.generation import Scenario
     from scripts import calibrate_compare
 
     calls = _fake_runs(calibrate_compare, monkeypatch)
@@ -358,14 +371,7 @@ def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path
     calibrate_compare.main(args)
     assert len(calls) == runs
     if change == "preset":
-        preset = Scenario.preset
-
-        def edited(size: str) -> Scenario:
-            scenario = preset(size)
-            scenario.events.rework = 0.5
-            return scenario
-
-        monkeypatch.setattr(Scenario, "preset", edited)
+        _edit_presets(monkeypatch)
     else:
         monkeypatch.setattr(calibrate_compare, "GENERATOR_VERSION", "999")
     calls.clear()
@@ -381,7 +387,6 @@ def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path:
                                                                        change: str) -> None:
     """A row holds the SSI score and tier of its instance: one computed by an older SSI or generator, or on an
     edited size preset, is recomputed (and kept), not reported as this code's (make bench reran on the old rows)."""
-    from dynasched_gym.generation import Scenario
     from scripts import validate_ssi
 
     computed: list[int] = []
@@ -399,14 +404,7 @@ def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path:
     validate_ssi.main(args)
     assert computed == []
     if change == "preset":
-        preset = Scenario.preset
-
-        def edited(size: str) -> Scenario:
-            scenario = preset(size)
-            scenario.events.rework = 0.5
-            return scenario
-
-        monkeypatch.setattr(Scenario, "preset", edited)
+        _edit_presets(monkeypatch)
     else:
         monkeypatch.setattr(validate_ssi, change.upper(), "999")
     capsys.readouterr()
