@@ -196,6 +196,29 @@ def test_levels_add_columns_and_sections() -> None:
     assert headers["L3"] == headers["L2"] + " bneck | util | next |" == headers["oracle"]
 
 
+def test_the_oracle_says_when_future_events_are_cut_or_not_shown() -> None:
+    """With ``future_events=0`` the oracle prompt said "none", telling the model the future was calm although it
+    was not shown; a list cut to the first N did not say there were more."""
+    def future(limit: int) -> str:
+        inst = env.unwrapped.instance
+        view = observe(env.unwrapped, MachineStats(inst.num_jobs, inst.num_machines), "weighted_tardiness", 20,
+                       rule_codes(("SPT",), "EET"), oracle=True, future_limit=limit)
+        user = messages(view, "oracle", "none", "direct", {})[1]["content"]
+        return user[user.index("Future events"):user.index("Candidates")]
+
+    env = env_of()
+    _advance(env, 12.0)
+    hidden = future(0)  # 3 to come: J-late's arrival, a cancellation, a breakdown
+    assert "not shown (future_events=0)" in hidden and "none" not in hidden and "t=" not in hidden
+    cut = future(2)
+    assert "first 2 of 3" in cut and "t=41.37 ARRIVAL" in cut and "t=55.71" in cut and "77.29" not in cut
+    assert "of 3" not in future(3) and "t=77.29" in future(25)
+    calm = dynamic_instance()
+    env = env_of(calm.replace(events=(), job_release=np.zeros(calm.num_jobs)))  # nothing to come: "none" is true
+    env.reset(seed=0)
+    assert future(25).splitlines()[1] == "none"
+
+
 def test_prompt_variants_separate_priors_from_length() -> None:
     env = env_of()
     _advance(env, 12.0)

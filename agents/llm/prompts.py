@@ -88,8 +88,9 @@ VARIANT_LEVEL = {"padded": "L2", "priors": "L2", "priors_tagged": "L3"}
 MODES = ("direct", "cot", "tools")
 #: Version of what the prompts show, part of :meth:`LLMAgent.config` so that stored episodes played with other
 #: prompts are never reused; bump it with every change of a prompt's content (2: L3 shows the priors of an
-#: explicit instance's stated tier; 3: a given priors mapping's tier is shown also without an SSI).
-PROMPT_VERSION = 3
+#: explicit instance's stated tier; 3: a given priors mapping's tier is shown also without an SSI; 4: the oracle says
+#: when its future events are cut to the first N of M or not shown, ``future_events=0``, where it said "none").
+PROMPT_VERSION = 4
 
 _MWKR = JOB_RULES.index("MWKR")
 _OBJECTIVE_TEXT = {
@@ -165,7 +166,8 @@ class Candidate:
 
 @dataclass
 class View:
-    """What the simulator shows at one decision (``future`` only when observed with ``oracle=True``)."""
+    """What the simulator shows at one decision (``future`` only when observed with ``oracle=True``: the first
+    ``future_limit`` of the ``future_total`` events and arrivals to come)."""
 
     now: float
     decision: int
@@ -181,6 +183,8 @@ class View:
     events_so_far: dict[str, int]
     objective_so_far: float
     future: list[str] = field(default_factory=list)
+    future_limit: int = 0
+    future_total: int = 0
 
     @property
     def ids(self) -> list[int]:
@@ -272,15 +276,16 @@ def pending_events(sim: Simulator) -> list[Event]:
     return events[int(sim.state.counters[C_EVENT]):]
 
 
-def _future(sim: Simulator, limit: int) -> list[str]:
-    """The next ``limit`` stream events and hidden arrivals, soonest first (the clairvoyant ablation)."""
+def _future(sim: Simulator, limit: int) -> tuple[list[str], int]:
+    """The next ``limit`` stream events and hidden arrivals, soonest first (the clairvoyant ablation), and how many
+    there are in all."""
     instance, state = sim.instance, sim.state
     lines = [(e.time, describe_event(e, instance)) for e in pending_events(sim)]
     lines += [(float(instance.job_release[j]), f"t={fmt(float(instance.job_release[j]))} ARRIVAL job "
                f"{instance.job_names[j]} ({len(instance.job_ops(j))} operation(s), due "
                f"{fmt(float(instance.job_due[j]))}, weight {fmt(float(instance.job_weight[j]))})")
               for j in np.flatnonzero(state.job_status == JOB_HIDDEN)]
-    return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]]
+    return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]], len(lines)
 
 
 def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_rules: np.ndarray,
@@ -323,10 +328,11 @@ def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_
     }
     applied = Counter(EventType(int(t)).name.lower() for t in static.event_type[:int(state.counters[C_EVENT])])
     status_text = [_status(sim, m, oracle) for m in range(sim.instance.num_machines)]
+    future, total = _future(sim, future_limit) if oracle else ([], 0)
     return View(now, sim.decisions, objective, sim.instance, rows, len(slots), queue, bottleneck, utilization,
                 status_text, counts, dict(sorted(applied.items())),
-                float(potential(static, state, OBJECTIVES.index(objective))),
-                _future(sim, future_limit) if oracle else [])
+                float(potential(static, state, OBJECTIVES.index(objective))), future,
+                future_limit if oracle else 0, total)
 
 
 # ----------------------------------------------------------------------------------------- the priors
@@ -504,7 +510,13 @@ def user_prompt(view: View, level: str) -> str:
                   f"{inst.machine_names[top]}):",
                   _table(["machine", "group", "speed", "status", "queue", "bneck", "util"], rows)]
     if level == "oracle":
-        lines += ["", "Future events (clairvoyant ablation), soonest first:"] + (view.future or ["none"])
+        # "none" only where nothing is to come: an empty list cut to 0 or a list cut short would read as a calm future
+        if not view.future_limit:
+            lines += ["", "Future events (clairvoyant ablation): not shown (future_events=0)."]
+        else:
+            cut = f", the first {len(view.future)} of {view.future_total}" if len(view.future) < view.future_total \
+                else ""
+            lines += ["", f"Future events (clairvoyant ablation){cut}, soonest first:"] + (view.future or ["none"])
     plural = "s" if view.offered != 1 else ""
     shown = f"{len(view.rows)} of {view.offered} startable pairs" if len(view.rows) < view.offered else \
         f"{len(view.rows)} startable pair{plural}"
