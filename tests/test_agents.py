@@ -468,7 +468,7 @@ def test_rollout_rules_of_forecasts_and_llm_tables_must_be_deterministic():
         ForecastFeatures(env, ("EDD:EET", "RANDOM:EET"))
     with pytest.raises(ValueError, match="forecast reward rules take deterministic rules only"):
         ForecastReward(env, "RANDOM")
-    with pytest.raises(ValueError, match="prune_rules and rollout_rules take deterministic rules only"):
+    with pytest.raises(ValueError, match="prune_rules: ranking and rollout rules take deterministic rules only"):
         LLMAgent("model", prune_rules=["RANDOM"])
 
 

@@ -390,6 +390,19 @@ def test_one_rule_given_as_a_string_is_one_rule(server: ChatServer) -> None:
         agent_for(server, prune_rules="NOPE")
 
 
+@pytest.mark.parametrize(("field", "value", "error", "message"), [
+    ("fallback", "XYZ", ValueError, r"^fallback: unknown rule 'XYZ'; job rules"),
+    ("fallback", 3, TypeError, r"^fallback: a rule is a name"),
+    ("prune_rules", ["SPT", "XYZ:EET"], ValueError, r"^prune_rules: unknown rule 'XYZ:EET'"),
+    ("prune_rules", "RANDOM", ValueError, r"^prune_rules: .*deterministic rules only.*got 'RANDOM'"),
+    ("rollout_rules", ["XYZ"], ValueError, r"^rollout_rules: unknown rule 'XYZ'"),
+])
+def test_a_bad_rule_is_refused_naming_the_setting(field: str, value: Any, error: type, message: str) -> None:
+    """"unknown rule 'XYZ'" did not say which of fallback, prune_rules and rollout_rules held it."""
+    with pytest.raises(error, match=message):
+        make("llm", model="m", cache=False, **{field: value})
+
+
 @pytest.mark.parametrize("field", ["prune_rules", "rollout_rules"])
 def test_an_empty_rule_list_is_refused_naming_the_setting(field: str) -> None:
     """[] played the defaults (as None does) while the config said [], so one agent hashed two ways; the lookahead

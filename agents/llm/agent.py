@@ -173,10 +173,17 @@ class LLMAgent(Agent):
         for name, rules in (("prune_rules", prune_rules), ("rollout_rules", rollout_rules)):
             if rules == ():  # it played the defaults, as None does, under a config of its own
                 raise ValueError(f"{name} must name at least one rule or be None (the defaults), got []")
-        if fallback:  # fail now on a bad name, not in the first episode
-            parse_rule(fallback)
-        for rule in (*(prune_rules or ()), *(rollout_rules or ())):
-            parse_deterministic_rule(rule, "prune_rules and rollout_rules")
+        # fail now on a bad name, not in the first episode, and say which setting holds it
+        for name, rules in (("fallback", (fallback,) if fallback else ()), ("prune_rules", prune_rules or ()),
+                            ("rollout_rules", rollout_rules or ())):
+            try:
+                for rule in rules:
+                    if name == "fallback":
+                        parse_rule(rule)
+                    else:  # they rank the table's rows and roll out: results must repeat
+                        parse_deterministic_rule(rule, "ranking and rollout rules")
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{name}: {exc}") from None
         # one spelling per rule, so that configs (and result rows) of the same agent hash alike
         fallback = rule_name(fallback) if fallback else None
         self.prune_rules, self.rollout_rules = (
