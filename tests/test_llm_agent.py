@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -341,6 +343,42 @@ def test_tokens_are_the_servers_usage_and_the_cache_makes_no_request(server: Cha
         obs, _, _, _, info = env.step(again.act(obs, info))
     assert server.requests == 3
     assert (again.usage["cache_hits"], again.usage["requests"], again.usage["prompt_tokens"]) == (3, 0, 300)
+
+
+def _play(agent: LLMAgent, decisions: int) -> list[warnings.WarningMessage]:
+    """Play ``decisions`` asked decisions of a fresh episode; the warnings they gave."""
+    env, obs, info, _ = first_decision(agent)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(decisions):
+            obs, _, _, _, info = env.step(agent.act(obs, info))
+    assert [r.source for r in agent.log] == ["llm"] * decisions
+    return caught
+
+
+def test_a_cache_that_cannot_be_written_warns_once_and_the_episode_goes_on(server: ChatServer, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed write of the response cache (a read-only or full cache_dir) raised OSError and ended the episode,
+    the completion already paid for; the cache is an optimisation, so it warns once, naming it, and plays on."""
+    blocked = tmp_path / "not-a-folder"  # a cache_dir that even root cannot write into
+    blocked.write_text("")
+    caught = _play(agent_for(server, cache=True, cache_dir=str(blocked)), 3)
+    assert len(caught) == 1 and issubclass(caught[0].category, RuntimeWarning) and server.requests == 3
+    assert re.search(rf"response cache {re.escape(str(blocked))} .*Errno", str(caught[0].message))
+    cache = tmp_path / "full"
+    _play(agent_for(server, cache=True, cache_dir=str(cache)), 1)
+    stored = sorted(p for p in cache.rglob("*") if p.is_file())
+    assert len(stored) == 1
+
+    def full(path: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        with open(path, "w") as f:  # half written, then the disk is full
+            f.write(text[:len(text) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    caught = _play(agent_for(server, cache=True, cache_dir=str(cache)), 3)  # the first decision is read from it
+    assert len(caught) == 1 and "No space left on device" in str(caught[0].message) and server.requests == 3 + 1 + 2
+    assert sorted(p for p in cache.rglob("*") if p.is_file()) == stored  # no partial file left
 
 
 def test_config_hides_the_key_and_bad_settings_name_the_field(server: ChatServer,

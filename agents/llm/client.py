@@ -16,6 +16,7 @@
   request. The base URL is not part of the key, so the same model served elsewhere reuses it.
   Files are ``<cache_dir>/<2 hex>/<64 hex>.json`` written atomically; the default directory is
   ``$DYNASCHED_LLM_CACHE``, else ``$XDG_CACHE_HOME/dynasched_gym/llm`` (``~/.cache/...`` without it).
+  A write that fails (a read-only or full directory) warns once and the completion is used unstored.
 - **Accounting.** Each :class:`Completion` carries the server's ``usage`` token counts (also for
   cached ones: the tokens the decision cost when it was made), the attempts it took and its latency.
 
@@ -30,6 +31,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +142,8 @@ class ResponseCache:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
+        self._warned = False  # a failed write was reported
+        self._lock = threading.Lock()  # best-of-n samples write from several threads
 
     @staticmethod
     def key(model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], sample: int = 0) -> str:
@@ -159,10 +163,23 @@ class ResponseCache:
             return None
 
     def put(self, key: str, completion: Completion) -> None:
-        """Store ``completion`` atomically (a concurrent writer of the same key writes the same bytes)."""
+        """Store ``completion`` atomically (a concurrent writer of the same key writes the same bytes).
+
+        A failed write (a read-only or full directory) warns once and stores nothing: the completion has been paid
+        for, and the cache only saves requests, so the episode goes on. No partial file is left.
+        """
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(completion.to_dict()))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, json.dumps(completion.to_dict()))
+        except OSError as exc:
+            with self._lock:
+                first, self._warned = not self._warned, True
+            if first:
+                warnings.warn(f"the LLM response cache {self.directory} cannot store completions ({exc}): going on "
+                              "without storing them (stored ones are still read; this is reported once); set cache_dir "
+                              "or $DYNASCHED_LLM_CACHE to a writable folder, or cache=False", RuntimeWarning,
+                              stacklevel=3)
 
 
 @dataclass
