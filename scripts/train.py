@@ -32,9 +32,9 @@ partial one.
 ``train.resume=path.zip`` loads that checkpoint (its hyperparameters and timestep count) and trains on
 up to ``train.total_timesteps`` timesteps in all; the best validation result recorded beside it (and its
 policy, copied to ``best.zip``) carries over, so the resumed run selects as the uninterrupted one would.
-Ctrl-C (or SIGTERM, as a scheduler or ``kill`` sends) during training saves ``interrupted.zip`` (the model at
-that timestep count; a second Ctrl-C while it is saved waits for the save) and prints the command that resumes
-from it.
+Ctrl-C (or SIGTERM, as a scheduler or ``kill`` sends) during training saves ``interrupted.zip`` (the model with
+the timesteps it was trained on: those of the unfinished rollout are not, and are collected again on resume; a
+second Ctrl-C while it is saved waits for the save) and prints the command that resumes from it.
 
 Every setting the script reads (choices, rule names, numbers, switches, the ``train.resume`` file) is
 checked before any setup (:func:`check_config`): a bad one is refused naming its config key and value.
@@ -125,11 +125,12 @@ SWITCHES = ("env.forecast_hindsight", "env.critic_hindsight", "train.anneal_lr",
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped training; the model was saved to ``path`` at ``timesteps`` and ``command`` resumes it."""
+    """Ctrl-C stopped training; the model, trained on ``timesteps``, was saved to ``path`` and ``command`` resumes
+    it."""
 
     def __init__(self, path: Path, timesteps: int, command: str) -> None:
-        super().__init__(f"training interrupted at {timesteps} timesteps; the model is saved in {path}. "
-                         f"Resume with:\n  {command}")
+        super().__init__(f"training interrupted; the model trained on {timesteps} timesteps is saved in {path} (the "
+                         f"steps of the unfinished rollout are collected again). Resume with:\n  {command}")
         self.path, self.timesteps, self.command = path, timesteps, command
 
 
@@ -552,6 +553,22 @@ class Checkpoints(BaseCallback):
         return True
 
 
+class TrainedSteps(BaseCallback):
+    """``timesteps``: the count at the start of the current rollout, the steps the policy was trained on. SB3 trains
+    on a rollout only once it is complete, and a stop inside one discards it: its steps were never learnt from (a stop
+    in the update that follows keeps the partly updated policy under the same count)."""
+
+    def __init__(self, timesteps: int) -> None:
+        super().__init__()
+        self.timesteps = timesteps
+
+    def _on_rollout_start(self) -> None:
+        self.timesteps = self.model.num_timesteps
+
+    def _on_step(self) -> bool:
+        return True
+
+
 # ------------------------------------------------------------------------------ imitation warm start
 def best_rules(env_cfg: DictConfig, episodes: int, count: int = 1) -> list[str]:
     """``count`` complementary rules (:func:`complementary_rules`) on the training pool seeds 0 .. episodes - 1;
@@ -686,7 +703,8 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
         if policy.resolve() != (out / "best.zip").resolve():  # the same file when resumed into its own run dir
             copy_file(policy, out / "best.zip")
         validator.best = (mean, steps)
-    callbacks: list[BaseCallback] = [Checkpoints(tc.checkpoint_every, out / "checkpoints", validator)]
+    trained = TrainedSteps(start_steps)
+    callbacks: list[BaseCallback] = [trained, Checkpoints(tc.checkpoint_every, out / "checkpoints", validator)]
     if tc.eval_every:
         callbacks.append(validator)
     rollout_size = model.n_steps * model.n_envs
@@ -701,10 +719,13 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
                         reset_num_timesteps=False, progress_bar=tc.progress_bar)
     except KeyboardInterrupt:  # keep what was learnt since the last checkpoint
         path = (out / "interrupted.zip").resolve()
+        # the unfinished rollout's steps are collected again on resume: counted here, the resumed run would train
+        # on fewer steps than the uninterrupted one and stop at another total
+        model.num_timesteps = trained.timesteps
         with signals_deferred():  # a second Ctrl-C must not cut the save short (and lose those steps)
             venv.close()
             save_checkpoint(model, path, validator)
-        raise TrainingInterrupted(path, int(model.num_timesteps), resume_command(path, overrides)) from None
+        raise TrainingInterrupted(path, trained.timesteps, resume_command(path, overrides)) from None
     learn_wall = time.perf_counter() - learn_began
     trained_steps = model.num_timesteps - start_steps
     save_checkpoint(model, out / "last.zip", validator)

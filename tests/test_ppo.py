@@ -439,7 +439,10 @@ def test_ppo_plays_an_env_with_forecast_rewards_around_its_forecasts(tmp_path, m
 def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishes(cache, train_script, tmp_path,
                                                                                    monkeypatch):
     """A KeyboardInterrupt inside ``learn`` (raised here by a callback, as Ctrl-C would be) keeps the steps learnt
-    since the last checkpoint in ``interrupted.zip``; the printed command resumes from it."""
+    since the last checkpoint in ``interrupted.zip``; the printed command resumes from it. Stopped at 512, the last
+    step of the rollout of 256 .. 512 (2 envs x 128 steps) that was collected but not trained on, it counts 256
+    timesteps, and the resumed run trains the 4 rollouts of the uninterrupted one; before, it counted 512 and the
+    resumed run trained on 3."""
 
     _ctrl_c_at(512, train_script, monkeypatch)
     short = ("train.total_timesteps=1024", "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null")
@@ -447,18 +450,19 @@ def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishe
         train_script.train(_config(tmp_path / "run", *short), overrides=["env.tier=medium", "train.resume=old.zip",
                                                                          "train.n_epochs=1"])
     interrupted = caught.value
-    assert isinstance(interrupted, KeyboardInterrupt) and interrupted.timesteps == 512
+    assert isinstance(interrupted, KeyboardInterrupt) and interrupted.timesteps == 256
     assert interrupted.path == (tmp_path / "run" / "interrupted.zip").resolve() and interrupted.path.is_file()
     assert interrupted.command == f"python -m scripts.train env.tier=medium train.n_epochs=1 " \
                                   f"train.resume={interrupted.path}"  # the old train.resume is replaced
     assert interrupted.command in str(interrupted) and not (tmp_path / "run" / "model.zip").exists()
-    assert make("ppo", checkpoint=interrupted.path).model.num_timesteps == 512
+    assert make("ppo", checkpoint=interrupted.path).model.num_timesteps == 256
     monkeypatch.undo()
     monkeypatch.setenv("DYNASCHED_CACHE", str(cache))
     resumed = train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={interrupted.path}"))
     record = yaml.safe_load(resumed.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 1024 and record["resumed_from"] == str(interrupted.path)
-    assert make("ppo", checkpoint=resumed).model.num_timesteps == 1024
+    model = make("ppo", checkpoint=resumed.with_name("last.zip")).model
+    assert (model.num_timesteps, model._n_updates) == (1024, 4)  # 4 rollouts of 256 timesteps, 1 epoch each
 
 
 def test_a_ctrl_c_while_the_best_policy_is_saved_records_the_best_actually_saved(cache, train_script, tmp_path,
@@ -725,7 +729,7 @@ def test_sigterm_during_training_saves_the_model_as_ctrl_c_does(cache, train_scr
         restored = signal.signal(signal.SIGTERM, previous)
     assert restored is unhandled  # the script put the handler back
     assert isinstance(caught.value, train_script.TrainingInterrupted) and caught.value.path.is_file()
-    assert make("ppo", checkpoint=caught.value.path).model.num_timesteps == caught.value.timesteps >= 512
+    assert make("ppo", checkpoint=caught.value.path).model.num_timesteps == caught.value.timesteps >= 256
 
 
 def test_a_second_ctrl_c_while_interrupted_zip_is_saved_does_not_lose_it(cache, train_script, tmp_path,
@@ -749,7 +753,7 @@ def test_a_second_ctrl_c_while_interrupted_zip_is_saved_does_not_lose_it(cache, 
         train_script.train(_config(tmp_path / "run", "train.total_timesteps=1024", "train.eval_every=0",
                                    "env.forecast_features=[]", "env.forecast_rule=null"))
     assert isinstance(caught.value, train_script.TrainingInterrupted)
-    assert make("ppo", checkpoint=caught.value.path).model.num_timesteps == 512
+    assert make("ppo", checkpoint=caught.value.path).model.num_timesteps == 256  # the rollout of 256 .. 512 untrained
     assert signal.getsignal(signal.SIGINT) is handler  # Ctrl-C works as before afterwards
 
 
@@ -778,7 +782,10 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     """Resumed from ``interrupted.zip`` (640 timesteps, between two checkpoints), the run saves its checkpoints and
     validates at the multiples of ``train.checkpoint_every`` and ``train.eval_every``, as the uninterrupted run does;
     before, both schedules restarted at the resume point (``ppo_1664_steps.zip``, validations at 642 and 1666), so the
-    resumed run selected among other policies than the uninterrupted one would have."""
+    resumed run selected among other policies than the uninterrupted one would have. Stopped at 640, inside the rollout
+    of 512 .. 768 (2 envs x 128 steps), ``interrupted.zip`` counts the 512 timesteps its policy was trained on, so the
+    resumed run trains the uninterrupted run's 8 rollouts and stops at 2048; before, it counted the 128 steps of the
+    discarded rollout as done and stopped at 2176."""
 
     checkpoints = _ctrl_c_at(640, train_script, monkeypatch)
     validated: list[int] = []
@@ -791,11 +798,14 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short))
-    assert caught.value.timesteps == 640 and validated == [2]
+    assert caught.value.timesteps == 512 and validated == [2]
+    assert MaskablePPO.load(caught.value.path, device="cpu").num_timesteps == 512
     monkeypatch.setattr(train_script, "Checkpoints", checkpoints)
     validated.clear()
     train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={caught.value.path}"))
     assert validated[:-1] == [1024, 2048]  # the last one: the final test of the selected policy
+    last = MaskablePPO.load(tmp_path / "resumed" / "last.zip", device="cpu")
+    assert (last.num_timesteps, last._n_updates) == (2048, 8)  # 8 rollouts of 256 timesteps, 1 epoch each
     checkpoints = sorted(p.name for p in (tmp_path / "resumed" / "checkpoints").glob("ppo_*_steps.zip"))
     assert checkpoints == ["ppo_1024_steps.zip", "ppo_2048_steps.zip"]
 
