@@ -534,9 +534,11 @@ def save_checkpoint(model: MaskablePPO, path: Path, validator: ValidationEval) -
 
 
 class Checkpoints(BaseCallback):
-    """At the first step at or past each multiple of ``every`` timesteps, ``<directory>/ppo_<timesteps>_steps.zip``
-    saved by :func:`save_checkpoint`: the multiples, not the steps since the start, so that a run resumed between
-    two checkpoints saves the ones the uninterrupted run saves."""
+    """Once the timestep count reaches each multiple of ``every``, ``<directory>/ppo_<timesteps>_steps.zip`` saved by
+    :func:`save_checkpoint`: the multiples, not the steps since the start, so that a run resumed between two
+    checkpoints saves the ones the uninterrupted run saves. Saved after the update that follows the rollout (at the
+    next rollout's start, or the training's end): the policy has learnt from every step it counts, so a run resumed
+    from it trains as the uninterrupted one (saved at the rollout's last step, it lacked that rollout's update)."""
 
     def __init__(self, every: int, directory: Path, validator: ValidationEval) -> None:
         super().__init__()
@@ -546,10 +548,18 @@ class Checkpoints(BaseCallback):
     def _on_training_start(self) -> None:
         self.next_at = (self.num_timesteps // self.every + 1) * self.every  # the resumed checkpoint is saved already
 
-    def _on_step(self) -> bool:
+    def _save_due(self) -> None:
         if self.num_timesteps >= self.next_at:
             self.next_at = (self.num_timesteps // self.every + 1) * self.every
             save_checkpoint(self.model, self.directory / f"ppo_{self.num_timesteps}_steps.zip", self.validator)
+
+    def _on_rollout_start(self) -> None:
+        self._save_due()
+
+    def _on_training_end(self) -> None:
+        self._save_due()
+
+    def _on_step(self) -> bool:
         return True
 
 

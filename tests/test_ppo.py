@@ -176,7 +176,9 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert record["config"]["env"]["tier"] == "medium"
     assert len(record["evaluation"]["instances"]) == len(EVAL_SEEDS)
     assert record["evaluation"]["best_rule"] in record["evaluation"]["rule_means"]
-    assert (tmp_path / "run" / "checkpoints" / "ppo_1024_steps.zip").is_file()
+    # saved after its rollout's update: 1024 timesteps learnt from, 4 rollouts of 2 x 128 (before, 3: the fourth
+    # rollout's update came after the save, and a run resumed from it trained one rollout fewer)
+    assert MaskablePPO.load(tmp_path / "run" / "checkpoints" / "ppo_1024_steps.zip", device="cpu")._n_updates == 4
     assert list((tmp_path / "run" / "tb").rglob("events.out.tfevents.*"))
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "PPO - best rule on these instances" in report and "PPO - best rule on the validation seeds" in report
