@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import statistics
 from collections.abc import Iterator
@@ -50,7 +49,7 @@ from dynasched_gym.generation import (
 )
 from dynasched_gym.generation.sesc import METHODS
 from dynasched_gym.instance import write_text_atomic
-from dynasched_gym.results import read_jsonl
+from dynasched_gym.results import config_hash, read_jsonl
 from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
 
@@ -85,10 +84,9 @@ def counting_measure() -> Iterator[list[int]]:
 
 
 def code_key(scenario: Scenario) -> str:
-    """The SHA-256 of what a run depends on besides its settings: the preset ``scenario`` and ``GENERATOR_VERSION``
+    """The hash of what a run depends on besides its settings: the preset ``scenario`` and ``GENERATOR_VERSION``
     (runs of an older generator were reused, so a rerun to time a new one reported the old times)."""
-    inputs = {"scenario": scenario.to_dict(), "generator_version": GENERATOR_VERSION}
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+    return config_hash({"scenario": scenario.to_dict(), "generator_version": GENERATOR_VERSION})
 
 
 def run_key(row: dict[str, Any]) -> tuple:

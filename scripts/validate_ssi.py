@@ -11,7 +11,7 @@ difficulty, whether medians strictly increase and adjacent IQRs are disjoint, an
 plot and the rows (JSONL) under ``--out``. Finished rows are appended as they complete, so an
 interrupted run resumes where it stopped. A row is reused only for the design it was computed for: its
 index, size and target vector must be this run's (the Latin-hypercube targets depend on
-``--instances``), and so must its key (:func:`row_key`: the size preset, generator and SSI versions and rule
+``--instances``), and so must its code (:func:`code_key`: the size preset, generator and SSI versions and rule
 portfolio), so rows of another ``--instances``, or computed by an older SSI, in the same file are ignored (and
 kept); a partial last line (a killed writer) is skipped with a warning and cut off.
 
@@ -21,7 +21,6 @@ Usage: ``python -m scripts.validate_ssi [--instances 320] [--out .bench/ssi]``
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import sys
@@ -36,7 +35,7 @@ from dynasched_gym.errors import InstanceFormatError, MissingExtraError
 from dynasched_gym.generation import GENERATOR_VERSION, MAX_SEEDS, SSI_VERSION, TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
 from dynasched_gym.instance import write_text_atomic
-from dynasched_gym.results import read_jsonl
+from dynasched_gym.results import config_hash, read_jsonl
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
@@ -86,24 +85,23 @@ def evaluate(index: int, targets: dict[str, float]) -> dict:
             "difficulty": empirical_difficulty(result.instance)}
 
 
-def row_key(size: str) -> str:
-    """The SHA-256 of what a row of size preset ``size`` depends on besides its target vector: the preset's
-    scenario, the generator and SSI versions and the rule portfolio (a row of an older SSI, reused, reported its
-    score as this code's)."""
-    inputs = {"scenario": Scenario.preset(size).to_dict(), "generator_version": GENERATOR_VERSION,
-              "ssi_version": SSI_VERSION, "portfolio": list(PORTFOLIO)}
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+def code_key(size: str) -> str:
+    """The hash of what a row of size preset ``size`` depends on besides its target vector: the preset's scenario,
+    the generator and SSI versions and the rule portfolio (a row of an older SSI, reused, reported its score as this
+    code's)."""
+    return config_hash({"scenario": Scenario.preset(size).to_dict(), "generator_version": GENERATOR_VERSION,
+                        "ssi_version": SSI_VERSION, "portfolio": list(PORTFOLIO)})
 
 
-def design_rows(stored: list[dict[str, Any]], vectors: list[dict[str, float]], keys: dict[str, str]
+def design_rows(stored: list[dict[str, Any]], vectors: list[dict[str, float]], codes: dict[str, str]
                 ) -> tuple[dict[int, dict], int]:
-    """The stored rows of this design by index (index, size, target vector and key, ``keys[size]``, all match), and
-    how many rows belong to another design."""
+    """The stored rows of this design by index (index, size, target vector and code, ``codes[size]``, all match),
+    and how many rows belong to another design."""
     rows, foreign = {}, 0
     for row in stored:
         i = row.get("index")
         if isinstance(i, int) and 0 <= i < len(vectors) and row.get("size") == SIZES[i % len(SIZES)] \
-                and row.get("targets") == vectors[i] and row.get("key") == keys[row["size"]]:
+                and row.get("targets") == vectors[i] and row.get("code") == codes[row["size"]]:
             rows.setdefault(i, row)
         else:
             foreign += 1
@@ -127,8 +125,8 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
     vectors = target_vectors(args.instances)
-    keys = {size: row_key(size) for size in SIZES}
-    rows, foreign = design_rows(read_jsonl(rows_path, None, JournalWarning, repair=True), vectors, keys)
+    codes = {size: code_key(size) for size in SIZES}
+    rows, foreign = design_rows(read_jsonl(rows_path, None, JournalWarning, repair=True), vectors, codes)
     if foreign:
         print(f"{rows_path}: ignoring {foreign} row(s) of another design (another --instances: other "
               "Latin-hypercube targets; or another size preset, generator or SSI version)", file=sys.stderr)
@@ -138,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     with rows_path.open("a") as fh:
         for i in tqdm(pending, desc="instances", unit="instance", initial=args.instances - len(pending),
                          total=args.instances):
-            rows[i] = {**evaluate(i, vectors[i]), "key": keys[SIZES[i % len(SIZES)]]}
+            rows[i] = {**evaluate(i, vectors[i]), "code": codes[SIZES[i % len(SIZES)]]}
             fh.write(json.dumps(rows[i]) + "\n")
             fh.flush()
     table = [rows[i] for i in range(args.instances)]
