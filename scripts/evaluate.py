@@ -486,11 +486,12 @@ def plan(cfg: DictConfig) -> Plan:
                         raise  # a broken module of this package is an error, not a missing extra
                     skipped.append(f"{spec.get('target') or spec['name']} on {tier}/{size}: {exc}")
                     continue
-                futures = getattr(getattr(player, "agent", None), "sampled_futures", 0)
+                agent = getattr(player, "agent", None)  # an AgentPlayer's; the other players sample no futures
+                futures = getattr(agent, "sampled_futures", 0)
                 if futures:  # a sample could be the very instance tested
                     check_outside_futures(f"seeds.start={start} seeds.count={len(seeds)}", seeds,
                                           f"{spec['name']} rolls out in {futures} of them")
-                trained = getattr(getattr(player, "agent", None), "trained_objective", None)
+                trained = getattr(agent, "trained_objective", None)
                 if trained not in (None, cfg.objective):  # a policy is ranked on the objective it was trained for
                     skipped.append(f"{spec['name']} on {tier}/{size}: trained for {trained}, this evaluation's "
                                    f"objective is {cfg.objective}")

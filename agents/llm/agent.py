@@ -29,6 +29,7 @@ too), invalid answers, fallbacks by reason and latency.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import Counter
@@ -173,15 +174,15 @@ class LLMAgent(Agent):
         for name, rules in (("prune_rules", prune_rules), ("rollout_rules", rollout_rules)):
             if rules == ():  # it played the defaults, as None does, under a config of its own
                 raise ValueError(f"{name} must name at least one rule or be None (the defaults), got []")
-        # fail now on a bad name, not in the first episode, and say which setting holds it
-        for name, rules in (("fallback", (fallback,) if fallback else ()), ("prune_rules", prune_rules or ()),
-                            ("rollout_rules", rollout_rules or ())):
+        # fail now on a bad name, not in the first episode, and say which setting holds it; the ranking and rollout
+        # rules order the table's rows and roll out: their results must repeat
+        deterministic = functools.partial(parse_deterministic_rule, use="ranking and rollout rules")
+        for name, rules, parse in (("fallback", (fallback,) if fallback else (), parse_rule),
+                                   ("prune_rules", prune_rules or (), deterministic),
+                                   ("rollout_rules", rollout_rules or (), deterministic)):
             try:
                 for rule in rules:
-                    if name == "fallback":
-                        parse_rule(rule)
-                    else:  # they rank the table's rows and roll out: results must repeat
-                        parse_deterministic_rule(rule, "ranking and rollout rules")
+                    parse(rule)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"{name}: {exc}") from None
         # one spelling per rule, so that configs (and result rows) of the same agent hash alike

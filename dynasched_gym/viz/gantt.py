@@ -161,10 +161,10 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
             name = DOWNTIME_KINDS[kind]
             out.append(_rect(f"down {name}", s, e, y(m, 0.35), 0.35 * row_h,
                              f"{name} of {inst.machine_names[m]}\n{_num(s)} – {_num(e)}", DOWN_COLOURS[name]))
-    late = _late(schedule)
+    late, arrival = _late(schedule), schedule.job_arrival
     for j in range(inst.num_jobs):
         r0, r1 = (2, top - 2) if machine_view else (y(j, 0.9), y(j, 0.9) + 0.9 * row_h)
-        if not np.isnan(schedule.job_arrival[j]):
+        if not np.isnan(arrival[j]):
             out.append(_tick("arrival", inst.job_release[j], r0, r1, f"{inst.job_names[j]} arrives"))
         if not np.isnan(schedule.job_cancelled_at[j]):
             c0, c1 = (height - top + 2, height - 2) if machine_view else (r0, r1)
