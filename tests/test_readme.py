@@ -1,0 +1,21 @@
+"""The README's Python examples run as written, so the first code a user copies works."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPO
+
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def test_readme_python_examples_run_in_order(tmp_path, monkeypatch):
+    blocks = PYTHON_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) >= 3, "the README's Quickstart lost its Python examples"
+    monkeypatch.chdir(tmp_path)  # the examples write their schedule into the current folder
+    namespace: dict = {"__name__": "__readme__"}
+    for number, block in enumerate(blocks, 1):
+        # The file name puts the block's number into any traceback.
+        exec(compile(block, f"README.md python block {number}", "exec"), namespace)
+    assert (tmp_path / "mk01-mwkr.json").is_file()
+    assert namespace["schedule"].metrics["total_weighted_tardiness"] >= 0
