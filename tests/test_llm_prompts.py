@@ -108,10 +108,11 @@ def test_l3_requests_are_the_same_whatever_the_future_holds(server: ChatServer) 
         assert (texts[0] == texts[1]) is same, level
 
 
-def _view(env: gym.Env, level: str = "L3", max_rows: int = 20, rules: tuple[str, ...] = ("SPT",)) -> View:
+def _view(env: gym.Env, level: str = "L3", max_rows: int = 20, rules: tuple[str, ...] = ("SPT",),
+          future_limit: int = 25) -> View:
     inst = env.unwrapped.instance
     return observe(env.unwrapped, MachineStats(inst.num_jobs, inst.num_machines), "weighted_tardiness", max_rows,
-                   rule_codes(rules, "EET"), oracle=level == "oracle")
+                   rule_codes(rules, "EET"), oracle=level == "oracle", future_limit=future_limit)
 
 
 def _advance(env: gym.Env, until: float) -> tuple[Any, Any]:
@@ -217,6 +218,22 @@ def test_the_oracle_says_when_future_events_are_cut_or_not_shown() -> None:
     env = env_of(calm.replace(events=(), job_release=np.zeros(calm.num_jobs)))  # nothing to come: "none" is true
     env.reset(seed=0)
     assert future(25).splitlines()[1] == "none"
+
+
+def test_the_oracle_system_prompt_says_how_many_future_events_are_shown() -> None:
+    """The oracle's system prompt said "You are also shown the future events" also with ``future_events=0``, where
+    its user prompt says they are not shown; it now says so too, and names the limit of a list that may be cut."""
+    env = env_of()
+    _advance(env, 12.0)
+    prompts = {limit: [m["content"] for m in messages(_view(env, "oracle", future_limit=limit), "oracle", "none",
+                                                      "direct", {})] for limit in (0, 2)}
+    system, user = prompts[0]
+    assert "future events of this clairvoyant ablation are not shown (future_events=0)" in system
+    assert "also shown" not in system and "not shown (future_events=0)" in user
+    system, user = prompts[2]
+    assert "also shown the future events to come, at most the first 2, soonest first" in system
+    assert "the first 2 of 3, soonest first" in user
+    assert "Nothing tells you the future." in messages(_view(env), "L3", "none", "direct", {})[0]["content"]
 
 
 def test_prompt_variants_separate_priors_from_length() -> None:

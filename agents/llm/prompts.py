@@ -89,8 +89,9 @@ MODES = ("direct", "cot", "tools")
 #: Version of what the prompts show, part of :meth:`LLMAgent.config` so that stored episodes played with other
 #: prompts are never reused; bump it with every change of a prompt's content (2: L3 shows the priors of an
 #: explicit instance's stated tier; 3: a given priors mapping's tier is shown also without an SSI; 4: the oracle says
-#: when its future events are cut to the first N of M or not shown, ``future_events=0``, where it said "none").
-PROMPT_VERSION = 4
+#: when its future events are cut to the first N of M or not shown, ``future_events=0``, where it said "none"; 5: the
+#: oracle's system prompt says how many future events it shows, where it said they are shown also at 0).
+PROMPT_VERSION = 5
 
 _MWKR = JOB_RULES.index("MWKR")
 _OBJECTIVE_TEXT = {
@@ -460,11 +461,17 @@ _ANSWER = {
 }
 
 
-def system_prompt(level: str, mode: str, objective: str, priors: Mapping[str, Any] | None, tagged: bool = False
-                  ) -> str:
-    """The system message: the task, the table's columns at ``level``, the answer format (and ``priors`` if given)."""
-    future = (" You are also shown the future events: a clairvoyant view used only as an ablation."
-              if level == "oracle" else " Nothing tells you the future.")
+def system_prompt(level: str, mode: str, objective: str, priors: Mapping[str, Any] | None, tagged: bool = False,
+                  future_limit: int = 0) -> str:
+    """The system message: the task, the table's columns at ``level``, the answer format (and ``priors`` if given);
+    ``future_limit``: the future events the ``oracle`` level lists (:attr:`View.future_limit`)."""
+    if level != "oracle":
+        future = " Nothing tells you the future."
+    elif future_limit:
+        future = (f" You are also shown the future events to come, at most the first {future_limit}, soonest first: a "
+                  "clairvoyant view used only as an ablation.")
+    else:  # "shown" would have the model read the missing list as a calm future (the user prompt says so too)
+        future = " The future events of this clairvoyant ablation are not shown (future_events=0)."
     lines = ["You dispatch a dynamic flexible job shop. Jobs arrive over time; each is a chain of operations, and an "
              "operation may run on several machines with machine-dependent times. At each decision some operations "
              "can start now on idle machines: you choose one (operation, machine) pair, it starts at once, and you "
@@ -528,7 +535,8 @@ def user_prompt(view: View, level: str) -> str:
 def messages(view: View, level: str, variant: str, mode: str, priors: Mapping[str, Any]) -> list[dict[str, str]]:
     """The chat messages of one decision (system, user) for ``level`` and ``variant``."""
     show_priors = level in ("L3", "oracle") or variant == "priors"
-    system = system_prompt(level, mode, view.objective, priors if show_priors else None, variant == "priors_tagged")
+    system = system_prompt(level, mode, view.objective, priors if show_priors else None, variant == "priors_tagged",
+                           view.future_limit)
     user = user_prompt(view, level)
     if variant == "padded":
         target = len(system_prompt("L3", mode, view.objective, priors)) + len(user_prompt(view, "L3"))
