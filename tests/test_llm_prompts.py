@@ -129,9 +129,50 @@ def test_inspect_tool_hides_the_future_below_oracle() -> None:
     j3 = next(r.action_id for r in view.rows if view.instance.job_names[r.job] == "J3")
     sim = env.unwrapped.simulator
     fair = Toolbox([parse_rule("SPT")], "L3").call("inspect_action", json.dumps({"action_id": j3}), sim, view)
-    oracle = Toolbox([parse_rule("SPT")], "oracle").call("inspect_action", json.dumps({"action_id": j3}), sim, view)
+    oracle = Toolbox([parse_rule("SPT")], "oracle").call("inspect_action", json.dumps({"action_id": j3}), sim,
+                                                         _view(env, "oracle"))
     assert "55.71" not in fair and "future_events" not in fair and '"due": "40"' in fair
     assert "t=55.71 CANCELLATION job J3" in oracle
+
+
+def test_the_oracle_inspect_tool_cuts_future_events_as_the_prompt_does() -> None:
+    """inspect_action listed every future event of the job and machine whatever ``future_events``: at 0 it showed
+    the future that the prompt says is not shown, and a list longer than the limit was not cut."""
+    env = env_of()
+    _advance(env, 0.0)
+    sim, tools = env.unwrapped.simulator, Toolbox([parse_rule("SPT")], "oracle")
+
+    def future(limit: int) -> list[str]:  # of J3 on M2: its cancellation at 55.71, M2's breakdown at 77.29
+        view = _view(env, "oracle", future_limit=limit)
+        names = view.instance.job_names, view.instance.machine_names
+        pick = next(r.action_id for r in view.rows if (names[0][r.job], names[1][r.machine]) == ("J3", "M2"))
+        return json.loads(tools.call("inspect_action", json.dumps({"action_id": pick}), sim, view))["future_events"]
+
+    assert future(0) == ["Future events of job J3 or machine M2: not shown (future_events=0)."]
+    assert future(1) == ["Future events of job J3 or machine M2, the first 1 of 2, soonest first:",
+                         "t=55.71 CANCELLATION job J3"]
+    assert future(25) == ["Future events of job J3 or machine M2, soonest first:", "t=55.71 CANCELLATION job J3",
+                          "t=77.29 BREAKDOWN machine M2 duration 13.37"]
+
+
+def test_an_oracle_agent_with_future_events_0_inspects_no_future_event(server: ChatServer) -> None:
+    """The agent's ``future_events`` reaches inspect_action: every candidate inspected, no event is shown."""
+    def inspect_all(body: dict[str, Any]) -> dict[str, Any]:
+        ids = table_ids(body)
+        if body["messages"][-1]["role"] == "user":
+            return {"tool_calls": [("inspect_action", {"action_id": i}) for i in ids]}
+        return {"content": json.dumps({"action_id": ids[0]})}
+
+    server.responder = inspect_all
+    agent = make("llm", model="m", base_url=server.url, level="oracle", mode="tools", future_events=0, cache=False,
+                 timeout=2.0, ask_single=True)
+    env = env_of()
+    obs, info = env.reset(seed=0)
+    agent.reset(env)
+    agent.act(obs, info)
+    answers = [m["content"] for m in server.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert len(answers) == 7 and all("not shown (future_events=0)" in a for a in answers)
+    assert "t=" not in _request_text(server.bodies[-1])
 
 
 def test_tool_arguments_read_the_action_id_as_answers_do() -> None:

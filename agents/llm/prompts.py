@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,8 +90,9 @@ MODES = ("direct", "cot", "tools")
 #: prompts are never reused; bump it with every change of a prompt's content (2: L3 shows the priors of an
 #: explicit instance's stated tier; 3: a given priors mapping's tier is shown also without an SSI; 4: the oracle says
 #: when its future events are cut to the first N of M or not shown, ``future_events=0``, where it said "none"; 5: the
-#: oracle's system prompt says how many future events it shows, where it said they are shown also at 0).
-PROMPT_VERSION = 5
+#: oracle's system prompt says how many future events it shows, where it said they are shown also at 0; 6: the oracle's
+#: inspect_action cuts its future events as the prompt does, where it listed them all also at 0).
+PROMPT_VERSION = 6
 
 _MWKR = JOB_RULES.index("MWKR")
 _OBJECTIVE_TEXT = {
@@ -277,16 +278,28 @@ def pending_events(sim: Simulator) -> list[Event]:
     return events[int(sim.state.counters[C_EVENT]):]
 
 
-def _future(sim: Simulator, limit: int) -> tuple[list[str], int]:
+def upcoming(sim: Simulator, limit: int, concerns: Callable[[int | None, int | None], bool] | None = None
+             ) -> tuple[list[str], int]:
     """The next ``limit`` stream events and hidden arrivals, soonest first (the clairvoyant ablation), and how many
-    there are in all."""
+    there are in all; ``concerns(job, machine)``: only those it is true of (an arrival has no machine)."""
     instance, state = sim.instance, sim.state
-    lines = [(e.time, describe_event(e, instance)) for e in pending_events(sim)]
+    keep = concerns or (lambda job, machine: True)
+    lines = [(e.time, describe_event(e, instance)) for e in pending_events(sim) if keep(e.job, e.machine)]
     lines += [(float(instance.job_release[j]), f"t={fmt(float(instance.job_release[j]))} ARRIVAL job "
                f"{instance.job_names[j]} ({len(instance.job_ops(j))} operation(s), due "
                f"{fmt(float(instance.job_due[j]))}, weight {fmt(float(instance.job_weight[j]))})")
-              for j in np.flatnonzero(state.job_status == JOB_HIDDEN)]
+              for j in np.flatnonzero(state.job_status == JOB_HIDDEN) if keep(int(j), None)]
     return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]], len(lines)
+
+
+def future_section(heading: str, future: Sequence[str], total: int, limit: int) -> list[str]:
+    """The lines listing ``future``, the first ``limit`` of ``total`` events to come (:func:`upcoming`), under
+    ``heading``: how the list is cut, or that none is shown at ``limit`` 0."""
+    # "none" only where nothing is to come: an empty list cut to 0 or a list cut short would read as a calm future
+    if not limit:
+        return [f"{heading}: not shown (future_events=0)."]
+    cut = f", the first {len(future)} of {total}" if len(future) < total else ""
+    return [f"{heading}{cut}, soonest first:", *(future or ["none"])]
 
 
 def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_rules: np.ndarray,
@@ -329,7 +342,7 @@ def observe(env: Any, stats: MachineStats, objective: str, max_rows: int, prune_
     }
     applied = Counter(EventType(int(t)).name.lower() for t in static.event_type[:int(state.counters[C_EVENT])])
     status_text = [_status(sim, m, oracle) for m in range(sim.instance.num_machines)]
-    future, total = _future(sim, future_limit) if oracle else ([], 0)
+    future, total = upcoming(sim, future_limit) if oracle else ([], 0)
     return View(now, sim.decisions, objective, sim.instance, rows, len(slots), queue, bottleneck, utilization,
                 status_text, counts, dict(sorted(applied.items())),
                 float(potential(static, state, OBJECTIVES.index(objective))), future,
@@ -517,13 +530,8 @@ def user_prompt(view: View, level: str) -> str:
                   f"{inst.machine_names[top]}):",
                   _table(["machine", "group", "speed", "status", "queue", "bneck", "util"], rows)]
     if level == "oracle":
-        # "none" only where nothing is to come: an empty list cut to 0 or a list cut short would read as a calm future
-        if not view.future_limit:
-            lines += ["", "Future events (clairvoyant ablation): not shown (future_events=0)."]
-        else:
-            cut = f", the first {len(view.future)} of {view.future_total}" if len(view.future) < view.future_total \
-                else ""
-            lines += ["", f"Future events (clairvoyant ablation){cut}, soonest first:"] + (view.future or ["none"])
+        lines += ["", *future_section("Future events (clairvoyant ablation)", view.future, view.future_total,
+                                      view.future_limit)]
     plural = "s" if view.offered != 1 else ""
     shown = f"{len(view.rows)} of {view.offered} startable pairs" if len(view.rows) < view.offered else \
         f"{len(view.rows)} startable pair{plural}"

@@ -9,7 +9,8 @@
 - ``inspect_action(action_id)``: the candidate in detail, at the agent's level: L1 its operation's
   eligible machines and times; L2 also the job's due date, weight, release, later operations and the
   machine's queue; L3 also the machine's group, speed, bottleneck score and utilisation; ``oracle``
-  also the future events of that job and machine.
+  also the future events of that job or machine, cut as the prompt's list is (the first
+  ``future_events`` of them; none shown at 0).
 
 Answers are JSON text; a bad call (unknown tool, unreadable arguments, an id not in the table)
 gets ``{"error": ...}`` and the conversation goes on.
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.agents.llm.parsing import action_id as parse_action_id
-from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, describe_event, fmt, op_times, pending_events
+from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, fmt, future_section, op_times, upcoming
 from dynasched_gym.core.compiled import ScratchStates
 from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.simulator import Simulator
@@ -88,9 +89,11 @@ class Toolbox:
             out.update(machine_group=inst.machine_groups[row.machine], machine_speed=fmt(float(inst.machine_speed[
                 row.machine])), machine_bottleneck=fmt(float(view.bottleneck[row.machine])),
                 machine_utilization=fmt(float(view.utilization[row.machine])), next_load=fmt(row.next_load))
-        if level >= 3:
-            out["future_events"] = [describe_event(e, inst) for e in pending_events(sim)
-                                    if e.job == row.job or e.machine == row.machine]
+        if level >= 3:  # cut as the prompt's list is: future_events=0 shows no future here either
+            future, total = upcoming(sim, view.future_limit,
+                                     lambda job, machine: job == row.job or machine == row.machine)
+            out["future_events"] = future_section(f"Future events of job {inst.job_names[row.job]} or machine "
+                                                  f"{names[row.machine]}", future, total, view.future_limit)
         return out
 
     def call(self, name: str, arguments: str, sim: Simulator, view: View) -> str:
