@@ -175,6 +175,22 @@ def test_an_oracle_agent_with_future_events_0_inspects_no_future_event(server: C
     assert "t=" not in _request_text(server.bodies[-1])
 
 
+@pytest.mark.parametrize("level", ["L3", "oracle"])
+def test_simulate_action_says_whether_its_rollouts_see_the_future(server: ChatServer, level: str) -> None:
+    """The tool's description sent to the model matches what its rollouts see (the real future only at oracle)."""
+    server.responder = lambda body: {"content": json.dumps({"action_id": table_ids(body)[0]})}
+    agent = make("llm", model="m", base_url=server.url, level=level, mode="tools", cache=False, timeout=2.0,
+                 ask_single=True)
+    env = env_of()
+    obs, info = env.reset(seed=0)
+    agent.reset(env)
+    agent.act(obs, info)
+    simulate = next(t["function"] for t in server.bodies[-1]["tools"] if t["function"]["name"] == "simulate_action")
+    clairvoyant = "actual future events" in simulate["description"]
+    assert clairvoyant == (level == "oracle")
+    assert ("not known to it" in simulate["description"]) == (level != "oracle")
+
+
 def test_tool_arguments_read_the_action_id_as_answers_do() -> None:
     """A tool call with "action_id": "3" or 3.0 was refused although an answer with it plays action 3."""
     env = env_of()

@@ -58,7 +58,7 @@ from dynasched_gym.agents.llm.prompts import (
     messages,
     observe,
 )
-from dynasched_gym.agents.llm.tools import TOOLS, Toolbox
+from dynasched_gym.agents.llm.tools import Toolbox
 from dynasched_gym.agents.lookahead import DEFAULTS, rule_codes
 from dynasched_gym.agents.rules import RuleAgent
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_real
@@ -362,7 +362,7 @@ class LLMAgent(Agent):
             request = dict(params)
             final = k == rounds - 1
             if self.mode == "tools":  # JSON-constrained decoding would keep the model from calling tools
-                request.update(tools=TOOLS, tool_choice="none" if final else None)
+                request.update(tools=self._toolbox.definitions, tool_choice="none" if final else None)
             if final:
                 request["response_format"] = self._response_format(view)
             completion = self._request(chat, request, record)

@@ -91,7 +91,8 @@ MODES = ("direct", "cot", "tools")
 #: explicit instance's stated tier; 3: a given priors mapping's tier is shown also without an SSI; 4: the oracle says
 #: when its future events are cut to the first N of M or not shown, ``future_events=0``, where it said "none"; 5: the
 #: oracle's system prompt says how many future events it shows, where it said they are shown also at 0; 6: the oracle's
-#: inspect_action cuts its future events as the prompt does, where it listed them all also at 0).
+#: inspect_action cuts its future events as the prompt does, where it listed them all also at 0, and its
+#: simulate_action is described as playing the real future, where it said future events are not known to it).
 PROMPT_VERSION = 6
 
 _MWKR = JOB_RULES.index("MWKR")

@@ -40,13 +40,17 @@ def _function(name: str, description: str) -> dict[str, Any]:
                        "additionalProperties": False}}}
 
 
-#: The tool definitions sent with every request of the ``tools`` mode.
-TOOLS = [
-    _function("simulate_action", "Estimate the final objective (lower is better) if the candidate with this action_id "
-              "starts now and a dispatching rule schedules everything after it. Future events are not known to it."),
-    _function("inspect_action", "Details of the candidate with this action_id: its job's operations, eligible machines "
-              "and times, and its machine's state."),
-]
+def tool_definitions(level: str) -> list[dict[str, Any]]:
+    """The tool definitions sent with every request of the ``tools`` mode at this observability level."""
+    # at the oracle level the rollouts play the instance's real future (pair_value's oracle flag)
+    future = ("It plays the instance's actual future events." if level == "oracle"
+              else "Future events are not known to it.")
+    return [
+        _function("simulate_action", "Estimate the final objective (lower is better) if the candidate with this "
+                  f"action_id starts now and a dispatching rule schedules everything after it. {future}"),
+        _function("inspect_action", "Details of the candidate with this action_id: its job's operations, eligible "
+                  "machines and times, and its machine's state."),
+    ]
 
 
 class Toolbox:
@@ -55,6 +59,7 @@ class Toolbox:
     def __init__(self, rules: Sequence[tuple[int, int]] | np.ndarray, level: str) -> None:
         self.rules = np.asarray(rules, dtype=np.int64).reshape(-1, 2)  # (job rule, machine rule) codes
         self.level = level
+        self.definitions = tool_definitions(level)
         self._scratch = ScratchStates()
         self._lock = threading.Lock()  # best-of-n samples call tools from several threads; one scratch state
 
