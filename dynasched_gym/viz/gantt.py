@@ -3,10 +3,11 @@
 Machine view: one row per machine; segments coloured by job (preempted ones hatched ``//``,
 aborted ones crossed ``xx``), downtime as thin bars (breakdowns red, maintenance grey), job
 arrivals as green triangles above the rows and cancellations as red crosses below them.
-Job view: one row per job; segments coloured by machine, the release (green triangle), the due
-date in force at completion or now (black tick, red when the job was late, or is still open and
-past it) and the cancellation (red cross) on the job's row. Bars are a few ``PolyCollection``s
-(one per segment status), so thousands of segments draw in well under a second.
+Job view: one row per job (while running, per job released by now); segments coloured by machine,
+the release (green triangle), the due date in force at completion or now (black tick, red when the
+job was late, or is still open and past it) and the cancellation (red cross) on the job's row.
+Bars are a few ``PolyCollection``s (one per segment status), so thousands of segments draw in well
+under a second.
 
 The HTML version is one self-contained file: an inline SVG whose x axis is time itself (zooming
 changes the ``viewBox``), one element per segment, downtime interval and marker, and a little
@@ -54,32 +55,39 @@ def gantt_figure(
 
     ``now`` (a running episode) draws the current time, hides arrivals after it and cuts
     downtime at it; ``running`` adds the operations in progress, faded, up to their planned end. The time axis
-    then ends there, and due dates after it are left out.
+    then ends there, and due dates after it are left out. The job view then has rows for the jobs released by
+    ``now`` only.
     """
     _check_view(by)
     if now is not None:  # a string failed inside NumPy; NaN or a negative time drew a chart of no moment
         now = check_real("now", now, 0.0)
     inst = schedule.instance
     machine_view = by == "machine"
-    rows = inst.num_machines if machine_view else inst.num_jobs
-    fig = blank_figure(fig, *gantt_size(inst, by), dpi)
+    names = inst.machine_names if machine_view else inst.job_names
+    arrival = schedule.job_arrival  # NaN: cancelled before its release, the job never arrived
+    arrived = ~np.isnan(arrival) if now is None else arrival <= now
+    # while running, a non-oracle agent knows of no job released later, nor of one cancelled before its release
+    shown = np.flatnonzero(arrived) if now is not None and not machine_view else np.arange(len(names))
+    rows = len(shown)
+    row_of = np.full(len(names), -1)
+    row_of[shown] = np.arange(rows)
+    fig = blank_figure(fig, *_size(rows, by), dpi)
     ax = fig.add_subplot()
     colours = palette(inst.num_jobs if machine_view else inst.num_machines)
-    seg_row, seg_colour = _row_and_colour(schedule.segment_job, schedule.segment_machine, machine_view)
+    seg_row, seg_colour = _row_and_colour(schedule.segment_job, schedule.segment_machine, machine_view, row_of)
     edge = 0.4 if len(seg_row) <= 60 * rows else 0.0  # dense charts: edges would hide the colours
     for i, status in enumerate(SEGMENT_STATUSES):
-        sel = schedule.segment_status == i
+        sel = (schedule.segment_status == i) & (seg_row >= 0)
         _bars(ax, seg_row[sel], schedule.segment_start[sel], schedule.segment_end[sel], 0.7,
               facecolors=colours[seg_colour[sel]], edgecolors="black", linewidths=edge, hatch=HATCHES[status])
     if running is not None:
         job, machine, start, end = running
-        run_row, run_colour = _row_and_colour(job, machine, machine_view)
-        _bars(ax, run_row, start, end, 0.7, facecolors=colours[run_colour], alpha=0.45, edgecolors="black",
-              linewidths=edge)
+        run_row, run_colour = _row_and_colour(job, machine, machine_view, row_of)
+        sel = run_row >= 0
+        _bars(ax, run_row[sel], start[sel], end[sel], 0.7, facecolors=colours[run_colour[sel]], alpha=0.45,
+              edgecolors="black", linewidths=edge)
     horizon = _horizon(schedule, now, running)
     cancel = schedule.job_cancelled_at
-    arrival = schedule.job_arrival  # NaN: cancelled before its release, the job never arrived
-    arrived = ~np.isnan(arrival) if now is None else arrival <= now
     if machine_view:
         down_end = schedule.downtime_end if now is None else np.minimum(
             schedule.downtime_end, np.maximum(now, schedule.downtime_start))
@@ -89,23 +97,25 @@ def gantt_figure(
         _marks(ax, cancel[~np.isnan(cancel)], rows - 0.2, "x", "tab:red", 6)
         ax.set_ylim(rows - 0.2, -1.0)
     else:
-        size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / rows, 1.0, 6.0))
-        jobs = np.flatnonzero(arrived | (cancel <= (np.inf if now is None else now)))  # known by now
-        due = schedule.job_due[jobs]
-        late = _late(schedule, now)[jobs]
+        size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / max(rows, 1), 1.0, 6.0))
+        row = np.arange(rows)
+        due = schedule.job_due[shown]
+        late = _late(schedule, now)[shown]
         on_time = ~late & (due <= horizon)  # with now, a later due date would be drawn beyond the time axis
-        _marks(ax, arrival[jobs][arrived[jobs]], jobs[arrived[jobs]], ">", "tab:green", size)
-        _marks(ax, due[on_time], jobs[on_time], "|", "black", 1.6 * size)
-        _marks(ax, due[late], jobs[late], "|", "tab:red", 1.6 * size)
-        cancelled = jobs[~np.isnan(cancel[jobs])]
-        _marks(ax, cancel[cancelled], cancelled, "x", "tab:red", size)
-        ax.set_ylim(rows - 0.5, -0.5)
+        released, cancelled = arrived[shown], ~np.isnan(cancel[shown])
+        _marks(ax, arrival[shown][released], row[released], ">", "tab:green", size)
+        _marks(ax, due[on_time], row[on_time], "|", "black", 1.6 * size)
+        _marks(ax, due[late], row[late], "|", "tab:red", 1.6 * size)
+        _marks(ax, cancel[shown][cancelled], row[cancelled], "x", "tab:red", size)
+        ax.set_ylim(max(rows, 1) - 0.5, -0.5)  # no row (nothing released yet): equal limits would warn
     if now is not None:
         ax.axvline(now, color="black", linestyle="--", linewidth=0.8)
     ax.set_xlim(0.0, 1.01 * horizon)
-    names = inst.machine_names if machine_view else inst.job_names
     if rows <= 60:
-        ax.set_yticks(range(rows), names, fontsize=8 if rows <= 30 else 6)
+        ax.set_yticks(range(rows), [names[i] for i in shown], fontsize=8 if rows <= 30 else 6)
+    else:  # too many rows to name: the ticks number them, by job index where rows are left out
+        ax.yaxis.set_major_formatter(lambda y, _: str(shown[int(y)]) if float(y).is_integer() and 0 <= y < rows
+                                     else "")
     ax.set_ylabel(by)
     ax.set_xlabel("time")
     fig.legend(handles=_legend(inst.machine_names, machine_view, now is not None, running is not None),
@@ -115,8 +125,11 @@ def gantt_figure(
 
 
 def gantt_size(instance: Instance, by: str = "machine") -> tuple[float, float]:
-    """Default figure size in inches: 10 wide, a fixed height per row (at most 24)."""
-    rows = instance.num_machines if by == "machine" else instance.num_jobs
+    """Default figure size in inches of the complete chart: 10 wide, a fixed height per row (at most 24)."""
+    return _size(instance.num_machines if by == "machine" else instance.num_jobs, by)
+
+
+def _size(rows: int, by: str) -> tuple[float, float]:
     return 10.0, min(1.6 + (0.35 if by == "machine" else 0.18) * rows, 24.0)
 
 
@@ -205,9 +218,12 @@ def _late(schedule: Schedule, now: float | None = None) -> np.ndarray:
     return (schedule.job_completion - schedule.job_due > EPS) | (open_ & (clock - schedule.job_due > EPS))
 
 
-def _row_and_colour(job: np.ndarray, machine: np.ndarray, machine_view: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Which row each bar goes on and which palette entry colours it."""
-    return (machine, job) if machine_view else (job, machine)
+def _row_and_colour(
+    job: np.ndarray, machine: np.ndarray, machine_view: bool, row_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which row each bar goes on (-1: a job given no row, released after ``now``) and which palette entry colours
+    it."""
+    return (row_of[machine], job) if machine_view else (row_of[job], machine)
 
 
 def _horizon(schedule: Schedule, now: float | None = None, running: Running | None = None) -> float:
