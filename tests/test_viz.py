@@ -301,6 +301,29 @@ def test_a_running_job_view_of_many_rows_numbers_them_by_job():
     assert gantt_figure(schedule, by="job").axes[0].yaxis.get_major_formatter()(1.0, 0) == "1"
 
 
+def test_the_job_view_keys_the_machine_colours_for_any_number_of_machines():
+    """The job view's legend keyed the machine colours up to 8 machines only: mk10's (15) had no key. Beyond 16
+    machines the palette cycles, so each colour's entry names the machines sharing it, in as many legend columns as
+    fit the figure's width; the HTML legend has the same entries."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    mk10 = rollout(load_instance(data.path("mk10")), "SPT")
+    labels = [text.get_text() for text in gantt_figure(mk10, by="job").legends[0].get_texts()]
+    assert labels[-15:] == list(mk10.instance.machine_names)
+    names = [f"GroupX-M{m}" for m in range(40)]
+    schedule = rollout(Instance.build("forty", [Machine(n) for n in names], [Job(n, [{m: 1.0}])
+                                                                             for m, n in enumerate(names)]), "SPT")
+    fig = gantt_figure(schedule, by="job")
+    FigureCanvasAgg(fig).draw()
+    legend = fig.legends[0]
+    key = [text.get_text() for text in legend.get_texts()][-16:]
+    assert key[0] == "GroupX-M0, GroupX-M16, GroupX-M32" and key[15] == "GroupX-M15, GroupX-M31"
+    assert 0 <= legend.get_window_extent().x0 and legend.get_window_extent().x1 <= fig.bbox.width
+    page = gantt_html(schedule, by="job")
+    assert page.count('<span><i style="background:') == 16
+    assert '<i style="background:#1f77b4"></i>GroupX-M0, GroupX-M16, GroupX-M32</span>' in page
+
+
 def test_timeline_and_curves_figures(small):
     counts = {k: len(v) for k, v in event_times(small).items()}
     completed = np.count_nonzero(small.segment_status == 0)

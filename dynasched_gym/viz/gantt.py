@@ -28,7 +28,15 @@ from dynasched_gym.checks import check_path, check_real
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.metrics import EPS
 from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
-from dynasched_gym.viz._mpl import FIGURE_SUFFIXES, blank_figure, check_suffix, palette, plain_text, save_figure
+from dynasched_gym.viz._mpl import (
+    FIGURE_SUFFIXES,
+    PALETTE,
+    blank_figure,
+    check_suffix,
+    palette,
+    plain_text,
+    save_figure,
+)
 
 #: The two views: one row per machine, or one row per job.
 VIEWS = ("machine", "job")
@@ -118,8 +126,7 @@ def gantt_figure(
                                      else "")
     ax.set_ylabel(by)
     ax.set_xlabel("time")
-    fig.legend(handles=_legend(inst.machine_names, machine_view, now is not None, running is not None),
-               loc="outside lower left", ncol=8, fontsize=7, frameon=False)
+    _add_legend(fig, _legend(inst.machine_names, machine_view, now is not None, running is not None))
     fig.suptitle(title or _title(schedule, by), fontsize=9, x=0.01, ha="left")
     return plain_text(fig)
 
@@ -194,8 +201,8 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
                '<span><b class="arrival"></b>arrival</span>', '<span><b class="cancel"></b>cancellation</span>']
     if not machine_view:
         legend += ['<span><b class="due"></b>due</span>', '<span><b class="due late"></b>due (late)</span>']
-        legend += [f'<span><i style="background:{colours[m]}"></i>{html.escape(n)}</span>'
-                   for m, n in enumerate(inst.machine_names)]
+        legend += [f'<span><i style="background:{c}"></i>{html.escape(n)}</span>'
+                   for c, n in _colour_key(inst.machine_names)]
     return _PAGE.substitute(title=html.escape(title or _title(schedule, by)), legend="".join(legend),
                             label_w=label_w, height=height, horizon=f"{horizon:.10g}", labels=labels,
                             body="\n".join(out))
@@ -272,13 +279,32 @@ def _legend(machine_names: tuple[str, ...], machine_view: bool, now: bool, runni
     else:
         handles += [mark(">", "tab:green", "release"), mark("|", "black", "due"), mark("|", "tab:red", "due (late)"),
                     mark("x", "tab:red", "cancellation")]
-        if len(machine_names) <= 8:
-            handles += [Patch(color=c, label=n) for c, n in zip(palette(len(machine_names)), machine_names)]
+        handles += [Patch(color=c, label=n) for c, n in _colour_key(machine_names)]
     if running:
         handles.append(Patch(facecolor="tab:blue", alpha=0.45, label="running"))
     if now:
         handles.append(Line2D([], [], color="black", linestyle="--", label="now"))
     return handles
+
+
+def _colour_key(names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(colour, label) for each palette colour ``names`` are drawn in: the name, or beyond 16 names, where the palette
+    cycles, the names sharing the colour, joined by commas (a key of at most 16 entries, none ambiguous)."""
+    step = len(PALETTE)
+    return [(c, ", ".join(names[i::step])) for i, c in enumerate(palette(min(len(names), step)))]
+
+
+def _add_legend(fig: Any, handles: list[Any], fontsize: float = 7) -> None:
+    """The legend below the axes, in as many columns (at most 8) as fit the figure's width: each column counted as
+    wide as the longest label (a colour shared by several machines names them all) plus matplotlib's default handle
+    and spacings (4.8 font sizes)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    prop = FontProperties(size=fontsize)
+    longest = max(text_to_path.get_text_width_height_descent(h.get_label(), prop, ismath=False)[0] for h in handles)
+    ncol = int(np.clip((72 * fig.get_figwidth() - 2 * fontsize) // (longest + 4.8 * fontsize), 1, 8))
+    fig.legend(handles=handles, loc="outside lower left", ncol=ncol, fontsize=fontsize, frameon=False)
 
 
 def _title(schedule: Schedule, by: str) -> str:
