@@ -15,7 +15,14 @@ from test_env import assert_same_observations, valid_action
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv
-from dynasched_gym.envs.dfjsp.features import BLOCKS, M_BOTTLENECK, OBSERVABILITY, num_columns
+from dynasched_gym.envs.dfjsp.features import (
+    BLOCKS,
+    G_ARRIVAL_SOON,
+    G_PENDING_ARRIVALS,
+    M_BOTTLENECK,
+    OBSERVABILITY,
+    num_columns,
+)
 from dynasched_gym.envs.wrappers import (
     FlattenDictObservation,
     ForecastFeatures,
@@ -112,6 +119,26 @@ def test_bottleneck_counts_a_running_operation_on_its_machine_and_splits_the_oth
     assert env.now == 0.0
     load = np.array([4.0 + 2.0 / 2 + 3.0 / 2, 6.0 / 2 + 5.0 / 2])
     np.testing.assert_allclose(observation["machines"][:, M_BOTTLENECK], load * 2 / load.sum(), rtol=1e-6)
+
+
+def test_oracle_arrivals_leave_out_jobs_cancelled_before_their_release():
+    """J1 is cancelled before its release and never arrives: pending_arrivals and arrival_soon counted it, before
+    its cancellation (at 0) and after it (at 7, still unreleased). J2, cancelled at its release, arrives first
+    (docs/semantics.md), and J3, cancelled after it, arrives too."""
+    inst = Instance.build(
+        "cancelled-hidden", [Machine("M0"), Machine("M1")],
+        [Job("J0", [{0: 50.0}]), Job("J1", [{1: 1.0}], release=10.0), Job("J2", [{1: 1.0}], release=20.0),
+         Job("J3", [{1: 1.0}], release=30.0), Job("J4", [{1: 1.0}], release=7.0)],
+        [Event(5.0, EventType.CANCELLATION, job=1), Event(20.0, EventType.CANCELLATION, job=2),
+         Event(40.0, EventType.CANCELLATION, job=3)])
+    env = DFJSPEnv(instance=inst, observability="oracle", time_scale=10.0)
+    observation, _ = env.reset(seed=0)
+    for now, arriving, next_release in ((0.0, 3, 7.0), (7.0, 2, 20.0), (30.0, 0, None)):
+        assert env.now == now
+        soon = 0.0 if next_release is None else 1.0 / (1.0 + (next_release - now) / 10.0)
+        assert observation["global"][G_PENDING_ARRIVALS] == pytest.approx(arriving / 2), now
+        assert observation["global"][G_ARRIVAL_SOON] == pytest.approx(soon), now
+        observation, *_ = env.step(0)
 
 
 def test_observation_widths_follow_the_level():

@@ -122,8 +122,10 @@ GLOBAL_FEATURES = (
     _amount("objective_so_far", CONCISE, "log(1 + potential / tau): the objective's potential now (see the reward)"),
     _amount("bottleneck_max", FULL, "largest machine bottleneck score"),
     _flag("utilization_mean", FULL, "mean machine utilization so far"),
-    _flag("arrival_soon", ORACLE, "soon(time until the next job release still hidden)"),
-    _amount("pending_arrivals", ORACLE, "jobs not released yet / number of machines"),
+    _flag("arrival_soon", ORACLE, "soon(time until the next arrival: the release of a job not released yet and not "
+          "cancelled before it)"),
+    _amount("pending_arrivals", ORACLE, "jobs not released yet that will arrive (not cancelled before their release) "
+            "/ number of machines"),
     _flag("event_soon", ORACLE, "soon(time until the next stream event of any kind)"),
 )
 

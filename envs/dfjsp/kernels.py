@@ -44,6 +44,7 @@ from dynasched_gym.core.compiled import (
     EPS,
     JOB_ACTIVE,
     JOB_COMPLETED,
+    JOB_HIDDEN,
     State,
     Static,
 )
@@ -360,7 +361,7 @@ def machine_stats(S, T, W, level, now):
         tau = W.scalars[S_TIME_SCALE]
         job_stat = W.job_stat
         for j in range(job_stat.shape[0]):
-            job_stat[j] = 0.0
+            job_stat[j] = np.inf
         event_time = S.event_time
         event_type = S.event_type
         for e in range(T.counters[C_EVENT], event_time.shape[0]):
@@ -370,8 +371,8 @@ def machine_stats(S, T, W, level, now):
                 stat[MS_BREAKDOWN_SOON, S.event_machine[e]] = soon
             elif kind == EV_MAINTENANCE and stat[MS_MAINTENANCE_SOON, S.event_machine[e]] == 0.0:
                 stat[MS_MAINTENANCE_SOON, S.event_machine[e]] = soon
-            elif kind == EV_CANCELLATION and job_stat[S.event_job[e]] == 0.0:
-                job_stat[S.event_job[e]] = soon
+            elif kind == EV_CANCELLATION:
+                job_stat[S.event_job[e]] = min(job_stat[S.event_job[e]], event_time[e])
 
 
 @njit(cache=True, _nrt=False)
@@ -432,7 +433,7 @@ def _write_candidates(S, T, W, offered, previous, now):
                              C_MACHINE_BOTTLENECK, C_MACHINE_UTILIZATION, C_MACHINE_BREAKDOWN_SOON,
                              C_MACHINE_MAINTENANCE_SOON)
         if width > C_JOB_CANCELLATION_SOON:
-            out[s, C_JOB_CANCELLATION_SOON] = W.job_stat[j]
+            out[s, C_JOB_CANCELLATION_SOON] = _soon(W.job_stat[j] - now, tau)  # 0 when none (inf)
 
 
 @njit(cache=True, _nrt=False)
@@ -466,6 +467,14 @@ def _write_machines(S, T, W, now):
         _write_machine_stats(out, m, m, S.machine_speed, stat, tau, M_SPEED, M_QUEUE_WORK, M_BOTTLENECK,
                              M_UTILIZATION, M_BREAKDOWN_SOON, M_MAINTENANCE_SOON)
     return available, down
+
+
+@njit(cache=True, _nrt=False)
+def _arrives(release, status, cancellation):
+    """Whether a job not released yet will arrive (oracle level): it is still hidden (not cancelled already) and
+    its next CANCELLATION event, at time ``cancellation`` (inf: none), comes after its release. A cancellation
+    at the release, within EPS, comes after it (arrivals apply first at one time, docs/semantics.md)."""
+    return status == JOB_HIDDEN and release <= cancellation + EPS
 
 
 @njit(cache=True, _nrt=False)
@@ -513,10 +522,14 @@ def _write_global(S, T, W, num_pairs, offered, available, down, phi, now):
         out[G_BOTTLENECK_MAX] = _clip(top)
         out[G_UTILIZATION_MEAN] = mean
     if width > G_ARRIVAL_SOON:
-        num_jobs = status.shape[0]
-        if released < num_jobs:
-            out[G_ARRIVAL_SOON] = _soon(S.job_release[S.release_order[released]] - now, tau)
-        out[G_PENDING_ARRIVALS] = (num_jobs - released) / num_m
+        pending = 0
+        for r in range(released, status.shape[0]):
+            j = S.release_order[r]
+            if _arrives(S.job_release[j], status[j], W.job_stat[j]):
+                if pending == 0:
+                    out[G_ARRIVAL_SOON] = _soon(S.job_release[j] - now, tau)
+                pending += 1
+        out[G_PENDING_ARRIVALS] = pending / num_m
         e = T.counters[C_EVENT]
         if e < S.event_time.shape[0]:
             out[G_EVENT_SOON] = _soon(S.event_time[e] - now, tau)

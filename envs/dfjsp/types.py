@@ -102,7 +102,7 @@ Workspace = namedtuple(
         "pair_job",  # (pair capacity,) int64, scratch: every startable pair's job, in job order
         "pair_machine",  # (pair capacity,) int64, scratch: every startable pair's machine
         "pair_time",  # (pair capacity,) float64, scratch: every startable pair's remaining processing time
-        "job_stat",  # (num_jobs,) float64, scratch: soon(next CANCELLATION) per job, 0 = none (oracle)
+        "job_stat",  # (num_jobs,) float64, scratch: time of each job's next CANCELLATION, inf = none (oracle)
         "machine_stat",  # (NUM_MACHINE_STATS, num_machines) float64, per-machine statistics (MS_* rows)
         "scalars",  # (NUM_SCALARS,) float64, S_* entries
         "counters",  # (NUM_COUNTERS,) int64, K_* entries
