@@ -52,8 +52,9 @@ ROW_FORMAT = "dynasched-result/1"
 #: of each other form one instant, a job is tardy beyond EPS only, a maintenance cut as it starts is empty, and
 #: the RANDOM rule agent's fallback (its pair not offered) is a uniform offered pair, and the LLM agents read only
 #: top-level JSON objects of an answer; rollout forecast features are clipped to [-BIG, BIG]. 5: a lookahead with
-#: sampled futures draws them from the pool of the evaluated instance's tier (they came from the medium pool).
-BEHAVIOUR_VERSION = 5
+#: sampled futures draws them from the pool of the evaluated instance's tier (they came from the medium pool). 6: the
+#: oracle observations' pending_arrivals and arrival_soon leave out jobs cancelled before their release.
+BEHAVIOUR_VERSION = 6
 #: The fields that identify a row; the store holds each key once.
 KEY_FIELDS = ("agent_hash", "tier", "size", "seed", "objective")
 #: Row statuses: ``ok`` (valid schedule, metrics filled), ``invalid`` (the validator rejected the
