@@ -27,7 +27,7 @@ class InstanceFormatError(ValueError):
     """Malformed or inconsistent input.
 
     The message always names where the problem is (``source``: a file path or ``"<instance>"``,
-    and ``line`` and/or ``field`` when known) and the offending ``value``.
+    and ``line`` and/or ``field`` when known; ``where`` as the message writes it) and the offending ``value``.
     """
 
     def __init__(
@@ -49,6 +49,7 @@ class InstanceFormatError(ValueError):
             where += f", line {line}"
         if field is not None:
             where += f", field {field!r}"
+        self.where = where
         super().__init__(f"{where}: {reason} (got {_shown(value)})")
 
     def located(self, source: str, line: int | None = None, field_prefix: str = "") -> InstanceFormatError:

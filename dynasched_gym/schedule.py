@@ -146,18 +146,23 @@ def schedule_dict(data: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
     resolved relative to the file."""
     p = Path(path)
     if not isinstance(data, Mapping) or data.get("format") != SCHEDULE_FORMAT:
-        raise InstanceFormatError(f"not a {SCHEDULE_FORMAT} file", source=str(p), field="format",
-                                  value=data.get("format") if isinstance(data, Mapping) else data)
+        raise InstanceFormatError(f"not a schedule file (format {SCHEDULE_FORMAT!r} expected)", source=str(p),
+                                  field="format", value=data.get("format") if isinstance(data, Mapping) else data)
     _warn_unread(data, str(p))
     data = dict(data)  # a copy: the caller's mapping is left as it is (and may be read-only)
     inst = data.get("instance")
     if isinstance(inst, Mapping) and "path" in inst:
         from dynasched_gym.io import load_instance
 
-        if not isinstance(inst["path"], str):
+        ref = inst["path"]
+        if not isinstance(ref, str) or not ref or "\x00" in ref:  # what to_dict refuses to store ("" is the folder)
             raise InstanceFormatError("expected a path relative to the schedule file", source=str(p),
-                                      field="instance.path", value=inst["path"])
-        data["instance"] = load_instance(p.parent / inst["path"]).to_dict()
+                                      field="instance.path", value=ref)
+        try:
+            data["instance"] = load_instance(p.parent / ref).to_dict()
+        except InstanceFormatError as exc:  # named from the schedule file too: the field that leads to the instance
+            raise InstanceFormatError(f"{exc.where}: {exc.reason}", source=str(p), field="instance.path",
+                                      value=exc.value) from None
     return data
 
 
