@@ -61,15 +61,12 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from dynasched_gym.io.text import read_json
-    from dynasched_gym.schedule import SCHEDULE_FORMAT
+    from dynasched_gym.schedule import load_schedule_dict
     from dynasched_gym.validate import validate_schedule
 
-    content = read_json(Path(args.schedule))  # a file that is no schedule at all is bad input (2), not invalid (1)
-    if not isinstance(content, dict) or content.get("format") != SCHEDULE_FORMAT:
-        raise InstanceFormatError(f"not a schedule file (format {SCHEDULE_FORMAT!r} expected)", source=args.schedule,
-                                  field="format", value=content.get("format") if isinstance(content, dict) else content)
-    report = validate_schedule(args.schedule)
+    # loaded here, not by validate_schedule (which reports a load error as a violation): a file that is no schedule,
+    # or whose instance does not load, is bad input (2), not an invalid schedule (1)
+    report = validate_schedule(load_schedule_dict(args.schedule))
     print(report)
     return 0 if report.ok else 1
 

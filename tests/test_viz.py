@@ -643,6 +643,26 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     assert main(["validate", str(bad)]) == 1  # readable, with an invalid record
 
 
+@pytest.mark.parametrize("ref, reason", [
+    ("nowhere.json", "nowhere.json: no such file or directory"),
+    ("broken.json", "broken.json, line 1: invalid JSON"),
+    ("a\x00b.json", "expected a path relative to the schedule file"),  # a ValueError's traceback before
+])
+def test_cli_validate_refuses_a_schedule_whose_instance_does_not_load(tmp_path, capsys, ref, reason):
+    """A broken instance reference is bad input (2) in one line naming the schedule file and the field: validate
+    reported it as an invalid schedule (1), and every command named only the instance file."""
+    sched = tmp_path / "s.json"
+    main(["rollout", "mk01", "--out", str(sched)])
+    (tmp_path / "broken.json").write_text("{not json")
+    sched.write_text(json.dumps({**json.loads(sched.read_text()), "instance": {"path": ref}}))
+    for args in (["validate", str(sched)], ["curves", str(sched), "--out", str(tmp_path / "c.png")]):
+        capsys.readouterr()
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {sched}, field 'instance.path': ") and reason in err, err
+        assert err.count("\n") == 1
+
+
 def test_cli_without_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
     sched = tmp_path / "mk01.json"
     main(["rollout", "mk01", "--out", str(sched)])
