@@ -277,6 +277,22 @@ def test_the_oracle_says_when_future_events_are_cut_or_not_shown() -> None:
     assert future(25).splitlines()[1] == "none"
 
 
+def test_the_oracle_lists_no_arrival_of_a_job_cancelled_before_its_release() -> None:
+    """A hidden job whose cancellation comes before its release never arrives; its arrival was listed all the same
+    (after the cancellation). A cancellation at the release lets the job arrive first (docs/semantics.md)."""
+    base = dynamic_instance()
+    for cancel_at, arrives in ((30.0, False), (41.37, True)):
+        events = sorted((*base.events, Event(cancel_at, EventType.CANCELLATION, job=5)), key=lambda e: e.time)
+        env = env_of(base.replace(events=tuple(events)))
+        _advance(env, 12.0)
+        inst = env.unwrapped.instance
+        view = observe(env.unwrapped, MachineStats(inst.num_jobs, inst.num_machines), "weighted_tardiness", 20,
+                       rule_codes(("SPT",), "EET"), oracle=True, future_limit=25)
+        user = messages(view, "oracle", "none", "direct", {})[1]["content"]
+        assert f"t={cancel_at:g} CANCELLATION job J-late" in user
+        assert ("ARRIVAL job J-late" in user) == arrives
+
+
 def test_the_oracle_system_prompt_says_how_many_future_events_are_shown() -> None:
     """The oracle's system prompt said "You are also shown the future events" also with ``future_events=0``, where
     its user prompt says they are not shown; it now says so too, and names the limit of a list that may be cut."""

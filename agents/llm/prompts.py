@@ -58,6 +58,7 @@ from dynasched_gym.core.compiled import (
     C_RELEASE,
     DOWN_BREAKDOWN,
     DOWN_NONE,
+    EPS,
     JOB_ACTIVE,
     JOB_CANCELLED,
     JOB_COMPLETED,
@@ -92,7 +93,8 @@ MODES = ("direct", "cot", "tools")
 #: when its future events are cut to the first N of M or not shown, ``future_events=0``, where it said "none"; 5: the
 #: oracle's system prompt says how many future events it shows, where it said they are shown also at 0; 6: the oracle's
 #: inspect_action cuts its future events as the prompt does, where it listed them all also at 0, and its
-#: simulate_action is described as playing the real future, where it said future events are not known to it).
+#: simulate_action is described as playing the real future, where it said future events are not known to it; a
+#: hidden job cancelled before its release is listed without an arrival).
 PROMPT_VERSION = 6
 
 _MWKR = JOB_RULES.index("MWKR")
@@ -285,11 +287,17 @@ def upcoming(sim: Simulator, limit: int, concerns: Callable[[int | None, int | N
     there are in all; ``concerns(job, machine)``: only those it is true of (an arrival has no machine)."""
     instance, state = sim.instance, sim.state
     keep = concerns or (lambda job, machine: True)
-    lines = [(e.time, describe_event(e, instance)) for e in pending_events(sim) if keep(e.job, e.machine)]
+    events = pending_events(sim)
+    lines = [(e.time, describe_event(e, instance)) for e in events if keep(e.job, e.machine)]
+    cancelled = {}  # a hidden job cancelled before its release never arrives; at its release it arrives first
+    for e in events:
+        if e.type == EventType.CANCELLATION:
+            cancelled.setdefault(e.job, e.time)
     lines += [(float(instance.job_release[j]), f"t={fmt(float(instance.job_release[j]))} ARRIVAL job "
                f"{instance.job_names[j]} ({len(instance.job_ops(j))} operation(s), due "
                f"{fmt(float(instance.job_due[j]))}, weight {fmt(float(instance.job_weight[j]))})")
-              for j in np.flatnonzero(state.job_status == JOB_HIDDEN) if keep(int(j), None)]
+              for j in np.flatnonzero(state.job_status == JOB_HIDDEN)
+              if keep(int(j), None) and instance.job_release[j] <= cancelled.get(int(j), math.inf) + EPS]
     return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]], len(lines)
 
 
