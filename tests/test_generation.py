@@ -323,6 +323,25 @@ def test_ssi_counts_how_far_before_its_release_a_job_is_due(due):
     assert math.isclose(result.stress, late / 2, rel_tol=1e-6)  # J1 never waits: flow time 1, tardiness 101 - due
 
 
+@pytest.mark.parametrize("repair", [2.0, 2.0 + 5e-10])
+def test_a_repair_at_the_instant_of_its_breakdown_shortens_nothing(repair):
+    # at equal times a REPAIR applies before the BREAKDOWN (DESIGN section 3), so the machine stays down for the
+    # whole duration; a REPAIR placed after it in the file cut the measured downtime to 0 (disturbance 0.4 -> 0.0,
+    # SSI 82.1 -> 30.4) while the simulator kept the machine down
+    from dynasched_gym.instance import Event, Job, Machine
+
+    jobs = [Job(f"J{r}", [{0: 1.0}], release=float(r), due=r + 2.0) for r in range(11)]
+    breakdown = Event(2.0, EventType.BREAKDOWN, machine=0, duration=4.0)
+    alone = Instance.build("alone", [Machine("M0")], jobs, [breakdown])
+    tied = Instance.build("tied", [Machine("M0")], jobs, [breakdown, Event(repair, EventType.REPAIR, machine=0)])
+    later = Instance.build("later", [Machine("M0")], jobs, [breakdown, Event(3.0, EventType.REPAIR, machine=0)])
+    schedule = rollout(tied, rule="SPT")
+    assert schedule.downtime_end.tolist() == [6.0] == rollout(alone, rule="SPT").downtime_end.tolist()
+    assert realised_metrics(tied) == realised_metrics(alone) and realised_metrics(alone)["disturbance"] == 0.4
+    assert ssi(tied).score == ssi(alone).score
+    assert realised_metrics(later)["disturbance"] == pytest.approx(0.1)  # an early repair at 3 still cuts it
+
+
 def test_ssi_of_a_job_that_cannot_be_late_is_zero():
     # found by hypothesis: rounding made this job's expected tardiness -7e-17 and the score's square
     # root failed; the expected excess of a non-negative variable is clipped at 0
@@ -795,7 +814,7 @@ def _window_utilization(inst: Instance, window: dict) -> float:
             if e.machine == m and e.type in (EventType.BREAKDOWN, EventType.MAINTENANCE):
                 end = e.time + e.duration
                 repair = [r.time for r in inst.events[i + 1:] if r.type == EventType.REPAIR and r.machine == m
-                          and e.time <= r.time < end] if e.type == EventType.BREAKDOWN else []
+                          and e.time < r.time < end] if e.type == EventType.BREAKDOWN else []
                 covered |= (grid >= e.time) & (grid < min([end, *repair]))
         lost += inst.machine_speed[m] * covered.mean() * (t1 - t0)
     return work / horizon * (t1 - t0) / (speed * (t1 - t0) - lost)

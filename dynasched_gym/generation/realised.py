@@ -19,7 +19,8 @@ released at 0, H = total work / total speed, so its utilization is 1):
 - ``due_date_tightness``: mean over jobs with a due date of (d_j - r_j) / P_j.
 - ``disturbance``: speed-weighted share of machine time lost to downtime inside [0, H]:
   sum_m speed_m * |down_m ∩ [0, H]| / (H * sum_m speed_m). A breakdown lasts until its end or an
-  earlier REPAIR; maintenance counts from its event time; overlaps count once.
+  earlier REPAIR of a later instant (one at the breakdown's own instant applies first and is ignored, DESIGN
+  section 3); maintenance counts from its event time; overlaps count once.
 - ``bottleneck_window[i]`` (only for the windows passed in, ``Scenario.bottleneck_windows``): the
   utilization of window i's group g inside the window [s H, e H] of length L, its load spread evenly
   over the horizon: rho_g * S_g L / (S_g L - lost), with S_g the group's total speed and lost the
@@ -37,6 +38,7 @@ import numpy as np
 
 from dynasched_gym.generation.scenario import BottleneckWindow
 from dynasched_gym.instance import EventType, Instance
+from dynasched_gym.metrics import EPS
 
 #: The stem of the bottleneck-window metrics (and of their shared tolerance, ``tolerances.bottleneck_window``).
 WINDOW_METRIC = "bottleneck_window"
@@ -173,7 +175,8 @@ def instance_inputs(instance: Instance, windows: Sequence[BottleneckWindow] = ()
                 for later in instance.events[i + 1:]:
                     if later.time >= end:
                         break
-                    if later.type == EventType.REPAIR and later.machine == e.machine:
+                    # a REPAIR of the breakdown's instant applies before it (type order) and ends nothing
+                    if later.type == EventType.REPAIR and later.machine == e.machine and later.time > e.time + EPS:
                         end = later.time
                         break
             machines.append(e.machine)
