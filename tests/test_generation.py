@@ -342,6 +342,27 @@ def test_a_repair_at_the_instant_of_its_breakdown_shortens_nothing(repair):
     assert realised_metrics(later)["disturbance"] == pytest.approx(0.1)  # an early repair at 3 still cuts it
 
 
+@pytest.mark.parametrize(("changes", "same"), [
+    ([{"factor": 2.0}, {"factor": 2.0}], {"factor": 4.0}),
+    ([{"value": 3.0}, {"factor": 2.0}], {"value": 6.0}),
+    ([{"factor": 2.0}, {"value": 3.0}], {"value": 3.0}),
+])
+def test_the_ssi_compounds_processing_time_changes_of_one_operation_as_the_simulator_does(changes, same):
+    # each change was counted against the static time (two factors of 2 added 1 + 1 times the work, not 3; a value
+    # after a factor added the factor's change too), so streams the simulator plays alike scored differently
+    from dynasched_gym.instance import Event, Job, Machine
+
+    jobs = [Job(f"J{r}", [{0: 1.0}, {0: 1.0}], release=float(r), due=r + 4.0) for r in range(11)]
+
+    def build(*fields):
+        events = [Event(0.0, EventType.PTIME_CHANGE, job=0, op=1, **f) for f in fields]
+        return Instance.build("changed", [Machine("M0")], jobs, events)
+
+    chain, single = build(*changes), build(same)
+    assert rollout(chain, rule="SPT").to_dict()["segments"] == rollout(single, rule="SPT").to_dict()["segments"]
+    assert ssi(chain).score == ssi(single).score
+
+
 def test_ssi_of_a_job_that_cannot_be_late_is_zero():
     # found by hypothesis: rounding made this job's expected tardiness -7e-17 and the score's square
     # root failed; the expected excess of a non-negative variable is clipped at 0

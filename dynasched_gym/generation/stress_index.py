@@ -223,6 +223,7 @@ def _stream_effects(instance: Instance, inputs: MetricInputs) -> tuple[np.ndarra
     weight = instance.job_weight.copy()
     due = instance.job_due.copy()
     ptr = inputs.job_op_ptr
+    changed: dict[int, float] = {}  # op -> its work after the processing-time changes so far
     disruptive = 0
     for e in instance.events:
         if e.job is None:
@@ -234,8 +235,9 @@ def _stream_effects(instance: Instance, inputs: MetricInputs) -> tuple[np.ndarra
             due[e.job] = e.due
         elif e.type == EventType.PTIME_CHANGE and e.op < last - first:
             o = first + e.op
-            new = inputs.op_work[o] * e.factor if e.factor is not None else e.value
-            delta[o] += new - inputs.op_work[o]
+            old = changed.get(o, inputs.op_work[o])  # factors compound and a value resets them, as in the simulator
+            changed[o] = new = old * e.factor if e.factor is not None else e.value
+            delta[o] += new - old
             disruptive += 1
         elif e.type == EventType.REWORK and e.op < last - first:
             delta[first + e.op] += inputs.op_work[first + e.op]
