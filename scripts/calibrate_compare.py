@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.vectors * args.seeds > MAX_SEEDS:  # 10**10 vectors filled the memory drawing the Latin hypercube
         parser.error(f"--vectors x --seeds must be at most {MAX_SEEDS} (each is a calibration per method), got "
                      f"{args.vectors} x {args.seeds}")
+    if args.budget > evolutionary.MAX_BUDGET:  # found by calibrate() only at the first baseline run, a traceback
+        parser.error(f"--budget must be at most {evolutionary.MAX_BUDGET} (evaluations per run), got {args.budget}")
 
     scenario = Scenario.preset(args.size)
     code = code_key(scenario)

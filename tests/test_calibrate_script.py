@@ -268,6 +268,8 @@ def test_validate_ssi_refuses_a_file_as_its_folder_before_any_work(tmp_path: Pat
     ("validate_ssi", ["--instances", str(10**10)], "--instances must be in 2..1000000"),
     ("calibrate_compare", ["--vectors", str(10**10)], "--vectors x --seeds must be at most 1000000"),
     ("calibrate_compare", ["--vectors", "1000", "--seeds", "1001"], "got 1000 x 1001"),
+    # refused by the first CMA-ES run, with a traceback, after the warm-up and the first SESC run
+    ("calibrate_compare", ["--budget", str(10**9)], "--budget must be at most 100000 (evaluations per run), got 10"),
 ])
 def test_benchmark_counts_beyond_max_seeds_are_refused_before_any_work(tmp_path: Path, script: str, args: list[str],
                                                                       message: str,

@@ -27,6 +27,7 @@ from dynasched_gym.generation import (
     ssi,
     tier_of,
 )
+from dynasched_gym.generation.evolutionary import MAX_BUDGET
 from dynasched_gym.generation.scenario import (
     MAX_EVENT_FACTOR,
     TIME_RANGE,
@@ -681,6 +682,8 @@ def test_calibration_options_are_validated(small):
         calibrate(small, method="cmaes", seed=0, sigma0=-0.1)
     with pytest.raises(TypeError, match=r"budget must be an integer >= 1, got 1\.5"):
         calibrate(small, method="cmaes", seed=0, budget=1.5)
+    with pytest.raises(ValueError, match=r"budget must be at most 100000, got 100001"):
+        calibrate(small, method="nsga2", seed=0, budget=MAX_BUDGET + 1)  # 10**9 would run for a week or more
     for method in ("cmaes", "nsga2"):  # a population of 10**9 was allocated (37 GiB) to evaluate 10 members
         with pytest.raises(ValueError, match=r"popsize must be at most budget \(10\): .*, got 1000000000"):
             calibrate(small, method=method, seed=0, budget=10, popsize=10**9)

@@ -70,6 +70,10 @@ _DEFAULT_SIGMA0 = 0.1  # CMA-ES initial step size on the unit box
 _NSGA2_POPSIZE = 12  # NSGA-II default population
 _MIN_POPSIZE = {"cmaes": 2, "nsga2": 1}  # CMA-ES needs two samples to recombine
 _LOG_KNOBS = ("horizon", "due_scale", "downtime_scale", "group_scale")
+#: The most evaluations a calibration may spend: some 170 times the 600 the baselines were tuned at, 1-4 minutes on
+#: the presets (0.6-2.2 ms an evaluation on the 2-core machine), and a history of at most as many records (one per
+#: generation, about 0.6 KB each). More is a slip: 10**9 would run for a week or more.
+MAX_BUDGET = 100_000
 
 
 def bounds(d: Draft, load_cv: bool = False) -> dict[str, tuple[float, float]]:
@@ -163,7 +167,7 @@ def check_evolve_options(method: str, budget: int, popsize: int | None, sigma0: 
     """Refuse a bad ``method`` or option of :func:`evolve` (its docstring says what each may be)."""
     if method not in EVOLUTIONARY_METHODS:
         raise ValueError(f"unknown evolutionary method {method!r}; one of {EVOLUTIONARY_METHODS}")
-    check_integer("budget", budget, 1)
+    check_integer("budget", budget, 1, MAX_BUDGET)
     if popsize is not None:
         check_integer("popsize", popsize, _MIN_POPSIZE[method])
         if popsize > budget:  # 10**9 allocated a population of 37 GiB to evaluate 10 of its members
@@ -179,7 +183,7 @@ def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, metho
            budget: int = 600, popsize: int | None = None, sigma0: float | None = None) -> list[dict[str, Any]]:
     """Calibrate draft ``d`` in place with ``method`` (``cmaes`` | ``nsga2``); one history record per generation.
 
-    ``budget`` (an integer >= 1) caps the evaluations; ``popsize`` overrides the population (an
+    ``budget`` (an integer in 1..:data:`MAX_BUDGET`) caps the evaluations; ``popsize`` overrides the population (an
     integer >= 2 for CMA-ES, >= 1 for NSGA-II, at most ``budget``; ``None``: CMA-ES default 4 + 3 ln n, NSGA-II 12);
     ``sigma0`` is CMA-ES's initial step size on the unit box (a finite number > 0, default 0.1),
     refused with ``nsga2``, which has no step size.
