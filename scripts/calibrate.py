@@ -1,7 +1,8 @@
 """Calibrate one instance and write it with a report (Hydra entry point, ``conf/calibrate.yaml``).
 
 ``python -m scripts.calibrate [size=small|medium|large] [seed=0] [method=sesc|cmaes|nsga2]
-[targets.utilization=0.6 ...] [+options.max_steps=40] [out=DIR]`` writes:
+[targets.utilization=0.6 ...] [+options.max_steps=40] [progress=true] [out=DIR]`` shows a progress bar over the SESC
+steps or the evaluations (``progress=false``: none) and writes:
 
 - ``DIR/instance.json``: the calibrated instance, native JSON;
 - ``DIR/dsbx/``: the same instance in the reference package's directory format (items that format
@@ -33,6 +34,7 @@ from typing import IO, Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from dynasched_gym.checks import check_bool
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.generation import CalibrationResult, Scenario, SSIResult, Tolerances, calibrate, ssi
 from dynasched_gym.generation.scenario import replace_targets
@@ -283,6 +285,7 @@ def run(cfg: DictConfig) -> Path:
         out = output_folder("out", cfg.out)
         options = _mapping(cfg, "options")
         seed = check_calibration(cfg.method, cfg.seed, **options)
+        progress = check_bool("progress", cfg.progress)
         import_matplotlib("matplotlib.figure")  # before the calibration: its convergence figure is drawn at the end
         try:
             scenario = Scenario.from_dict(_mapping(cfg, "size.scenario"))
@@ -299,7 +302,7 @@ def run(cfg: DictConfig) -> Path:
         owned = claim(out)  # before the work: of two runs given one out, the second stops here, not after its own
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed onto the claimed out when complete
     try:
-        result = calibrate(scenario, method=cfg.method, seed=seed, **options)
+        result = calibrate(scenario, method=cfg.method, seed=seed, progress=progress, **options)
         tmp.mkdir()
         (tmp / "instance.json").write_text(result.instance.to_json(), encoding="utf-8")
         notes = _save_dsbx(result, tmp / "dsbx")

@@ -39,6 +39,7 @@ def test_end_to_end_writes_consistent_outputs(tmp_path: Path) -> None:
          "targets.due_date_tightness=3.0", f"out={out}", f"hydra.run.dir={tmp_path / 'hydra'}"],
         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    assert "calibrate sesc: 100%" in proc.stderr  # the progress bar
     assert sorted(p.name for p in out.iterdir()) == ["convergence.png", "dsbx", "instance.json", "report.md"]
     assert (out / "convergence.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     inst = load_instance(out / "instance.json")

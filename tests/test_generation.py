@@ -690,6 +690,20 @@ def test_calibration_options_are_validated(small):
     assert calibrate(small, method="nsga2", seed=0, budget=10, popsize=10).history
 
 
+@pytest.mark.parametrize(("method", "options"), [("sesc", {}), ("cmaes", {"budget": 50})])
+def test_progress_shows_a_bar_over_the_steps_or_evaluations(small, method, options, capsys):
+    result = calibrate(small, method=method, seed=0, progress=True, **options)
+    done = len(result.history) if method == "sesc" else result.history[-1]["evaluations"]
+    err = capsys.readouterr().err
+    assert f"calibrate {method}: 100%" in err and f" {done}/{done} [" in err, err  # full also when it stops early
+    calibrate(small, method=method, seed=0, **options)
+    assert capsys.readouterr().err == ""  # off by default: the pools and benchmarks calibrate in loops
+    with pytest.raises(TypeError, match="progress must be true or false, got 'no'"):
+        calibrate(small, seed=0, progress="no")
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['tick'\]"):  # calibrate's own hook, no option
+        calibrate(small, method=method, seed=0, tick=print)
+
+
 @pytest.mark.parametrize(("method", "module"), [("cmaes", "cma"), ("nsga2", "pymoo.algorithms.moo.nsga2")])
 def test_an_evolutionary_method_without_its_extra_names_the_install(monkeypatch, small, method, module):
     """A missing cma or pymoo raised a bare ModuleNotFoundError, not the MissingExtraError the README promises."""

@@ -96,8 +96,9 @@ class _Search:
     """Unit-box encoding of the knobs plus the bookkeeping both methods share."""
 
     def __init__(self, d: Draft, targets: Mapping[str, float], tolerances: Tolerances, budget: int,
-                 score: Callable[[Mapping[str, float]], float]) -> None:
+                 score: Callable[[Mapping[str, float]], float], tick: Callable[[], Any] | None) -> None:
         self.d, self.targets, self.tolerances, self.budget, self.score = d, targets, tolerances, budget, score
+        self.tick = tick
         box = bounds(d, load_cv="load_cv" in targets)
         self.names = list(box)
         warp = [np.log if n.startswith(_LOG_KNOBS) else (lambda v: v) for n in self.names]
@@ -130,6 +131,8 @@ class _Search:
         d.window_downtime = x[5 + self.num_groups:].copy()
         errors = relative_errors(measure(d.metric_inputs()), self.targets)
         self.evaluations += 1
+        if self.tick is not None:
+            self.tick()
         key = (not within(errors, self.tolerances), self.score(errors))
         if self.best is None or key < self.best[0]:  # the times are checked only for a new best: it is rare
             shortest = d.shortest_time()
@@ -180,21 +183,23 @@ def check_evolve_options(method: str, budget: int, popsize: int | None, sigma0: 
 
 
 def evolve(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, method: str, seed: int,
-           budget: int = 600, popsize: int | None = None, sigma0: float | None = None) -> list[dict[str, Any]]:
+           budget: int = 600, popsize: int | None = None, sigma0: float | None = None, *,
+           tick: Callable[[], Any] | None = None) -> list[dict[str, Any]]:
     """Calibrate draft ``d`` in place with ``method`` (``cmaes`` | ``nsga2``); one history record per generation.
 
     ``budget`` (an integer in 1..:data:`MAX_BUDGET`) caps the evaluations; ``popsize`` overrides the population (an
     integer >= 2 for CMA-ES, >= 1 for NSGA-II, at most ``budget``; ``None``: CMA-ES default 4 + 3 ln n, NSGA-II 12);
     ``sigma0`` is CMA-ES's initial step size on the unit box (a finite number > 0, default 0.1),
-    refused with ``nsga2``, which has no step size.
+    refused with ``nsga2``, which has no step size. ``tick``, if given, is called after each evaluation:
+    :func:`~dynasched_gym.generation.sesc.calibrate`'s progress bar.
     """
     check_evolve_options(method, budget, popsize, sigma0)
     if method == "cmaes":
         search = _Search(d, targets, tolerances, budget,
-                         lambda e: sum((v / tolerance(tolerances, k)) ** 2 for k, v in e.items()))
+                         lambda e: sum((v / tolerance(tolerances, k)) ** 2 for k, v in e.items()), tick)
         _cmaes(search, seed, popsize, _DEFAULT_SIGMA0 if sigma0 is None else sigma0)
     else:
-        search = _Search(d, targets, tolerances, budget, lambda e: sum(e.values()))
+        search = _Search(d, targets, tolerances, budget, lambda e: sum(e.values()), tick)
         _nsga2(search, seed, _NSGA2_POPSIZE if popsize is None else popsize)
     return search.finish()
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
-from dynasched_gym.checks import check_choice, check_integer
+from dynasched_gym.checks import check_bool, check_choice, check_integer
 from dynasched_gym.errors import user_stacklevel
 from dynasched_gym.generation.generator import Draft, draft
 from dynasched_gym.generation.realised import (
@@ -227,11 +228,13 @@ def _edit(name: str) -> Callable[[Draft, Mapping[str, float], float, float], boo
     return lambda d, _m, t, tol: _solve(d, knob, name, t, 0.0, 0.95, tol)
 
 
-def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_steps: int = 25,
-         ) -> tuple[bool, list[dict[str, Any]]]:
+def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_steps: int = 25, *,
+         tick: Callable[[], Any] | None = None) -> tuple[bool, list[dict[str, Any]]]:
     """Run SESC on draft ``d`` in place; returns (converged, per-step history).
 
-    ``max_steps`` (an integer >= 0) caps the edits; 0 measures the draft as drawn and edits nothing.
+    ``max_steps`` (an integer >= 0) caps the edits; 0 measures the draft as drawn and edits nothing. ``tick``, if
+    given, is called once per step (at most ``max_steps + 1``), after its measurement: :func:`calibrate`'s
+    progress bar.
 
     An edit that changes no knob (its target is beyond the knob's range, e.g. an ``arrival_scv`` below
     the floor batch arrivals set) marks that target out of reach: SESC then edits the worst of the
@@ -255,6 +258,8 @@ def sesc(d: Draft, targets: Mapping[str, float], tolerances: Tolerances, max_ste
         record = {"step": step, "metrics": metrics, "errors": errors, "worst": worst, "worst_ratio": ratio,
                   "knobs": knobs(d)}
         history.append(record)
+        if tick is not None:
+            tick()
         missed = _missed(errors, tolerances)
         if best is None or (len(missed), sum(missed.values())) < best[0]:
             best = ((len(missed), sum(missed.values())), knobs(d))
@@ -290,20 +295,29 @@ def set_knobs(d: Draft, values: Mapping[str, Any]) -> None:
         setattr(d, name, np.array(value) if isinstance(value, list) else value)
 
 
+def _with_defaults(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option of ``method`` (one of :data:`METHODS`), as given in ``options`` or else its default; a ValueError
+    names those it does not take. The options are the search's parameters with defaults, but for the keyword-only ones,
+    which :func:`calibrate` sets itself (``tick``)."""
+    from dynasched_gym.generation.evolutionary import evolve
+
+    search = sesc if method == "sesc" else evolve
+    defaults = {name: p.default for name, p in inspect.signature(search).parameters.items()
+                if p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} of method {method!r}; it takes {', '.join(defaults)}")
+    return {**defaults, **options}
+
+
 def check_calibration(method: str, seed: Any, **options: Any) -> int:
     """Refuse a bad ``method``, ``seed`` or option of :func:`calibrate` (unknown to the method, or a bad value)
     before any work: :func:`calibrate` would find them only after the draft. Returns the seed."""
     seed = check_integer("seed", seed, 0)
     check_choice("method", method, METHODS)
-    from dynasched_gym.generation.evolutionary import check_evolve_options, evolve
+    from dynasched_gym.generation.evolutionary import check_evolve_options
 
-    search = sesc if method == "sesc" else evolve
-    defaults = {name: p.default for name, p in inspect.signature(search).parameters.items()
-                if p.default is not inspect.Parameter.empty}
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown} of method {method!r}; it takes {', '.join(defaults)}")
-    values = {**defaults, **options}
+    values = _with_defaults(method, options)
     if method == "sesc":
         check_integer("max_steps", values["max_steps"], 0)
     else:
@@ -312,15 +326,17 @@ def check_calibration(method: str, seed: Any, **options: Any) -> int:
 
 
 def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None = None, method: str = "sesc",
-              seed: int = 0, **options: Any) -> CalibrationResult:
+              seed: int = 0, progress: bool = False, **options: Any) -> CalibrationResult:
     """Generate one instance of ``scenario`` and calibrate it to ``targets`` (default: the scenario's).
 
     ``method`` is ``"sesc"`` (``max_steps``), or an evolutionary baseline ``"cmaes"`` / ``"nsga2"``
     searching the same knobs (``budget`` evaluations); see :mod:`dynasched_gym.generation.evolutionary`.
     ``seed`` is an integer >= 0 (NumPy integers too, bools not), as in
-    :func:`~dynasched_gym.generation.generator.draft`.
+    :func:`~dynasched_gym.generation.generator.draft`. ``progress`` shows a tqdm bar on stderr over the SESC steps
+    (``max_steps + 1`` at most) or the evaluations (``budget``), full once the calibration ends, also early.
     """
     seed = check_calibration(method, seed, **options)
+    check_bool("progress", progress)
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario (e.g. Scenario.preset('small')), got {type(scenario).__name__}: "
                         f"{scenario!r:.80}")
@@ -333,12 +349,16 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
         values = vars(targets) if isinstance(targets, Targets) else dict(targets)
         scenario = replace_targets(scenario, **values)
     wanted = active_targets(scenario.targets, scenario.bottleneck_windows)
+    chosen = _with_defaults(method, options)
+    total, unit = (chosen["max_steps"] + 1, "step") if method == "sesc" else (chosen["budget"], "evaluation")
     began = time.perf_counter()
     d = draft(scenario, seed)
-    if method == "sesc":
-        _, history = sesc(d, wanted, scenario.tolerances, **options)
-    else:
-        history = evolve(d, wanted, scenario.tolerances, method=method, seed=seed, **options)
+    with tqdm(total=total, desc=f"calibrate {method}", unit=unit, disable=not progress) as bar:
+        if method == "sesc":
+            _, history = sesc(d, wanted, scenario.tolerances, **options, tick=bar.update)
+        else:
+            history = evolve(d, wanted, scenario.tolerances, method=method, seed=seed, **options, tick=bar.update)
+        bar.total = bar.n  # a calibration that met every target stopped early: it is done all the same
     instance = d.build()
     seconds = time.perf_counter() - began
     metrics = realised_metrics(instance, scenario.bottleneck_windows)
