@@ -80,6 +80,34 @@ def test_failure_leaves_nothing_behind(tmp_path: Path, script, monkeypatch: pyte
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("stage", "method", "settings"), [
+    ("calibration", "nsga2", ["+options.budget=100000", "targets.arrival_scv=0.001"]),  # 1-2 minutes: stopped at 1 s
+    ("writing", "sesc", []),
+])
+def test_ctrl_c_leaves_no_output_and_says_so(tmp_path: Path, stage: str, method: str, settings: list[str]) -> None:
+    """Ctrl-C during the calibration (its progress bar showing) or while its outputs are written: status 130, no
+    traceback, and neither out nor its temporary sibling left behind."""
+    out = tmp_path / "o" / "cal"
+    interrupt = "os.kill(os.getpid(), signal.SIGINT)"
+    code = ("import os, signal, sys, threading, time\nimport scripts.calibrate as c\n"
+            + ("real = c.calibrate\n"
+               "def calibrate(*args, **kwargs):\n"
+               f"    threading.Timer(1.0, lambda: {interrupt}).start()\n"
+               "    return real(*args, **kwargs)\n"
+               "c.calibrate = calibrate\n" if stage == "calibration" else
+               f"c.plot_convergence = lambda *args: ({interrupt}, time.sleep(60))\n")
+            + f"sys.argv = ['calibrate', 'method={method}', *{settings}, 'out={out}', "
+              f"'hydra.run.dir={tmp_path / 'run'}']\nc.main()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 130, proc.stderr[-3000:]
+    assert proc.stderr.endswith("\ninterrupted: nothing was written (a calibration is written whole, at its end)\n")
+    assert "Traceback" not in proc.stderr
+    assert f"calibrate {method}: " in proc.stderr  # the progress bar
+    assert list((tmp_path / "o").iterdir()) == []
+
+
 def test_refuses_an_existing_output_directory(tmp_path: Path, script) -> None:
     (tmp_path / "cal").mkdir()
     with pytest.raises(SettingError, match="cal exists"):
