@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import hydra
 import numba
 import numpy as np
 from hydra.core.hydra_config import HydraConfig
@@ -74,9 +73,8 @@ from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io import dsbx_dir
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
-    CONFIG_PATH,
     check_added_keys,
-    launcher_checked,
+    checked_main,
     output_file,
     setting_errors_exit,
     settings_checked,
@@ -628,8 +626,7 @@ def measure(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, Any]:
     return results
 
 
-@launcher_checked
-@hydra.main(config_path=CONFIG_PATH, config_name="bench", version_base="1.3")
+@checked_main("bench")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point (conf/bench.yaml); exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM (the
     sections measured are written first)."""

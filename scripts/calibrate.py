@@ -31,7 +31,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.checks import check_bool
@@ -44,10 +43,9 @@ from dynasched_gym.paths import locks_available
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
-    CONFIG_PATH,
     SettingError,
     check_added_keys,
-    launcher_checked,
+    checked_main,
     output_folder,
     setting_errors_exit,
     settings_checked,
@@ -320,8 +318,7 @@ def run(cfg: DictConfig) -> Path:
     return out
 
 
-@launcher_checked
-@hydra.main(config_path=CONFIG_PATH, config_name="calibrate", version_base="1.3")
+@checked_main("calibrate")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM."""
     with setting_errors_exit(), interrupted_exit("nothing was written (a calibration is written whole, at its end)"):

@@ -64,10 +64,9 @@ from dynasched_gym.results import (
 from dynasched_gym.schedule import Schedule
 from scripts.interrupts import interrupted_exit, stop_workers
 from scripts.overrides import (
-    CONFIG_PATH,
     SettingError,
     check_added_keys,
-    launcher_checked,
+    checked_main,
     output_file,
     setting_errors_exit,
     settings_checked,
@@ -739,8 +738,7 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
             print("  " + _report_failure(row), file=sys.stderr)
 
 
-@launcher_checked
-@hydra.main(config_path=CONFIG_PATH, config_name="evaluate", version_base="1.3")
+@checked_main("evaluate")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
     :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C or SIGTERM (the

@@ -41,9 +41,8 @@ from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, palette, sav
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
-    CONFIG_PATH,
     check_added_keys,
-    launcher_checked,
+    checked_main,
     output_file,
     output_folder,
     setting_errors_exit,
@@ -263,8 +262,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
     return board, failed, text
 
 
-@launcher_checked
-@hydra.main(config_path=CONFIG_PATH, config_name="leaderboard", version_base="1.3")
+@checked_main("leaderboard")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C or SIGTERM (the message
     says how to resume), 2 on a bad setting."""

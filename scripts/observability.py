@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
@@ -44,9 +43,8 @@ from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, palette, sav
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
-    CONFIG_PATH,
     check_added_keys,
-    launcher_checked,
+    checked_main,
     output_folder,
     setting_errors_exit,
     settings_checked,
@@ -332,8 +330,7 @@ def run(cfg: DictConfig) -> Report:
     return Report(rows, entries, cost, notes, text, files)
 
 
-@launcher_checked
-@hydra.main(config_path=CONFIG_PATH, config_name="observability", version_base="1.3")
+@checked_main("observability")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped
     (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why), with

@@ -13,7 +13,7 @@ script's ``main`` runs inside :func:`setting_errors_exit`, which prints ``error:
 
 A launcher whose Hydra plugin is not installed (``-m launcher=slurm`` or Hydra's own
 ``hydra/launcher=submitit_slurm`` without hydra-submitit-launcher) fails in Hydra, before any script runs, as a
-config it cannot find: each script's ``hydra.main`` is wrapped in :func:`launcher_checked`, which refuses it first
+config it cannot find: each script's ``hydra.main`` is made by :func:`checked_main`, which refuses it first
 the same way, naming the extra that installs the plugin. It refuses too an override choosing a config that its
 config group lacks (``size=huge``, ``agent=[rules,nosuch]``, ``-m size=small,huge``) or null, which Hydra reports as a
 multi-line error or a traceback (leaving a sweep's folder behind): :func:`check_config_groups`.
@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.errors import MissingExtraError, missing_extra
 
-#: The config path of every script's ``hydra.main``, where :func:`launcher_checked` looks up config groups.
+#: The config path of every script's ``hydra.main`` (:func:`checked_main`), where it looks up config groups.
 CONFIG_PATH = "pkg://dynasched_gym.conf"
 
 #: The project's launchers (``conf/launcher/<name>.yaml``) -> the package of the Hydra plugin each selects (in the
@@ -267,29 +267,38 @@ def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
         raise SettingError(f"{override.input_line}: {problem}; choose one of {', '.join(options)}")
 
 
-def launcher_checked(main: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a script's ``@hydra.main(config_path=CONFIG_PATH, ...)`` function with this: run from the command
-    line, it first refuses a launcher whose plugin is missing, or a launcher without ``-m`` (:func:`check_launcher`),
-    and a config group option that does not exist (:func:`check_config_groups`), with ``error: <message>`` and
-    status 2 (the traceback with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find
-    'hydra/launcher/...'" and exit with 1, or ignore the launcher. A config passed in (Hydra's ``cfg_passthrough``)
-    skips the check, as it skips the command line; so does ``--config-path``, which replaces :data:`CONFIG_PATH`."""
+def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], Callable[..., Any]]:
+    """Decorate a script's ``main(cfg)`` with this: ``hydra.main`` of the config ``config_name`` in
+    :data:`CONFIG_PATH` (version base 1.3), which, run from the command line, first refuses a launcher whose plugin
+    is missing, or a launcher without ``-m`` (:func:`check_launcher`), and a config group option that does not exist
+    (:func:`check_config_groups`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
+    where Hydra would print "Could not find 'hydra/launcher/...'" and exit with 1, or ignore the launcher. A config
+    passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command line; so does ``--config-path``,
+    which replaces :data:`CONFIG_PATH`."""
 
-    @functools.wraps(main)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        if not args and not kwargs:
-            from hydra._internal.utils import get_args_parser
+    def decorate(main: Callable[[DictConfig], None]) -> Callable[..., Any]:
+        import hydra
 
-            try:
-                command_line = get_args_parser().parse_known_args()[0]
-                check_launcher(command_line.overrides, command_line.multirun)
-                if command_line.config_path is None:
-                    check_config_groups(command_line.overrides, command_line.config_dir, command_line.config_name)
-            except (MissingExtraError, SettingError) as exc:
-                _usage_error_exit(exc)
-        return main(*args, **kwargs)
+        hydra_main = hydra.main(config_path=CONFIG_PATH, config_name=config_name, version_base="1.3")(main)
 
-    return checked
+        @functools.wraps(main)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            if not args and not kwargs:
+                from hydra._internal.utils import get_args_parser
+
+                try:
+                    command_line = get_args_parser().parse_known_args()[0]
+                    check_launcher(command_line.overrides, command_line.multirun)
+                    if command_line.config_path is None:
+                        check_config_groups(command_line.overrides, command_line.config_dir,
+                                            command_line.config_name or config_name)
+                except (MissingExtraError, SettingError) as exc:
+                    _usage_error_exit(exc)
+            return hydra_main(*args, **kwargs)
+
+        return checked
+
+    return decorate
 
 
 def _paths(node: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -366,5 +375,5 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 
 
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys",
-           "base_overrides", "check_added_keys", "check_config_groups", "check_launcher", "launcher_checked",
+           "base_overrides", "check_added_keys", "check_config_groups", "check_launcher", "checked_main",
            "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]

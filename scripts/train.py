@@ -56,7 +56,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import gymnasium as gym
-import hydra
 import numpy as np
 import sb3_contrib
 import torch as th
@@ -90,9 +89,8 @@ from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import paired_margin
 from scripts.interrupts import interrupted_exit, signal_handlers, sigterm_as_interrupt
 from scripts.overrides import (
-    CONFIG_PATH,
     check_added_keys,
-    launcher_checked,
+    checked_main,
     output_folder,
     setting_errors_exit,
     settings_checked,
@@ -768,8 +766,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     return out / "model.zip"
 
 
-@launcher_checked
-@hydra.main(config_path=CONFIG_PATH, config_name="train/ppo", version_base="1.3")
+@checked_main("train/ppo")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C or SIGTERM during training prints the resume command (during the final
     evaluation, where the trained policy is) and exits with status 130; exits with status 2 on a bad setting."""
