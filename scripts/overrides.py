@@ -16,7 +16,9 @@ A launcher whose Hydra plugin is not installed (``-m launcher=slurm`` or Hydra's
 config it cannot find: each script's ``hydra.main`` is made by :func:`checked_main`, which refuses it first
 the same way, naming the extra that installs the plugin. It refuses too an override choosing a config that its
 config group lacks (``size=huge``, ``agent=[rules,nosuch]``, ``-m size=small,huge``) or null, which Hydra reports as a
-multi-line error or a traceback (leaving a sweep's folder behind): :func:`check_config_groups`.
+multi-line error or a traceback (leaving a sweep's folder behind), one choosing or deleting a config of a group the
+script's config does not select (``tier=hard`` for train, ``~tier``), and one deleting a config the script reads
+(``~env``): :func:`check_config_groups`.
 """
 
 from __future__ import annotations
@@ -217,15 +219,71 @@ def _chosen(value: Any) -> list[Any]:
     return [name for item in values for name in (item if isinstance(item, list) else [item])]
 
 
+def _check_selected(loader: Any, config_name: str, parsed: Sequence[Any]) -> None:
+    """Raise a :class:`SettingError` where one of the ``parsed`` overrides chooses, or ``~`` deletes, a config of a
+    group that the config ``config_name`` does not select (``tier=hard`` for train; Hydra: "Could not override
+    'tier'. No match in the defaults list", status 1), or deletes a config it selects, which the script reads
+    (``~env``: a traceback, ``~size``: an error about ``size.scenario``). Deleting a group whose choice is null
+    (``~launcher``) changes nothing and passes; so do Hydra's own groups (``hydra/...``), which Hydra checks.
+
+    Hydra decides what is selected: its defaults list, computed as for the run (a ``-m`` sweep's first job) but
+    without the deletions, and with its record of the overrides it used. Where Hydra cannot compute it (a config
+    that does not exist, null for a group), nothing is raised: the caller reports those."""
+    from hydra._internal.defaults_list import Overrides, _create_defaults_list
+    from hydra.core.object_type import ObjectType
+    from hydra.core.override_parser.types import ChoiceSweep
+    from hydra.errors import HydraException
+
+    # a choice sweep's job overrides are "key=value" for each value (Hydra's BasicSweeper): the first stands for all
+    job = [f"{o.get_key_element()}={next(o.sweep_string_iterator())}" if isinstance(o.value(), ChoiceSweep)
+           else o.input_line for o in parsed if not o.is_delete()]
+    try:
+        job_overrides, repo = loader._parse_overrides_and_create_caching_repo(config_name, job)
+        used = Overrides(repo, job_overrides)
+        # Hydra's create_defaults_list, but for its raising on the first override it could not use
+        defaults, _ = _create_defaults_list(repo, config_name, used, prepend_hydra=True, skip_missing=True)
+    except (HydraException, ValueError):
+        return
+    selected = {key: [] if name is None else [name] for key, name in used.known_choices.items()}
+    for default in defaults:  # a list of configs (agent: [rules, random]) has a config per item but no choice
+        group, _, name = default.config_path.rpartition("/")
+        if group and default.override_key is None and not (default.is_self or default.primary):
+            selected.setdefault(group, []).append(name)
+    selected = {key: names for key, names in selected.items() if key.split("/")[0] != "hydra"}
+    groups = f"its config groups are {', '.join(sorted(selected))}" if selected else "it has no config groups"
+    for override in parsed:
+        group = override.key_or_group
+        if (override.is_hydra_override() or override.is_add() or isinstance(override.value(), dict)
+                or not repo.group_exists(group)):  # a + adds what it names; a dict sets keys of the config
+            continue
+        key = override.get_key_element().lstrip("~")
+        if override.is_delete():
+            names = selected.get(key)
+            if names == [] and override.value() is None:
+                continue
+            if names:
+                raise SettingError(f"{override.input_line}: {config_name} reads its {group} config"
+                                   f"{'s' if len(names) > 1 else ''} ({', '.join(names)}), which cannot be deleted "
+                                   f"(leave {group} out for the script's default); choose one of "
+                                   f"{', '.join(repo.get_group_options(group, ObjectType.CONFIG))}")
+        else:
+            record = used.override_metadata.get(key)
+            if record is None or record.used:  # used, or a sweep Hydra expands itself (range, glob)
+                continue
+        raise SettingError(f"{override.input_line}: {config_name} selects no {group} config"
+                           f"{f' ({group} is null)' if key in selected else f'; {groups}'}")
+
+
 def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
                         config_name: str | None = None) -> None:
     """Raise a :class:`SettingError` naming the group's configs when one of the command line's ``overrides`` chooses
     a config that its config group lacks (``size=huge``, ``+size=huge``, ``hydra/launcher=nosuch``, also in a list,
-    ``agent=[rules,nosuch]``, or among swept values, ``size=small,huge``), or null, which Hydra refuses for a group.
-    Hydra lists the group's configs in the search path of the run: :data:`CONFIG_PATH`, Hydra's own, ``--config-dir``
-    and ``hydra.searchpath`` (of the command line, or of the primary config ``--config-name``). What Hydra cannot
-    parse or look up (a missing ``--config-dir``), and the sweeps it expands itself (``glob``, ``range``), are left
-    to Hydra to report."""
+    ``agent=[rules,nosuch]``, or among swept values, ``size=small,huge``), or null, which Hydra refuses for a group;
+    and, for the primary config ``config_name``, one that chooses or deletes a config of a group it does not select,
+    or deletes one it selects (:func:`_check_selected`). Hydra lists the group's configs in the search path of the
+    run: :data:`CONFIG_PATH`, Hydra's own, ``--config-dir`` and ``hydra.searchpath`` (of the command line, or of the
+    primary config). What Hydra cannot parse or look up (a missing ``--config-dir``), and the sweeps it expands
+    itself (``glob``, ``range``), are left to Hydra to report."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.utils import create_config_search_path
     from hydra.core.config_search_path import SearchPathQuery
@@ -245,6 +303,8 @@ def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
         # where Hydra's main puts it
         search_path.prepend("command-line", f"file://{os.path.abspath(config_dir)}", SearchPathQuery("schema"))
     loader = ConfigLoaderImpl(config_search_path=search_path)
+    if config_name is not None:
+        _check_selected(loader, config_name, parsed)
     for override in parsed:
         value = override.value()
         # a deletion chooses no config, and Hydra reads a dict as values of the config's key, not as a choice
@@ -271,8 +331,9 @@ def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], C
     """Decorate a script's ``main(cfg)`` with this: ``hydra.main`` of the config ``config_name`` in
     :data:`CONFIG_PATH` (version base 1.3), which, run from the command line, first refuses a launcher whose plugin
     is missing, or a launcher without ``-m`` (:func:`check_launcher`), and a config group option that does not exist
-    (:func:`check_config_groups`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
-    where Hydra would print "Could not find 'hydra/launcher/...'" and exit with 1, or ignore the launcher. A config
+    or that the config cannot take (:func:`check_config_groups`), with ``error: <message>`` and status 2 (the
+    traceback with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find 'hydra/launcher/...'" or "Could
+    not override 'tier'" and exit with 1, or ignore the launcher. A config
     passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command line; so does ``--config-path``,
     which replaces :data:`CONFIG_PATH`."""
 

@@ -23,6 +23,7 @@ from scripts.overrides import (
     SettingError,
     added_keys,
     base_overrides,
+    check_config_groups,
     check_launcher,
     remove_empty_run_folder,
 )
@@ -85,8 +86,8 @@ def test_an_added_key_is_checked_against_config_groups_of_the_runs_search_path(
     ("train", ["env=dfjps"], "env=dfjps: no such env config; choose one of dfjsp"),
     ("observability", ["agent=lm"], "agent=lm: no such agent config; choose one of cpsat_oracle, llm,"),
     ("bench", ["+size=huge"], "+size=huge: no such size config; choose one of large, medium, small"),
-    ("evaluate", ["tier=nightmare"], "tier=nightmare: no such tier config; choose one of easy, extreme, hard, medium"),
-    ("train", ["train=ppo2"], "train=ppo2: no such train config; choose one of ppo"),
+    ("evaluate", ["+tier=nightmare"], "+tier=nightmare: no such tier config; choose one of easy, extreme, hard, "
+     "medium"),
     # a sweep: Hydra refused it too, but left the sweep folder with its multirun.yaml
     ("calibrate", ["-m", "size=small,huge"], "size=small,huge: no such size config 'huge'; choose one of large,"),
     ("evaluate", ["-m", "agent=[rules],[nosuch]"], "agent=[rules],[nosuch]: no such agent config 'nosuch'; choose"),
@@ -112,6 +113,54 @@ def test_each_script_refuses_a_config_group_option_that_does_not_exist(script: s
         overrides = [*overrides, f"hydra.sweep.dir={tmp_path / 'run'}"]
     err = _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
     assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(("script", "overrides", "message"), [
+    # Hydra: "Could not override 'tier'. No match in the defaults list. To append to your default list use +tier=hard"
+    ("train", ["tier=hard"], "tier=hard: train/ppo selects no tier config; its config groups are env, launcher"),
+    ("evaluate", ["tier=nightmare"], "tier=nightmare: evaluate selects no tier config; its config groups are agent, "
+     "launcher"),  # was "no such tier config", and tier=hard then failed in Hydra
+    ("leaderboard", ["tier=hard"], "tier=hard: leaderboard selects no tier config; its config groups are agent, "
+     "launcher"),  # its groups come from conf/evaluate.yaml, which its config includes
+    ("bench", ["tier=easy"], "tier=easy: bench selects no tier config; it has no config groups"),
+    ("calibrate", ["size=medium", "env=dfjsp"], "env=dfjsp: calibrate selects no env config; its config groups are "
+     "size"),
+    ("train", ["train=ppo2"], "train=ppo2: train/ppo selects no train config; its config groups are env, launcher"),
+    ("train", ["-m", "tier=easy,hard"], "tier=easy,hard: train/ppo selects no tier config; its config groups are env, "
+     "launcher"),  # Hydra failed in the sweep's first job, leaving the sweep folder
+    # Hydra: "Could not delete 'tier'. No match in the defaults list"
+    ("train", ["~tier"], "~tier: train/ppo selects no tier config; its config groups are env, launcher"),
+    ("evaluate", ["~launcher=joblib"], "~launcher=joblib: evaluate selects no launcher config (launcher is null)"),
+    # a config the script reads: a traceback once train read cfg.env, "size.scenario must be a mapping" in calibrate
+    ("train", ["~env"], "~env: train/ppo reads its env config (dfjsp), which cannot be deleted (leave env out for the "
+     "script's default); choose one of dfjsp"),
+    ("calibrate", ["~size"], "~size: calibrate reads its size config (small), which cannot be deleted (leave size out "
+     "for the script's default); choose one of large, medium, small"),
+    ("calibrate", ["-m", "~size=small", "seed=0,1"], "~size=small: calibrate reads its size config (small), which "),
+    ("observability", ["~agent"], "~agent: observability reads its agent config (llm), which cannot be deleted"),
+    # a list of configs, which Hydra does not delete ("Could not delete 'agent'")
+    ("evaluate", ["~agent"], "~agent: evaluate reads its agent configs (rules, lookahead, lookahead_oracle, random, "
+     "cpsat_oracle), which cannot be deleted"),
+])
+def test_each_script_refuses_a_config_group_its_config_does_not_select_or_needs(script: str, overrides: list[str],
+                                                                               message: str, tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch,
+                                                                               capsys: pytest.CaptureFixture[str]
+                                                                               ) -> None:
+    """Hydra reported these with its multi-line "Could not override" or "Could not delete", exit status 1, or the
+    script failed on the config it lacked: one line naming the group and what the script takes, status 2."""
+    if "-m" in overrides:
+        overrides = [*overrides, f"hydra.sweep.dir={tmp_path / 'run'}"]
+    err = _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
+
+
+def test_deleting_a_group_left_null_or_one_of_hydras_own_is_not_refused(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``~launcher`` changes nothing (no launcher is the default), and Hydra's own groups are Hydra's to check: some
+    deletions work there (``~hydra/output``), others not (``~hydra/job_logging``)."""
+    assert list(_reaches_run("evaluate", ["~launcher", "agent=[rules]"], tmp_path, monkeypatch).agent) == ["rules"]
+    check_config_groups(["~launcher", "~hydra/output", "~hydra/job_logging"], config_name="train/ppo")
 
 
 def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
