@@ -229,16 +229,20 @@ def _check_selected(loader: Any, config_name: str, parsed: Sequence[Any]) -> Non
     Hydra decides what is selected: its defaults list, computed as for the run (a ``-m`` sweep's first job) but
     without the deletions, and with its record of the overrides it used. Where Hydra cannot compute it (a config
     that does not exist, null for a group), nothing is raised: the caller reports those."""
-    from hydra._internal.defaults_list import Overrides, _create_defaults_list
     from hydra.core.object_type import ObjectType
     from hydra.core.override_parser.types import ChoiceSweep
     from hydra.errors import HydraException
 
+    try:  # Hydra's private API (1.3): where another version lacks it, Hydra reports these overrides itself
+        from hydra._internal.defaults_list import Overrides, _create_defaults_list
+        parse = loader._parse_overrides_and_create_caching_repo
+    except (ImportError, AttributeError):
+        return
     # a choice sweep's job overrides are "key=value" for each value (Hydra's BasicSweeper): the first stands for all
     job = [f"{o.get_key_element()}={next(o.sweep_string_iterator())}" if isinstance(o.value(), ChoiceSweep)
            else o.input_line for o in parsed if not o.is_delete()]
     try:
-        job_overrides, repo = loader._parse_overrides_and_create_caching_repo(config_name, job)
+        job_overrides, repo = parse(config_name, job)
         used = Overrides(repo, job_overrides)
         # Hydra's create_defaults_list, but for its raising on the first override it could not use
         defaults, _ = _create_defaults_list(repo, config_name, used, prepend_hydra=True, skip_missing=True)

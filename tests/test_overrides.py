@@ -163,6 +163,19 @@ def test_deleting_a_group_left_null_or_one_of_hydras_own_is_not_refused(tmp_path
     check_config_groups(["~launcher", "~hydra/output", "~hydra/job_logging"], config_name="train/ppo")
 
 
+def test_without_hydras_private_defaults_list_the_selection_check_leaves_it_to_hydra(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check reads Hydra 1.3's private defaults list; a Hydra without it must not break every script."""
+    import hydra._internal.defaults_list as defaults_list
+
+    with pytest.raises(SettingError, match="selects no tier config"):
+        check_config_groups(["tier=hard"], config_name="train/ppo")
+    monkeypatch.delattr(defaults_list, "_create_defaults_list")
+    check_config_groups(["tier=hard"], config_name="train/ppo")
+    with pytest.raises(SettingError, match="no such size config"):  # the group options are still checked
+        check_config_groups(["size=huge"], config_name="calibrate")
+
+
 def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                  capsys: pytest.CaptureFixture[str]) -> str:
     """Run ``script`` with ``overrides``, check it exits with status 2 leaving no run folder; its stderr."""
