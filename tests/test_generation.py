@@ -37,7 +37,7 @@ from dynasched_gym.generation.scenario import (
     planned_jobs,
     replace_targets,
 )
-from dynasched_gym.generation.sesc import CalibrationWarning, tolerance
+from dynasched_gym.generation.sesc import MAX_STEPS, CalibrationWarning, tolerance
 from dynasched_gym.instance import EMERGENCY_WEIGHT, MAX_MAGNITUDE, MIN_PROCESSING_TIME
 
 
@@ -671,6 +671,8 @@ def test_calibration_options_are_validated(small):
         calibrate(small, seed=0, max_steps=-1)
     with pytest.raises(TypeError, match=r"max_steps must be an integer >= 0, got 2\.5"):
         calibrate(small, seed=0, max_steps=2.5)
+    with pytest.raises(ValueError, match=r"max_steps must be at most 1000, got 1001"):
+        calibrate(small, seed=0, max_steps=MAX_STEPS + 1)  # a run cycling between two edits went on to the cap
     assert len(calibrate(small, seed=0, max_steps=0).history) == 1  # 0: measure the draft, edit nothing
     with pytest.raises(ValueError, match=r"popsize must be an integer >= 1, got 0"):
         calibrate(small, method="nsga2", seed=0, popsize=0)  # ran with 12 (`popsize or 12`)

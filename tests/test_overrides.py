@@ -211,6 +211,7 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("leaderboard", [f"out={__file__}/board"], "test_overrides.py: Not a directory, so"),  # after every episode
     ("calibrate", [f"out={__file__}"], "test_overrides.py: File exists: give a folder path)"),
     ("calibrate", ["+options.max_steps=-1"], "max_steps must be an integer >= 0, got -1"),
+    ("calibrate", ["+options.max_steps=1000000000"], "max_steps must be at most 1000, got 1000000000"),
     ("calibrate", ["method=cmaes", "+options.budget=1000000"], "budget must be at most 100000, got 1000000"),
     ("calibrate", ["targets.utilization=7"], "targets.utilization"),
     ("bench", ["only=[kernal]"], "only[0] must be one of"),
