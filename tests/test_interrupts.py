@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.interrupts import INTERRUPTED, interrupted_exit
+from scripts.interrupts import INTERRUPTED, interrupted_exit, interrupts_held, sigterm_as_interrupt
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,6 +41,30 @@ def test_no_note_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit), interrupted_exit():
         raise KeyboardInterrupt
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_held_back_by_a_block_comes_as_it_ends(signum: int) -> None:
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    done = []
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        with interrupts_held():
+            os.kill(os.getpid(), signum)
+            time.sleep(0.05)  # where the handler would have raised
+            done.append("the rest of the block")
+        done.append("after the block")
+    assert done == ["the rest of the block"]
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_a_held_back_signal_meets_the_handler_it_would_have_met() -> None:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a job started with & by a script
+    try:
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_an_argparse_script_stops_on_sigterm_without_a_traceback(tmp_path: Path) -> None:
