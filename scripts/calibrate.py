@@ -41,7 +41,7 @@ from dynasched_gym.generation.sesc import check_calibration, tolerance
 from dynasched_gym.io import dsbx_dir
 from dynasched_gym.paths import locks_available
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
-from scripts.interrupts import interrupted_exit
+from scripts.interrupts import interrupted_exit, interrupts_held
 from scripts.overrides import (
     SettingError,
     check_added_keys,
@@ -297,9 +297,14 @@ def run(cfg: DictConfig) -> Path:
                 raise SettingError(f"{exc.field} {exc.reason}, got {exc.value!r:.80}") from None
             raise exc.located("size.scenario") from None  # a field of size.scenario, out of bounds under new targets
         out.parent.mkdir(parents=True, exist_ok=True)
-        owned = claim(out)  # before the work: of two runs given one out, the second stops here, not after its own
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed onto the claimed out when complete
+    owned, claimed = None, False
     try:
+        # out made and claimed, and known here to be, or none of it: a Ctrl-C between its mkdir and its claim left an
+        # empty out that every later run refused, one as claim() returned a claimed out that the next run took over
+        with settings_checked(), interrupts_held():
+            owned = claim(out)  # before the work: of two runs given one out, the second stops here, not after its own
+            claimed = True
         result = calibrate(scenario, method=cfg.method, seed=seed, progress=progress, **options)
         tmp.mkdir()
         (tmp / "instance.json").write_text(result.instance.to_json(), encoding="utf-8")
@@ -309,8 +314,10 @@ def run(cfg: DictConfig) -> Path:
         release(out)
         os.replace(tmp, out)  # a rename replaces an empty directory (Linux, macOS)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        abandon(out)
+        if claimed:  # else out is not this run's to remove
+            with interrupts_held():  # a Ctrl-C now would leave the claim or half of tmp
+                shutil.rmtree(tmp, ignore_errors=True)
+                abandon(out)
         raise
     finally:
         if owned is not None:

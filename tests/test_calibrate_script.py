@@ -108,6 +108,29 @@ def test_ctrl_c_leaves_no_output_and_says_so(tmp_path: Path, stage: str, method:
     assert list((tmp_path / "o").iterdir()) == []
 
 
+@pytest.mark.parametrize("moment", ["made, not yet claimed", "claimed, before the calibration"])
+def test_ctrl_c_as_out_is_claimed_leaves_no_out(tmp_path: Path, script, monkeypatch: pytest.MonkeyPatch,
+                                                moment: str) -> None:
+    """A Ctrl-C between out's mkdir and its claim left an empty out, which every later run refused; one as claim()
+    returned left a claimed out, which the next run took over, warning of a run killed outright."""
+    def interrupt() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # where the handler would have raised, leaving the rest undone
+
+    if moment == "made, not yet claimed":  # locks_available() is asked once out is made
+        locks_available = script.locks_available
+        monkeypatch.setattr(script, "locks_available", lambda: (interrupt(), locks_available())[1])
+    else:
+        claim = script.claim
+        monkeypatch.setattr(script, "claim", lambda out: (claim(out), interrupt())[0])
+    out = tmp_path / "cal"
+    with pytest.raises(KeyboardInterrupt):
+        script.run(_config(out, "+options.max_steps=0"))
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    assert script.run(_config(out, "+options.max_steps=0")) == out
+
+
 def test_refuses_an_existing_output_directory(tmp_path: Path, script) -> None:
     (tmp_path / "cal").mkdir()
     with pytest.raises(SettingError, match="cal exists"):
