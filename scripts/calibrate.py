@@ -15,7 +15,8 @@ steps or the evaluations (``progress=false``: none) and writes:
 DIR must not exist (default: ``calibration/`` in Hydra's run dir); it is claimed before the calibration (made, with
 a ``.claim`` file naming the run), so that of two runs given one DIR the second stops at once. Everything is written
 to a temporary sibling directory that is renamed onto DIR at the end, so a failed run leaves nothing behind, and the
-claim of a run killed outright is taken over by the next run (:func:`claim`).
+claim of a run killed outright is taken over by the next run (:func:`claim`). Ctrl-C or SIGTERM ends a run with status
+130, saying whether DIR was written.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import platform
 import shutil
 import uuid
 import warnings
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -274,10 +276,11 @@ def _mapping(cfg: DictConfig, key: str) -> dict[str, Any]:
     return OmegaConf.to_container(node, resolve=True)
 
 
-def run(cfg: DictConfig) -> Path:
+def run(cfg: DictConfig, written: Callable[[Path], Any] = lambda out: None) -> Path:
     """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory.
 
-    ``seed`` must be an integer >= 0 (``seed=1.7`` is refused, not truncated).
+    ``seed`` must be an integer >= 0 (``seed=1.7`` is refused, not truncated). ``written`` is called with that
+    directory as the outputs are renamed onto it, with no interrupt in between: what an interrupt left is then known.
     """
     with settings_checked():
         out = output_folder("out", cfg.out)
@@ -311,10 +314,12 @@ def run(cfg: DictConfig) -> Path:
         notes = _save_dsbx(result, tmp / "dsbx")
         (tmp / "report.md").write_text(report(scenario, seed, result, ssi(result.instance), notes), encoding="utf-8")
         plot_convergence(result, scenario.tolerances, tmp / "convergence.png")
-        release(out)
-        os.replace(tmp, out)  # a rename replaces an empty directory (Linux, macOS)
+        with interrupts_held():  # the caller is told of the outputs with no interrupt between them and the rename
+            release(out)
+            os.replace(tmp, out)  # a rename replaces an empty directory (Linux, macOS)
+            written(out)
     except BaseException:
-        if claimed:  # else out is not this run's to remove
+        if claimed:  # else out is not this run's to remove; once renamed onto, this finds nothing to remove
             with interrupts_held():  # a Ctrl-C now would leave the claim or half of tmp
                 shutil.rmtree(tmp, ignore_errors=True)
                 abandon(out)
@@ -327,11 +332,18 @@ def run(cfg: DictConfig) -> Path:
 
 @checked_main("calibrate")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM."""
+    """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM, saying whether the outputs
+    were written."""
+    written: list[Path] = []
     with setting_errors_exit(), interrupted_exit("nothing was written (a calibration is written whole, at its end)"):
-        check_added_keys(cfg, free=FREE_FORM)
-        out = run(cfg)
-    print(f"wrote {out}")
+        try:
+            check_added_keys(cfg, free=FREE_FORM)
+            run(cfg, written.append)
+            print(f"wrote {written[0]}")
+        except KeyboardInterrupt:
+            if written:  # interrupted after the rename: the outputs are complete
+                raise KeyboardInterrupt(f"interrupted: {written[0]} was written in full") from None
+            raise
 
 
 if __name__ == "__main__":

@@ -80,6 +80,23 @@ def test_failure_leaves_nothing_behind(tmp_path: Path, script, monkeypatch: pyte
     assert list(tmp_path.iterdir()) == []
 
 
+#: Python that sends this process a Ctrl-C.
+INTERRUPT = "os.kill(os.getpid(), signal.SIGINT)"
+
+
+def _interrupted_main(tmp_path: Path, patch: str, *overrides: str) -> subprocess.CompletedProcess:
+    """``python -m scripts.calibrate`` with ``overrides``, Hydra's run folder ``tmp_path/run``, launched from
+    ``tmp_path``, its module ``c`` changed by the Python ``patch`` to interrupt it (status 130 asserted)."""
+    code = ("import os, signal, sys, threading, time\nimport scripts.calibrate as c\n" + patch
+            + f"sys.argv = ['calibrate', *{list(overrides)}, 'hydra.run.dir={tmp_path / 'run'}']\nc.main()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 130, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
 @pytest.mark.parametrize(("stage", "method", "settings"), [
     ("calibration", "nsga2", ["+options.budget=100000", "targets.arrival_scv=0.001"]),  # 1-2 minutes: stopped at 1 s
     ("writing", "sesc", []),
@@ -88,24 +105,28 @@ def test_ctrl_c_leaves_no_output_and_says_so(tmp_path: Path, stage: str, method:
     """Ctrl-C during the calibration (its progress bar showing) or while its outputs are written: status 130, no
     traceback, and neither out nor its temporary sibling left behind."""
     out = tmp_path / "o" / "cal"
-    interrupt = "os.kill(os.getpid(), signal.SIGINT)"
-    code = ("import os, signal, sys, threading, time\nimport scripts.calibrate as c\n"
-            + ("real = c.calibrate\n"
-               "def calibrate(*args, **kwargs):\n"
-               f"    threading.Timer(1.0, lambda: {interrupt}).start()\n"
-               "    return real(*args, **kwargs)\n"
-               "c.calibrate = calibrate\n" if stage == "calibration" else
-               f"c.plot_convergence = lambda *args: ({interrupt}, time.sleep(60))\n")
-            + f"sys.argv = ['calibrate', 'method={method}', *{settings}, 'out={out}', "
-              f"'hydra.run.dir={tmp_path / 'run'}']\nc.main()\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 130, proc.stderr[-3000:]
+    patch = ("real = c.calibrate\n"
+             "def calibrate(*args, **kwargs):\n"
+             f"    threading.Timer(1.0, lambda: {INTERRUPT}).start()\n"
+             "    return real(*args, **kwargs)\n"
+             "c.calibrate = calibrate\n" if stage == "calibration" else
+             f"c.plot_convergence = lambda *args: ({INTERRUPT}, time.sleep(60))\n")
+    proc = _interrupted_main(tmp_path, patch, f"method={method}", *settings, f"out={out}")
     assert proc.stderr.endswith("\ninterrupted: nothing was written (a calibration is written whole, at its end)\n")
-    assert "Traceback" not in proc.stderr
     assert f"calibrate {method}: " in proc.stderr  # the progress bar
     assert list((tmp_path / "o").iterdir()) == []
+
+
+def test_ctrl_c_right_after_the_outputs_are_in_place_says_they_are(tmp_path: Path) -> None:
+    """An interrupt once the outputs were renamed onto out said "nothing was written" over a complete out."""
+    out = tmp_path / "cal"
+    patch = ("real = os.replace\ndef replace(src, dst):\n    real(src, dst)\n"
+             f"    if str(dst) == {str(out)!r}:\n        {INTERRUPT}\n"  # not the atomic writes of the files in out
+             "os.replace = replace\n")
+    proc = _interrupted_main(tmp_path, patch, "+options.max_steps=0", f"out={out}")
+    assert proc.stderr.endswith(f"\ninterrupted: {out} was written in full\n")
+    assert sorted(p.name for p in out.iterdir()) == ["convergence.png", "dsbx", "instance.json", "report.md"]
+    assert (tmp_path / "run" / ".hydra" / "config.yaml").is_file()  # the settings of the outputs, kept as by a run
 
 
 @pytest.mark.parametrize("moment", ["made, not yet claimed", "claimed, before the calibration"])

@@ -409,7 +409,7 @@ def _reaches_run(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     module = importlib.import_module(f"scripts.{script}")
     seen = []
 
-    def run(cfg: DictConfig) -> None:
+    def run(cfg: DictConfig, *callbacks: Any) -> None:  # calibrate's run takes one, told of the outputs
         seen.append(cfg)
         raise _Reached
 
