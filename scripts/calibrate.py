@@ -49,6 +49,7 @@ from scripts.overrides import (
     check_added_keys,
     checked_main,
     output_folder,
+    remove_empty_run_folder,
     setting_errors_exit,
     settings_checked,
 )
@@ -333,7 +334,7 @@ def run(cfg: DictConfig, written: Callable[[Path], Any] = lambda out: None) -> P
 @checked_main("calibrate")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM, saying whether the outputs
-    were written."""
+    were written; where they were not, the run folder goes too if it holds only Hydra's files."""
     written: list[Path] = []
     with setting_errors_exit(), interrupted_exit("nothing was written (a calibration is written whole, at its end)"):
         try:
@@ -343,6 +344,7 @@ def main(cfg: DictConfig) -> None:
         except KeyboardInterrupt:
             if written:  # interrupted after the rename: the outputs are complete
                 raise KeyboardInterrupt(f"interrupted: {written[0]} was written in full") from None
+            remove_empty_run_folder()  # as a bad setting does: .hydra/ and an empty log, the settings of nothing
             raise
 
 

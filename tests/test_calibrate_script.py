@@ -101,20 +101,24 @@ def _interrupted_main(tmp_path: Path, patch: str, *overrides: str) -> subprocess
     ("calibration", "nsga2", ["+options.budget=100000", "targets.arrival_scv=0.001"]),  # 1-2 minutes: stopped at 1 s
     ("writing", "sesc", []),
 ])
-def test_ctrl_c_leaves_no_output_and_says_so(tmp_path: Path, stage: str, method: str, settings: list[str]) -> None:
+@pytest.mark.parametrize("default_out", [False, True])
+def test_ctrl_c_leaves_no_output_and_says_so(tmp_path: Path, stage: str, method: str, settings: list[str],
+                                            default_out: bool) -> None:
     """Ctrl-C during the calibration (its progress bar showing) or while its outputs are written: status 130, no
-    traceback, and neither out nor its temporary sibling left behind."""
+    traceback, and neither out nor its temporary sibling left behind, nor Hydra's run folder (its settings and an
+    empty log), whether out was in it (the default) or not."""
     out = tmp_path / "o" / "cal"
+    (tmp_path / "o").mkdir()
     patch = ("real = c.calibrate\n"
              "def calibrate(*args, **kwargs):\n"
              f"    threading.Timer(1.0, lambda: {INTERRUPT}).start()\n"
              "    return real(*args, **kwargs)\n"
              "c.calibrate = calibrate\n" if stage == "calibration" else
              f"c.plot_convergence = lambda *args: ({INTERRUPT}, time.sleep(60))\n")
-    proc = _interrupted_main(tmp_path, patch, f"method={method}", *settings, f"out={out}")
+    proc = _interrupted_main(tmp_path, patch, f"method={method}", *settings, *([] if default_out else [f"out={out}"]))
     assert proc.stderr.endswith("\ninterrupted: nothing was written (a calibration is written whole, at its end)\n")
     assert f"calibrate {method}: " in proc.stderr  # the progress bar
-    assert list((tmp_path / "o").iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["o"] and list((tmp_path / "o").iterdir()) == []
 
 
 def test_ctrl_c_right_after_the_outputs_are_in_place_says_they_are(tmp_path: Path) -> None:
