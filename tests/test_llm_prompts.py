@@ -366,3 +366,11 @@ def test_pruning_keeps_each_rules_choice() -> None:
         obs, *_, info = env.step(agent.act(obs, info))
     pairs = {(r.job, r.machine) for r in _view(env, "L2", max_rows=5, rules=rules).rows}
     assert select(sim.static, sim.state, *parse_rule("ATC:LWL")) in pairs
+
+
+@pytest.mark.parametrize("objective", ["makespan", "tardiness", "weighted_tardiness", "flow_time"])
+def test_the_goal_says_cancelled_jobs_do_not_count(objective: str) -> None:
+    """Every objective leaves cancelled jobs out (dynasched_gym.metrics); the goal line said nothing of it."""
+    lines = system_prompt("L2", "direct", objective, None).splitlines()
+    goal = next(line for line in lines if line.startswith("Goal:"))
+    assert goal.endswith("over the whole run; cancelled jobs do not count.")

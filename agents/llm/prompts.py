@@ -94,7 +94,7 @@ MODES = ("direct", "cot", "tools")
 #: oracle's system prompt says how many future events it shows, where it said they are shown also at 0; 6: the oracle's
 #: inspect_action cuts its future events as the prompt does, where it listed them all also at 0, and its
 #: simulate_action is described as playing the real future, where it said future events are not known to it; a
-#: hidden job cancelled before its release is listed without an arrival).
+#: hidden job cancelled before its release is listed without an arrival; the goal says cancelled jobs do not count).
 PROMPT_VERSION = 6
 
 _MWKR = JOB_RULES.index("MWKR")
@@ -499,7 +499,8 @@ def system_prompt(level: str, mode: str, objective: str, priors: Mapping[str, An
              "can start now on idle machines: you choose one (operation, machine) pair, it starts at once, and you "
              "are asked again for the next decision. Machines break down, and jobs are cancelled, re-prioritised or "
              "re-timed without notice." + future,
-             f"Goal: minimise {_OBJECTIVE_TEXT[objective]} over the whole run.", "", "Candidate table columns:"]
+             f"Goal: minimise {_OBJECTIVE_TEXT[objective]} over the whole run; cancelled jobs do not count.", "",
+             "Candidate table columns:"]
     lines += [f"- {name}: {meaning}" for name, meaning in _columns(level)]
     if priors is not None:
         text = _priors_text(priors)
