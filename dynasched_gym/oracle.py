@@ -435,21 +435,53 @@ class _Model:
         self.intervals: list[list[Any]] = [[] for _ in range(self.inst.num_machines)]
         self.maint_vars: list[list[cp_model.IntVar]] = []
         for m, ms in enumerate(self.maint):
-            starts = []
-            for t, d in ms:
+            starts: list[cp_model.IntVar] = []
+            ends: list[Any] = []
+            uncut: dict[tuple[int, int], cp_model.IntVar] = {}
+            for i, (t, d) in enumerate(ms):
                 start = cp.new_int_var(g.up(t), self.horizon, "")
                 self.intervals[m].append(cp.new_fixed_size_interval_var(start, g.up(d), ""))
-                if starts:  # queued maintenances run in order, back to back at the earliest
-                    cp.add(start >= starts[-1] + g.up(ms[len(starts) - 1][1]))
+                exempt = []  # a maintenance in a block that a breakdown cuts may start inside it (absorbed whole)
+                if ends:  # queued maintenances run in order, back to back at the earliest
+                    cp.add(start >= ends[-1])
+                    joined = cp.new_bool_var("")  # it continues the previous one's block, which nothing cut by t
+                    cp.add(start == ends[-1]).only_enforce_if(joined)
+                    cut_before = sum(w[0] < t for w in self.windows[m])
+                    cp.add_implication(joined, self._uncut(m, i - 1, cut_before, starts, ends, uncut))
+                    exempt.append(~joined)
                 for b_s, b_e in self.windows[m]:  # never starts inside a breakdown (it may start before one)
                     if b_s < t < b_e:
                         cp.add(start >= g.up(b_e))
                     elif b_e > t:
                         early = cp.new_bool_var("")
                         cp.add(start <= g.down(b_s)).only_enforce_if(early)
-                        cp.add(start >= g.up(b_e)).only_enforce_if(~early)
+                        cp.add(start >= g.up(b_e)).only_enforce_if(~early, *exempt)
                 starts.append(start)
+                ends.append(start + g.up(d))
             self.maint_vars.append(starts)
+
+    def _uncut(self, m: int, i: int, k: int, starts: list[cp_model.IntVar], ends: list[Any],
+               memo: dict[tuple[int, int], cp_model.IntVar]) -> cp_model.IntVar:
+        """A literal that holds only if none of the first ``k`` breakdown windows of machine ``m`` cut the block
+        of maintenance ``i`` (a chain of back-to-back ones): a maintenance that arrives after such a cut finds the
+        machine in a breakdown, not in the block, and waits for its end.
+
+        A window cuts a maintenance that has started by its start and is not over then. The simulator starts a
+        maintenance no later than the model does (at the first moment the machine is idle and up), so only one
+        whose event comes after the window's start surely starts after it; any other must be over by then.
+        """
+        if (i, k) not in memo:
+            cp, g = self.cp, self.grid
+            lit = memo[i, k] = cp.new_bool_var("")
+            t = self.maint[m][i][0]
+            for b_s, _ in self.windows[m][:k]:  # windows are in time order
+                if t <= b_s:  # else it starts after the window's start
+                    cp.add(ends[i] <= g.down(b_s)).only_enforce_if(lit)
+            if i:  # the block goes on from the previous maintenance, or begins here
+                head = cp.new_bool_var("")
+                cp.add(starts[i] > ends[i - 1]).only_enforce_if(head)
+                cp.add_bool_or([~lit, head, self._uncut(m, i - 1, k, starts, ends, memo)])
+        return memo[i, k]
 
     def _build_jobs(self) -> None:
         cp, g, inst = self.cp, self.grid, self.inst

@@ -171,6 +171,28 @@ def test_a_breakdown_absorbs_the_whole_block_of_queued_maintenance():
     assert result.objective == simulated.metrics["makespan"] == 14.5
 
 
+@pytest.mark.parametrize(("case", "makespan"), [("cut", 4.0), ("cut-then-extended", 4.0), ("arrives-after-cut", 5.0)])
+def test_a_breakdown_absorbs_the_whole_block_of_maintenance_it_cuts(case, makespan):
+    """Maintenances of 1 at 0 run back to back as one block, cut at 0 by a breakdown that absorbs all of it: the model
+    made a maintenance of the block that would start inside a breakdown wait for its end (makespan 5, status
+    'feasible'), in ``cut`` (a breakdown to 2) and ``cut-then-extended`` (three of them, a breakdown to 1, extended to
+    3 at 1). In ``arrives-after-cut`` a maintenance arriving at 1 finds the machine in the extended breakdown, not in
+    the block: it waits for its end at 3."""
+    maintenance = Event(0.0, EventType.MAINTENANCE, machine=0, duration=1.0)
+    events = {"cut": [maintenance, maintenance, Event(0.0, EventType.BREAKDOWN, machine=0, duration=2.0)],
+              "cut-then-extended": [maintenance, maintenance, maintenance,
+                                    Event(0.0, EventType.BREAKDOWN, machine=0, duration=1.0),
+                                    Event(1.0, EventType.BREAKDOWN, machine=0, duration=2.0)],
+              "arrives-after-cut": [maintenance, maintenance, Event(0.0, EventType.BREAKDOWN, machine=0, duration=1.0),
+                                    Event(1.0, EventType.BREAKDOWN, machine=0, duration=2.0),
+                                    Event(1.0, EventType.MAINTENANCE, machine=0, duration=1.0)]}[case]
+    inst = one_machine([Job("J0", [{0: 2.0 if case == "cut" else 1.0}])], events)
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.bound, result.status) == (makespan, makespan, "optimal")
+    assert rollout(inst, "SPT").metrics["makespan"] == makespan
+
+
 def test_maintenance_waits_for_the_running_operation():
     inst = one_machine([Job("J0", [{0: 4.0}])], [Event(2.0, EventType.MAINTENANCE, machine=0, duration=1.0)])
     result = solve_clairvoyant(inst, "makespan")
