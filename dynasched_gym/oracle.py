@@ -297,8 +297,10 @@ def _variants(instance: Instance, j: int, objective: str) -> list[_Variant]:
             est = max([est] + [t for k, key, t in conds if k == _START_GE and key == s.key])
             early[s.key] = (est, est + min(min(tm.values()) for _, tm in s.regimes(speed)))
             est = early[s.key][1]
-        return not any(key in early and ((k == _START_LT and early[key][0] >= t)
-                                         or (k == _END_LE and early[key][1] > t)) for k, key, t in conds)
+        # float sums overshoot (0.1 + 0.2 > 0.3), where the simulator and the grid see an end at t: not impossible
+        return not any(key in early and ((k == _START_LT and early[key][0] >= t + EPS * max(1.0, abs(t)))
+                                         or (k == _END_LE and early[key][1] > t + EPS * max(1.0, abs(t))))
+                       for k, key, t in conds)
 
     def leaf(slots: tuple[_Slot, ...], conds: tuple[_Cond, ...]) -> None:
         if len(out) >= MAX_VARIANTS:

@@ -221,6 +221,16 @@ def test_waits_for_a_route_change_that_drops_work():
     assert result.schedule.segment_start.tolist() == [3.0]
 
 
+def test_a_job_ending_at_a_route_change_by_float_sums_completes_before_it():
+    """Released at 0.1, 0.2 of work ends at 0.1 + 0.2 = 0.30000000000000004, within EPS of the ROUTE_CHANGE at 0.3:
+    the job is complete then and the change is ignored. The model's variants dropped that outcome (the float sum is
+    above 0.3), so only a rule found 0.3, with status 'feasible'."""
+    route = Event(0.3, EventType.ROUTE_CHANGE, job=0, op=1, ops=({0: 5.0},))
+    result = solve_clairvoyant(one_machine([Job("J0", [{0: 0.2}], release=0.1)], [route]), "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.bound, result.status) == (0.1 + 0.2, 0.3, "optimal")
+
+
 @pytest.mark.parametrize(("objective", "value", "cancelled"), [("flow_time", 6.0, 0), ("makespan", 10.0, 1)])
 def test_completes_a_job_before_its_cancellation_only_when_it_helps(objective, value, cancelled):
     """Job 1 (1 unit, cancelled at 5) done first lowers the mean flow time (1 and 11 against 10);
