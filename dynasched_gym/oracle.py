@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_integer, check_real
+from dynasched_gym.checks import check_choice, check_integer, check_real
 from dynasched_gym.core.rules import RULES
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.errors import needs_extra
@@ -150,14 +150,13 @@ def solve_clairvoyant(
         ValueError: unknown objective, a hint of another instance or unfinished, a job with more
             than :data:`MAX_VARIANTS` variants, a ``time_limit`` not a finite number > 0, ``workers`` < 1, or a
             ``seed`` outside [0, 2**31).
-        TypeError: ``instance`` is no Instance, ``hint`` no Schedule, ``time_limit`` no number, ``workers`` or
-            ``seed`` no integer.
+        TypeError: ``instance`` is no Instance, ``objective`` no string, ``hint`` no Schedule, ``time_limit`` no
+            number, ``workers`` or ``seed`` no integer.
         RuntimeError: the model's schedule fails validation (a bug).
     """
     t0 = time.perf_counter()
     check_instance("instance", instance)
-    if objective not in OBJECTIVE_METRICS:
-        raise ValueError(f"objective must be one of {tuple(OBJECTIVE_METRICS)}, got {objective!r}")
+    check_choice("objective", objective, tuple(OBJECTIVE_METRICS))  # a list failed with "unhashable type: 'list'"
     key = OBJECTIVE_METRICS[objective]
     time_limit = check_real("time_limit", time_limit, 0.0, open_low=True)  # -1 or NaN ran 0.05 s without a word
     workers = check_integer("workers", workers, 1)  # CP-SAT reads 0 as "choose for me"

@@ -254,6 +254,8 @@ def test_rejects_bad_arguments():
     inst = one_machine([Job("J0", [{0: 1.0}])])
     with pytest.raises(ValueError, match="objective"):
         solve_clairvoyant(inst, "lateness")
+    with pytest.raises(TypeError, match=r"objective must be one of .*got list: \['makespan'\]"):  # was "unhashable"
+        solve_clairvoyant(inst, ["makespan"])
     with pytest.raises(ValueError, match="hint"):
         solve_clairvoyant(inst, hint=rollout(one_machine([Job("J0", [{0: 2.0}])])))
 
