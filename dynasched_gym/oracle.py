@@ -62,6 +62,8 @@ MAX_HORIZON_TICKS = 10**9
 #: Mean flow time is minimised as sum_n [n jobs complete] * (L / n) * flow, L = lcm of the possible n, at most this
 #: (beyond, L / n rounds down: the objective and bound then slightly underestimate the mean).
 MAX_LCM = 10**6
+#: Most ticks a time of the model may have: CP-SAT's integers are 64-bit (and sums of them must fit).
+_MAX_INT = 2**62
 _VALIDATOR_TOL = 1e-6  # validate_schedule's default tolerance, relative to max(1, |t|)
 _SNAP = 1e-6  # ticks: x * scale within this of an integer counts as that integer
 _STRUCTURAL = (EventType.ROUTE_CHANGE, EventType.REWORK, EventType.CANCELLATION)
@@ -148,8 +150,8 @@ def solve_clairvoyant(
 
     Raises:
         ValueError: unknown objective, a hint of another instance or unfinished, a job with more
-            than :data:`MAX_VARIANTS` variants, a ``time_limit`` not a finite number > 0, ``workers`` < 1, or a
-            ``seed`` outside [0, 2**31).
+            than :data:`MAX_VARIANTS` variants, times (or a tardiness) of more ticks than CP-SAT's integers hold,
+            a ``time_limit`` not a finite number > 0, ``workers`` < 1, or a ``seed`` outside [0, 2**31).
         TypeError: ``instance`` is no Instance, ``objective`` no string, ``hint`` no Schedule, ``time_limit`` no
             number, ``workers`` or ``seed`` no integer.
         RuntimeError: the model's schedule fails validation (a bug).
@@ -422,6 +424,10 @@ class _Model:
                      for p in tm.values()])
         self.grid = _grid(values, horizon, max((len(ws) for ws in self.windows), default=0))
         self.horizon = self.grid.up(horizon)
+        if self.horizon * max(1, inst.num_jobs) > _MAX_INT:  # the flow time sums the jobs'; ortools raised a TypeError
+            raise ValueError(f"instance {instance.name!r}: its horizon, {horizon:g} time units, times its "
+                             f"{inst.num_jobs} jobs is more ticks than CP-SAT's integers hold ({_MAX_INT}); the oracle "
+                             "cannot model it")
         self.cp = cp_model.CpModel()
         self._build_machines()
         self._build_jobs()
@@ -636,8 +642,11 @@ class _Model:
                         cp.add(self.completion[j] >= g.ends_after(t_from)).only_enforce_if(enforce)
                     if i + 1 < len(ps):
                         cp.add(self.completion[j] <= g.down(ps[i + 1][0])).only_enforce_if(enforce)
-                    if due is not None:
-                        due_ticks = round(due * g.scale)
+                    due_ticks = None if due is None else round(due * g.scale)
+                    if due_ticks is not None and due_ticks < self.horizon:  # never tardy by a later one
+                        if self.horizon - due_ticks > _MAX_INT:  # as the horizon's
+                            raise ValueError(f"job {j}: its tardiness against due date {due:g} is more ticks than "
+                                             f"CP-SAT's integers hold ({_MAX_INT}); the oracle cannot model it")
                         tard = cp.new_int_var(0, self.horizon - min(0, due_ticks), "")
                         cp.add(tard >= self.completion[j] - due_ticks).only_enforce_if(enforce)
                         terms.append(round((w if weighted else 1.0) * wscale) * tard)

@@ -260,6 +260,21 @@ def test_rejects_bad_arguments():
         solve_clairvoyant(inst, hint=rollout(one_machine([Job("J0", [{0: 2.0}])])))
 
 
+def test_times_beyond_cp_sat_integers_are_named_and_far_due_dates_never_tardy():
+    """Times or a tardiness of more than 2**62 ticks failed inside ortools with a TypeError naming nothing; a due
+    date beyond the horizon (1e30, as for "none") did too, and needs no term: the job is never tardy."""
+    far = Instance.build("far", [Machine("M0")], [Job("J0", [{0: 1.5}], due=1e30), Job("J1", [{0: 2.0}], due=3.0)])
+    result = solve_clairvoyant(far, "weighted_tardiness", time_limit=2.0)
+    check(result, "weighted_tardiness")
+    assert (result.objective, result.status) == (0.0, "optimal")
+    with pytest.raises(ValueError, match=r"job 0: its tardiness against due date -1e\+30 is more ticks than CP-SAT"):
+        solve_clairvoyant(one_machine([Job("J0", [{0: 1.5}], due=-1e30)]), "tardiness")
+    with pytest.raises(ValueError, match=r"instance 'hand': its horizon, 1e\+19 time units, times its 1 jobs is more"):
+        solve_clairvoyant(one_machine([Job("J0", [{0: 1.0}], release=1e19)]), "makespan")
+    with pytest.raises(ValueError, match=r"its horizon, 3e\+18 time units, times its 5 jobs is more ticks"):
+        solve_clairvoyant(one_machine([Job(f"J{j}", [{0: 1.0}], release=3e18) for j in range(5)]), "flow_time")
+
+
 def test_solver_settings_are_checked():
     """time_limit=-1 or NaN ran 0.05 s without a word, workers=0 let CP-SAT choose, seed=1.5 or a string hint
     failed inside ortools or with an AttributeError, and an instance name with one deep inside."""
