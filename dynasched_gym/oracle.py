@@ -187,7 +187,8 @@ def solve_clairvoyant(
         if solved.metrics[key] <= value:
             schedule, value = solved, solved.metrics[key]
     bound = max(0.0, model.bound(solver.best_objective_bound))
-    optimal = status == cp_model.OPTIMAL and bound <= value  # else a hint beat the model's optimum
+    # else a hint beat the model's optimum, or with rounded weights the model's optimum may not be the schedules'
+    optimal = status == cp_model.OPTIMAL and (bound <= value if model.weights_exact else bound >= value)
     return OracleResult(schedule, value, min(bound, value), "optimal" if optimal else "feasible",
                         time.perf_counter() - t0)
 
@@ -602,6 +603,7 @@ class _Model:
     # ---------------------------------------------------------------------------- objective
     def _build_objective(self) -> None:
         cp, g, inst = self.cp, self.grid, self.inst
+        self.weights_exact, self.weight_ratio = True, 1.0  # ratio: the least weight / its rounding in the model
         for m in range(inst.num_machines):
             cp.add_no_overlap(self.intervals[m])
         if self.objective == "makespan":
@@ -629,7 +631,10 @@ class _Model:
             pieces = [_pieces(self.timed, j) for j in range(inst.num_jobs)]
             weights = [w for ps in pieces for _, _, w in ps] if weighted else [1.0]
             wscale = next((10**k for k in range(7) if all(abs(w * 10**k - round(w * 10**k)) <= 1e-9 * max(1, w * 10**k)
-                                                            for w in weights)), 10**6)
+                                                            for w in weights)), None)
+            if wscale is None:  # rounded: the model's optimum need not be the schedules' (its bound is scaled down)
+                wscale, self.weights_exact = 10**6, False
+                self.weight_ratio = min([1.0] + [w * wscale / round(w * wscale) for w in weights if round(w * wscale)])
             terms = []
             for j, ps in enumerate(pieces):
                 split = len(ps) > 1 or any(v.cancelled_at is not None for v in self.variants[j])
@@ -657,11 +662,12 @@ class _Model:
             self.slack_terms = sum(round((w if weighted else 1.0) * wscale) for w in max_w if w)
 
     def bound(self, solver_bound: float) -> float:
-        """The solver's bound in time units, lowered by the rounding of the grid."""
+        """The solver's bound in time units, lowered by the rounding of the grid and of the weights (a weight
+        rounded up by the model makes its objective larger than the schedule's)."""
         g = self.grid
         items = sum(max(len(v.slots) for v in vs) for vs in self.variants) + sum(len(ms) for ms in self.maint)
         ticks = 0 if g.exact else items * (3 + g.slack) * self.slack_terms
-        return (solver_bound - ticks) / self.scale
+        return (solver_bound - ticks) / self.scale * self.weight_ratio
 
     # --------------------------------------------------------------------------------- hint
     def add_hint(self, schedule: Schedule) -> None:

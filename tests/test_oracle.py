@@ -250,6 +250,19 @@ def test_due_date_and_weight_in_force_at_completion():
     assert (result.objective, result.schedule.job_weight[0], result.schedule.job_due[0]) == (6.0, 3.0, 2.0)
 
 
+def test_rounded_weights_neither_prove_optimality_nor_raise_the_bound():
+    """Weights 5.6e-6 and 1.4e-6 are no whole number of 1e-6, so the model weighs 6 and 1: it finds starting J0 at
+    once best (10 * 5.6e-6 + 10 * 1.4e-6 = 7e-5), but letting J1 go first is better (12 * 5.6e-6 + 1.4e-6). The
+    oracle called 7e-5 optimal and proved it a bound."""
+    a, b = 5.6e-6, 1.4e-6
+    inst = one_machine([Job("J0", [{0: 10.0}], due=0.0, weight=a),
+                        Job("J1", [{0: 1.0}], release=1.0, due=1.0, weight=b)])
+    result = solve_clairvoyant(inst, "weighted_tardiness")
+    check(result, "weighted_tardiness")
+    assert result.status == "feasible"
+    assert result.bound <= 12 * a + b < result.objective
+
+
 def test_rejects_bad_arguments():
     inst = one_machine([Job("J0", [{0: 1.0}])])
     with pytest.raises(ValueError, match="objective"):
