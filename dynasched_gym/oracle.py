@@ -380,7 +380,7 @@ def _breakdown_windows(instance: Instance) -> list[list[list[float]]]:
         if e.type == EventType.REPAIR:
             if open_ is not None and open_[0] < e.time:
                 open_[1] = e.time
-        elif open_ is not None:
+        elif open_ is not None and e.time + EPS < open_[1]:  # else it ends first (in the instant), as in the simulator
             open_[1] = max(open_[1], e.time + e.duration)  # type: ignore[operator]
         else:
             windows[e.machine].append([e.time, e.time + e.duration])  # type: ignore[index, operator]
