@@ -118,3 +118,16 @@ def test_pool_draws_share_the_plants_feature_scales_and_other_instances_their_ow
     vec.reset(seed=[0, 1], options={"instance": [drawn, None]})  # sub-env 1 draws from the pool
     units = [(vec.unwrapped.time_scale(i), vec.unwrapped.ops_scale(i)) for i in range(2)]
     assert units == [pytest.approx(known_scales(drawn)), pytest.approx(pool_scales("small"))]
+
+
+def test_known_scales_are_memoised_on_the_instance():
+    """Every reset onto a fixed instance asks for its scales: computed once per instance, and a replaced instance
+    (a new one, maybe with other jobs) computes its own."""
+    from dynasched_gym.envs.dfjsp.episodes import known_scales
+    from dynasched_gym.io import resolve_instance
+
+    inst = resolve_instance("mk01")
+    first = known_scales(inst)
+    assert known_scales(inst) is first
+    slower = inst.replace(elig_time=inst.elig_time * 2)
+    assert known_scales(slower) == (2 * first[0], first[1])

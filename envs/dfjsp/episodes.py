@@ -162,11 +162,15 @@ def known_scales(instance: Instance) -> tuple[float, float]:
     operations of the jobs released at its first release time (each operation's mean over its eligible
     machines) and their mean number of operations. Later jobs do not count: they are the future. The first
     decision point comes at that release or later; an episode that ends before it (every job cancelled while
-    hidden) has no decision, and only its one observation shows these units before the jobs are seen."""
-    first = np.flatnonzero(instance.job_release <= instance.job_release.min())
-    ops = np.concatenate([np.arange(instance.job_op_ptr[j], instance.job_op_ptr[j + 1]) for j in first])
-    op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / np.diff(instance.op_elig_ptr)
-    return float(op_mean[ops].mean()), len(ops) / len(first)
+    hidden) has no decision, and only its one observation shows these units before the jobs are seen.
+    Memoised on the instance (immutable), as every reset onto a fixed instance asks again."""
+    cached = instance._cache.get("known_scales")
+    if cached is None:
+        first = np.flatnonzero(instance.job_release <= instance.job_release.min())
+        ops = np.concatenate([np.arange(instance.job_op_ptr[j], instance.job_op_ptr[j + 1]) for j in first])
+        op_mean = np.add.reduceat(instance.elig_time, instance.op_elig_ptr[:-1]) / np.diff(instance.op_elig_ptr)
+        cached = instance._cache["known_scales"] = float(op_mean[ops].mean()), len(ops) / len(first)
+    return cached
 
 
 #: The most bytes :func:`_path_key` reads to tell whether an instance's files changed; larger ones (no instance
