@@ -4,7 +4,8 @@ Hydra composes ``+key=value`` into the config whatever the key, and a script rea
 (which Hydra itself suggests when ``tier=hard`` names no key) or a misspelt ``+seeds.cout=5`` would run with the
 defaults, silently. :func:`check_added_keys` composes the same config without the ``+`` overrides and refuses every
 key the user added, unless it lies under one of the script's free-form mappings (an agent's keyword arguments,
-calibrate's ``options``), which the script checks itself.
+calibrate's ``options``), which the script checks itself. A key set without ``+`` that the config lacks
+(``seed.count=3``), for which Hydra suggests that ``+``, is refused naming the nearest one: :func:`check_setting_keys`.
 
 A value the script cannot use (``seeds.count=abc``, ``tiers=[nightmare]``) is a :class:`SettingError` naming the key
 and the value: the checks of a script's settings run inside :func:`settings_checked`, before any work, and the
@@ -230,7 +231,6 @@ def _check_selected(loader: Any, config_name: str, parsed: Sequence[Any]) -> Non
     without the deletions, and with its record of the overrides it used. Where Hydra cannot compute it (a config
     that does not exist, null for a group), nothing is raised: the caller reports those."""
     from hydra.core.object_type import ObjectType
-    from hydra.core.override_parser.types import ChoiceSweep
     from hydra.errors import HydraException
 
     try:  # Hydra's private API (1.3): where another version lacks it, Hydra reports these overrides itself
@@ -238,9 +238,7 @@ def _check_selected(loader: Any, config_name: str, parsed: Sequence[Any]) -> Non
         parse = loader._parse_overrides_and_create_caching_repo
     except (ImportError, AttributeError):
         return
-    # a choice sweep's job overrides are "key=value" for each value (Hydra's BasicSweeper): the first stands for all
-    job = [f"{o.get_key_element()}={next(o.sweep_string_iterator())}" if isinstance(o.value(), ChoiceSweep)
-           else o.input_line for o in parsed if not o.is_delete()]
+    job = _job_overrides([o for o in parsed if not o.is_delete()])  # a sweep's first job stands for all
     try:
         job_overrides, repo = parse(config_name, job)
         used = Overrides(repo, job_overrides)
@@ -278,6 +276,31 @@ def _check_selected(loader: Any, config_name: str, parsed: Sequence[Any]) -> Non
                            f"{f' ({group} is null)' if key in selected else f'; {groups}'}")
 
 
+def _config_loader(config_dir: str | None) -> Any:
+    """Hydra's config loader over the run's search path: :data:`CONFIG_PATH`, Hydra's own and ``--config-dir``
+    (``hydra.searchpath`` comes with the overrides); None for a ``--config-dir`` that is no folder (Hydra says so)."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.config_search_path import SearchPathQuery
+
+    search_path = create_config_search_path(CONFIG_PATH)
+    if config_dir is not None:
+        if not os.path.isdir(config_dir):
+            return None
+        # where Hydra's main puts it
+        search_path.prepend("command-line", f"file://{os.path.abspath(config_dir)}", SearchPathQuery("schema"))
+    return ConfigLoaderImpl(config_search_path=search_path)
+
+
+def _job_overrides(parsed: Sequence[Any]) -> list[str]:
+    """The ``parsed`` overrides as a ``-m`` sweep's first job gets them: a choice sweep's first value for all."""
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    # a choice sweep's job overrides are "key=value" for each value (Hydra's BasicSweeper)
+    return [f"{o.get_key_element()}={next(o.sweep_string_iterator())}" if isinstance(o.value(), ChoiceSweep)
+            else o.input_line for o in parsed]
+
+
 def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
                         config_name: str | None = None) -> None:
     """Raise a :class:`SettingError` naming the group's configs when one of the command line's ``overrides`` chooses
@@ -288,9 +311,6 @@ def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
     run: :data:`CONFIG_PATH`, Hydra's own, ``--config-dir`` and ``hydra.searchpath`` (of the command line, or of the
     primary config). What Hydra cannot parse or look up (a missing ``--config-dir``), and the sweeps it expands
     itself (``glob``, ``range``), are left to Hydra to report."""
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.utils import create_config_search_path
-    from hydra.core.config_search_path import SearchPathQuery
     from hydra.core.object_type import ObjectType
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ChoiceSweep, Sweep
@@ -300,13 +320,9 @@ def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException:
         return
-    search_path = create_config_search_path(CONFIG_PATH)
-    if config_dir is not None:
-        if not os.path.isdir(config_dir):
-            return
-        # where Hydra's main puts it
-        search_path.prepend("command-line", f"file://{os.path.abspath(config_dir)}", SearchPathQuery("schema"))
-    loader = ConfigLoaderImpl(config_search_path=search_path)
+    loader = _config_loader(config_dir)
+    if loader is None:
+        return
     if config_name is not None:
         _check_selected(loader, config_name, parsed)
     for override in parsed:
@@ -331,13 +347,89 @@ def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
         raise SettingError(f"{override.input_line}: {problem}; choose one of {', '.join(options)}")
 
 
+def check_setting_keys(overrides: Sequence[str], config_dir: str | None = None, config_name: str = "") -> None:
+    """Raise a :class:`SettingError` naming the nearest setting when one of the command line's ``overrides`` sets a key
+    that the config ``config_name`` lacks (``seed.count=3`` for ``seeds.count``, ``total_timesteps=...`` for
+    train's ``train.total_timesteps``), or adds, with ``+``, a config group that only the top-level configs have
+    where ``config_name`` lies in a folder (``+tier=hard`` for ``train/ppo``, which Hydra looks up as
+    ``train/tier``). Hydra reports the first as "Could not override 'seed.count'. To append to your config use
+    +seed.count=3", whose ``+`` :func:`check_added_keys` then refuses, and the second as "Could not find
+    'train/tier/hard'", both with exit status 1. The config is composed as for the run (a sweep's first job) from
+    the other overrides; what Hydra cannot compose is left to Hydra to report."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from hydra.types import RunMode
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException:
+        return
+    loader = _config_loader(config_dir)
+    if loader is None:
+        return
+    repo, folder = loader.repository, config_name.rpartition("/")[0]
+    keys, groups = [], []  # plain key overrides; + overrides of a group that Hydra looks up in the config's folder
+    for override in parsed:
+        if override.is_hydra_override() or override.package is not None or override.is_delete():
+            continue
+        name, is_group = override.key_or_group, repo.group_exists(override.key_or_group)
+        if override.is_add():
+            if folder and is_group and not repo.group_exists(f"{folder}/{name}"):
+                groups.append(override)
+        elif not override.is_force_add() and (not is_group or isinstance(override.value(), dict)):
+            keys.append(override)
+    if not keys and not groups:
+        return
+    others = [o for o in parsed if o not in keys and o not in groups]
+    try:
+        cfg = loader.load_configuration(config_name, _job_overrides(others), RunMode.RUN)
+    except (HydraException, ValueError):
+        return
+    tree = {key: value for key, value in OmegaConf.to_container(cfg, resolve=False).items() if key != "hydra"}
+    missing = [o.key_or_group for o in groups if o.key_or_group not in tree]
+    missing += [o.key_or_group for o in keys if _lacks(tree, o.key_or_group)]
+    if missing:
+        problems = "; ".join(f"{key} ({_nearest_setting(key, tree)})" for key in dict.fromkeys(missing))
+        raise SettingError(f"{config_name}: no such setting{'s' if len(missing) > 1 else ''}: {problems}; set an "
+                           "existing one (a + override adds a key only where the script takes free-form settings, "
+                           "such as an agent's kwargs)")
+
+
+def _lacks(tree: Mapping[str, Any], key: str) -> bool:
+    """The dotted ``key`` branches off ``tree`` at a mapping that lacks it (through a list, a null or a value, Hydra
+    decides)."""
+    node: Any = tree
+    for part in key.split("."):
+        if not isinstance(node, Mapping):
+            return False
+        if part not in node:
+            return True
+        node = node[part]
+    return False
+
+
+def _nearest_setting(key: str, tree: Mapping[str, Any]) -> str:
+    """``did you mean <the setting nearest the dotted key>?`` among the settings below the mapping where ``key``
+    branches off ``tree`` (``seed.count`` -> ``seeds.count``, ``total_timesteps`` -> ``train.total_timesteps``),
+    else the keys that mapping has."""
+    parts, node = key.split("."), tree
+    while len(parts) > 1 and isinstance(node.get(parts[0]), Mapping):
+        node = node[parts.pop(0)]
+    prefix = key[:len(key) - len(".".join(parts))]
+    close = difflib.get_close_matches(".".join(parts), [".".join(path) for path in _paths(node)], n=1)
+    if close:
+        return f"did you mean {prefix}{close[0]}?"
+    return f"known: {', '.join(sorted(map(str, node)))}" if node else f"{prefix.rstrip('.') or 'the config'} is empty"
+
+
 def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], Callable[..., Any]]:
     """Decorate a script's ``main(cfg)`` with this: ``hydra.main`` of the config ``config_name`` in
     :data:`CONFIG_PATH` (version base 1.3), which, run from the command line, first refuses a launcher whose plugin
     is missing, or a launcher without ``-m`` (:func:`check_launcher`), and a config group option that does not exist
-    or that the config cannot take (:func:`check_config_groups`), with ``error: <message>`` and status 2 (the
-    traceback with ``HYDRA_FULL_ERROR=1``), where Hydra would print "Could not find 'hydra/launcher/...'" or "Could
-    not override 'tier'" and exit with 1, or ignore the launcher. A config
+    or that the config cannot take (:func:`check_config_groups`), and a key the config lacks
+    (:func:`check_setting_keys`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
+    where Hydra would print "Could not find 'hydra/launcher/...'" or "Could not override 'tier'" and exit with 1, or
+    ignore the launcher. A config
     passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command line; so does ``--config-path``,
     which replaces :data:`CONFIG_PATH`."""
 
@@ -355,8 +447,9 @@ def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], C
                     command_line = get_args_parser().parse_known_args()[0]
                     check_launcher(command_line.overrides, command_line.multirun)
                     if command_line.config_path is None:
-                        check_config_groups(command_line.overrides, command_line.config_dir,
-                                            command_line.config_name or config_name)
+                        name = command_line.config_name or config_name
+                        check_config_groups(command_line.overrides, command_line.config_dir, name)
+                        check_setting_keys(command_line.overrides, command_line.config_dir, name)
                 except (MissingExtraError, SettingError) as exc:
                     _usage_error_exit(exc)
             return hydra_main(*args, **kwargs)
@@ -424,21 +517,12 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
     added = added_keys(OmegaConf.to_container(cfg, resolve=False), base_tree, free)
     if not added:
         return
-    problems = []
-    for key in added:
-        *parent, leaf = key.split(".")
-        node: Any = base_tree
-        for part in parent:
-            node = node[part]
-        siblings = sorted(map(str, node))
-        close = difflib.get_close_matches(leaf, siblings, n=1)
-        hint = f"did you mean {'.'.join([*parent, close[0]])}?" if close else f"known: {', '.join(siblings)}"
-        problems.append(f"{key} ({hint})")
+    problems = [f"{key} ({_nearest_setting(key, base_tree)})" for key in added]
     raise SettingError(f"{hydra_config.job.config_name}: no such setting{'s' if len(problems) > 1 else ''}: "
                      f"{'; '.join(problems)}. A + override adds a key the script would not read; set an existing "
                      "one without +")
 
 
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys",
-           "base_overrides", "check_added_keys", "check_config_groups", "check_launcher", "checked_main",
-           "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]
+           "base_overrides", "check_added_keys", "check_config_groups", "check_launcher", "check_setting_keys",
+           "checked_main", "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]

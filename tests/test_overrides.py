@@ -155,6 +155,35 @@ def test_each_script_refuses_a_config_group_its_config_does_not_select_or_needs(
     assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize(("script", "overrides", "message"), [
+    ("evaluate", ["seed.count=3"], "evaluate: no such setting: seed.count (did you mean seeds.count?); set an "
+     "existing one (a + override adds a key only where the script takes free-form settings"),
+    ("train", ["total_timesteps=1000"], "train/ppo: no such setting: total_timesteps (did you mean "
+     "train.total_timesteps?)"),
+    ("train", ["env.teir=hard", "train.timesteps=10"], "train/ppo: no such settings: env.teir (did you mean "
+     "env.tier?); train.timesteps (did you mean train.total_timesteps?)"),
+    ("train", ["train.imitation.foo=1"], "train/ppo: no such setting: train.imitation.foo (known: batch_size, "
+     "episodes, epochs, learning_rate, rule)"),
+    # Hydra looked the group up in train/ppo's folder: "In 'train/ppo': Could not find 'train/tier/hard'"
+    ("train", ["+tier=hard"], "train/ppo: no such setting: tier (did you mean env.tier?)"),
+    ("evaluate", ["agent.rules.kwargs.seed=3"], "evaluate: no such setting: agent.rules.kwargs.seed "
+     "(agent.rules.kwargs is empty)"),
+    ("calibrate", ["targets.utilisation=0.6"], "calibrate: no such setting: targets.utilisation (did you mean "
+     "targets.utilization?)"),
+    ("evaluate", ["-m", "seed.count=1,2"], "evaluate: no such setting: seed.count (did you mean seeds.count?)"),
+])
+def test_each_script_refuses_a_key_its_config_lacks_naming_the_nearest(script: str, overrides: list[str],
+                                                                      message: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Hydra said "Could not override 'seed.count'. To append to your config use +seed.count=3", exit status 1, and
+    that + was then refused as a key the script does not read: one line naming the nearest setting, status 2."""
+    if "-m" in overrides:
+        overrides = [*overrides, f"hydra.sweep.dir={tmp_path / 'run'}"]
+    err = _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
+
+
 def test_deleting_a_group_left_null_or_one_of_hydras_own_is_not_refused(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """``~launcher`` changes nothing (no launcher is the default), and Hydra's own groups are Hydra's to check: some
