@@ -179,6 +179,17 @@ def test_parallel_prepare_matches_serial_generation_and_resumes(tmp_path: Path,
     assert sorted(p.name for p in pool.directory.glob("seed-*.json")) == [f"seed-{s}.json" for s in range(4)]
 
 
+def test_prepare_shows_no_progress_bar_when_every_seed_is_cached(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """"hard/small pool: 0instance [00:00, ?instance/s]" was printed by every evaluate and train run (three times
+    by train), though nothing was generated."""
+    pool = tier_pool("easy", cache_dir=tmp_path, workers=1)
+    pool.prepare([0], progress=True)
+    assert "easy/small pool" in capsys.readouterr().err
+    pool.prepare([0], progress=True)
+    assert capsys.readouterr().err == ""
+
+
 def test_prepare_verifies_cached_seeds_and_regenerates_corrupt_ones(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # prepare took a seed whose two files existed for done: a truncated member stayed in the pool until an episode

@@ -256,8 +256,9 @@ class TierPool:
         # episode draws it: a truncated member was left in place, and its regeneration fell to the first draw
         missing = [s for s in dict.fromkeys(map(_check_seed, wanted)) if self._read(s) is None]
         workers = min(self.workers, len(missing))
+        # no bar when every seed is cached: scripts prepare their pools on every run
         with tqdm(total=len(missing), desc=f"{self.tier}/{self.size} pool", unit="instance",
-                  disable=not progress) as bar:
+                  disable=not (progress and missing)) as bar:
             if workers <= 1:
                 for seed in missing:
                     self._write(seed, generate_member(self._inputs, seed))
