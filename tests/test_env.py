@@ -357,6 +357,21 @@ def test_bad_arguments_raise_helpful_errors():
     assert env.step(np.array(0))[4]["invalid_actions"] == 0
 
 
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: gym.make("DynaSched/DFJSP-v0", teir="hard"), "DFJSPEnv got an unknown argument 'teir' (did you mean "
+     "'tier'?); its arguments are tier, size, instance, objective, observability, max_candidates,"),
+    (lambda: gym.make("DynaSched/FJSP-v0", num_candidates=8), "FJSPEnv got an unknown argument 'num_candidates' "
+     "(did you mean 'max_candidates'?)"),
+    (lambda: gym.make("DynaSched/DFJSP-Rules-v0", foo=1), "DFJSPRulesEnv got an unknown argument 'foo'; its "),
+    (lambda: gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                          objectve="makespan"), "DFJSPEnv got an unknown argument 'objectve' (did you mean "),
+])
+def test_an_unknown_argument_names_the_nearest_and_the_envs_arguments(make, message):
+    """Python's "DFJSPEnv.__init__() got an unexpected keyword argument 'teir'" named none of the env's arguments."""
+    with pytest.raises(TypeError, match=re.escape(message)):
+        make()
+
+
 def test_an_episode_without_decisions_terminates_on_its_first_step():
     inst = Instance.build("c", [Machine("M0")], [Job("J0", [{0: 3.0}], release=5.0)],
                           [Event(1.0, EventType.CANCELLATION, job=0)])

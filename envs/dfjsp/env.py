@@ -13,6 +13,8 @@ Every step is one numba call (:mod:`.kernels`); the semantics of the simulation 
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import operator
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, overload
@@ -143,6 +145,17 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": 4}
     action_kind = ACTION_PAIR
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> DFJSPEnv:
+        # Python's TypeError names an unknown argument (gym.make(..., teir="hard")) but not the env's arguments
+        arguments = list(inspect.signature(DFJSPEnv.__init__).parameters)[1:]
+        for name in kwargs:
+            if name not in arguments:
+                close = difflib.get_close_matches(name, arguments, n=1)
+                raise TypeError(f"{cls.__name__} got an unknown argument {name!r}"
+                                f"{f' (did you mean {close[0]!r}?)' if close else ''}; its arguments are "
+                                f"{', '.join(arguments)} (docs/environments.md, 'Arguments')")
+        return super().__new__(cls)
 
     def __init__(
         self,
