@@ -364,7 +364,12 @@ def test_bad_arguments_raise_helpful_errors():
      "(did you mean 'max_candidates'?)"),
     (lambda: gym.make("DynaSched/DFJSP-Rules-v0", foo=1), "DFJSPRulesEnv got an unknown argument 'foo'; its "),
     (lambda: gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point",
-                          objectve="makespan"), "DFJSPEnv got an unknown argument 'objectve' (did you mean "),
+                          objectve="makespan"), "DFJSPVectorEnv got an unknown argument 'objectve' (did you mean "),
+    # the vector env's own arguments are among them: it was said to be none of the single env's
+    (lambda: gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                          autoreset_mod="same_step"), "DFJSPVectorEnv got an unknown argument 'autoreset_mod' (did "
+     "you mean 'autoreset_mode'?); its arguments are num_envs, autoreset_mode, copy, parallel, max_episode_steps, "
+     "tier, size,"),
 ])
 def test_an_unknown_argument_names_the_nearest_and_the_envs_arguments(make, message):
     """Python's "DFJSPEnv.__init__() got an unexpected keyword argument 'teir'" named none of the env's arguments."""

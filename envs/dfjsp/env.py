@@ -54,6 +54,22 @@ from dynasched_gym.schedule import Schedule
 RENDER_MODES = ("human", "rgb_array", "ansi")
 
 
+def keyword_arguments(cls: type) -> list[str]:
+    """The named arguments of ``cls``'s constructor (not ``self``, nor a ``**kwargs`` it passes on)."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in parameters if p.name != "self" and p.kind != inspect.Parameter.VAR_KEYWORD]
+
+
+def check_arguments(owner: str, kwargs: Mapping[str, Any], arguments: list[str]) -> None:
+    """Raise a TypeError naming the first of ``kwargs`` that is none of ``arguments``, the nearest one and all."""
+    for name in kwargs:
+        if name not in arguments:
+            close = difflib.get_close_matches(name, arguments, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{owner} got an unknown argument {name!r}{hint}; its arguments are {', '.join(arguments)} "
+                            "(docs/environments.md, 'Arguments')")
+
+
 class InvalidActionError(ValueError):
     """An action that is not valid now, under ``invalid_action="raise"``."""
 
@@ -148,13 +164,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> DFJSPEnv:
         # Python's TypeError names an unknown argument (gym.make(..., teir="hard")) but not the env's arguments
-        arguments = list(inspect.signature(DFJSPEnv.__init__).parameters)[1:]
-        for name in kwargs:
-            if name not in arguments:
-                close = difflib.get_close_matches(name, arguments, n=1)
-                raise TypeError(f"{cls.__name__} got an unknown argument {name!r}"
-                                f"{f' (did you mean {close[0]!r}?)' if close else ''}; its arguments are "
-                                f"{', '.join(arguments)} (docs/environments.md, 'Arguments')")
+        check_arguments(cls.__name__, kwargs, keyword_arguments(DFJSPEnv))
         return super().__new__(cls)
 
     def __init__(

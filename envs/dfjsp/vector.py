@@ -24,7 +24,9 @@ from dynasched_gym.envs.dfjsp.env import (
     DFJSPRulesEnv,
     FJSPEnv,
     InvalidActionError,
+    check_arguments,
     instance_option,
+    keyword_arguments,
 )
 from dynasched_gym.envs.dfjsp.episodes import final_info
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
@@ -87,6 +89,9 @@ class DFJSPVectorEnv(VectorEnv):
         max_episode_steps: int | None = None,
         **kwargs: Any,
     ) -> None:
+        # its own arguments too, so that make_vec(..., autoreset_mod=...) is not said to be none of the env's
+        check_arguments(type(self).__name__, kwargs, [*keyword_arguments(DFJSPVectorEnv),
+                                                      *keyword_arguments(DFJSPEnv)])
         num_envs = check_integer("num_envs", num_envs, 1, MAX_NUM_ENVS)
         self.max_episode_steps = None if max_episode_steps is None else check_integer(
             "max_episode_steps", max_episode_steps, 1)
