@@ -38,6 +38,7 @@ from dynasched_gym.envs.wrappers import (
     forecaster,
 )
 from dynasched_gym.instance import Instance
+from dynasched_gym.metrics import OBJECTIVES
 from dynasched_gym.schedule import Schedule
 
 #: Directory of the shipped checkpoints.
@@ -246,6 +247,7 @@ class PPOAgent(Agent):
             raise TypeError(f"instances must be a list of instances (Instance objects, paths or embedded names), got "
                             f"{type(instances).__name__}: {instances!r:.80}")
         objective = objective or self.trained_objective or "weighted_tardiness"
+        check_choice("objective", objective, OBJECTIVES)  # before the warning that it is not the trained one
         self._check_objective(objective)
         self._sampling = self._sampling_start()  # one stream for the batch: the schedules depend on num_envs
         if not instances:

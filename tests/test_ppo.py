@@ -355,6 +355,16 @@ def test_a_checkpoint_with_no_recorded_units_and_no_config_beside_it_warns(tmp_p
         assert make("ppo", checkpoint=bare).feature_scales == pool_scales("small")  # the sidecar's pool's units
 
 
+def test_play_refuses_an_unknown_objective_without_warning_first():
+    """play(instances, "wt") warned that the policy "was trained for weighted_tardiness, the env's objective is wt",
+    then raised the env's ValueError."""
+    agent = make("ppo", checkpoint=shipped_checkpoint("hard"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^objective must be one of .*, got 'wt'$"):
+            agent.play(["mk01"], "wt")
+
+
 def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
     """``PPOAgent.play`` (3 episodes at a time, sub-envs reused and idling at the end) matches ``run_episode``."""
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
