@@ -11,15 +11,22 @@ from collections.abc import Callable
 from typing import Any
 
 from dynasched_gym.agents.base import Agent, run_episode
-from dynasched_gym.checks import check_bool
+from dynasched_gym.checks import check_arguments, check_bool, keyword_arguments
 from dynasched_gym.errors import needs_extra
+
+
+def _built(cls: type[Agent], *args: Any, **kwargs: Any) -> Agent:
+    """``cls(*args, **kwargs)``; an unknown keyword argument (``make("lookahead", topk=8)``) is a TypeError naming the
+    nearest of ``cls``'s and all of them."""
+    check_arguments(cls.__name__, kwargs, keyword_arguments(cls), "docs/agents.md")
+    return cls(*args, **kwargs)
 
 
 def _rule(name: str, **kwargs: Any) -> Agent:
     from dynasched_gym.agents.rules import RuleAgent
 
     _, _, rule = name.partition(":")
-    return RuleAgent(rule, **kwargs)
+    return _built(RuleAgent, rule, **kwargs)
 
 
 def _lookahead(name: str, **kwargs: Any) -> Agent:
@@ -29,27 +36,27 @@ def _lookahead(name: str, **kwargs: Any) -> Agent:
     if check_bool("clairvoyant", kwargs.setdefault("clairvoyant", clairvoyant)) != clairvoyant:
         raise ValueError(f"agent {name!r} is {'' if clairvoyant else 'not '}clairvoyant, got clairvoyant="
                          f"{kwargs['clairvoyant']!r}: use {'lookahead' if clairvoyant else 'lookahead-oracle'!r}")
-    return LookaheadAgent(**kwargs)
+    return _built(LookaheadAgent, **kwargs)
 
 
 def _random(name: str, **kwargs: Any) -> Agent:
     from dynasched_gym.agents.random import RandomAgent
 
-    return RandomAgent(**kwargs)
+    return _built(RandomAgent, **kwargs)
 
 
 def _ppo(name: str, **kwargs: Any) -> Agent:
     with needs_extra("rl", "the PPO agent"):
         from dynasched_gym.agents.ppo import PPOAgent
 
-    return PPOAgent(**kwargs)
+    return _built(PPOAgent, **kwargs)
 
 
 def _llm(name: str, **kwargs: Any) -> Agent:
     with needs_extra("llm", "the LLM agent"):
         from dynasched_gym.agents.llm import LLMAgent
 
-    return LLMAgent(**kwargs)
+    return _built(LLMAgent, **kwargs)
 
 
 #: Name (or ``prefix:``) -> factory(name, **kwargs).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 import numbers
 import os
@@ -53,6 +55,23 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
         raise TypeError(f"{name} must be one of {tuple(choices)}, got {type(value).__name__}: {value!r:.80}")
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def keyword_arguments(cls: type) -> list[str]:
+    """The named arguments of ``cls``'s constructor (not ``self``, nor a ``**kwargs`` it passes on)."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in parameters if p.name != "self" and p.kind != inspect.Parameter.VAR_KEYWORD]
+
+
+def check_arguments(owner: str, kwargs: Mapping[str, Any], arguments: Sequence[str], docs: str) -> None:
+    """Raise a TypeError naming the first of ``kwargs`` that is none of ``arguments`` (those of ``owner``), the
+    nearest one and all of them, and ``docs``, where they are described: Python's own error names none of them."""
+    for name in kwargs:
+        if name not in arguments:
+            close = difflib.get_close_matches(name, arguments, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{owner} got an unknown argument {name!r}{hint}; its arguments are {', '.join(arguments)} "
+                            f"({docs})")
 
 
 def named_items(name: str, value: Any) -> list[tuple[str, Any]]:

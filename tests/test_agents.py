@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 
@@ -293,6 +294,19 @@ def test_make_ppo_without_a_checkpoint_says_what_to_pass():
     with pytest.raises(TypeError, match=r"^checkpoint must be a path \(str or os.PathLike\) or a MaskablePPO, got "
                                         r"int: 5$"):
         make("ppo", checkpoint=5)
+
+
+@pytest.mark.parametrize(("name", "kwargs", "message"), [
+    ("lookahead", {"topk": 8}, "LookaheadAgent got an unknown argument 'topk' (did you mean 'top_k'?); its arguments "
+     "are rule, rollout_rules, top_k,"),
+    ("rule:EDD", {"emergency": True}, "RuleAgent got an unknown argument 'emergency' (did you mean "
+     "'emergency_first'?); its arguments are rule, emergency_first, random_ties, seed (docs/agents.md)"),
+    ("random", {"foo": 1}, "RandomAgent got an unknown argument 'foo'; its arguments are seed (docs/agents.md)"),
+])
+def test_make_names_an_unknown_argument_and_the_agents(name, kwargs, message):
+    """Python's "LookaheadAgent.__init__() got an unexpected keyword argument 'topk'" named none of its arguments."""
+    with pytest.raises(TypeError, match=re.escape(message)):
+        make(name, **kwargs)
 
 
 def test_the_random_rule_is_reproducible_from_its_seed():

@@ -509,5 +509,5 @@ def test_an_argument_added_to_an_agent_reaches_the_agent(tmp_path: Path, monkeyp
                                       f"hydra.run.dir={tmp_path}"])
     with pytest.raises(SystemExit):
         evaluate.main()
-    assert "agent.random (name 'random', kwargs {'seed': 0, 'foo': 3}): RandomAgent.__init__() got an unexpected" \
+    assert "agent.random (name 'random', kwargs {'seed': 0, 'foo': 3}): RandomAgent got an unknown argument 'foo'" \
         in capsys.readouterr().err

@@ -13,8 +13,6 @@ Every step is one numba call (:mod:`.kernels`); the semantics of the simulation 
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import operator
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, overload
@@ -23,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dynasched_gym.checks import check_integer
+from dynasched_gym.checks import check_arguments, check_integer, keyword_arguments
 from dynasched_gym.core.kernels import DONE, ERR_INVALID_ACTION
 from dynasched_gym.core.rules import COMPOSITE_RULES
 from dynasched_gym.core.simulator import Simulator, check_code
@@ -52,22 +50,8 @@ from dynasched_gym.instance import Instance
 from dynasched_gym.schedule import Schedule
 
 RENDER_MODES = ("human", "rgb_array", "ansi")
-
-
-def keyword_arguments(cls: type) -> list[str]:
-    """The named arguments of ``cls``'s constructor (not ``self``, nor a ``**kwargs`` it passes on)."""
-    parameters = inspect.signature(cls.__init__).parameters.values()
-    return [p.name for p in parameters if p.name != "self" and p.kind != inspect.Parameter.VAR_KEYWORD]
-
-
-def check_arguments(owner: str, kwargs: Mapping[str, Any], arguments: list[str]) -> None:
-    """Raise a TypeError naming the first of ``kwargs`` that is none of ``arguments``, the nearest one and all."""
-    for name in kwargs:
-        if name not in arguments:
-            close = difflib.get_close_matches(name, arguments, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TypeError(f"{owner} got an unknown argument {name!r}{hint}; its arguments are {', '.join(arguments)} "
-                            "(docs/environments.md, 'Arguments')")
+#: Where an unknown argument's error sends the reader.
+ENV_ARGUMENTS_DOCS = "docs/environments.md, 'Arguments'"
 
 
 class InvalidActionError(ValueError):
@@ -164,7 +148,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> DFJSPEnv:
         # Python's TypeError names an unknown argument (gym.make(..., teir="hard")) but not the env's arguments
-        check_arguments(cls.__name__, kwargs, keyword_arguments(DFJSPEnv))
+        check_arguments(cls.__name__, kwargs, keyword_arguments(DFJSPEnv), ENV_ARGUMENTS_DOCS)
         return super().__new__(cls)
 
     def __init__(

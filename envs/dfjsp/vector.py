@@ -15,18 +15,17 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dynasched_gym.checks import check_bool, check_choice, check_integer, is_integer
+from dynasched_gym.checks import check_arguments, check_bool, check_choice, check_integer, is_integer, keyword_arguments
 from dynasched_gym.core.kernels import DONE, ERR_STALLED
 from dynasched_gym.core.simulator import Simulator, check_code
 from dynasched_gym.envs.dfjsp.batch import EnvBatch
 from dynasched_gym.envs.dfjsp.env import (
+    ENV_ARGUMENTS_DOCS,
     DFJSPEnv,
     DFJSPRulesEnv,
     FJSPEnv,
     InvalidActionError,
-    check_arguments,
     instance_option,
-    keyword_arguments,
 )
 from dynasched_gym.envs.dfjsp.episodes import final_info
 from dynasched_gym.envs.dfjsp.kernels import reset_batch, step_batch, step_batch_parallel
@@ -91,7 +90,7 @@ class DFJSPVectorEnv(VectorEnv):
     ) -> None:
         # its own arguments too, so that make_vec(..., autoreset_mod=...) is not said to be none of the env's
         check_arguments(type(self).__name__, kwargs, [*keyword_arguments(DFJSPVectorEnv),
-                                                      *keyword_arguments(DFJSPEnv)])
+                                                      *keyword_arguments(DFJSPEnv)], ENV_ARGUMENTS_DOCS)
         num_envs = check_integer("num_envs", num_envs, 1, MAX_NUM_ENVS)
         self.max_episode_steps = None if max_episode_steps is None else check_integer(
             "max_episode_steps", max_episode_steps, 1)
