@@ -276,20 +276,27 @@ def _check_selected(loader: Any, config_name: str, parsed: Sequence[Any]) -> Non
                            f"{f' ({group} is null)' if key in selected else f'; {groups}'}")
 
 
-def _config_loader(config_dir: str | None) -> Any:
-    """Hydra's config loader over the run's search path: :data:`CONFIG_PATH`, Hydra's own and ``--config-dir``
-    (``hydra.searchpath`` comes with the overrides); None for a ``--config-dir`` that is no folder (Hydra says so)."""
+def _parsed_and_loader(overrides: Sequence[str], config_dir: str | None) -> tuple[list[Any], Any] | None:
+    """The command line's ``overrides`` parsed by Hydra, and Hydra's config loader over the run's search path:
+    :data:`CONFIG_PATH`, Hydra's own and ``--config-dir`` (``hydra.searchpath`` comes with the overrides); None
+    where Hydra cannot parse them or the ``--config-dir`` is no folder (Hydra says so)."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.utils import create_config_search_path
     from hydra.core.config_search_path import SearchPathQuery
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
 
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException:
+        return None
     search_path = create_config_search_path(CONFIG_PATH)
     if config_dir is not None:
         if not os.path.isdir(config_dir):
             return None
         # where Hydra's main puts it
         search_path.prepend("command-line", f"file://{os.path.abspath(config_dir)}", SearchPathQuery("schema"))
-    return ConfigLoaderImpl(config_search_path=search_path)
+    return parsed, ConfigLoaderImpl(config_search_path=search_path)
 
 
 def _job_overrides(parsed: Sequence[Any]) -> list[str]:
@@ -312,17 +319,13 @@ def check_config_groups(overrides: Sequence[str], config_dir: str | None = None,
     primary config). What Hydra cannot parse or look up (a missing ``--config-dir``), and the sweeps it expands
     itself (``glob``, ``range``), are left to Hydra to report."""
     from hydra.core.object_type import ObjectType
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ChoiceSweep, Sweep
     from hydra.errors import HydraException
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException:
+    found = _parsed_and_loader(overrides, config_dir)
+    if found is None:
         return
-    loader = _config_loader(config_dir)
-    if loader is None:
-        return
+    parsed, loader = found
     if config_name is not None:
         _check_selected(loader, config_name, parsed)
     for override in parsed:
@@ -356,17 +359,13 @@ def check_setting_keys(overrides: Sequence[str], config_dir: str | None = None, 
     +seed.count=3", whose ``+`` :func:`check_added_keys` then refuses, and the second as "Could not find
     'train/tier/hard'", both with exit status 1. The config is composed as for the run (a sweep's first job) from
     the other overrides; what Hydra cannot compose is left to Hydra to report."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from hydra.types import RunMode
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException:
+    found = _parsed_and_loader(overrides, config_dir)
+    if found is None:
         return
-    loader = _config_loader(config_dir)
-    if loader is None:
-        return
+    parsed, loader = found
     repo, folder = loader.repository, config_name.rpartition("/")[0]
     keys, groups = [], []  # plain key overrides; + overrides of a group that Hydra looks up in the config's folder
     for override in parsed:
