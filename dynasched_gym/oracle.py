@@ -300,9 +300,9 @@ def _variants(instance: Instance, j: int, objective: str) -> list[_Variant]:
             early[s.key] = (est, est + min(min(tm.values()) for _, tm in s.regimes(speed)))
             est = early[s.key][1]
         # float sums overshoot (0.1 + 0.2 > 0.3), where the simulator and the grid see an end at t: not impossible
-        return not any(key in early and ((k == _START_LT and early[key][0] >= t + EPS * max(1.0, abs(t)))
-                                         or (k == _END_LE and early[key][1] > t + EPS * max(1.0, abs(t))))
-                       for k, key, t in conds)
+        late = [(k, key, t + EPS * max(1.0, abs(t))) for k, key, t in conds if key in early]
+        return not any((k == _START_LT and early[key][0] >= t) or (k == _END_LE and early[key][1] > t)
+                       for k, key, t in late)
 
     def leaf(slots: tuple[_Slot, ...], conds: tuple[_Cond, ...]) -> None:
         if len(out) >= MAX_VARIANTS:

@@ -428,9 +428,8 @@ def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], C
     or that the config cannot take (:func:`check_config_groups`), and a key the config lacks
     (:func:`check_setting_keys`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
     where Hydra would print "Could not find 'hydra/launcher/...'" or "Could not override 'tier'" and exit with 1, or
-    ignore the launcher. A config
-    passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command line; so does ``--config-path``,
-    which replaces :data:`CONFIG_PATH`."""
+    ignore the launcher. A config passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command
+    line; so does ``--config-path``, which replaces :data:`CONFIG_PATH`."""
 
     def decorate(main: Callable[[DictConfig], None]) -> Callable[..., Any]:
         import hydra

@@ -185,7 +185,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
     for j in range(inst.num_jobs):
         r0, r1 = (2, top - 2) if machine_view else (y(j, 0.9), y(j, 0.9) + 0.9 * row_h)
         if not np.isnan(arrival[j]):
-            out.append(_tick("arrival", inst.job_release[j], r0, r1, f"{inst.job_names[j]} arrives"))
+            out.append(_tick("arrival", arrival[j], r0, r1, f"{inst.job_names[j]} arrives"))
         if not np.isnan(schedule.job_cancelled_at[j]):
             c0, c1 = (height - top + 2, height - 2) if machine_view else (r0, r1)
             out.append(_tick("cancel", schedule.job_cancelled_at[j], c0, c1, f"{inst.job_names[j]} cancelled"))
