@@ -16,7 +16,7 @@ from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning, user_stacklevel
 from dynasched_gym.instance import Instance, dump_json
 from dynasched_gym.io.native import as_int, as_number, get_field
-from dynasched_gym.metrics import compute_metrics
+from dynasched_gym.metrics import EPS, compute_metrics
 
 SCHEDULE_FORMAT = "dynasched-schedule/1"
 SEGMENT_STATUSES = ("completed", "preempted", "aborted")
@@ -70,9 +70,9 @@ class Schedule:
     @property
     def job_arrival(self) -> np.ndarray:  # (J,) float64, NaN = never arrived
         """Each job's arrival (its release), NaN for a job cancelled before it: such a job never becomes visible
-        (docs/semantics.md; a job cancelled at its release arrives first)."""
+        (docs/semantics.md; a job cancelled at its release, within EPS, arrives first as the simulator has it)."""
         release = self.instance.job_release
-        return np.where(self.job_cancelled_at < release, np.nan, release)
+        return np.where(self.job_cancelled_at + EPS < release, np.nan, release)
 
     @property
     def metrics(self) -> dict[str, float]:

@@ -14,6 +14,7 @@ import pytest
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine, validate_schedule
 from dynasched_gym.core import Simulator
+from dynasched_gym.metrics import EPS
 
 E = EventType
 
@@ -183,6 +184,17 @@ def test_same_time_order_completion_before_breakdown_and_arrival_before_cancella
     assert segments(s) == [(0, 0, 0, 0.0, 2.0, 1.0, "completed")]
     assert downtime(s) == [(0, 2.0, 3.0, "breakdown")]
     assert s.job_cancelled_at[1] == 2.0
+
+
+def test_a_job_cancelled_within_eps_before_its_release_arrives_first():
+    """A release within EPS of an instant applies at that instant, before its stream events (as the oracle
+    features and the LLM prompts count it), so a job cancelled up to EPS before its release arrives first: the
+    schedule's arrivals (Gantt, timeline, curves) said it never arrived."""
+    inst = make([Job("a", [{0: 1.0}]), Job("b", [{0: 1.0}], release=2.0), Job("c", [{0: 1.0}], release=5.0)],
+                [Event(2.0 - EPS / 2, E.CANCELLATION, job=1), Event(5.0 - 4 * EPS, E.CANCELLATION, job=2)])
+    s = play(inst)
+    assert s.job_cancelled_at[1] == 2.0 - EPS / 2 and s.job_arrival[1] == 2.0
+    assert s.job_cancelled_at[2] == 5.0 - 4 * EPS and np.isnan(s.job_arrival[2])  # 4 EPS before: never arrives
 
 
 def test_invalid_action_raises_clear_error():
