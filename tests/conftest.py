@@ -37,6 +37,13 @@ def reference_dir(shared: Path) -> Path:
     return next((shared / "reference" / "dsbx" / "DynaSched-Grid").iterdir())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """SB3's ``learn`` without ``tensorboard_log`` makes a new empty ``SB3-<time>`` folder in the system's temporary
+    folder each time (``$SB3_LOGDIR`` if set): every test run left a few there."""
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3"))
+
+
 @pytest.fixture
 def server():
     """A local Chat Completions server answering from a script (``ChatServer`` in test_llm_client.py)."""
