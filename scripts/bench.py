@@ -76,6 +76,7 @@ from scripts.overrides import (
     check_added_keys,
     checked_main,
     output_file,
+    remove_empty_run_folder,
     setting_errors_exit,
     settings_checked,
 )
@@ -630,9 +631,12 @@ def measure(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, Any]:
 def main(cfg: DictConfig) -> None:
     """Hydra entry point (conf/bench.yaml); exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM (the
     sections measured are written first)."""
-    with setting_errors_exit(), interrupted_exit("before the measurements began or after they were written"):
-        check_added_keys(cfg)
-        measure(cfg, HydraConfig.get().overrides.task)
+    try:
+        with setting_errors_exit(), interrupted_exit("before the measurements began or after they were written"):
+            check_added_keys(cfg)
+            measure(cfg, HydraConfig.get().overrides.task)
+    finally:  # Hydra's run folder holds nothing unless something was logged: the results are in `out`
+        remove_empty_run_folder()
 
 
 def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:

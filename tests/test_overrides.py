@@ -369,6 +369,27 @@ def test_runs_started_in_one_second_get_their_own_folders(name: str, folder: str
     assert len(folders) == 2, folders
 
 
+@pytest.mark.parametrize("name", ["evaluate", "leaderboard", "observability", "bench", "calibrate", "train/ppo"])
+def test_the_log_file_is_made_only_when_something_is_logged(name: str) -> None:
+    """The scripts print rather than log: every run folder held an empty ``<script>.log``."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        logging = compose(name, return_hydra_config=True).hydra.job_logging
+    assert logging.handlers.file.delay is True and "file" in logging.root.handlers
+
+
+def test_bench_leaves_no_empty_run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench writes its results to ``out`` and no ``.hydra/``: its run folder was left holding an empty log."""
+    from scripts import bench
+
+    monkeypatch.setattr(bench, "run", lambda args, results, tmp: None)
+    out, run = tmp_path / "b.json", tmp_path / "hydra" / "run"
+    monkeypatch.setattr(sys, "argv", ["bench", "only=[kernel]", "instances=[ta01]", f"out={out}",
+                                      f"hydra.run.dir={run}"])
+    monkeypatch.chdir(tmp_path)
+    bench.main()
+    assert out.is_file() and not (tmp_path / "hydra").exists(), list(tmp_path.rglob("*"))
+
+
 def _without_launcher_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every launcher plugin of the project unimportable, as where the dist extra is not installed."""
     for package in LAUNCHER_PLUGINS.values():
