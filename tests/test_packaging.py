@@ -46,5 +46,8 @@ def test_wheel_holds_envs_agents_configs_and_checkpoints(built):
                    "dynasched_gym/conf/train/ppo.yaml", "dynasched_gym/agents/checkpoints/ppo-medium-small.zip",
                    "dynasched_gym/agents/checkpoints/ppo-medium-small.yaml"):
         assert needed in names, needed
+    configs = {f"dynasched_gym/conf/{path.relative_to(REPO / 'conf').as_posix()}"
+               for path in (REPO / "conf").rglob("*.yaml")}
+    assert configs - names == set()  # every config group, Hydra's own (conf/hydra/) too
     assert not [name for name in names if name.startswith(("tests/", "scripts/"))]
     assert [name for name in names if name.endswith(".dist-info/licenses/LICENSE")], "the licence text"
