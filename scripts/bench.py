@@ -86,6 +86,8 @@ from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 FORMAT = "dynasched-bench/1"
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("kernel", "env", "vector", "wrappers", "sesc", "cold", "memory", "peers")
+#: The sections that measure each of ``instances``.
+INSTANCE_SECTIONS = ("kernel", "env", "vector", "memory", "peers")
 EMBEDDED = ("ta01", "mk10", "dsbx-medium")
 TIER_SIZES = {"tier-medium": "medium", "tier-large": "large"}
 INSTANCES = (*EMBEDDED, *TIER_SIZES)
@@ -583,6 +585,10 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         args.seconds = float(cfg.seconds)
     if cfg.num_envs is not None:
         args.num_envs = [check_integer(name, n, 1) for name, n in named_items("num_envs", cfg.num_envs)]
+        if not args.num_envs:  # the report's largest size was a traceback after the measurements, none written
+            raise ValueError("num_envs must list at least one vector size, got []")
+    if args.only == []:  # read as null: every section ran
+        raise ValueError(f"only must name at least one of {', '.join(SECTIONS)}, got [] (null: every section)")
     for key in ("episode_limit", "timeout"):
         check_positive(key, cfg[key])
     check_choice("pool_tier", cfg.pool_tier, TIERS)
@@ -593,6 +599,9 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
     args.sections = args.only or [s for s in SECTIONS if s != "peers" or args.peer_python]
     if "peers" in args.sections and not args.peer_python:
         raise ValueError("only=[peers] needs peer_python (the python of a virtual environment with the peers)")
+    if not args.instances and (measured := [s for s in args.sections if s in INSTANCE_SECTIONS]):
+        raise ValueError(f"instances must name at least one of {', '.join(INSTANCES)}, got [] (sections "
+                         f"{', '.join(measured)} measure each)")
     return args
 
 

@@ -38,6 +38,12 @@ def _settings(*overrides: str) -> argparse.Namespace:
     ("rule=FOO", ValueError, r"^rule=FOO: unknown rule 'FOO'"),
     ("quick=maybe", TypeError, r"^quick must be true or false, got 'maybe'$"),
     ("only=[peers]", ValueError, r"^only=\[peers\] needs peer_python"),
+    # num_envs=[] was a traceback in the report, after the measurements and without writing them; only=[] ran every
+    # section; instances=[] measured no instance, status 0
+    ("num_envs=[]", ValueError, r"^num_envs must list at least one vector size, got \[\]$"),
+    ("only=[]", ValueError, r"^only must name at least one of kernel, .*, got \[\] \(null: every section\)$"),
+    ("instances=[]", ValueError, r"^instances must name at least one of ta01, .*, got \[\] \(sections kernel, env, "
+                                 r"vector, memory measure each\)$"),
 ])
 def test_bad_settings_stop_before_any_measurement_naming_their_key(override, error, message) -> None:
     with pytest.raises(SettingError, match=message) as refused:
