@@ -303,6 +303,9 @@ def run(cfg: DictConfig) -> Report:
         choices = {"tiers": TIERS, "sizes": size_presets(), "levels": LEVELS, "variants": tuple(VARIANT_LEVEL)}
         for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
             cfg[key] = check_choices(key, cfg[key], choices[key]) if key in choices else as_list(cfg[key])
+        for key in ("tiers", "sizes"):  # as scripts.evaluate's: tiers=[] evaluated nothing, an empty report, status 0
+            if not cfg[key]:
+                raise ValueError(f"{key} must name at least one of {tuple(choices[key])}, got []")
         for tier in cfg.tiers:
             groups, tier_notes = entrants(cfg, tier)
             notes += tier_notes

@@ -61,6 +61,9 @@ def test_a_mislabelled_ppo_checkpoint_is_refused(tmp_path: Path, server: ChatSer
     (["env.max_candidates=0"], ValueError, r"^env=\{'max_candidates': 0\}: max_candidates must be"),  # agent.g0.env
     (["agent.level=L3"], ValueError, r"^agent\.level=L3: the experiment sets each LLM's level from levels="),
     (["agent.variant=padded"], ValueError, r"^agent\.variant=padded: .* leave agent\.variant at none"),
+    # tiers=[] ran no evaluation and wrote an empty report, status 0
+    (["tiers=[]"], ValueError, r"^tiers must name at least one of \('easy', 'medium', 'hard', 'extreme'\), got \[\]$"),
+    (["sizes=[]"], ValueError, r"^sizes must name at least one of \(.*'small'.*\), got \[\]$"),
 ])
 def test_settings_are_refused_before_any_episode_naming_their_key(tmp_path: Path, server: ChatServer,
                                                                    monkeypatch: pytest.MonkeyPatch, overrides,
@@ -69,6 +72,7 @@ def test_settings_are_refused_before_any_episode_naming_their_key(tmp_path: Path
     with pytest.raises(error, match=message):
         observability.run(config(tmp_path, server, *overrides))
     assert server.requests == 0 and not (tmp_path / "store.jsonl").exists()
+    assert not (tmp_path / "out" / "observability.md").exists()
 
 
 def test_a_single_tier_is_a_list_of_one(tmp_path: Path, server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
