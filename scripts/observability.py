@@ -216,7 +216,7 @@ def markdown(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mappin
             lines.append(f"| {agent} | " + " | ".join(cells) + " |")
         lines.append("")
     if cost:
-        lines += ["## LLM cost per decision (all tiers)", "",
+        lines += ["## LLM cost per decision (all tiers and sizes)", "",
                   "| agent | episodes | decisions | requests | prompt tokens | completion tokens | prompt chars | "
                   "tokens / episode | fallbacks | cache hits | latency s |", "|---" * 11 + "|"]
         for agent in _order(list(cost), cfg):
@@ -246,7 +246,8 @@ def csv_text(entries: Sequence[Mapping[str, Any]], cost: Mapping[tuple[str, str,
 
 def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[str, Mapping[str, float]], size: str,
          path: Path) -> Path:
-    """Per tier: objective vs level (95 % CI), rules and PPO as lines; last panel: prompt tokens per decision."""
+    """Per tier: objective vs level (95 % CI), rules and PPO as lines; last panel: prompt tokens per decision
+    (``cost``: :func:`llm_cost` of this size's rows)."""
 
     levels = list(cfg.levels)
     tiers = [t for t in cfg.tiers if any(e["tier"] == t and e["size"] == size for e in entries)]
@@ -329,7 +330,8 @@ def run(cfg: DictConfig) -> Report:
     write_text_atomic(files[1], csv_text(entries, llm_cost(rows, by=("size", "tier", "agent"))))
     for size in cfg.sizes:
         if any(e["size"] == size for e in entries):
-            files.append(plot(cfg, entries, cost, size, out / f"observability-{cfg.objective}-{size}.png"))
+            mine = llm_cost([r for r in rows if r["size"] == size])  # prompts grow with the jobs: not all sizes'
+            files.append(plot(cfg, entries, mine, size, out / f"observability-{cfg.objective}-{size}.png"))
     return Report(rows, entries, cost, notes, text, files)
 
 

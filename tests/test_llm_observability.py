@@ -160,3 +160,30 @@ def test_the_scripts_playing_llm_agents_keep_http_request_logs_out(name: str) ->
         cfg = compose(config_name=name, return_hydra_config=True)
     assert {cfg.hydra.job_logging.loggers[name].level for name in ("httpx", "httpx2")} == {"WARNING"}
     assert cfg.hydra.job_logging.root.level == "INFO"  # the scripts' own messages still show
+
+
+def test_each_size_plots_the_prompt_tokens_of_that_size(tmp_path: Path, server: ChatServer,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The figure of one size showed the prompt tokens per decision of every size together."""
+    from scripts import evaluate
+
+    def row(size: str, prompt_tokens: int) -> dict:
+        return {"status": "ok", "agent": "llm:L1", "size": size, "tier": "easy",
+                "usage": {"decisions": 10, "prompt_tokens": prompt_tokens}}
+
+    rows = [row("small", 100), row("medium", 1000)]
+    monkeypatch.setattr(evaluate, "run", lambda ecfg: evaluate.Summary(2, 0, 2, [], [], 0.0, rows))
+    monkeypatch.setattr(observability, "aggregate", lambda rows, resamples: [
+        {"size": r["size"], "tier": r["tier"], "agent": r["agent"], "episodes": 1, "failed": 0, "mean": 1.0,
+         "ci_low": 1.0, "ci_high": 1.0} for r in rows])
+    plotted: dict[str, dict] = {}
+
+    def plot(cfg: DictConfig, entries: list, cost: dict, size: str, path: Path) -> Path:
+        plotted[size] = cost
+        return path
+
+    monkeypatch.setattr(observability, "plot", plot)
+    observability.run(config(tmp_path, server, "levels=[L1]", "variants=[]", "sizes=[small,medium]", "ppo.concise=null",
+                             "ppo.full=null"))
+    assert {size: cost["llm:L1"]["prompt_tokens_per_decision"] for size, cost in plotted.items()} == {
+        "small": 10.0, "medium": 100.0}
