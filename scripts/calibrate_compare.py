@@ -38,6 +38,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.cli import doc_summary, output_file_argument
+from dynasched_gym.errors import MissingExtraError
 from dynasched_gym.generation import (
     GENERATOR_VERSION,
     MAX_SEEDS,
@@ -169,8 +170,12 @@ def main(argv: list[str] | None = None) -> None:
                      "code": code}) for i, seed, method in plan]
     pending = [job for job, key in zip(plan, keys) if key not in rows]
     if pending:
-        for method in METHODS:  # untimed warm-up: imports of cma / pymoo, first-call caches
-            calibrate(Scenario.preset("small"), method=method, seed=0, **({} if method == "sesc" else {"budget": 20}))
+        try:
+            for method in METHODS:  # untimed warm-up: imports of cma / pymoo, first-call caches
+                calibrate(Scenario.preset("small"), method=method, seed=0,
+                          **({} if method == "sesc" else {"budget": 20}))
+        except MissingExtraError as exc:  # the calibration extra not installed: was a traceback
+            parser.error(str(exc))
     for i, seed, method in tqdm(pending, desc=f"calibrate {args.size}", initial=len(plan) - len(pending),
                                 total=len(plan)):
         row = {**run_one(scenario, args.size, i, vectors[i], seed, method, args.budget), "code": code}

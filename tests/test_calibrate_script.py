@@ -492,6 +492,23 @@ def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path:
     assert "ignoring 3 row(s)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("package", ["cma", "pymoo"])
+def test_calibrate_compare_without_an_optimiser_says_which_extra_to_install(tmp_path: Path, package: str,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from scripts import calibrate_compare
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if not installed: was MissingExtraError's traceback
+    out = tmp_path / "cmp.json"
+    with pytest.raises(SystemExit) as caught:
+        calibrate_compare.main(["--size", "small", "--vectors", "1", "--seeds", "1", "--budget", "5", "--out",
+                                str(out)])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert f"needs the package '{package}" in err and "pip install 'dynasched-gym[calibration]'" in err
+    assert not out.exists() and not out.with_suffix(".jsonl").exists()
+
+
 def test_calibrate_compare_resumes_only_runs_of_its_own_grid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from scripts import calibrate_compare
     from scripts.journal import JournalWarning
