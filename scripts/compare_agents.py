@@ -47,6 +47,7 @@ from dynasched_gym.agents.rules import rule_names, rule_objectives
 from dynasched_gym.cli import doc_summary, output_folder_argument
 from dynasched_gym.core import compile_note
 from dynasched_gym.envs.futures import check_outside_futures
+from dynasched_gym.errors import MissingExtraError
 from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets, tier_pool
 from dynasched_gym.generation.tiers import key_inputs
 from dynasched_gym.instance import Instance
@@ -104,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
             agent.check_pool(args.tier, args.size)  # another size's policy failed after the pool and the rules
         except (FileNotFoundError, ValueError) as exc:  # a missing or unloadable checkpoint: a usage error
             parser.error(f"--checkpoint {args.checkpoint}: {exc}")
+        except MissingExtraError as exc:  # the rl extra not installed: was a traceback
+            parser.error(f"--agent ppo: {exc}")
     else:
         if args.checkpoint:
             parser.error(f"--checkpoint {args.checkpoint} given with --agent lookahead (it applies to --agent ppo "

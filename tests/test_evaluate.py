@@ -1138,6 +1138,21 @@ def test_compare_agents_refuses_zero_seeds_and_options_of_the_other_agent(
     assert not (tmp_path / ".bench").exists()  # the default --out is made only once every option is accepted
 
 
+def test_compare_agents_without_the_rl_extra_says_which_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from dynasched_gym.agents.ppo import shipped_checkpoint
+    from scripts import compare_agents
+
+    checkpoint = shipped_checkpoint("medium")
+    monkeypatch.setitem(sys.modules, "sb3_contrib", None)  # as if not installed: was MissingExtraError's traceback
+    monkeypatch.delitem(sys.modules, "dynasched_gym.agents.ppo")  # imported again, as in a fresh process
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as caught:
+        compare_agents.main(["--agent", "ppo", "--checkpoint", str(checkpoint), "--tier", "medium"])
+    assert caught.value.code == 2 and "pip install 'dynasched-gym[rl]'" in capsys.readouterr().err
+    assert not (tmp_path / ".bench").exists()
+
+
 def test_a_policy_of_another_size_is_refused_before_any_episode(
         cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The small policy on large instances: evaluate stored a final error row per seed, compare_agents failed with a
