@@ -6,7 +6,8 @@ in-kernel, the agent plays through ``DynaSched/DFJSP-v0``; the objective is ``--
 (default: total weighted tardiness). Every schedule is validated (an invalid one stops the run).
 Prints the mean per agent and, for the agent minus the best rule *on these instances* (a post-hoc
 choice that favours the rules), the mean difference with a paired bootstrap 95 % confidence interval
-(10,000 resamples) and on how many instances the agent is better / tied. With ``--subset-size N`` it
+(10,000 resamples) and on how many instances the agent is better / tied; the same against each ``--reference``
+rule (one chosen beforehand, e.g. on validation seeds). With ``--subset-size N`` it
 also draws 10,000 random N-seed subsets of these seeds and reports how often the agent's mean beats
 the best rule chosen *on each subset*, and by how much that post-hoc choice flatters the rules (its
 subset mean against the subset mean of the rule that is best on all the seeds): how demanding a
@@ -18,7 +19,7 @@ run resumes with the seeds left, and a rerun with more seeds plays only the new 
 
 Usage: ``python -m scripts.compare_agents [--tier hard] [--size small] [--seeds 100] [--start 10000]
 [--agent lookahead [--horizon 20 | --futures 4 | --clairvoyant] | --agent ppo --checkpoint model.zip]
-[--subset-size 50] [--out .bench/compare_agents]``
+[--subset-size 50] [--reference RULE ...] [--out .bench/compare_agents]``
 
 ``--seeds`` must be >= 1, and the seeds must not overlap those of the sampled futures (``--futures``, or a PPO policy
 that rolls its forecasts out in them); the lookahead's options (``--top-k``, ``--rule``, ``--rollout-rules``,
@@ -29,6 +30,7 @@ with ``--agent lookahead``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -83,6 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clairvoyant", action="store_true",
                         help="lookahead: the clairvoyant reference (lookahead-oracle), its rollouts see the future")
     parser.add_argument("--subset-size", type=int, default=0, help="also compare on random subsets of this size")
+    parser.add_argument("--reference", action="append", default=[], metavar="RULE",
+                        help="also compare with this rule, e.g. the one chosen on validation seeds (repeatable)")
     parser.add_argument("--out", type=output_folder_argument, default=".bench/compare_agents",
                         help="folder of the journals of seeds played")
     args = parser.parse_args(argv)
@@ -92,6 +96,11 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--start must be >= 0, got {args.start}")
     if not 0 <= args.subset_size <= args.seeds:
         parser.error(f"--subset-size must be in 0..--seeds ({args.seeds}), got {args.subset_size}")
+    for rule in args.reference:
+        if rule not in rule_names():
+            close = difflib.get_close_matches(rule, rule_names(), n=1)
+            parser.error(f"--reference {rule}: not a deterministic JOB:MACHINE rule of the library"
+                         f"{f' (did you mean {close[0]}?)' if close else ''}")
     given = {flag: getattr(args, flag[2:].replace("-", "_")) for flag in LOOKAHEAD_OPTIONS}
     given = {flag: value for flag, value in given.items() if value is not None and value is not False}
     if args.agent == "ppo":
@@ -136,21 +145,30 @@ def main(argv: list[str] | None = None) -> None:
     means = {name: float(np.mean(v)) for name, v in values.items()}
     best = min(rules, key=means.get)
     margin = paired_margin(values[agent.name], values[best])
-    lo, hi = margin["ci95"]
     print(f"\n{args.tier} tier, {args.size}, seeds {seeds.start}..{seeds.stop - 1}, mean {key} "
           "(every schedule validated)")
     for name in sorted(means, key=means.get)[:8]:
         print(f"{name:>12} {means[name]:>12.3f}")
     hindsight = float(np.min([values[rule] for rule in rules], axis=0).mean())
     print(f"(the best of the {len(rules)} rules chosen per instance, in hindsight: {hindsight:.3f})")
-    relative = "-" if margin["relative"] is None else f"{100 * margin['relative']:+.1f}"
-    print(f"{agent.name} - best rule ({best}): {margin['margin']:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] "
-          f"({relative} %); better on {margin['wins']}, tied on {margin['ties']}")
+    print(_margin_line(f"{agent.name} - best rule ({best})", margin))
+    for rule in dict.fromkeys(args.reference):
+        print(_margin_line(f"{agent.name} - {rule} (--reference, mean {means[rule]:.3f})",
+                           paired_margin(values[agent.name], values[rule])))
     if args.subset_size:
         table = np.array([values[rule] for rule in rules])
         wins, flattery = subset_comparison(np.array(values[agent.name]), table, rules.index(best), args.subset_size)
         print(f"on 10,000 random {args.subset_size}-seed subsets: {agent.name} beats the best rule chosen on the "
               f"subset in {100 * wins:.1f} %; that choice is on average {100 * flattery:.1f} % below {best} there")
+
+
+def _margin_line(label: str, margin: dict[str, Any]) -> str:
+    """``label: <mean difference>, 95 % CI [lo, hi] (relative %); better on <n>, tied on <n>`` of a
+    :func:`~dynasched_gym.results.paired_margin`."""
+    lo, hi = margin["ci95"]
+    relative = "-" if margin["relative"] is None else f"{100 * margin['relative']:+.1f}"
+    return (f"{label}: {margin['margin']:.3f}, 95 % CI [{lo:.3f}, {hi:.3f}] ({relative} %); better on "
+            f"{margin['wins']}, tied on {margin['ties']}")
 
 
 def journal_path(agent: Agent, args: argparse.Namespace, out: Path) -> Path:

@@ -284,7 +284,7 @@ def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_b
 
     monkeypatch.setattr(compare_agents, "rule_objectives", spy)
     compare_agents.main(["--tier", "medium", "--seeds", "3", "--start", "20000", "--clairvoyant", "--out",
-                         str(tmp_path / "journals")])
+                         str(tmp_path / "journals"), "--reference", "EDD:LIT"])
     out = capsys.readouterr().out
     table = out.split("(every schedule validated)\n")[1].split("\n(")[0]
     means = {name: float(value) for name, value in (line.split() for line in table.splitlines())}
@@ -294,6 +294,9 @@ def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_b
     assert per_instance <= min(v for name, v in means.items() if name != "lookahead-oracle")
     rules = [v for name, v in tables[0].items() if name != "lookahead-oracle"]  # main adds the agent's row
     assert len(rules) == 52 and per_instance == pytest.approx(np.min(rules, axis=0).mean(), abs=5e-4)
+    reference = float(np.mean(tables[0]["EDD:LIT"]))  # a rule chosen beforehand (e.g. on validation seeds)
+    line = out.split(f"lookahead-oracle - EDD:LIT (--reference, mean {reference:.3f}): ")[1]
+    assert float(line.split(",")[0]) == pytest.approx(means["lookahead-oracle"] - reference, abs=2e-3)
 
 
 def test_compare_agents_resumes_from_its_journal(tmp_path, monkeypatch, capsys) -> None:
@@ -1120,6 +1123,8 @@ def test_observability_names_the_ppo_key_of_a_missing_checkpoint(tmp_path: Path)
     (["--subset-size", "-3"], "--subset-size must be in 0..--seeds (100), got -3"),
     (["--agent", "ppo", "--checkpoint", "/nope/m.zip"], "--checkpoint /nope/m.zip: PPO checkpoint"),
     (["--top-k", "0"], "top_k must be an integer >= 1, got 0"),
+    (["--reference", "EDD:LTI"], "--reference EDD:LTI: not a deterministic JOB:MACHINE rule of the library (did you "
+     "mean EDD:LIT?)"),
     # the agent would roll out in the very instances it is tested on (train.py refuses the same overlap)
     (["--start", "899990", "--seeds", "20", "--futures", "2"], "--start 899990 --seeds 20: pool seeds "
      "899990..900009 overlap the seeds of the sampled futures 900000..900999 (lookahead rolls out in 2 of them)"),
