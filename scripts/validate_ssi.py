@@ -7,7 +7,8 @@ For each: the SSI (no simulation) and the empirical difficulty (mean normalised 
 tardiness over the rule portfolio, :mod:`dynasched_gym.generation.difficulty`).
 
 Reports Spearman's rank correlation, per-tier median and inter-quartile range of the empirical
-difficulty, whether medians strictly increase and adjacent IQRs are disjoint, and writes a scatter
+difficulty, whether medians strictly increase and adjacent IQRs are disjoint, per size preset the Spearman and the
+mean log ratio of the difficulty to the SSI's estimate of it, and writes a scatter
 plot and the rows (JSONL) under ``--out``. Finished rows are appended as they complete, so an
 interrupted run resumes where it stopped. A row is reused only for the design it was computed for: its
 index, size and target vector must be this run's (the Latin-hypercube targets depend on
@@ -34,6 +35,7 @@ from dynasched_gym.cli import doc_summary, output_folder_argument
 from dynasched_gym.errors import InstanceFormatError, MissingExtraError
 from dynasched_gym.generation import GENERATOR_VERSION, MAX_SEEDS, SSI_VERSION, TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
+from dynasched_gym.generation.stress_index import STRESS_HALF
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import config_hash, read_jsonl
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
@@ -61,7 +63,7 @@ def target_vectors(count: int, seed: int = 2026) -> list[dict[str, float]]:
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rank correlation (average ranks for ties)."""
+    """Spearman's rank correlation (average ranks for ties); NaN for fewer than two values or a constant column."""
 
     def ranks(v: np.ndarray) -> np.ndarray:
         order = np.argsort(v, kind="stable")
@@ -72,7 +74,10 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
             r[tied] = r[tied].mean()
         return r
 
-    return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
+    rx, ry = ranks(x), ranks(y)
+    if len(x) < 2 or np.ptp(rx) == 0 or np.ptp(ry) == 0:  # undefined (NumPy warns and gives NaN)
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def evaluate(index: int, targets: dict[str, float]) -> dict:
@@ -83,6 +88,30 @@ def evaluate(index: int, targets: dict[str, float]) -> dict:
     return {"index": index, "size": size, "targets": targets, "converged": result.converged,
             "ssi": index_.score, "tier": index_.tier, "components": index_.components,
             "difficulty": empirical_difficulty(result.instance)}
+
+
+def size_statistics(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per size preset: its instances, Spearman(SSI, empirical difficulty), and the mean of log(difficulty /
+    stress) over its instances where both are > 0 (stress: the SSI's estimate of the difficulty, from the score;
+    below 0 where the SSI overestimates); None where undefined (a constant column, no such instance)."""
+    figures = {}
+    for size in dict.fromkeys(r["size"] for r in table):
+        rows = [r for r in table if r["size"] == size]
+        score = np.array([r["ssi"] for r in rows])
+        difficulty = np.array([r["difficulty"] for r in rows])
+        with np.errstate(divide="ignore"):  # a score of 100 is an infinite stress
+            stress = STRESS_HALF * (score / (100.0 - score)) ** 2
+        both = (difficulty > 0) & (stress > 0) & np.isfinite(stress)
+        rho = spearman(score, difficulty)
+        figures[size] = {"instances": len(rows), "spearman": float(rho) if np.isfinite(rho) else None,
+                         "mean_log_residual": float(np.mean(np.log(difficulty[both] / stress[both])))
+                         if both.any() else None, "residual_instances": int(both.sum())}
+    return figures
+
+
+def _number(value: float | None) -> str:
+    """``value`` to three decimals, ``-`` for None."""
+    return "-" if value is None else f"{value:.3f}"
 
 
 def code_key(size: str) -> str:
@@ -159,9 +188,15 @@ def main(argv: list[str] | None = None) -> None:
     increasing = all(a[1] < b[1] for a, b in itertools.pairwise(stats)) and len(stats) == len(TIERS)
     disjoint = all(a[3] < b[2] for a, b in itertools.pairwise(stats)) and len(stats) == len(TIERS)
     print(f"tier medians strictly increasing: {increasing}; adjacent IQRs disjoint: {disjoint}")
+    sizes = size_statistics(table)
+    print(f"{'size':>8} {'n':>4} {'Spearman':>9}  mean log(difficulty / SSI stress), over n with both > 0")
+    for size, figures in sizes.items():
+        residual = figures["mean_log_residual"]
+        print(f"{size:>8} {figures['instances']:>4} {_number(figures['spearman']):>9}  "
+              f"{_number(residual)} ({figures['residual_instances']})")
     _plot(score, difficulty, [r["tier"] for r in table], rho, out / "ssi_vs_difficulty.png")
     summary = {"instances": len(table), "spearman": rho if np.isfinite(rho) else None,  # NaN: a constant column
-               "tiers": stats, "medians_increasing": increasing, "iqrs_disjoint": disjoint}
+               "tiers": stats, "medians_increasing": increasing, "iqrs_disjoint": disjoint, "sizes": sizes}
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=1, allow_nan=False, default=float))
     print(f"written to {out}/ (rows.jsonl, summary.json, ssi_vs_difficulty.png)")
 

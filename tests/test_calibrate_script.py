@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import importlib
 import json
+import math
 import os
 import platform
 import re
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_module
 
@@ -404,6 +406,33 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     monkeypatch.setattr(validate_ssi, "spearman", lambda a, b: float("nan"))  # e.g. every difficulty equal
     validate_ssi.main(["--instances", "3", "--out", str(out)])
     assert json.loads((out / "summary.json").read_text())["spearman"] is None  # was a bare NaN: not JSON
+
+
+def test_validate_ssi_reports_each_size_presets_spearman_and_log_residual(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/ssi.md's per-size figures came from no command. The residual is log(difficulty / stress), the stress
+    read back from the score (50: STRESS_HALF), over the instances where the difficulty is > 0."""
+    from scripts import validate_ssi
+
+    difficulty = {0: 0.3 * math.exp(-1.0), 1: 0.3, 2: 0.3 * math.exp(-2.0), 3: 0.0, 4: 0.3 * math.exp(-3.0)}
+    score = {0: 50.0, 1: 50.0, 2: 60.0, 3: 40.0, 4: 70.0}
+
+    def fake(index: int, targets: dict) -> dict:
+        return {"index": index, "size": validate_ssi.SIZES[index % 2], "targets": targets, "converged": True,
+                "ssi": score[index], "tier": "medium", "components": {}, "difficulty": difficulty[index]}
+
+    monkeypatch.setattr(validate_ssi, "evaluate", fake)
+    monkeypatch.setattr(validate_ssi, "_plot", lambda *args: None)
+    validate_ssi.main(["--instances", "5", "--out", str(tmp_path)])
+    sizes = json.loads((tmp_path / "summary.json").read_text())["sizes"]
+    small_stress = [0.3, 0.3 * 1.5**2, 0.3 * (7 / 3) ** 2]
+    small_residual = np.mean(np.log([difficulty[i] / stress for i, stress in zip((0, 2, 4), small_stress)]))
+    assert sizes["small"] == {"instances": 3, "spearman": pytest.approx(-1.0),
+                              "mean_log_residual": pytest.approx(small_residual), "residual_instances": 3}
+    assert sizes["medium"] == {"instances": 2, "spearman": pytest.approx(1.0), "mean_log_residual": pytest.approx(0.0),
+                               "residual_instances": 1}  # instance 3's difficulty 0 has no log
+    assert f"   small    3    -1.000  {small_residual:.3f} (3)" in capsys.readouterr().out
 
 
 def _edit_presets(monkeypatch: pytest.MonkeyPatch) -> None:
