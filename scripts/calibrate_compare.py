@@ -92,10 +92,10 @@ def code_key(scenario: Scenario) -> str:
 
 def run_key(row: dict[str, Any]) -> tuple:
     """What identifies one run (rows with the same key are the same run): size, target vector (its items,
-    sorted), seed, method, budget and :func:`code_key` (None in rows written before it was kept). The vector's
-    index is not part of it: it depends on ``--vectors``."""
-    return (row["size"], tuple(sorted(row["targets"].items())), row["seed"], row["method"], row["budget"],
-            row.get("code"))
+    sorted), seed, method, budget (not SESC's: it takes none) and :func:`code_key` (None in rows written before it
+    was kept). The vector's index is not part of it: it depends on ``--vectors``."""
+    budget = None if row["method"] == "sesc" else row["budget"]  # SESC runs of any --budget are one run
+    return (row["size"], tuple(sorted(row["targets"].items())), row["seed"], row["method"], budget, row.get("code"))
 
 
 def run_one(scenario: Scenario, size: str, index: int, targets: dict[str, float], seed: int, method: str,
@@ -104,7 +104,8 @@ def run_one(scenario: Scenario, size: str, index: int, targets: dict[str, float]
     options = {} if method == "sesc" else {"budget": budget}
     with counting_measure() as count:
         result = calibrate(scenario, targets, method=method, seed=seed, **options)
-    return {"size": size, "vector": index, "seed": seed, "method": method, "budget": budget, "targets": targets,
+    return {"size": size, "vector": index, "seed": seed, "method": method,
+            "budget": None if method == "sesc" else budget, "targets": targets,
             "converged": result.converged, "max_error": max(result.errors.values()), "errors": result.errors,
             "seconds": result.seconds, "evaluations": count[0], "steps": len(result.history)}
 

@@ -488,6 +488,21 @@ def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path
     assert len(out.with_suffix(".jsonl").read_text().splitlines()) == 2 * runs  # the older runs are kept
 
 
+def test_calibrate_compare_runs_sesc_once_whatever_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SESC takes no budget: a rerun with another ``--budget`` ran its runs again (the baselines' are new runs)."""
+    from scripts import calibrate_compare
+
+    calls = _fake_runs(calibrate_compare, monkeypatch)
+    args = ["--size", "small", "--vectors", "2", "--seeds", "1", "--out", str(tmp_path / "cmp.json")]
+    calibrate_compare.main([*args, "--budget", "20"])
+    calls.clear()
+    calibrate_compare.main([*args, "--budget", "40"])
+    assert sorted(calls) == sorted((i, 0, method) for i in range(2) for method in calibrate_compare.METHODS
+                                   if method != "sesc")
+    rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
+    assert len(rows) == 2 * len(calibrate_compare.METHODS)
+
+
 @pytest.mark.parametrize("change", ["ssi_version", "generator_version", "preset"])
 def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch,
