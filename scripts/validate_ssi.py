@@ -122,6 +122,16 @@ def code_key(size: str) -> str:
                         "ssi_version": SSI_VERSION, "portfolio": list(PORTFOLIO)})
 
 
+def _statistics_read(row: dict[str, Any]) -> None:
+    """Raise a ValueError unless ``row`` holds what the statistics read (``ssi`` and ``difficulty`` finite
+    numbers, ``tier`` one of TIERS, ``converged`` a bool): such a line is skipped with a warning naming it, and its
+    instance computed again."""
+    numbers = [row.get("ssi"), row.get("difficulty")]
+    if not (all(isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) for v in numbers)
+            and row.get("tier") in TIERS and isinstance(row.get("converged"), bool)):
+        raise ValueError("a row holds finite numbers ssi and difficulty, a tier and a bool converged")
+
+
 def design_rows(stored: list[dict[str, Any]], vectors: list[dict[str, float]], codes: dict[str, str]
                 ) -> tuple[dict[int, dict], int]:
     """The stored rows of this design by index (index, size, target vector and code, ``codes[size]``, all match),
@@ -155,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     rows_path = out / "rows.jsonl"
     vectors = target_vectors(args.instances)
     codes = {size: code_key(size) for size in SIZES}
-    rows, foreign = design_rows(read_jsonl(rows_path, None, JournalWarning, repair=True), vectors, codes)
+    rows, foreign = design_rows(read_jsonl(rows_path, _statistics_read, JournalWarning, repair=True), vectors, codes)
     if foreign:
         print(f"{rows_path}: ignoring {foreign} row(s) of another design (another --instances: other "
               "Latin-hypercube targets; or another size preset, generator or SSI version)", file=sys.stderr)

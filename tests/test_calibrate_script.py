@@ -435,6 +435,35 @@ def test_validate_ssi_reports_each_size_presets_spearman_and_log_residual(tmp_pa
     assert f"   small    3    -1.000  {small_residual:.3f} (3)" in capsys.readouterr().out
 
 
+def test_validate_ssi_computes_again_a_row_lacking_what_its_statistics_read(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hand-edited row of this design (an ssi "high", no difficulty) was reused and the statistics failed with a
+    KeyError or a TypeError; it is skipped with a warning naming its line, and its instance computed again."""
+    from scripts import validate_ssi
+    from scripts.journal import JournalWarning
+
+    computed: list[int] = []
+
+    def fake(index: int, targets: dict) -> dict:
+        computed.append(index)
+        return {"index": index, "size": validate_ssi.SIZES[index % 2], "targets": targets, "converged": True,
+                "ssi": 10.0 * index, "tier": "easy", "components": {}, "difficulty": float(index)}
+
+    monkeypatch.setattr(validate_ssi, "evaluate", fake)
+    monkeypatch.setattr(validate_ssi, "_plot", lambda *args: None)
+    validate_ssi.main(["--instances", "3", "--out", str(tmp_path)])
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    rows[1]["ssi"] = "high"
+    del rows[2]["difficulty"]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    computed.clear()
+    with pytest.warns(JournalWarning) as caught:
+        validate_ssi.main(["--instances", "3", "--out", str(tmp_path)])
+    assert sorted(str(w.message).split("ignoring ")[1][:17] for w in caught) == ["unreadable line 2",
+                                                                                 "unreadable line 3"]
+    assert computed == [1, 2] and json.loads((tmp_path / "summary.json").read_text())["instances"] == 3
+
+
 def _edit_presets(monkeypatch: pytest.MonkeyPatch) -> None:
     """Edit every size preset (rework probability 0.5), as a change to conf/size/ would."""
     from dynasched_gym.generation import Scenario
