@@ -166,8 +166,13 @@ class ResultStore:
         ValueError otherwise: nothing is written, where a row the store then skipped on reading was written)."""
         if not isinstance(row, Mapping):
             raise TypeError(f"a row is a mapping of fields, got {type(row).__name__}: {row!r:.80}")
-        key = checked_row_key(row)
-        line = (json.dumps(row, allow_nan=False, default=str) + "\n").encode("utf-8")
+        checked_row_key(row)
+        text = json.dumps(row, allow_nan=False, default=_stored_value)
+        try:  # the row as readers will parse it: a value JSON holds only as its text was read back as a string
+            key = checked_row_key(json.loads(text))
+        except ValueError as exc:
+            raise ValueError(f"{exc} (as stored: JSON holds that value only as its text)") from None
+        line = (text + "\n").encode("utf-8")
         with self._locked(exclusive=True):
             with open(self.path, "ab+") as fh:
                 self._catch_up(fh)
@@ -215,6 +220,12 @@ class ResultStore:
                                                          self._lines + 1))
         self._offset += end
         self._lines += data[:end].count(b"\n")
+
+
+def _stored_value(value: Any) -> Any:
+    """What a row's ``value``, which JSON cannot hold, is stored as: a NumPy scalar's Python number (its text
+    ``"3"`` was a string on reading), else its text (an exception, a path)."""
+    return value.item() if isinstance(value, np.generic) else str(value)
 
 
 def read_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, Any]], Any] | None,

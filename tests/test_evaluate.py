@@ -17,6 +17,7 @@ import time
 import warnings
 from collections import Counter
 from concurrent.futures import Future
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -1319,3 +1320,19 @@ def test_the_store_refuses_a_row_it_would_skip_on_reading(tmp_path: Path) -> Non
     with pytest.raises(TypeError, match="a row is a mapping of fields, got list"):
         store.append([1])
     assert not store.path.exists() or store.rows() == []
+
+
+def test_a_row_is_stored_as_it_is_read_back(tmp_path: Path) -> None:
+    """NumPy scalars (a user's own metrics) were written as their text, "3" and "1.5": append said it stored the row,
+    and every read then skipped it (computed again on every run); a value JSON holds only as text is refused."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    assert store.append(_row(3, seed=np.int64(3), objective_value=np.float32(1.5), ssi=np.float64(7.0)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        [row] = ResultStore(store.path).rows()
+    assert (row["seed"], row["objective_value"], row["ssi"]) == (3, 1.5, 7.0)
+    assert not store.append(_row(3))
+    with pytest.raises(ValueError, match=r"field 'objective_value' of an ok row must be a finite number, got '3/2' "
+                                         r"\(as stored: JSON holds that value only as its text\)"):
+        store.append(_row(4, objective_value=Fraction(3, 2)))
+    assert store.path.read_text().count("\n") == 1
