@@ -115,6 +115,16 @@ def checked_row_key(row: Mapping[str, Any]) -> Key:
             if not is_finite_real(row.get(name)):
                 raise ValueError(f"field {name!r} of an ok row must be a finite number, got "
                                  f"{row.get(name, '<missing>')!r}")
+        for name in ("ssi", "decisions", "wall_time"):  # the board's means, which skip a null (not measured)
+            if row.get(name) is not None and not is_finite_real(row[name]):
+                raise ValueError(f"field {name!r} of an ok row must be a finite number or null, got {row[name]!r}")
+        tokens = row.get("tokens")
+        if tokens is not None and not (isinstance(tokens, Mapping) and is_integer(tokens.get("total", 0))):
+            raise ValueError(f"field 'tokens' of an ok row must be null or a mapping whose 'total' is an integer, got "
+                             f"{tokens!r}")
+    violations = row.get("violations")  # the failure reports join them
+    if violations is not None and not (isinstance(violations, list) and all(isinstance(v, str) for v in violations)):
+        raise ValueError(f"field 'violations' must be a list of strings or null, got {violations!r}")
     return row_key(row)
 
 

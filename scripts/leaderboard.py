@@ -186,7 +186,8 @@ def plot_ssi(rows: Sequence[Mapping[str, Any]], board: Sequence[Entry], objectiv
                  and e["best_rule"]}
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for r, agent in zip(rows, board_labels(rows)):  # the board's names: a row's own may differ (name@hash)
-        if r["objective"] != objective or r["size"] != size or r["status"] != "ok" or r["tier"] not in best:
+        if (r["objective"] != objective or r["size"] != size or r["status"] != "ok" or r["tier"] not in best
+                or r.get("ssi") is None):  # a row of one's own may have no SSI score: no point to place
             continue
         if agent.startswith("rule:"):
             if best_rule.get(r["tier"]) != agent:

@@ -159,6 +159,13 @@ def test_unreadable_and_duplicate_lines_are_ignored(tmp_path: Path) -> None:
     ({"objective_value": math.nan}, "field 'objective_value' of an ok row must be a finite number, got nan"),
     ({"normalised_weighted_tardiness": None}, "field 'normalised_weighted_tardiness'"),
     ({"clairvoyant": "yes"}, "field 'clairvoyant' must be true or false"),
+    # fields the board reads: they crashed it ("could not convert string to float: 'high'"), naming no row or field
+    ({"ssi": "high"}, "field 'ssi' of an ok row must be a finite number or null, got 'high'"),
+    ({"wall_time": "slow"}, "field 'wall_time' of an ok row must be a finite number or null, got 'slow'"),
+    ({"decisions": [58]}, "field 'decisions' of an ok row must be a finite number or null, got [58]"),
+    ({"tokens": 5}, "field 'tokens' of an ok row must be null or a mapping whose 'total' is an integer, got 5"),
+    ({"tokens": {"total": "9"}}, "field 'tokens' of an ok row must be null or a mapping whose 'total' is an integer"),
+    ({"status": "invalid", "violations": [1]}, "field 'violations' must be a list of strings or null, got [1]"),
 ])
 def test_a_row_lacking_what_the_leaderboard_reads_is_skipped_and_computed_again(tmp_path: Path, change: dict,
                                                                                  message: str) -> None:

@@ -197,3 +197,12 @@ def test_a_tier_heading_counts_every_instance_of_its_rows() -> None:
             for seed in seeds]
     text = leaderboard.markdown(aggregate(rows, resamples=50), {}, [], [], resamples=50)
     assert "### easy (4 instances, mean SSI 10.0)" in text
+
+
+def test_an_ok_row_without_an_ssi_score_is_left_out_of_the_ssi_plot_only(tmp_path: Path) -> None:
+    """Rows of one's own (or older ones) without ``ssi``: the board took them (its mean SSI skips them) and the plot
+    then failed with a KeyError: 'ssi' after the tables were written."""
+    rows = [{k: v for k, v in r.items() if k != "ssi" or r["agent"] != "lookahead"} for r in _board_rows()]
+    board = aggregate(rows, resamples=50)
+    leaderboard.write(board, rows, [], [], tmp_path, resamples=50)
+    assert (tmp_path / "ssi-makespan-small.png").is_file()
