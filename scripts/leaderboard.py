@@ -3,7 +3,8 @@
 ``python -m scripts.leaderboard [any scripts.evaluate option] [out=DIR] [run_missing=true] [all_rows=false]``
 (Hydra, ``conf/leaderboard.yaml``, which includes ``conf/evaluate.yaml``). First evaluates the episodes
 of the configuration that the store lacks (``run_missing``; a second run reuses every row), then
-aggregates the selected rows (:func:`dynasched_gym.results.aggregate`) and writes, atomically, into ``out``:
+aggregates the selected rows (:func:`dynasched_gym.results.aggregate`) and writes, atomically, into ``out`` (in a
+sweep, ``-m``, each job into ``out/<job number>``):
 
 - ``leaderboard.md``: per (objective, size, tier) the ranked table (mean, 95 % CI, objective relative
   to the best rule and to the clairvoyant reference, regret vs that reference, normalised weighted
@@ -231,12 +232,25 @@ def write(board: Sequence[Entry], rows: Sequence[Mapping[str, Any]], failed: Seq
     return text
 
 
+def board_folder(out: str) -> str:
+    """Where the board goes: ``out``, or in a sweep (``-m``) ``out/<job number>`` (as Hydra numbers the sweep's job
+    folders, whose ``.hydra/overrides.yaml`` says what each job ran), so that the jobs do not write their boards
+    over one another."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return out
+    return str(Path(out) / str(HydraConfig.get().job.num))
+
+
 def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
-    """Evaluate what is missing (``cfg.run_missing``), aggregate, write; (board, failed rows, markdown)."""
+    """Evaluate what is missing (``cfg.run_missing``), aggregate, write into :func:`board_folder`; (board, failed
+    rows, markdown)."""
     with settings_checked():  # before the evaluation
         resamples = check_integer("resamples", cfg.resamples, 1)
         run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
-        out = output_folder("out", cfg.out)
+        out = output_folder("out", board_folder(cfg.out))
         store_path = output_file("store", cfg.store)
         import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
     if run_missing:
@@ -271,7 +285,7 @@ def main(cfg: DictConfig) -> None:
         check_added_keys(cfg, free=evaluate.FREE_FORM)
         _, failed, text = run(cfg)
     print(text)
-    print(f"wrote {hydra.utils.to_absolute_path(str(cfg.out))}/leaderboard.md, .csv and plots")
+    print(f"wrote {hydra.utils.to_absolute_path(board_folder(cfg.out))}/leaderboard.md, .csv and plots")
     if failed:
         evaluate.report_failures(failed)
         sys.exit(1)

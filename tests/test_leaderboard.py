@@ -89,6 +89,24 @@ def test_cli_prints_the_board(pools: Path, tmp_path: Path) -> None:
     assert (tmp_path / "out" / "leaderboard.md").is_file()
 
 
+def test_each_job_of_a_sweep_writes_its_own_board(pools: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every job of ``-m objective=makespan,weighted_tardiness`` wrote into the one ``out``: the last job's
+    leaderboard.md and .csv were all that was left (from different jobs, under a parallel launcher)."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(pools))
+    out = tmp_path / "boards"
+    monkeypatch.setattr(sys, "argv", ["leaderboard", "-m", "objective=makespan,weighted_tardiness", "tiers=[easy]",
+                                      "seeds.count=2", "agent=[random]", "ppo=null", "workers=1", "progress=false",
+                                      f"store={tmp_path / 'store.jsonl'}", f"out={out}",
+                                      f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    leaderboard.main()
+    assert sorted(p.name for p in out.iterdir()) == ["0", "1"]  # Hydra's job numbers, as the sweep's folders
+    for job, objective in enumerate(("makespan", "weighted_tardiness")):
+        assert f"objective={objective}" in (tmp_path / "sweep" / str(job) / ".hydra" / "overrides.yaml").read_text()
+        page = (out / str(job) / "leaderboard.md").read_text()
+        assert f"bars-{objective}-small.png" in page and (out / str(job) / "leaderboard.csv").is_file()
+
+
 @pytest.mark.parametrize(("override", "error", "message"), [
     ("seeds.count=1.5", TypeError, "seeds.count must be an integer"),  # int() made it 1
     ("seeds.start=abc", TypeError, "seeds.start must be an integer"),
