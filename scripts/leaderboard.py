@@ -96,8 +96,9 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
                   "", "Agents whose own normalised weighted tardiness does not increase with the tier: "
                   + (", ".join(info["agents"]) or "none") + ".", ""]
         for tier, entries in tiers.items():
-            ssi = np.nanmean([e["ssi"] for e in entries])
-            lines += [f"### {tier} ({entries[0]['instances']} instances, mean SSI {ssi:.1f})", "",
+            scores = [e["ssi"] for e in entries if not math.isnan(e["ssi"])]  # NaN: no ok row with a score
+            ssi = f"mean SSI {np.mean(scores):.1f}" if scores else "no SSI score (no episode ended ok)"
+            lines += [f"### {tier} ({entries[0]['instances']} instances, {ssi})", "",
                       "| rank | agent | mean | 95 % CI | vs best rule | vs clairvoyant | regret vs clairvoyant "
                       "[95 % CI] | norm. w. tardiness | episodes | failed | ms / episode |",
                       "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

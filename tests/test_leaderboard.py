@@ -77,6 +77,19 @@ def test_markdown_lists_failures_skips_and_the_difficulty_check() -> None:
     assert "### easy (3 instances" in text and "### hard (3 instances" in text
 
 
+def test_a_tier_where_every_episode_failed_says_it_has_no_ssi_score() -> None:
+    """It read "mean SSI nan", with NumPy's RuntimeWarning (mean of an empty slice)."""
+    import warnings
+
+    rows = [{**r, "status": "error", "objective_value": None, "normalised_weighted_tardiness": None}
+            if r["tier"] == "hard" else r for r in _board_rows()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = leaderboard.markdown(aggregate(rows, resamples=200), {}, [], [], resamples=200)
+    assert "### hard (3 instances, no SSI score (no episode ended ok))" in text
+    assert "### easy (3 instances, mean SSI 10.0)" in text
+
+
 @pytest.mark.slow
 def test_cli_prints_the_board(pools: Path, tmp_path: Path) -> None:
     result = subprocess.run(
