@@ -389,13 +389,19 @@ def writable_file(path: Path) -> Path:
     (IsADirectoryError), a file that is no regular one (EINVAL: a device such as ``/dev/null``, a FIFO, a
     socket, which a rename or an append would replace or lose), a file where a parent folder belongs
     (NotADirectoryError), or a file or folder that cannot be written (PermissionError)."""
+    return _can_be_made(regular_file(path))
+
+
+def regular_file(path: Path) -> Path:
+    """``path``, or its target if it is a symbolic link, where a regular file is or may be; an :class:`OSError`
+    naming the path otherwise: a directory (IsADirectoryError), or a device, FIFO or socket (EINVAL)."""
     if path.is_symlink():
         path = path.resolve()
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory: give a file path", str(path))
     if path.exists() and not path.is_file():
         raise OSError(errno.EINVAL, "Not a regular file (a device, FIFO or socket)", str(path))
-    return _can_be_made(path)
+    return path
 
 
 def _can_be_made(path: Path) -> Path:

@@ -34,6 +34,27 @@ def file_lock(path: Path, exclusive: bool = True) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@contextmanager
+def shared_lock_if_any(path: Path) -> Iterator[None]:
+    """Hold a shared ``fcntl.flock`` on ``path`` for the block if it exists and can be opened, else none (a reader
+    that may not write: a read-only copy has no writers to wait for; where a writer might be appending, a line it
+    has not finished reads as a partial last line, which readers skip)."""
+    try:
+        lock = open(path)  # flock works on a file opened for reading
+    except OSError:
+        yield
+        return
+    with lock:
+        if fcntl is None:  # Windows: no writer can share the file safely anyway (locks_available)
+            yield
+            return
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def user_cache_dir(kind: str, variable: str) -> Path:
     """``$variable`` when set; else ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/dynasched_gym/<kind>``, or, where that
     cannot be written (a container user whose home is ``/`` or missing), ``<temp dir>/dynasched_gym-<user>/<kind>``

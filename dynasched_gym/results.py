@@ -13,7 +13,8 @@ writes the line with ``flush`` + ``fsync`` before the lock is released. A writer
 leaves a partial last line: readers ignore it with a :class:`StoreWarning`, and the next append
 cuts it off (with a warning) before writing. So a row is either entirely in the store or not at
 all, and never twice; an interrupted evaluation resumes by skipping the keys already present.
-Readers take a shared lock, so they never see a line being written. Lines that do not parse
+Readers take a shared lock, so they never see a line being written (a store opened ``read_only``, e.g. a
+published copy, makes no lock file: it takes the shared lock only where one exists). Lines that do not parse
 (anywhere but the end), or whose row lacks what the leaderboard reads (:func:`checked_row_key`: a
 status, the key, a finite objective value of an ``ok`` row, ...), are ignored with a warning and their
 rows computed again; duplicate keys (e.g. two stores concatenated by hand) keep the first row.
@@ -40,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.checks import check_integer, check_path, is_finite_real, is_integer
-from dynasched_gym.instance import writable_file
-from dynasched_gym.paths import file_lock, locks_available
+from dynasched_gym.instance import regular_file, writable_file
+from dynasched_gym.paths import file_lock, locks_available, shared_lock_if_any
 
 ROW_FORMAT = "dynasched-result/1"
 #: Bumped whenever an agent may play an instance differently under the same configuration (rule semantics,
@@ -131,9 +132,14 @@ def checked_row_key(row: Mapping[str, Any]) -> Key:
 class ResultStore:
     """The append-only JSONL results file at ``path`` (module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = writable_file(check_path("path", path))  # /dev/null took every row, then failed to fsync
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
+    def __init__(self, path: str | os.PathLike[str], read_only: bool = False) -> None:
+        """``read_only``: only :meth:`rows` and :meth:`keys` (a store this process may not write, e.g. a published
+        copy): the file need not be writable, no lock file is made, and a shared lock is taken only where one
+        exists."""
+        path = check_path("path", path)
+        self.read_only = read_only
+        self.path = regular_file(path) if read_only else writable_file(path)  # /dev/null took every row, then
+        self.lock_path = self.path.with_name(self.path.name + ".lock")  # failed to fsync
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
         self._lines = 0  # lines in those bytes (so that a warning names the line of the file)
         self._keys: set[Key] = set()
@@ -143,6 +149,10 @@ class ResultStore:
         return f"ResultStore('{self.path}')"
 
     def _locked(self, exclusive: bool) -> AbstractContextManager[None]:
+        if self.read_only:
+            if exclusive:
+                raise PermissionError(f"{self.path}: this ResultStore was opened read-only (read_only=True)")
+            return shared_lock_if_any(self.lock_path)
         if not locks_available():
             raise OSError(f"{self.path}: the results store locks its file with POSIX fcntl.flock, which this "
                           "platform lacks (on Windows, run the evaluation under WSL)")

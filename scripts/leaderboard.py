@@ -252,7 +252,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         resamples = check_integer("resamples", cfg.resamples, 1)
         run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
         out = output_folder("out", board_folder(cfg.out))
-        store_path = output_file("store", cfg.store)
+        store_path = output_file("store", cfg.store, read_only=not run_missing)  # a published copy: only read
         import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
     if run_missing:
         summary = evaluate.run(cfg)
@@ -260,7 +260,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         rows, skipped = summary.rows, summary.skipped
     else:
         plan = evaluate.plan(cfg)
-        store = ResultStore(store_path)
+        store = ResultStore(store_path, read_only=True)
         rows = plan.labelled(store.rows())
         evaluate.check_reused(rows, check_bool("validate", cfg.validate), store.path)
         skipped = plan.skipped
@@ -269,7 +269,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
             skipped = [*skipped, f"{len(missing)} of the {len(plan.episodes)} configured episodes, not in the store "
                                  f"(run_missing=false; the first: {entrant.agent} on {tier}/{size}, seed {seed})"]
     if all_rows:
-        rows = ResultStore(store_path).rows()
+        rows = ResultStore(store_path, read_only=not run_missing).rows()
     if not rows:
         raise SystemExit("no rows to aggregate: run with run_missing=true, or check the store and the selection")
     board = aggregate(rows, resamples=resamples)

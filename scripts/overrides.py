@@ -83,15 +83,16 @@ def output_folder(key: str, value: Any) -> Path:
                            f"{exc.strerror})") from None
 
 
-def output_file(key: str, value: Any) -> Path:
-    """The setting ``key``: a file to write, made absolute from the launch directory; a value that is no path, or a
-    path that is no :func:`~dynasched_gym.instance.writable_file` (a folder, ``/dev/null``: found after all the
-    work otherwise), is a :class:`SettingError`."""
-    from dynasched_gym.instance import writable_file
+def output_file(key: str, value: Any, read_only: bool = False) -> Path:
+    """The setting ``key``: a file to write (or, ``read_only``, only to read), made absolute from the launch
+    directory; a value that is no path, or a path that is no :func:`~dynasched_gym.instance.writable_file` (or no
+    :func:`~dynasched_gym.instance.regular_file`: a folder, ``/dev/null``, found after all the work otherwise), is a
+    :class:`SettingError`."""
+    from dynasched_gym.instance import regular_file, writable_file
 
     file = _setting_path(key, value, "file")
     try:
-        return writable_file(file)
+        return regular_file(file) if read_only else writable_file(file)
     except OSError as exc:
         raise SettingError(f"{key} must be a {_writable(exc)}regular file path, got {file} ({exc.filename}: "
                            f"{exc.strerror})") from None

@@ -88,6 +88,26 @@ def test_store_appends_each_key_once(tmp_path: Path) -> None:
     assert len(store.rows()) == 3
 
 
+def test_a_store_opened_read_only_is_read_without_making_a_lock_file(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A published copy (a folder this process may not write) could not be read: the store demanded a writable
+    file and made ``<store>.lock`` even to read."""
+    writer = ResultStore(tmp_path / "published" / "store.jsonl")
+    assert writer.append(_row(1)) and writer.append(_row(2))
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(writer.path.read_bytes())
+    monkeypatch.setattr("dynasched_gym.instance.os.access", lambda path, mode: False)  # nothing may be written
+    with pytest.raises(PermissionError, match="Cannot be written"):
+        ResultStore(copy)
+    store = ResultStore(copy, read_only=True)
+    assert [r["seed"] for r in store.rows()] == [1, 2] and not copy.with_name("copy.jsonl.lock").exists()
+    assert [r["seed"] for r in ResultStore(writer.path, read_only=True).rows()] == [1, 2]  # under the writers' lock
+    with pytest.raises(PermissionError, match=r"copy\.jsonl: this ResultStore was opened read-only"):
+        store.append(_row(3))
+    with pytest.raises(IsADirectoryError):
+        ResultStore(tmp_path, read_only=True)
+
+
 def test_without_posix_locks_only_the_store_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a platform without fcntl (Windows) the module imports (the LLM client needs its hashes) and the store
     says why it cannot lock, before it writes anything."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -88,6 +89,21 @@ def test_a_tier_where_every_episode_failed_says_it_has_no_ssi_score() -> None:
         text = leaderboard.markdown(aggregate(rows, resamples=200), {}, [], [], resamples=200)
     assert "### hard (3 instances, no SSI score (no episode ended ok))" in text
     assert "### easy (3 instances, mean SSI 10.0)" in text
+
+
+def test_a_board_of_stored_rows_only_reads_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With run_missing=false nothing is written to the store, so a read-only copy (a published one) must do: the
+    store's folder had to be writable and a lock file was made beside it."""
+    store = tmp_path / "published" / "store.jsonl"
+    store.parent.mkdir()
+    store.write_text("".join(json.dumps(row) + "\n" for row in _board_rows()))
+    monkeypatch.setattr("dynasched_gym.instance.os.access",  # only the board's folder may be written
+                        lambda path, mode: not str(path).startswith(str(store.parent)))
+    cfg = config("leaderboard", "run_missing=false", "all_rows=true", "tiers=[easy,hard]", "seeds.count=3",
+                 "ppo=null", "progress=false", f"store={store}", f"out={tmp_path / 'board'}")
+    _, failed, text = leaderboard.run(cfg)
+    assert len(failed) == 1 and "### easy (3 instances" in text and (tmp_path / "board" / "leaderboard.md").is_file()
+    assert sorted(p.name for p in store.parent.iterdir()) == ["store.jsonl"]  # no lock file
 
 
 @pytest.mark.slow
