@@ -435,12 +435,10 @@ def test_validate_ssi_reports_each_size_presets_spearman_and_log_residual(tmp_pa
     assert f"   small    3    -1.000  {small_residual:.3f} (3)" in capsys.readouterr().out
 
 
-def test_validate_ssi_computes_again_a_row_lacking_what_its_statistics_read(tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """A hand-edited row of this design (an ssi "high", no difficulty) was reused and the statistics failed with a
-    KeyError or a TypeError; it is skipped with a warning naming its line, and its instance computed again."""
+def _fake_evaluations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make validate_ssi's evaluations instant fakes (SSI 10 x index, difficulty index) and draw no plot; the indices
+    evaluated, in order."""
     from scripts import validate_ssi
-    from scripts.journal import JournalWarning
 
     computed: list[int] = []
 
@@ -451,6 +449,17 @@ def test_validate_ssi_computes_again_a_row_lacking_what_its_statistics_read(tmp_
 
     monkeypatch.setattr(validate_ssi, "evaluate", fake)
     monkeypatch.setattr(validate_ssi, "_plot", lambda *args: None)
+    return computed
+
+
+def test_validate_ssi_computes_again_a_row_lacking_what_its_statistics_read(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hand-edited row of this design (an ssi "high", no difficulty) was reused and the statistics failed with a
+    KeyError or a TypeError; it is skipped with a warning naming its line, and its instance computed again."""
+    from scripts import validate_ssi
+    from scripts.journal import JournalWarning
+
+    computed = _fake_evaluations(monkeypatch)
     validate_ssi.main(["--instances", "3", "--out", str(tmp_path)])
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     rows[1]["ssi"] = "high"
@@ -541,15 +550,7 @@ def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path:
     edited size preset, is recomputed (and kept), not reported as this code's (make bench reran on the old rows)."""
     from scripts import validate_ssi
 
-    computed: list[int] = []
-
-    def fake(index: int, targets: dict) -> dict:
-        computed.append(index)
-        return {"index": index, "size": validate_ssi.SIZES[index % 2], "targets": targets, "converged": True,
-                "ssi": 10.0 * index, "tier": "easy", "components": {}, "difficulty": float(index)}
-
-    monkeypatch.setattr(validate_ssi, "evaluate", fake)
-    monkeypatch.setattr(validate_ssi, "_plot", lambda *args: None)
+    computed = _fake_evaluations(monkeypatch)
     args = ["--instances", "3", "--out", str(tmp_path / "ssi")]
     validate_ssi.main(args)
     computed.clear()
