@@ -244,13 +244,17 @@ def doc_summary(doc: str | None) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dynasched-gym``."""
+    from dynasched_gym import __version__
+
     parser = argparse.ArgumentParser(prog="dynasched-gym", description=doc_summary(__doc__))
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="summarise an instance")
-    p.add_argument("instance", type=_instance, help="path or embedded name (" + ", ".join(data.EMBEDDED) + ")")
+    instance_help = "instance file or folder, or an embedded name (" + ", ".join(data.EMBEDDED) + ")"
+    p.add_argument("instance", type=_instance, help=instance_help)
     p.set_defaults(func=_cmd_info)
     p = sub.add_parser("rollout", help="simulate with a dispatching rule and print metrics")
-    p.add_argument("instance", type=_instance)
+    p.add_argument("instance", type=_instance, help=instance_help)
     p.add_argument("--rule", type=rule_argument, default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the RANDOM rule, in [0, 2**32)")
     p.add_argument("--out", type=output_file_argument, help="write the schedule JSON here")
@@ -259,14 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("schedule", type=_schedule_file, help="schedule JSON file (from rollout --out)")
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("convert", help="write an instance in another format")
-    p.add_argument("instance", type=_instance)
-    p.add_argument("output")
-    p.add_argument("--to", choices=("native", "dsbx-dir"), default="native")
+    p.add_argument("instance", type=_instance, help=instance_help)
+    p.add_argument("output", help="the file (native JSON) or folder (dsbx-dir) to write")
+    p.add_argument("--to", choices=("native", "dsbx-dir"), default="native", help="the output format")
     p.set_defaults(func=_cmd_convert)
     p = sub.add_parser("compare", help="rules side by side (six by default; --rules) on instances (default: the "
                                        "embedded ones)")
-    p.add_argument("instances", nargs="*", type=_instance)
-    p.add_argument("--metric", choices=METRIC_KEYS, default="makespan")
+    p.add_argument("instances", nargs="*", type=_instance, help="instances as for info (default: every embedded one)")
+    p.add_argument("--metric", choices=METRIC_KEYS, default="makespan", help="the metric compared")
     p.add_argument("--rules", type=_rules, default="SPT:EET,FIFO:EET,MWKR:EET,MOPNR:EET,EDD:EET,ATC:EET",
                    help="comma-separated rules, job rule[:machine rule] each")
     p.set_defaults(func=_cmd_compare)

@@ -584,6 +584,22 @@ def test_schedule_and_picture_files_name_a_path_of_the_wrong_type(small, tmp_pat
 
 
 # ------------------------------------------------------------------------------------- CLI
+def test_cli_says_its_version_and_what_each_argument_is(capsys):
+    """``dynasched-gym --version`` was an error, and ``compare``'s and ``convert``'s arguments had no help."""
+    import dynasched_gym
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"dynasched-gym {dynasched_gym.__version__}\n"
+    for command in ("info", "rollout", "convert", "compare", "gantt", "timeline", "curves", "validate"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        arguments = text.split("positional arguments:")[1].split("options:")[0]
+        assert all(len(line.split(maxsplit=1)) == 2 or line.startswith(" " * 10)
+                   for line in arguments.strip().splitlines()), f"{command}: an argument without help\n{text}"
+
+
 def test_cli_round_trip(tmp_path, capsys):
     sched = tmp_path / "mk01.json"
     assert main(["rollout", "mk01", "--out", str(sched)]) == 0
