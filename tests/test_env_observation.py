@@ -16,10 +16,17 @@ from test_env import assert_same_observations, valid_action
 from dynasched_gym import Event, EventType, Instance, Job, Machine
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv
 from dynasched_gym.envs.dfjsp.features import (
+    BIG,
     BLOCKS,
+    C_WAITING_TIME,
     G_ARRIVAL_SOON,
+    G_JOBS_COMPLETED,
+    G_OBJECTIVE_SO_FAR,
+    G_OPEN_JOBS,
     G_PENDING_ARRIVALS,
     M_BOTTLENECK,
+    M_DOWN_ELAPSED,
+    M_UTILIZATION,
     OBSERVABILITY,
     num_columns,
 )
@@ -102,9 +109,12 @@ def test_feature_tables_are_ordered_by_level_and_documented():
         assert levels == sorted(levels), block
         assert len({f.name for f in table}) == len(table)
         assert num_columns(table, len(OBSERVABILITY) - 1) == len(table)
-        for feature in table:
-            assert f"`{feature.name}`" in text, f"{block}.{feature.name} is not documented"
+        for i, feature in enumerate(table):
             assert feature.low <= 0.0 <= feature.high
+            bound = {-BIG: "-BIG", 0.0: "0", 1.0: "1", BIG: "BIG"}
+            row = (f"| {i} | `{feature.name}` | {OBSERVABILITY[feature.level]} | "
+                   f"[{bound[feature.low]}, {bound[feature.high]}] | {feature.meaning} |")
+            assert row in text, f"{block}.{feature.name}: docs/environments.md lacks the row {row}"
 
 
 def test_bottleneck_counts_a_running_operation_on_its_machine_and_splits_the_others():
@@ -214,3 +224,30 @@ def test_gymnasium_episode_statistics_record_minus_the_objective():
         observation, _, terminated, _, info = env.step(valid_action(observation, rng))
     assert math.isclose(info["episode"]["r"], -info["metrics"]["mean_flow_time"], rel_tol=1e-6)
     assert info["episode"]["l"] == env.unwrapped.schedule().decisions
+
+
+def test_columns_by_hand_before_the_first_decision_and_at_the_end():
+    """Both machines are down from 0 to 5, so the first decision comes at 5 with J0 (due 2) already 3 late; J1 is
+    cancelled at 1, before its release at 3. At reset ``objective_so_far`` shows the tardiness accrued so far
+    (the reward's phi starts at 0, so the first reward pays it), ``jobs_completed`` counts J1 among the jobs whose
+    release has passed, and utilization is 0 for machines not up yet. At the end no work remains: bottleneck 0."""
+    inst = Instance.build("by-hand", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 2.0}], due=2.0), Job("J1", [{1: 1.0}], release=3.0)],
+                          [Event(0.0, EventType.BREAKDOWN, machine=0, duration=5.0),
+                           Event(0.0, EventType.BREAKDOWN, machine=1, duration=5.0),
+                           Event(1.0, EventType.CANCELLATION, job=1)])
+    env = DFJSPEnv(instance=inst, observability="full", objective="tardiness", time_scale=1.0)
+    observation, _ = env.reset(seed=0)
+    assert env.now == 5.0
+    assert observation["global"][G_OBJECTIVE_SO_FAR] == pytest.approx(math.log1p(3.0))
+    assert observation["global"][G_JOBS_COMPLETED] == 0.0
+    assert observation["global"][G_OPEN_JOBS] == pytest.approx(1 / 2)  # J1 never became visible
+    assert observation["machines"][:, M_UTILIZATION].tolist() == [0.0, 0.0]
+    assert observation["machines"][:, M_DOWN_ELAPSED].tolist() == [0.0, 0.0]  # repaired at 5
+    assert observation["candidates"][0, C_WAITING_TIME] == pytest.approx(5.0)  # ready since its release at 0
+    observation, reward, terminated, _, info = env.step(0)
+    assert terminated and env.now == 7.0
+    assert reward == pytest.approx(-5.0) == -info["metrics"]["total_tardiness"]
+    assert observation["global"][G_JOBS_COMPLETED] == pytest.approx(1 / 2)  # J1 in the denominator
+    assert observation["machines"][:, M_UTILIZATION].tolist() == [1.0, 0.0]  # busy 2 of M0's 2 up time units
+    assert observation["machines"][:, M_BOTTLENECK].tolist() == [0.0, 0.0]

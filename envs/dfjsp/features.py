@@ -73,7 +73,8 @@ CANDIDATE_FEATURES = (
     Feature("due_lateness", CONCISE, -BIG, BIG, "(now - due date in force) / tau: > 0 when already late; "
             "0 for a job without a due date"),
     _flag("has_due", CONCISE, "1 when the job has a due date"),
-    _amount("waiting_time", CONCISE, "(now - time the job's current operation became startable) / tau"),
+    _amount("waiting_time", CONCISE, "(now - time the job's current operation became startable: its release, the end "
+            "of its previous operation, or the breakdown that preempted it) / tau"),
     _amount("job_age", CONCISE, "(now - job release) / tau, the job's flow time so far"),
     _amount("machine_speed", CONCISE, "machine speed (unscaled; nominal 1)"),
     _amount("machine_queue", CONCISE, "the machine's queue_work (see machines)"),
@@ -99,8 +100,9 @@ MACHINE_FEATURES = (
     _amount("speed", CONCISE, "machine speed (unscaled; nominal 1)"),
     _amount("bottleneck", FULL, "share of the remaining work of visible jobs that may run here, x number of "
             "machines (1 = average): a running operation's time left counts on its machine, each operation not "
-            "started its work left x time here / number of eligible machines"),
-    _flag("utilization", FULL, "busy time so far / (now - downtime so far); 0 at time 0"),
+            "started its work left x time here / number of eligible machines; 0 when no work remains"),
+    _flag("utilization", FULL, "busy time so far / (now - downtime so far); 0 while the machine has not been up "
+          "yet (at time 0, or down since)"),
     _flag("breakdown_soon", ORACLE, "soon(time until the machine's next BREAKDOWN event)"),
     _flag("maintenance_soon", ORACLE, "soon(time until the machine's next MAINTENANCE event)"),
     _amount("down_remaining", ORACLE, "(planned end of the current downtime - now) / tau; 0 when up (an early "
@@ -117,9 +119,11 @@ GLOBAL_FEATURES = (
           "longest-waiting max_candidates are offered)"),
     _flag("machines_available", CONCISE, "fraction of machines that can take an operation now"),
     _flag("machines_down", CONCISE, "fraction of machines in breakdown or maintenance"),
-    _flag("jobs_completed", CONCISE, "completed jobs / jobs released so far"),
+    _flag("jobs_completed", CONCISE, "completed jobs / jobs whose release time has passed (cancelled ones included, "
+          "also those cancelled before their release)"),
     _flag("open_jobs_tardy", CONCISE, "fraction of visible open jobs past their due date"),
-    _amount("objective_so_far", CONCISE, "log(1 + potential / tau): the objective's potential now (see the reward)"),
+    _amount("objective_so_far", CONCISE, "log(1 + potential / tau): the objective's potential now, at reset "
+            "too (see the reward)"),
     _amount("bottleneck_max", FULL, "largest machine bottleneck score"),
     _flag("utilization_mean", FULL, "mean machine utilization so far"),
     _flag("arrival_soon", ORACLE, "soon(time until the next arrival: the release of a job not released yet and not "
