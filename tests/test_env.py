@@ -155,6 +155,7 @@ def test_each_reward_is_minus_the_change_of_the_documented_potential(inst, objec
             observation, reward, terminated, _, info = env.step(valid_action(observation, rng))
             after = documented_potential(env.simulator, objective)
             assert reward == pytest.approx(-0.5 * (after - before), rel=1e-9, abs=1e-9)
+            assert math.copysign(1.0, reward) == 1.0 or reward != 0.0  # no -0.0 where the potential did not move
             before = after
             rewards.append(reward)
         assert math.fsum(rewards) == pytest.approx(-0.5 * info["metrics"][OBJECTIVE_METRICS[objective]], rel=1e-9,

@@ -561,7 +561,7 @@ def _settle(S, T, W, code):
     W.counters[K_CODE] = code
     scalars = W.scalars
     phi = potential(S, T, W.config[CFG_OBJECTIVE])
-    scalars[S_REWARD] = -scalars[S_REWARD_SCALE] * (phi - scalars[S_PHI])
+    scalars[S_REWARD] = scalars[S_REWARD_SCALE] * (scalars[S_PHI] - phi)  # not -scale * (phi - prev): no -0.0
     scalars[S_PHI] = phi
     observe(S, T, W, phi)
     return code
