@@ -398,7 +398,7 @@ class ForecastReward(_PassMasks, gym.Wrapper, gym.utils.RecordConstructorArgs):
         """Step the env; the reward is the change of the forecast."""
         observation, _, terminated, truncated, info = self.env.step(action)
         phi = self._forecaster(0, self.env.unwrapped.simulator)
-        reward = -self._scale * (phi - self._phi)
+        reward = self._scale * (self._phi - phi)  # as the env's: +0.0, not -0.0, for no change
         self._phi = phi
         return observation, reward, terminated, truncated, info
 
@@ -449,11 +449,11 @@ class ForecastRewardVector(_PassVectorMasks):
                 continue
             if done[i] and self._mode == AutoresetMode.SAME_STEP:
                 end = float(infos["final_info"]["metrics"][self._metric][i])
-                shaped[i] = -self._scale * (end - self._phi[i])
+                shaped[i] = self._scale * (self._phi[i] - end)
                 self._phi[i] = self._forecast(i)
                 continue
             phi = self._forecast(i)
-            shaped[i] = -self._scale * (phi - self._phi[i])
+            shaped[i] = self._scale * (self._phi[i] - phi)
             self._phi[i] = phi
         self._ended = done if self._mode == AutoresetMode.NEXT_STEP else self._ended
         return observation, shaped, terminated, truncated, infos
