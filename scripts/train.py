@@ -499,8 +499,9 @@ class ValidationEval(BaseCallback):
 
     def _on_training_start(self) -> None:
         # the next multiple of ``every`` (0 at the start): a run resumed between two validations validates where the
-        # uninterrupted run does, not ``every`` after the resume point
-        self.next_at = -(-self.num_timesteps // self.every) * self.every
+        # uninterrupted run does, not ``every`` after the resume point; one resumed at a multiple T not at T again: the
+        # uninterrupted run validated there (the last step of the rollout before the checkpoint, in its record)
+        self.next_at = (self.num_timesteps // self.every + 1) * self.every if self.num_timesteps else 0
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next_at:

@@ -822,6 +822,31 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     assert checkpoints == ["ppo_1024_steps.zip", "ppo_2048_steps.zip"]
 
 
+def test_a_run_resumed_at_a_validation_step_does_not_validate_it_again(cache, train_script, tmp_path, monkeypatch):
+    """Stopped inside the rollout of 1024 .. 1280, ``interrupted.zip`` counts 1024 timesteps, a multiple of
+    ``train.eval_every``: the uninterrupted run validated there already (at the rollout's last step, in the record
+    beside the checkpoint) and next validates at 2048. Before, the resumed run validated again at its first step
+    (1026), a policy (after the update of the rollout that ends at 1024) the uninterrupted run never validates, which
+    could then be selected."""
+
+    checkpoints = _ctrl_c_at(1100, train_script, monkeypatch)
+    validated: list[int] = []
+
+    def validate(agent, env_cfg, instances, progress=False):
+        validated.append(agent.model.num_timesteps)
+        return np.full(len(instances), 10.0 - len(validated))  # every validation a new best
+
+    monkeypatch.setattr(train_script, "evaluate", validate)
+    short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
+    with pytest.raises(train_script.TrainingInterrupted) as caught:
+        train_script.train(_config(tmp_path / "run", *short))
+    assert caught.value.timesteps == 1024 and validated == [2, 1024]
+    monkeypatch.setattr(train_script, "Checkpoints", checkpoints)
+    validated.clear()
+    train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={caught.value.path}"))
+    assert validated[:-1] == [2048]  # the last one: the final test of the selected policy
+
+
 def test_a_checkpoint_of_an_interrupted_run_knows_its_objective(cache, train_script, tmp_path, monkeypatch):
     """An interrupted run writes no ``model.yaml``: its checkpoints' objective comes from the record beside each
     (``<stem>.json``). Before, ``PPOAgent`` knew none, so a makespan policy played weighted tardiness unwarned (and
