@@ -249,7 +249,6 @@ class PPOAgent(Agent):
         objective = objective or self.trained_objective or "weighted_tardiness"
         check_choice("objective", objective, OBJECTIVES)  # before the warning that it is not the trained one
         self._check_objective(objective)
-        self._sampling = self._sampling_start()  # one stream for the batch: the schedules depend on num_envs
         if not instances:
             return []
         num_envs = min(num_envs, len(instances))
@@ -264,11 +263,14 @@ class PPOAgent(Agent):
         playing = np.arange(num_envs)  # the instance each sub-env plays; -1: idle (replays its last one)
         shown = list(playing)  # the instance each sub-env has
         observation, _ = venv.reset(seed=[0] * num_envs, options={"instance": list(instances[:num_envs])})
+        # each episode samples from its own stream (deterministic=False), as in run_episode: one stream for the batch
+        # made a schedule depend on num_envs and on the instances beside and before it
+        streams = [self._sampling_start()] * num_envs
         schedules: list[Schedule | None] = [None] * len(instances)
         following = num_envs
         with tqdm(total=len(instances), desc="play ppo", unit="inst", disable=not progress) as bar:
             while (playing >= 0).any():
-                actions = self._predict(self._blank_hindsight(observation, (num_envs,)), venv.action_masks())
+                actions = self._predict(self._blank_hindsight(observation, (num_envs,)), venv.action_masks(), streams)
                 observation, _, terminated, _, _ = venv.step(actions)
                 if not terminated.any():
                     continue
@@ -277,6 +279,7 @@ class PPOAgent(Agent):
                         schedules[playing[i]] = vector.schedule(i)
                         bar.update()
                     playing[i] = following if following < len(instances) else -1
+                    streams[i] = self._sampling_start()
                     shown[i] = playing[i] if playing[i] >= 0 else shown[i]
                     following += 1
                 observation, _ = venv.reset(seed=[0 if ended else None for ended in terminated],
@@ -296,15 +299,30 @@ class PPOAgent(Agent):
         """The state of the sampling stream at the start of an episode (``None`` when playing deterministically)."""
         return None if self.deterministic else torch.Generator().manual_seed(self.seed).get_state()
 
-    def _predict(self, observation: dict[str, np.ndarray], action_masks: np.ndarray) -> np.ndarray:
-        """The policy's action(s); sampled ones draw from this agent's stream, never torch's global one."""
+    def _predict(self, observation: dict[str, np.ndarray], action_masks: np.ndarray,
+                 streams: list[torch.Tensor | None] | None = None) -> np.ndarray:
+        """The policy's action(s); sampled ones draw from this agent's stream, never torch's global one: for a batch
+        (``play``), row ``i`` from ``streams[i]``, its episode's, which is updated in place."""
         if self.deterministic:
             return self.model.predict(observation, deterministic=True, action_masks=action_masks)[0]
+        if streams is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.set_rng_state(self._sampling)
+                action = self.model.predict(observation, deterministic=False, action_masks=action_masks)[0]
+                self._sampling = torch.get_rng_state()
+            return action
+        policy = self.model.policy
+        policy.set_training_mode(False)
+        with torch.no_grad():
+            probs = policy.get_distribution(policy.obs_to_tensor(observation)[0], action_masks).distribution.probs
+        actions = np.empty(len(streams), dtype=np.int64)
         with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._sampling)
-            action = self.model.predict(observation, deterministic=False, action_masks=action_masks)[0]
-            self._sampling = torch.get_rng_state()
-        return action
+            for i, state in enumerate(streams):
+                torch.set_rng_state(state)
+                # the draw Categorical.sample makes for one observation (model.predict in act), from the same state
+                actions[i] = int(torch.multinomial(probs[i:i + 1], 1, True))
+                streams[i] = torch.get_rng_state()
+        return actions
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "checkpoint": self.checkpoint, "sha256": self.sha256,

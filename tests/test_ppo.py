@@ -388,6 +388,24 @@ def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
         agent.play([resolve_instance("mk03")], "weighted_tardiness")
 
 
+def test_batched_play_of_a_sampling_policy_equals_single_env_episodes(tmp_path, monkeypatch):
+    """deterministic=False: ``play`` drew every sub-env's actions from one stream for the batch, so a schedule
+    depended on ``num_envs`` and on the instances beside and before it, and none equalled ``run_episode``'s (all 5
+    here), against docs/agents.md. Now each episode samples from its own stream seeded with ``seed``."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    pool = tier_pool("hard", "small")
+    instances = [pool.instance(seed) for seed in range(5)]
+    agent = make("ppo", checkpoint=shipped_checkpoint("hard"), deterministic=False, seed=3)
+    state = th.get_rng_state()
+    played = agent.play(instances, "weighted_tardiness", num_envs=3)
+    assert th.equal(th.get_rng_state(), state)  # torch's global stream is left alone
+    for inst, schedule in zip(instances, played):
+        env = gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness", **agent.env_settings())
+        assert schedule.to_json() == run_episode(agent, env, seed=0).to_json()
+    assert [s.to_json() for s in agent.play(instances[::-1], "weighted_tardiness", num_envs=2)] == \
+        [s.to_json() for s in played[::-1]]
+
+
 def test_a_sampling_policy_draws_from_its_own_seeded_stream_at_every_episode(tmp_path, monkeypatch):
     """deterministic=False sampled from torch's global stream: a seed's row depended on the episodes played before
     it in the process (hard seed 10002: 19.40 after three others, 3.65 alone)."""
