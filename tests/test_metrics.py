@@ -1,0 +1,62 @@
+"""compute_metrics (DESIGN section 6) on hand-made inputs, every key against a value worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dynasched_gym.metrics import METRIC_KEYS, compute_metrics
+
+NAN = float("nan")
+
+
+def test_every_metric_on_a_hand_made_schedule():
+    """Six jobs: two tardy-or-not jobs with due dates, one without (no tardiness, but a flow time), one cancelled (with
+    a completion the caller left in: still excluded, still counted as cancelled), one on time up to float rounding,
+    one unfinished. mean_tardiness averages over the completed jobs WITH a due date (3 of the 4 completed); busy time
+    and downtime after the makespan do not count in the utilization."""
+    metrics = compute_metrics(
+        release=np.array([0.0, 2.0, 1.0, 0.0, 0.0, 3.0]),
+        due=np.array([5.0, NAN, 20.0, 1.0, 0.3, 4.0]),
+        weight=np.array([2.0, 1.0, 3.0, 5.0, 1.0, 1.0]),
+        completion=np.array([8.0, 10.0, 6.0, 12.0, 0.1 + 0.2, NAN]),
+        cancelled=np.array([False, False, False, True, False, False]),
+        # M0: 0-4, 4-8, down 8-15 (2 before the makespan 10); M1: down 0-2, 2-10, then 10-12 (after the makespan)
+        busy_start=np.array([0.0, 4.0, 2.0, 10.0]), busy_end=np.array([4.0, 8.0, 10.0, 12.0]),
+        down_start=np.array([8.0, 0.0]), down_end=np.array([15.0, 2.0]),
+        num_machines=2,
+    )
+    assert list(metrics) == list(METRIC_KEYS)
+    assert metrics == {
+        "makespan": 10.0,  # not the cancelled job's 12
+        "total_tardiness": 3.0,
+        "mean_tardiness": 1.0,  # 3 / 3 jobs with a due date, not 3 / 4 completed jobs
+        "total_weighted_tardiness": 6.0,
+        "num_tardy_jobs": 1,
+        "mean_flow_time": pytest.approx((8 + 8 + 5 + 0.3) / 4, rel=1e-15),
+        "num_cancelled_jobs": 1,
+        "utilization": 1.0,  # (4 + 4 + 8) / (2 x 10 - 2 - 2)
+    }
+
+
+def test_tardiness_within_eps_enters_the_sums_but_is_not_tardy():
+    """A job ending on its due date up to float rounding is not tardy, and its tardiness of 5.6e-17 still enters the
+    sums (docs/semantics.md): the sums are max(0, C - d) as computed."""
+    empty = np.zeros(0)
+    metrics = compute_metrics(release=np.zeros(1), due=np.array([0.3]), weight=np.array([4.0]),
+                              completion=np.array([0.1 + 0.2]), cancelled=np.zeros(1, dtype=bool), busy_start=empty,
+                              busy_end=empty, down_start=empty, down_end=empty, num_machines=1)
+    late = (0.1 + 0.2) - 0.3
+    assert late > 0
+    assert (metrics["num_tardy_jobs"], metrics["total_tardiness"], metrics["mean_tardiness"]) == (0, late, late)
+    assert metrics["total_weighted_tardiness"] == 4 * late
+
+
+def test_nothing_completed_gives_zeros():
+    """No completed job: makespan, means and utilization are 0 (no division by zero), cancelled jobs still count."""
+    empty = np.zeros(0)
+    metrics = compute_metrics(release=np.zeros(2), due=np.array([1.0, NAN]), weight=np.ones(2),
+                              completion=np.full(2, NAN), cancelled=np.array([True, False]),
+                              busy_start=np.array([0.0]), busy_end=np.array([1.0]), down_start=empty, down_end=empty,
+                              num_machines=3)
+    assert metrics == dict.fromkeys(METRIC_KEYS, 0) | {"num_cancelled_jobs": 1}
