@@ -762,3 +762,121 @@ def test_compute_metrics_needs_a_bool_cancelled_array_and_machines():
     with pytest.raises(ValueError, match="num_machines must be an integer >= 1, got 0"):
         compute_metrics(**args, cancelled=np.array([False, True]), num_machines=0)
     assert compute_metrics(**args, cancelled=np.array([False, True]), num_machines=1)["makespan"] == one[0]
+
+
+def test_a_processing_time_change_of_a_started_slot_is_ignored_by_its_rework_copy() -> None:
+    """A PTIME_CHANGE of a slot already started is ignored (docs/semantics.md): a later REWORK copies the slot with the
+    times it had, 3, not the 6 of the ignored factor 2."""
+    i = inst(Job("J0", [{0: 3}, {1: 4}]),
+             events=[Event(1, E.PTIME_CHANGE, job=0, op=0, factor=2.0), Event(4, E.REWORK, job=0, op=0)])
+    good = make(i, [(0, 0, 0, 0, 3), (0, 1, 1, 3, 7), (0, 2, 0, 7, 10)], [], {0: {"completion": 10}})
+    assert validate_schedule(good).ok
+    bad = make(i, [(0, 0, 0, 0, 3), (0, 1, 1, 3, 7), (0, 2, 0, 7, 13)], [], {0: {"completion": 13}})
+    assert kinds(bad) == {"duration"}
+
+
+def test_a_slot_added_by_a_route_change_cannot_run_before_the_change() -> None:
+    """A segment is checked against its slot as the list stood when the slot first started: slot 1, which the
+    ROUTE_CHANGE at t=1 appends, does not exist at t=0 (the final list, which has it, would accept the segment's
+    machine and length)."""
+    i = inst(Job("J0", [{0: 5}]), events=[Event(1, E.ROUTE_CHANGE, job=0, op=1, ops=({1: 2},))])
+    assert validate_schedule(make(i, [(0, 0, 0, 0, 5), (0, 1, 1, 5, 7)], [], {0: {"completion": 7}})).ok
+    report = validate_schedule(make(i, [(0, 0, 0, 0, 5), (0, 1, 1, 0, 2)], [], {0: {"completion": 5}}))
+    assert report.kinds().get("operation") == 1
+    assert "job 0 has no operation slot 1 when the slot first starts" in messages(report)[0]
+
+
+def test_an_unknown_clock_takes_events_within_the_relative_tolerance_of_the_records() -> None:
+    """Without ``now``, a mid-episode schedule's latest recorded time stands for the clock up to the relative tolerance,
+    as any reported time: records rounded to 9999.9995 (another solver's) still show the CANCELLATION at 10000."""
+    i = inst(Job("J0", [{0: 20000}]), Job("J1", [{1: 5}], release=30000.0),
+             events=[Event(10000, E.CANCELLATION, job=0)])
+    data = make(i, [(0, 0, 0, 0, 9999.9995, 0.49999997, "aborted")], [], {0: {"cancelled_at": 9999.9995}})
+    assert validate_schedule(data, require_finished=False).ok
+    assert validate_schedule(data, require_finished=False, now=10000.0).ok
+
+
+def test_a_segment_after_its_slots_completed_segment_is_a_status_violation_under_restart() -> None:
+    """Under ``restart`` only the completed segment's work counts, so a run of the slot after it completed breaks no
+    work rule: the status rule (the completed segment is the slot's last) is what reports it."""
+    i = inst(Job("J0", [{0: 5}]), policy="restart", events=[Event(7, E.BREAKDOWN, machine=0, duration=1)])
+    # the episode ends at 5, before the breakdown: no downtime
+    data = make(i, [(0, 0, 0, 0, 5), (0, 0, 0, 5, 7, 0.4, "preempted")], [], {0: {"completion": 5}})
+    report = validate_schedule(data)
+    assert report.kinds() == {"status": 1}
+    assert "must be the slot's only completed segment and its last" in messages(report)[0]
+
+
+def _edited(case: Callable[[], dict[str, Any]], job: int, **fields: Any) -> dict[str, Any]:
+    """A valid case with job record ``job``'s ``fields`` replaced (the reported metrics stay the valid ones)."""
+    data = case()
+    data["jobs"][job].update(fields)
+    return data
+
+
+@pytest.mark.parametrize(("data", "kind", "message"), [
+    (_edited(priority_due, 1, release=1.0), "release", "job 1: record says release 1, the instance 0"),
+    (_edited(priority_due, 0, cancelled_at=5.0), "cancellation", "job 0 completes at 5 but reports cancelled_at 5"),
+    (_edited(cancellation, 0, completion=4.0), "completion", "job 0 is cancelled at 4 but reports completion 4"),
+    (_edited(priority_due, 1, due=None), "due", "job 1: reported due null, but 20 is in force"),
+    (_edited(cancellation, 1, due=6.0), "due", "job 1: reported due 6, but null is in force"),
+], ids=["release", "completed-and-cancelled", "cancelled-and-completed", "due-dropped", "due-invented"])
+def test_job_records_must_match_the_instance_and_what_happened(data: dict[str, Any], kind: str, message: str) -> None:
+    """A job record's release is the instance's; a job is completed or cancelled, never both; a due date is null
+    exactly when none is in force."""
+    report = validate_schedule(data)
+    assert report.kinds() == {kind: 1} and messages(report) == [message]
+
+
+def test_an_operation_stopped_within_half_eps_of_its_end_completes_instead() -> None:
+    """The simulator completes an operation with at most EPS/2 of its time left (its work reported rounded): an aborted
+    segment whose work leaves 2.5e-10 of a 5-unit operation must have been a completion (docs/semantics.md)."""
+    i = inst(Job("J0", [{0: 5}]), events=[Event(5, E.CANCELLATION, job=0)])
+    data = make(i, [(0, 0, 0, 0, 5, 1 - 5e-11, "aborted")], [], {0: {"cancelled_at": 5}})
+    assert kinds(data) == {"status"}
+    far = make(i, [(0, 0, 0, 0, 5, 1 - 1e-7, "aborted")], [], {0: {"cancelled_at": 5}})  # 5e-7 left: aborted
+    assert validate_schedule(far).ok
+
+
+def test_a_repair_ends_a_breakdown_only_not_a_maintenance() -> None:
+    """An explicit REPAIR ends the machine's breakdown; during a maintenance it is ignored (docs/semantics.md)."""
+    i = inst(Job("J0", [{1: 5}]),
+             events=[Event(0, E.MAINTENANCE, machine=0, duration=4), Event(2, E.REPAIR, machine=0)])
+    assert validate_schedule(make(i, [(0, 0, 1, 0, 5)], [(0, 0, 4, "maintenance")], {0: {"completion": 5}})).ok
+    cut = make(i, [(0, 0, 1, 0, 5)], [(0, 0, 2, "maintenance")], {0: {"completion": 5}})
+    assert kinds(cut) == {"downtime"}
+
+
+@pytest.mark.parametrize("offset", [0.0, 5e-10])
+def test_job_events_of_one_instant_apply_in_type_order(offset: float) -> None:
+    """A DUE_DATE_CHANGE listed after a CANCELLATION of the same instant (same time, or 5e-10 later: one instant,
+    docs/semantics.md) still applies before it (type order): the due date in force at the cancellation is 3."""
+    i = inst(Job("J0", [{0: 5}], due=10.0), events=[Event(2, E.CANCELLATION, job=0),
+                                                    Event(2 + offset, E.DUE_DATE_CHANGE, job=0, due=3.0)])
+    segments = [(0, 0, 0, 0, 2, 0.4, "aborted")]
+    assert validate_schedule(make(i, segments, [], {0: {"cancelled_at": 2, "due": 3.0}})).ok
+    assert kinds(make(i, segments, [], {0: {"cancelled_at": 2}})) == {"due"}
+
+
+def test_reported_metrics_are_compared_with_the_relative_tolerance() -> None:
+    """A metric is compared with ``tol`` relative to max(1, |value|): mean flow time 10 reported as 10 + 2e-5 is off
+    (2e-6 > 1e-6), 10 + 5e-6 is rounding; a metric below 1 gets the absolute tolerance."""
+    data = breakdown_resume()
+    data["metrics"]["mean_flow_time"] = 10.0 + 2e-5
+    assert kinds(data) == {"metrics"}
+    data["metrics"]["mean_flow_time"] = 10.0 + 5e-6
+    assert validate_schedule(data).ok
+    data["metrics"]["utilization"] += 2e-6  # 10/14 + 2e-6
+    assert kinds(data) == {"metrics"}
+    assert validate_schedule(data, tol=1e-5).ok
+
+
+def test_a_slot_that_never_completes_cannot_perform_more_than_its_work() -> None:
+    """Under ``resume`` a slot's segments perform at most 1 in all, completed or not: two preempted runs of 0.6 each."""
+    i = inst(Job("J0", [{0: 10, 1: 10}]), events=[Event(6, E.BREAKDOWN, machine=0, duration=20),
+                                                   Event(12, E.BREAKDOWN, machine=1, duration=20)])
+    data = make(i, [(0, 0, 0, 0, 6, 0.6, "preempted"), (0, 0, 1, 6, 12, 0.6, "preempted")],
+                [(0, 6, 26, "breakdown"), (1, 12, 32, "breakdown")])
+    report = validate_schedule(data, require_finished=False, now=12.0)
+    assert report.kinds().get("work") == 1
+    assert any("perform work 1.2 > 1 (resume policy)" in m for m in messages(report))
