@@ -3,12 +3,14 @@ file lock that processes sharing a file take."""
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 try:
     import fcntl
@@ -53,6 +55,19 @@ def shared_lock_if_any(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class OnDemandFileHandler(logging.FileHandler):
+    """A :class:`logging.FileHandler` that makes its file, and the file's folder if missing, at the first record: the
+    scripts' Hydra run folders held an empty ``<script>.log`` (they print rather than log), and a delayed handler
+    whose folder was removed meanwhile (an empty run folder) failed at its first record."""
+
+    def __init__(self, filename: str | os.PathLike[str], mode: str = "a", encoding: str | None = None) -> None:
+        super().__init__(filename, mode, encoding, delay=True)
+
+    def _open(self) -> Any:
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
 
 
 def user_cache_dir(kind: str, variable: str) -> Path:

@@ -374,7 +374,24 @@ def test_the_log_file_is_made_only_when_something_is_logged(name: str) -> None:
     """The scripts print rather than log: every run folder held an empty ``<script>.log``."""
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
         logging = compose(name, return_hydra_config=True).hydra.job_logging
-    assert logging.handlers.file.delay is True and "file" in logging.root.handlers
+    assert logging.handlers.file["class"] == "dynasched_gym.paths.OnDemandFileHandler"
+    assert "file" in logging.root.handlers
+
+
+def test_the_log_file_and_its_folder_are_made_at_the_first_record(tmp_path: Path) -> None:
+    """A delayed FileHandler whose run folder was removed meanwhile (an empty one) failed at its first record (a
+    later library log line in the same process)."""
+    import logging
+
+    from dynasched_gym.paths import OnDemandFileHandler
+
+    handler = OnDemandFileHandler(tmp_path / "run" / "job.log")
+    try:
+        assert not (tmp_path / "run").exists()
+        handler.emit(logging.LogRecord("x", logging.WARNING, __file__, 1, "late", None, None))
+        assert (tmp_path / "run" / "job.log").read_text() == "late\n"
+    finally:
+        handler.close()
 
 
 def test_bench_leaves_no_empty_run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
