@@ -818,13 +818,7 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     discarded rollout as done and stopped at 2176."""
 
     checkpoints = _ctrl_c_at(640, train_script, monkeypatch)
-    validated: list[int] = []
-
-    def validate(agent, env_cfg, instances, progress=False):
-        validated.append(agent.model.num_timesteps)
-        return np.full(len(instances), 10.0 - len(validated))  # every validation a new best
-
-    monkeypatch.setattr(train_script, "evaluate", validate)
+    validated = _record_validations(train_script, monkeypatch)
     short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short))
@@ -840,6 +834,18 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     assert checkpoints == ["ppo_1024_steps.zip", "ppo_2048_steps.zip"]
 
 
+def _record_validations(train_script, monkeypatch) -> list[int]:
+    """Replace train's validation by one that records the timestep count it validates at, each a new best."""
+    validated: list[int] = []
+
+    def validate(agent, env_cfg, instances, progress=False):
+        validated.append(agent.model.num_timesteps)
+        return np.full(len(instances), 10.0 - len(validated))
+
+    monkeypatch.setattr(train_script, "evaluate", validate)
+    return validated
+
+
 def test_a_run_resumed_at_a_validation_step_does_not_validate_it_again(cache, train_script, tmp_path, monkeypatch):
     """Stopped inside the rollout of 1024 .. 1280, ``interrupted.zip`` counts 1024 timesteps, a multiple of
     ``train.eval_every``: the uninterrupted run validated there already (at the rollout's last step, in the record
@@ -848,13 +854,7 @@ def test_a_run_resumed_at_a_validation_step_does_not_validate_it_again(cache, tr
     could then be selected."""
 
     checkpoints = _ctrl_c_at(1100, train_script, monkeypatch)
-    validated: list[int] = []
-
-    def validate(agent, env_cfg, instances, progress=False):
-        validated.append(agent.model.num_timesteps)
-        return np.full(len(instances), 10.0 - len(validated))  # every validation a new best
-
-    monkeypatch.setattr(train_script, "evaluate", validate)
+    validated = _record_validations(train_script, monkeypatch)
     short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short))
