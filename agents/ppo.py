@@ -293,24 +293,21 @@ class PPOAgent(Agent):
             env = self.env.unwrapped
             forecasts = self._forecaster(0, env.simulator, *env.offered_pairs(), env.time_scale)
             observation = {**observation, FORECASTS_KEY: forecasts}
-        return int(self._predict(self._blank_hindsight(observation), self.env.action_masks()))
+        streams = [self._sampling]
+        action = self._predict(self._blank_hindsight(observation), self.env.action_masks(), streams)
+        self._sampling = streams[0]
+        return int(np.asarray(action).reshape(-1)[0])
 
     def _sampling_start(self) -> torch.Tensor | None:
         """The state of the sampling stream at the start of an episode (``None`` when playing deterministically)."""
         return None if self.deterministic else torch.Generator().manual_seed(self.seed).get_state()
 
     def _predict(self, observation: dict[str, np.ndarray], action_masks: np.ndarray,
-                 streams: list[torch.Tensor | None] | None = None) -> np.ndarray:
-        """The policy's action(s); sampled ones draw from this agent's stream, never torch's global one: for a batch
-        (``play``), row ``i`` from ``streams[i]``, its episode's, which is updated in place."""
+                 streams: list[torch.Tensor | None]) -> np.ndarray:
+        """The policy's action(s), of one observation (``act``) or a batch (``play``); a sampled action of row ``i``
+        draws from ``streams[i]``, its episode's stream (updated in place), never from torch's global one."""
         if self.deterministic:
             return self.model.predict(observation, deterministic=True, action_masks=action_masks)[0]
-        if streams is None:
-            with torch.random.fork_rng(devices=[]):
-                torch.set_rng_state(self._sampling)
-                action = self.model.predict(observation, deterministic=False, action_masks=action_masks)[0]
-                self._sampling = torch.get_rng_state()
-            return action
         policy = self.model.policy
         policy.set_training_mode(False)
         with torch.no_grad():
@@ -319,8 +316,7 @@ class PPOAgent(Agent):
         with torch.random.fork_rng(devices=[]):
             for i, state in enumerate(streams):
                 torch.set_rng_state(state)
-                # the draw Categorical.sample makes for one observation (model.predict in act), from the same state
-                actions[i] = int(torch.multinomial(probs[i:i + 1], 1, True))
+                actions[i] = int(torch.multinomial(probs[i:i + 1], 1, True))  # Categorical.sample's draw
                 streams[i] = torch.get_rng_state()
         return actions
 

@@ -422,6 +422,17 @@ def _nearest_setting(key: str, tree: Mapping[str, Any]) -> str:
     return f"known: {', '.join(sorted(map(str, node)))}" if node else f"{prefix.rstrip('.') or 'the config'} is empty"
 
 
+def check_command_line(overrides: Sequence[str], multirun: bool, config_dir: str | None, config_name: str,
+                       own_configs: bool = True) -> None:
+    """The checks :func:`checked_main` makes of a command line: :func:`check_launcher`, then, where the run reads
+    the project's configs (``own_configs``: no ``--config-path``), :func:`check_config_groups` and
+    :func:`check_setting_keys` against the primary config ``config_name``."""
+    check_launcher(overrides, multirun)
+    if own_configs:
+        check_config_groups(overrides, config_dir, config_name)
+        check_setting_keys(overrides, config_dir, config_name)
+
+
 def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], Callable[..., Any]]:
     """Decorate a script's ``main(cfg)`` with this: ``hydra.main`` of the config ``config_name`` in
     :data:`CONFIG_PATH` (version base 1.3), which, run from the command line, first refuses a launcher whose plugin
@@ -444,11 +455,8 @@ def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], C
 
                 try:
                     command_line = get_args_parser().parse_known_args()[0]
-                    check_launcher(command_line.overrides, command_line.multirun)
-                    if command_line.config_path is None:
-                        name = command_line.config_name or config_name
-                        check_config_groups(command_line.overrides, command_line.config_dir, name)
-                        check_setting_keys(command_line.overrides, command_line.config_dir, name)
+                    check_command_line(command_line.overrides, command_line.multirun, command_line.config_dir,
+                                       command_line.config_name or config_name, command_line.config_path is None)
                 except (MissingExtraError, SettingError) as exc:
                     _usage_error_exit(exc)
             return hydra_main(*args, **kwargs)
@@ -523,5 +531,6 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 
 
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys",
-           "base_overrides", "check_added_keys", "check_config_groups", "check_launcher", "check_setting_keys",
-           "checked_main", "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked"]
+           "base_overrides", "check_added_keys", "check_command_line", "check_config_groups", "check_launcher",
+           "check_setting_keys", "checked_main", "output_folder", "remove_empty_run_folder", "setting_errors_exit",
+           "settings_checked"]

@@ -31,11 +31,12 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from dynasched_gym.checks import is_finite_real
 from dynasched_gym.cli import doc_summary, output_folder_argument
 from dynasched_gym.errors import InstanceFormatError, MissingExtraError
 from dynasched_gym.generation import GENERATOR_VERSION, MAX_SEEDS, SSI_VERSION, TIERS, Scenario, calibrate, ssi
 from dynasched_gym.generation.difficulty import PORTFOLIO, empirical_difficulty
-from dynasched_gym.generation.stress_index import STRESS_HALF
+from dynasched_gym.generation.stress_index import score_stress
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import config_hash, read_jsonl
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
@@ -99,8 +100,7 @@ def size_statistics(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         rows = [r for r in table if r["size"] == size]
         score = np.array([r["ssi"] for r in rows])
         difficulty = np.array([r["difficulty"] for r in rows])
-        with np.errstate(divide="ignore"):  # a score of 100 is an infinite stress
-            stress = STRESS_HALF * (score / (100.0 - score)) ** 2
+        stress = score_stress(score)
         both = (difficulty > 0) & (stress > 0) & np.isfinite(stress)
         rho = spearman(score, difficulty)
         figures[size] = {"instances": len(rows), "spearman": float(rho) if np.isfinite(rho) else None,
@@ -126,9 +126,8 @@ def _statistics_read(row: dict[str, Any]) -> None:
     """Raise a ValueError unless ``row`` holds what the statistics read (``ssi`` and ``difficulty`` finite
     numbers, ``tier`` one of TIERS, ``converged`` a bool): such a line is skipped with a warning naming it, and its
     instance computed again."""
-    numbers = [row.get("ssi"), row.get("difficulty")]
-    if not (all(isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) for v in numbers)
-            and row.get("tier") in TIERS and isinstance(row.get("converged"), bool)):
+    if not (is_finite_real(row.get("ssi")) and is_finite_real(row.get("difficulty")) and row.get("tier") in TIERS
+            and isinstance(row.get("converged"), bool)):
         raise ValueError("a row holds finite numbers ssi and difficulty, a tier and a bool converged")
 
 

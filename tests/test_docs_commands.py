@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_module
+from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from dynasched_gym.cli import build_parser
-from scripts.overrides import check_config_groups, check_launcher, check_setting_keys
+from scripts.overrides import _job_overrides, check_command_line
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -117,20 +118,10 @@ def test_a_documented_command_line_is_accepted(doc: Path, words: list[str], tmp_
     multirun = "-m" in arguments
     overrides = [argument for argument in arguments if argument != "-m"]
     config = HYDRA_CONFIGS[script]
-    check_launcher(overrides, multirun)
-    check_config_groups(overrides, None, config)
-    check_setting_keys(overrides, None, config)
+    check_command_line(overrides, multirun, None, config)  # as the script's checked_main
+    first_job = _job_overrides(OverridesParser.create().parse_overrides(overrides))  # a sweep's first job
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
-        compose(config, overrides=_first_job(overrides), return_hydra_config=True)
-
-
-def _first_job(overrides: list[str]) -> list[str]:
-    """The overrides of a sweep's first job (each swept value's first)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(overrides)
-    return BasicSweeper.split_arguments(parsed, None)[0][0]
+        compose(config, overrides=first_job, return_hydra_config=True)
 
 
 def _check_cli_words(arguments: list[str]) -> None:

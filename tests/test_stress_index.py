@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dynasched_gym.generation import SSI_VERSION, ssi
-from dynasched_gym.generation.stress_index import mean_reflected_workload
+from dynasched_gym.generation.stress_index import mean_reflected_workload, score_stress
 from dynasched_gym.instance import Event, EventType, Instance, Job, Machine
 
 E = EventType
@@ -186,3 +186,10 @@ def test_the_ssi_of_a_fixed_instance_is_pinned():
     assert result.score == pytest.approx(PINNED["score"], rel=1e-9)
     assert result.stress == pytest.approx(PINNED["stress"], rel=1e-9)
     assert result.components == pytest.approx(PINNED["components"], rel=1e-9)
+
+
+def test_score_stress_inverts_the_score() -> None:
+    """validate_ssi reads the SSI's stress back from the stored scores."""
+    result = ssi(_pinned_instance())
+    assert float(score_stress(result.score)) == pytest.approx(result.stress, rel=1e-9)
+    assert score_stress(50.0) == pytest.approx(0.3) and score_stress(100.0) == math.inf and score_stress(0.0) == 0.0

@@ -84,6 +84,14 @@ def tier_of(score: float) -> str:
     raise ValueError(f"SSI score {score} outside 0..100")
 
 
+def score_stress(score: float | np.ndarray) -> float | np.ndarray:
+    """The stress a score stands for: the inverse of score = 100 sqrt(stress) / (sqrt(stress) + sqrt(STRESS_HALF))
+    (infinite at 100)."""
+    score = np.asarray(score, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return STRESS_HALF * (score / (100.0 - score)) ** 2
+
+
 def _squash(x: float) -> float:
     return float(x / (1.0 + x)) if x > 0 else 0.0
 
