@@ -163,13 +163,13 @@ class ResultStore:
         if not self.path.exists():
             return []
         with self._locked(exclusive=False):
-            stored = read_jsonl(self.path, checked_row_key, StoreWarning)
+            stored = _read_numbered_jsonl(self.path, checked_row_key, StoreWarning)
         rows, seen = [], set()
-        for row in stored:
+        for number, row in stored:
             key = row_key(row)
             if key in seen:
-                warnings.warn(f"{self.path}: duplicate row for key {key} ignored (first kept)", StoreWarning,
-                              stacklevel=2)
+                warnings.warn(f"{self.path}: duplicate row for key {key} on line {number} ignored (first kept)",
+                              StoreWarning, stacklevel=2)
                 continue
             seen.add(key)
             rows.append(row)
@@ -236,8 +236,8 @@ class ResultStore:
                 warnings.warn(f"{self.path}: cutting off a truncated last line ({len(data) - end} bytes) left by a "
                               "killed writer", StoreWarning, stacklevel=3)
                 fh.truncate(self._offset + end)
-        self._keys.update(row_key(row) for row in _parse(data[:end], self.path, checked_row_key, StoreWarning,
-                                                         self._lines + 1))
+        self._keys.update(row_key(row) for _, row in _parse(data[:end], self.path, checked_row_key, StoreWarning,
+                                                            self._lines + 1))
         self._offset += end
         self._lines += data[:end].count(b"\n")
 
@@ -257,6 +257,12 @@ def read_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, Any]], Any
     that holds a whole row but no newline (written by hand) is read. With ``repair`` the partial last line is
     cut off, or the whole one ended, so that the next append starts on a line of its own.
     """
+    return [row for _, row in _read_numbered_jsonl(path, key, category, repair)]
+
+
+def _read_numbered_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, Any]], Any] | None,
+                         category: type[Warning], repair: bool = False) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl`'s rows, each with its line number (from 1)."""
     path = Path(path)
     if not path.is_file():
         return []
@@ -291,8 +297,8 @@ def _is_row(line: bytes, key: Callable[[dict[str, Any]], Any] | None) -> bool:
 
 
 def _parse(data: bytes, path: Path, key: Callable[[dict[str, Any]], Any] | None,
-           category: type[Warning], first_line: int = 1) -> Iterator[dict[str, Any]]:
-    """The rows of ``data``'s lines (numbered from ``first_line`` in warnings); unreadable ones are skipped."""
+           category: type[Warning], first_line: int = 1) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of ``data``'s lines with their numbers (from ``first_line``); unreadable ones are skipped."""
     for number, line in enumerate(data.splitlines(), first_line):
         if not line.strip():
             continue
@@ -305,7 +311,7 @@ def _parse(data: bytes, path: Path, key: Callable[[dict[str, Any]], Any] | None,
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             warnings.warn(f"{path}: ignoring unreadable line {number} ({exc})", category, stacklevel=3)
             continue
-        yield row
+        yield number, row
 
 
 # --------------------------------------------------------------------------------------------- statistics

@@ -169,6 +169,7 @@ def test_unreadable_and_duplicate_lines_are_ignored(tmp_path: Path) -> None:
         rows = ResultStore(path).rows()
     assert [(r["seed"], r.get("v")) for r in rows] == [(1, 1), (2, None)]
     assert len(caught) == 3
+    assert "line 4 ignored (first kept)" in str(caught[2].message)  # the duplicate's line, to delete it by hand
 
 
 @pytest.mark.parametrize(("change", "message"), [
