@@ -379,8 +379,9 @@ def test_tiers_partition_the_score_range():
     assert [tier_of(x) for x in (0.0, 24.9, 25.0, 49.9, 50.0, 74.9, 75.0, 100.0)] == [
         "easy", "easy", "medium", "medium", "hard", "hard", "extreme", "extreme"]
     assert list(TIER_BANDS) == ["easy", "medium", "hard", "extreme"]
-    with pytest.raises(ValueError):
-        tier_of(101.0)
+    for outside in (101.0, 100.005, -0.001):  # 100.005 was extreme (the band's bound is 100.01)
+        with pytest.raises(ValueError, match=rf"^SSI score {outside} outside 0\.\.100$"):
+            tier_of(outside)
     for bad in ("50", None, True):  # "50" failed comparing a str with a float; True was the score 1
         with pytest.raises(TypeError, match=rf"^score must be a number \(an SSI score, 0\.\.100\), got {bad!r}$"):
             tier_of(bad)
