@@ -44,7 +44,6 @@ import os
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -838,9 +837,12 @@ class _Checker:
     # ------------------------------------------------------------------ 4. precedence
     def _check_precedence(self) -> None:
         for j, segs in enumerate(self.by_job):
-            for a, b in pairwise(segs):
-                if b.start < a.end - self.eps(a.end):
-                    self.add("precedence", f"job {j} runs two segments at once: {a} and {b}", b.index, j)
+            last: _Seg | None = None  # the segment with the latest end so far, as in _check_overlaps
+            for b in segs:
+                if last is not None and b.start < last.end - self.eps(last.end):
+                    self.add("precedence", f"job {j} runs two segments at once: {last} and {b}", b.index, j)
+                if last is None or b.end > last.end:
+                    last = b
             done = self.done_end[j]
             for k, ks in sorted(self.by_slot[j].items()):
                 if k == 0:

@@ -730,6 +730,16 @@ def test_two_segments_of_one_slot_at_once() -> None:
     assert kinds(data) == {"precedence"}
 
 
+def test_a_job_segment_overlapping_a_long_earlier_one_is_reported_past_its_neighbour() -> None:
+    # segment 2 clears segment 1 but not segment 0, which runs longer: comparing neighbours missed it
+    three = (Machine("M0"), Machine("M1"), Machine("M2"))
+    i = inst(Job("J0", [{0: 10, 1: 10, 2: 10}]), machines=three)
+    data = make(i, [(0, 0, 0, 0, 10, 0.5, "preempted"), (0, 0, 1, 2, 3, 0.1, "preempted"),
+                    (0, 0, 2, 5, 9, 0.4, "completed")], [], {0: {"completion": 9}})
+    report = validate_schedule(data)
+    assert [v.segment for v in report.violations if v.kind == "precedence"] == [1, 2]
+
+
 def test_segment_shorter_than_its_work() -> None:
     data = make(one_op(), [(0, 0, 0, 0, 4)], [], {0: {"completion": 4}})
     assert kinds(data) == {"duration"}
