@@ -723,7 +723,10 @@ def run(cfg: DictConfig) -> Summary:
                 f"{store.path}; once the cause is fixed, rerun the same command: it resumes with the episodes "
                 "missing") from exc
     ran = len(store.written())
-    rows = the_plan.labelled(store.rows()) + retry
+    final = store.rows()
+    # another run may have stored some of these episodes meanwhile (its row then stands in for this run's)
+    check_reused([r for r in final if row_key(r) in wanted_keys and row_key(r) not in done], validate, store.path)
+    rows = the_plan.labelled(final) + retry
     failed = [r for r in rows if r["status"] != "ok"]
     return Summary(len(wanted_keys), len(wanted_keys & done), ran, failed, the_plan.skipped,
                    time.perf_counter() - began, rows, retry)

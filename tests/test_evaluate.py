@@ -19,6 +19,7 @@ from collections import Counter
 from concurrent.futures import Future
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -1294,6 +1295,25 @@ def test_stored_rows_that_do_not_hold_for_this_run_are_refused_not_reused(cache:
         leaderboard.run(config("leaderboard", *base, "run_missing=false", f"out={tmp_path / 'board'}"))
     store.write_text(json.dumps({**row, "validated": True}) + "\n")
     assert evaluate.run(config("evaluate", *base)).reused == 1
+
+
+def test_a_row_another_run_stored_meanwhile_unvalidated_is_refused_at_the_end(cache: Path, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A validate=false run storing an episode while this run played it: the store kept that row, which this
+    run's summary then counted as validated."""
+    store = tmp_path / "store.jsonl"
+    base = ("tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", "workers=1", "progress=false",
+            f"store={store}")
+    play = evaluate.play_episode
+
+    def concurrent(*args: Any) -> dict[str, Any]:
+        ResultStore(store).append(play(*args[:-1], False))  # the other run, validate=false, finishes first
+        return play(*args)
+
+    monkeypatch.setattr(evaluate, "play_episode", concurrent)
+    with pytest.raises(SettingError, match="was stored with validate=false"):
+        evaluate.run(config("evaluate", *base))
+    assert [json.loads(line)["validated"] for line in store.read_text().splitlines()] == [False]
 
 
 def test_a_board_of_stored_rows_says_how_many_configured_episodes_the_store_lacks(cache: Path, tmp_path: Path) -> None:
