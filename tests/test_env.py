@@ -439,11 +439,11 @@ def test_human_render_draws_a_window_figure(monkeypatch):
 
     plt.switch_backend("agg")
     env = DFJSPEnv(instance="mk01", render_mode="human")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Agg cannot show a window; it still draws
-        env.reset(seed=0)
+    with pytest.warns(UserWarning, match=r"backend 'agg' has none \(no display\?\): nothing is shown") as caught:
+        env.reset(seed=0)  # headless, it said nothing: the user saw no window and no word
         env.step(0)
-    assert plt.get_fignums()
+    assert len([w for w in caught if "nothing is shown" in str(w.message)]) == 1  # once per window
+    assert plt.get_fignums()  # Agg still draws
     env.close()
     assert not plt.get_fignums()
 

@@ -7,6 +7,7 @@ end (faded) and the current time (a dashed line).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -56,11 +57,21 @@ def render_gantt(sim: Simulator) -> np.ndarray:
     return figure_rgb(_figure(sim))
 
 
+#: matplotlib's built-in backends that draw no window (the one chosen headless is agg).
+NON_INTERACTIVE_BACKENDS = ("agg", "cairo", "pdf", "pgf", "ps", "svg", "template")
+
+
 def show_gantt(sim: Simulator, window: Any = None) -> Any:
     """Draw the Gantt chart in a matplotlib window (created on the first call); returns the window's figure. An
-    ``$MPLBACKEND`` matplotlib does not know is an :class:`~dynasched_gym.errors.InstanceFormatError` naming it."""
+    ``$MPLBACKEND`` matplotlib does not know is an :class:`~dynasched_gym.errors.InstanceFormatError` naming it; a
+    backend without windows (no display) draws the figure, shows nothing, and says so once per window."""
     plt = import_matplotlib("matplotlib.pyplot")
     if window is None:
+        backend = plt.get_backend()
+        if backend.lower() in NON_INTERACTIVE_BACKENDS:
+            warnings.warn(f"render_mode='human' shows the Gantt chart in a window, but matplotlib's backend "
+                          f"{backend!r} has none (no display?): nothing is shown. Set MPLBACKEND to an interactive "
+                          "backend (TkAgg, QtAgg) or use render_mode='rgb_array'", UserWarning, stacklevel=4)
         plt.ion()
         window = plt.figure(figsize=gantt_size(sim.instance), dpi=80)
     _figure(sim, window)
