@@ -9,13 +9,17 @@ from conftest import REPO
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 
+def run_python_blocks(blocks: list[str], source: str, namespace: dict) -> None:
+    """Execute ``blocks`` in order in ``namespace``; a traceback names ``source`` and the block's number."""
+    for number, block in enumerate(blocks, 1):
+        exec(compile(block, f"{source} python block {number}", "exec"), namespace)
+
+
 def test_readme_python_examples_run_in_order(tmp_path, monkeypatch):
     blocks = PYTHON_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
     assert len(blocks) >= 3, "the README's Quickstart lost its Python examples"
     monkeypatch.chdir(tmp_path)  # the examples write their schedule into the current folder
     namespace: dict = {"__name__": "__readme__"}
-    for number, block in enumerate(blocks, 1):
-        # The file name puts the block's number into any traceback.
-        exec(compile(block, f"README.md python block {number}", "exec"), namespace)
+    run_python_blocks(blocks, "README.md", namespace)
     assert (tmp_path / "mk01-mwkr.json").is_file()
     assert namespace["schedule"].metrics["total_weighted_tardiness"] >= 0
