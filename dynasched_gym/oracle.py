@@ -52,7 +52,7 @@ from dynasched_gym.validate import events_by_instant, machine_downtime, validate
 with needs_extra("oracle", "the CP-SAT oracle"):
     from ortools.sat.python import cp_model
 
-__all__ = ["OracleResult", "solve_clairvoyant"]
+__all__ = ["SOLVER_OPTIONS", "OracleResult", "check_solver_options", "solve_clairvoyant"]
 
 #: Most variants a job may have (more raise ValueError naming the job).
 MAX_VARIANTS = 256
@@ -128,6 +128,23 @@ def _solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> 
     return outcome["status"]
 
 
+#: The solver options of :func:`solve_clairvoyant`: what a configuration may set (the instance, the objective and a
+#: hint come from the caller).
+SOLVER_OPTIONS = ("time_limit", "workers", "seed")
+
+
+def check_solver_options(time_limit: Any = 10.0, workers: Any = 2, seed: Any = 0) -> tuple[float, int, int]:
+    """The :data:`SOLVER_OPTIONS` of :func:`solve_clairvoyant` checked, as it checks them (``scripts.evaluate`` checks
+    an entry's before any episode): a ``time_limit`` that is no finite number > 0, ``workers`` < 1 or a ``seed``
+    outside [0, 2**31) is a ValueError (a TypeError where no number or integer), naming the option and the value."""
+    time_limit = check_real("time_limit", time_limit, 0.0, open_low=True)  # -1 or NaN ran 0.05 s without a word
+    workers = check_integer("workers", workers, 1)  # CP-SAT reads 0 as "choose for me"
+    seed = check_integer("seed", seed, 0)
+    if seed >= 2**31:
+        raise ValueError(f"seed must be an integer in [0, 2**31) (CP-SAT's random_seed), got {seed!r}")
+    return time_limit, workers, seed
+
+
 def solve_clairvoyant(
     instance: Instance,
     objective: str = "weighted_tardiness",
@@ -160,11 +177,7 @@ def solve_clairvoyant(
     check_instance("instance", instance)
     check_choice("objective", objective, tuple(OBJECTIVE_METRICS))  # a list failed with "unhashable type: 'list'"
     key = OBJECTIVE_METRICS[objective]
-    time_limit = check_real("time_limit", time_limit, 0.0, open_low=True)  # -1 or NaN ran 0.05 s without a word
-    workers = check_integer("workers", workers, 1)  # CP-SAT reads 0 as "choose for me"
-    seed = check_integer("seed", seed, 0)
-    if seed >= 2**31:
-        raise ValueError(f"seed must be an integer in [0, 2**31) (CP-SAT's random_seed), got {seed!r}")
+    time_limit, workers, seed = check_solver_options(time_limit, workers, seed)
     if hint is not None and not isinstance(hint, Schedule):
         raise TypeError(f"hint must be a Schedule of the instance or None, got {type(hint).__name__}: {hint!r:.80}")
     if hint is not None and (hint.instance != instance or not hint.finished):

@@ -182,8 +182,15 @@ class OraclePlayer:
     clairvoyant = True
 
     def __init__(self, name: str, kwargs: Mapping[str, Any], env: Mapping[str, Any]) -> None:
-        self.solve = importlib.import_module("dynasched_gym.oracle").solve_clairvoyant
+        oracle = importlib.import_module("dynasched_gym.oracle")
+        self.solve = oracle.solve_clairvoyant
         self.kwargs = dict(kwargs)
+        # checked now, before any episode: a bad option failed every episode, each an error row stored for good
+        unknown = sorted(set(self.kwargs) - set(oracle.SOLVER_OPTIONS), key=str)
+        if unknown:
+            raise TypeError(f"solve_clairvoyant takes no option {unknown[0]!r} here; its options are "
+                            f"{', '.join(oracle.SOLVER_OPTIONS)} (the evaluation gives the instance and the objective)")
+        oracle.check_solver_options(**self.kwargs)
 
     def config(self) -> dict[str, Any]:
         return {"agent": {"name": self.name, **self.kwargs}}
@@ -442,6 +449,9 @@ def _checked_player(spec: Mapping[str, Any], resolved: str, tier: str, size: str
         player = _player(resolved)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{_entry(spec)}: {exc}") from None
+    if isinstance(player, OraclePlayer) and spec["env"]:  # they were ignored, and the rows stored under them
+        raise ValueError(f"{spec['env_key']}={spec['env']}: {player.name} solves the instance and plays no env, so "
+                         "these settings would be ignored; leave its env empty")
     if isinstance(player, AgentPlayer):
         try:
             player.check_env()

@@ -810,6 +810,25 @@ def test_shipped_ppo_plays_its_tier_with_its_training_env(cache: Path, tmp_path:
     assert all(any(f"ppo on {t}/small" in note for note in summary.skipped) for t in missing)
 
 
+@pytest.mark.parametrize(("override", "message"), [
+    # each failed every episode instead, an error row stored for good under the bad setting
+    ("agent.cpsat_oracle.kwargs.time_limit=-1",
+     r"^agent\.cpsat_oracle \(name 'cpsat-oracle', kwargs \{'time_limit': -1, 'workers': 1\}\): time_limit must be a "
+     r"finite number > 0, got -1$"),
+    ("agent.cpsat_oracle.kwargs.workers=0", r"^agent\.cpsat_oracle .*: workers must be an integer >= 1, got 0$"),
+    ("+agent.cpsat_oracle.kwargs.hint=x", r"^agent\.cpsat_oracle .*: solve_clairvoyant takes no option 'hint' here; "
+                                          r"its options are time_limit, workers, seed"),
+    # the oracle plays no env: this was ignored without a word (and the rows stored under it)
+    ("+agent.cpsat_oracle.env.max_candidates=3", r"^agent\.cpsat_oracle\.env=\{'max_candidates': 3\}: cpsat-oracle "
+                                                 r"solves the instance and plays no env"),
+])
+def test_the_cpsat_references_settings_are_checked_before_any_episode(override: str, message: str) -> None:
+    if importlib.util.find_spec("ortools") is None:
+        pytest.skip("ortools is not installed (pip install 'dynasched-gym[oracle]')")
+    with pytest.raises(SettingError, match=message):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[cpsat_oracle]", "ppo=null", override))
+
+
 def test_missing_extras_skip_agents_but_broken_modules_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     evaluate._player.cache_clear()
     monkeypatch.setitem(sys.modules, "dynasched_gym.oracle", None)  # as if the oracle (or ortools) were missing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import itertools
 import sys
 from datetime import datetime
@@ -258,6 +259,19 @@ def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrid
     """One line, ``error: <key> ... <value>``, exit status 2, no traceback and no empty run folder left behind."""
     err = _usage_error(script, overrides, tmp_path, monkeypatch, capsys)
     assert err.startswith("error: ") and message in err, err
+
+
+def test_a_bad_setting_of_the_cpsat_reference_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """It failed every episode instead (exit status 1), each an error row stored for good under the bad setting."""
+    if importlib.util.find_spec("ortools") is None:
+        pytest.skip("ortools is not installed (pip install 'dynasched-gym[oracle]')")
+    store = tmp_path / "results.jsonl"
+    err = _usage_error("evaluate", ["agent=[cpsat_oracle]", "ppo=null", "tiers=[easy]", "seeds.count=1",
+                                    "agent.cpsat_oracle.kwargs.time_limit=0", f"store={store}"],
+                       tmp_path, monkeypatch, capsys)
+    assert err.startswith("error: agent.cpsat_oracle ") and "time_limit must be a finite number > 0, got 0" in err
+    assert not store.exists()
 
 
 def test_a_bad_value_in_a_later_tier_stops_before_the_first_tier_is_played(tmp_path: Path,
