@@ -985,6 +985,22 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
 
 
+def test_the_ppo_setting_is_evaluated_beside_an_agent_entry_of_ppo() -> None:
+    """An agent entry named ppo made the top-level ppo setting be ignored without a word."""
+    shipped = Path(__file__).resolve().parents[1] / "agents" / "checkpoints"
+
+    def planned(checkpoint: str) -> tuple[list[str], list[str]]:
+        plan = evaluate.plan(config("evaluate", "tiers=medium", "seeds.count=1", "agent=[]",
+                                    f"ppo={shipped / checkpoint}", "+agent.mine.names=[ppo]", "+agent.mine.label=mine",
+                                    f"+agent.mine.kwargs.checkpoint={shipped / 'ppo-medium-small-full.zip'}"))
+        return [e[0].agent for e in plan.episodes], plan.skipped
+
+    agents, skipped = planned("ppo-medium-small.zip")
+    assert agents == ["mine", "ppo"] and skipped == []
+    agents, skipped = planned("ppo-medium-small-full.zip")  # the same configuration: once
+    assert agents == ["mine"] and skipped[0].startswith("ppo on medium/small: the same configuration")
+
+
 @pytest.mark.parametrize(("override", "message"), [
     ("agent.lookahead.kwargs.top_k=0", r"^agent\.lookahead \(name 'lookahead', kwargs \{'top_k': 0, .*\}\): top_k"),
     # json's "Out of range float values are not JSON compliant", naming no key, was the whole message
