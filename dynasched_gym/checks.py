@@ -84,11 +84,16 @@ def named_items(name: str, value: Any) -> list[tuple[str, Any]]:
 
 
 def check_choices(name: str, value: Any, choices: Sequence[str]) -> list[Any]:
-    """The setting ``name`` (one name or a list) as a list, each item one of ``choices`` (a ValueError names the
-    item, as :func:`named_items`, and its value)."""
+    """The setting ``name`` (one name or a list) as a list, each item one of ``choices`` and none given twice (a
+    ValueError names the item, as :func:`named_items`, and its value: ``tiers=[easy,easy]`` played every episode twice,
+    ``only=[kernel,kernel]`` measured the section twice)."""
     items = named_items(name, value)
+    first: dict[Any, str] = {}
     for item_name, item in items:
         check_choice(item_name, item, choices)
+        if item in first:
+            raise ValueError(f"{item_name} repeats {item!r} ({first[item]}): name each once")
+        first[item] = item_name
     return [item for _, item in items]
 
 

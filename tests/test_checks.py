@@ -74,6 +74,13 @@ def test_check_bool_takes_python_and_numpy_bools(value: object) -> None:
         assert type(check_bool("flag", given)) is bool and check_bool("flag", given) == given
 
 
+def test_check_choices_refuses_an_item_given_twice() -> None:
+    """``tiers=[easy,easy]`` played every episode twice (the second row dropped), ``only=[kernel,kernel]`` measured the
+    section twice."""
+    with pytest.raises(ValueError, match=re.escape("tiers[2] repeats 'easy' (tiers[0]): name each once")):
+        check_choices("tiers", ["easy", "hard", "easy"], ("easy", "hard"))
+
+
 def test_check_choices_names_the_item() -> None:
     """One value given alone is a list of one (not of its letters); an error names the item by its index."""
     assert check_choices("tiers", "easy", ("easy", "hard")) == ["easy"]

@@ -252,6 +252,11 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("observability", ["levels=[]", "variants=[]", "+ppo.ful=x.zip"], "ppo.ful: no such setting; ppo has concise, "),
     ("observability", ["levels=[]", "variants=[]", "ppo.concise={hardd: x.zip}"], "ppo.concise.hardd: no such tier"),
     ("train", ["train.gamma=1.5"], "train.gamma must be"),
+    # each played every episode (measured every section) twice
+    ("evaluate", ["tiers=[easy,hard,easy]"], "tiers[2] repeats 'easy' (tiers[0]): name each once"),
+    ("leaderboard", ["sizes=[small,small]", "run_missing=false"], "sizes[1] repeats 'small' (sizes[0])"),
+    ("bench", ["only=[kernel,kernel]"], "only[1] repeats 'kernel' (only[0])"),
+    ("observability", ["levels=[L1,L1]", "agent.model=m"], "levels[1] repeats 'L1' (levels[0])"),
 ])
 def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrides: list[str], message: str,
                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
