@@ -45,6 +45,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -564,6 +565,28 @@ def load_instances(keys: Sequence[str], args: argparse.Namespace) -> dict[str, I
     return out
 
 
+def peer_executable(value: Any) -> str:
+    """The setting ``peer_python``: the absolute path of an executable file, a relative path taken from the launch
+    directory as ``out`` (the repository root, where the scripts run) and a bare name looked up on ``$PATH``. A value
+    that is none is a ValueError naming the setting: it made every peer's figure ``cannot run ...``, found only once
+    every other section had been measured."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, os.PathLike)) or not str(value):
+        raise TypeError(f"peer_python must be the path of a python, got {type(value).__name__}: {value!r:.80}")
+    text = str(value)
+    if os.sep not in text:
+        found = shutil.which(text)
+        where = "not found on $PATH"
+    else:
+        from hydra.utils import to_absolute_path
+
+        path = Path(to_absolute_path(text))
+        found = str(path) if path.is_file() and os.access(path, os.X_OK) else None
+        where = "not an executable file" if path.exists() else "no such file"
+    if found is None:
+        raise ValueError(f"peer_python={text}: {where} (make peers builds .peers/venv/bin/python)")
+    return found
+
+
 @settings_checked()
 def settings(cfg: DictConfig) -> argparse.Namespace:
     """The settings of ``cfg`` (conf/bench.yaml) checked, each error naming its key, with the ``quick`` defaults
@@ -576,7 +599,7 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         memory_envs=check_integer("memory_envs", cfg.memory_envs, 1), rule=str(cfg.rule),
         pool_tier=cfg.pool_tier, pool_seed=check_integer("pool_seed", cfg.pool_seed, 0),
         seed=check_integer("seed", cfg.seed, 0),
-        peer_python=None if cfg.peer_python is None else str(cfg.peer_python),
+        peer_python=None if cfg.peer_python is None else peer_executable(cfg.peer_python),
         episode_limit=cfg.episode_limit, timeout=cfg.timeout, out=str(output_file("out", cfg.out)))
     if cfg.repeats is not None:
         args.repeats = check_integer("repeats", cfg.repeats, 1)

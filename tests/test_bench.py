@@ -160,8 +160,18 @@ def test_a_failing_peer_is_reported_with_its_reason(tmp_path: Path, body: str, r
     assert json.loads(out.read_text())["ratios"] == []
 
 
-def test_a_missing_peer_python_is_reported(tmp_path: Path) -> None:
-    args = _settings("quick=true", f"peer_python={tmp_path / 'nope'}", "only=[peers]")
+def test_a_missing_peer_python_is_refused_before_any_measurement(tmp_path: Path) -> None:
+    """It made every peer's figure "cannot run ...", found once every other section had been measured."""
+    for value, reason in ((tmp_path / "nope", "no such file"), (tmp_path, "not an executable file"),
+                          ("no-such-python-here", "not found on \\$PATH")):
+        with pytest.raises(SettingError, match=f"^peer_python={value}: {reason} "):
+            _settings("quick=true", f"peer_python={value}")
+    assert _settings(f"peer_python={_fake_python(tmp_path, 'exit 1')}").peer_python == str(tmp_path / "python")
+
+
+def test_a_peer_python_that_cannot_run_is_reported(tmp_path: Path) -> None:
+    args = _settings("quick=true", f"peer_python={_fake_python(tmp_path, 'exit 1')}", "only=[peers]")
+    (tmp_path / "python").unlink()  # gone since the settings were checked
     result = bench.bench_peer(bench.PEERS[0], "ta01", load_instance(data.path("ta01")), tmp_path, args)
     assert result["error"].startswith("cannot run")
 

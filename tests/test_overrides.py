@@ -245,6 +245,8 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("calibrate", ["method=cmaes", "+options.budget=1000000"], "budget must be at most 100000, got 1000000"),
     ("calibrate", ["targets.utilization=7"], "targets.utilization"),
     ("bench", ["only=[kernal]"], "only[0] must be one of"),
+    # every peer's figure was "cannot run ...", once every other section had been measured
+    ("bench", ["peer_python=/no/such/python"], "peer_python=/no/such/python: no such file"),
     ("observability", ["levels=[L9]", "agent.model=m"], "levels[0] must be one of"),
     ("observability", ["levels=L9", "agent.model=m"], "levels must be one of"),
     ("observability", ["tiers=[easy,hardd]", "agent.model=m"], "tiers[1] must be one of"),  # said tiers[0]
