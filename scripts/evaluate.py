@@ -37,7 +37,6 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -62,7 +61,7 @@ from dynasched_gym.results import (
     row_key,
 )
 from dynasched_gym.schedule import Schedule
-from scripts.interrupts import interrupted_exit, stop_workers
+from scripts.interrupts import WorkerPool, interrupted_exit, stop_workers
 from scripts.overrides import (
     SettingError,
     check_added_keys,
@@ -599,8 +598,8 @@ def _run_tasks(tasks: list[list[tuple[Entrant, str, str, int]]], objective: str,
             for job in task:
                 yield play_episode(*job, objective, validate)
         return
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_one_thread) as pool:
+    # the workers ignore Ctrl-C (it reaches the whole process group): this process ends them, keeping what they finished
+    with WorkerPool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread) as pool:
         futures = [pool.submit(_play_instance, task, objective, validate) for task in tasks]
         handed = 0  # the rows of futures[:handed] are yielded or in `left`
         left: list[dict[str, Any]] = []  # rows of a finished task not yet yielded

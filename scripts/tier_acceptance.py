@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from typing import Any
 
 import numpy as np
@@ -38,7 +37,7 @@ from dynasched_gym.generation.scenario import size_presets
 from dynasched_gym.generation.tiers import attempts, key_inputs, pool_key
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
-from scripts.interrupts import interrupted_exit, stop_workers
+from scripts.interrupts import WorkerPool, interrupted_exit, stop_workers
 from scripts.journal import JournalWarning
 
 #: Seeds per tier of each size preset in the documented table (large is about three times slower a seed).
@@ -96,7 +95,7 @@ def _counted(pending: list[tuple[dict[str, Any], int]], workers: int) -> Iterato
         for inputs, seed in pending:
             yield count_seed(inputs, seed)
         return
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with WorkerPool(workers) as pool:  # workers deaf to Ctrl-C
         futures = [pool.submit(count_seed, inputs, seed) for inputs, seed in pending]
         handed = set()
         try:

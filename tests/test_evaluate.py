@@ -613,7 +613,7 @@ def test_ctrl_c_with_workers_keeps_the_rows_of_every_finished_task(monkeypatch: 
     failed.set_exception(KeyboardInterrupt())  # a worker interrupted in its task
     pool = _FakePool([_done([{"seed": 0}]), _InterruptedWait(), _done([{"seed": 2}, {"seed": 3}]), failed,
                       Future(), _done([{"seed": 5}])])
-    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(evaluate, "WorkerPool", pool)
     rows = []
     with pytest.raises(KeyboardInterrupt):
         for row in evaluate._run_tasks([[]] * 6, "makespan", True, workers=2):
@@ -626,7 +626,7 @@ def test_ctrl_c_while_a_row_is_stored_still_keeps_the_rows_of_every_finished_tas
     """The interrupt lands in the main process's storing (not in the wait for a task): the row being stored,
     the rest of its task and the later tasks already finished are kept, each once, then the interrupt propagates."""
     pool = _FakePool([_done([{"seed": 0}, {"seed": 1}]), Future(), _done([{"seed": 2}]), _done([{"seed": 3}])])
-    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(evaluate, "WorkerPool", pool)
     kept: list[dict] = []
     calls = []
 
@@ -676,13 +676,13 @@ def test_ctrl_c_with_workers_ends_them_at_once_keeping_the_finished_tasks(monkey
     fork = multiprocessing.get_context("fork")
     monkeypatch.setattr(evaluate.multiprocessing, "get_context", lambda method: fork)
     created = []
-    executor = evaluate.ProcessPoolExecutor
+    executor = evaluate.WorkerPool
 
     def pool(*args, **kwargs):
         created.append(executor(*args, **kwargs))
         return created[-1]
 
-    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(evaluate, "WorkerPool", pool)
     rows, began = [], time.monotonic()
     earlier = set(multiprocessing.active_children())  # an earlier test's pool may still be winding down
 

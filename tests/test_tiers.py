@@ -434,10 +434,10 @@ def test_an_interrupted_prepare_keeps_the_members_its_workers_finished(tmp_path:
     from concurrent.futures import ThreadPoolExecutor
 
     class Threads(ThreadPoolExecutor):  # in-process workers, so that the monkeypatched generator is the one run
-        def __init__(self, workers: int, mp_context: object = None) -> None:
+        def __init__(self, workers: int) -> None:
             super().__init__(workers)
 
-    monkeypatch.setattr(tiers, "ProcessPoolExecutor", Threads)
+    monkeypatch.setattr(tiers, "WorkerPool", Threads)
     monkeypatch.setattr(tiers, "generate_member", lambda inputs, seed: f'{{"seed": {seed}}}')
     write, interrupted = TierPool._write, threading.Event()
 

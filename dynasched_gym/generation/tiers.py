@@ -47,13 +47,12 @@ import contextlib
 import hashlib
 import itertools
 import json
-import multiprocessing
 import os
 import shutil
 import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +70,7 @@ from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_targ
 from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic
+from dynasched_gym.interrupts import WorkerPool
 from dynasched_gym.paths import file_lock, locks_available, user_cache_dir
 
 #: Bumped whenever the pool algorithm (not the generator or the SSI) changes what a seed yields.
@@ -264,7 +264,9 @@ class TierPool:
                     self._write(seed, generate_member(self._inputs, seed))
                     bar.update()
                 return
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            # spawned workers that ignore Ctrl-C (it reaches the whole process group): no traceback of theirs, and
+            # the members they are generating finish and are kept below
+            with WorkerPool(workers) as pool:
                 futures = {pool.submit(generate_member, self._inputs, seed): seed for seed in missing}
                 written = set()
                 try:
