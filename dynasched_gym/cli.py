@@ -24,7 +24,7 @@ from dynasched_gym import data
 from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, MissingExtraError
 from dynasched_gym.instance import writable_file, writable_folder
-from dynasched_gym.interrupts import sigterm_as_interrupt
+from dynasched_gym.interrupts import interrupt_handled, sigterm_as_interrupt
 from dynasched_gym.io import resolve_instance
 from dynasched_gym.metrics import METRIC_KEYS
 from dynasched_gym.viz.timeline import MAX_BINS
@@ -302,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a traceback of wherever the work was says nothing to a user who pressed Ctrl-C
+        interrupt_handled()  # python -m dynasched_gym: exit with 130, not by SIGINT
         print("\ninterrupted", file=sys.stderr)
         return 130
 

@@ -13,7 +13,14 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from dynasched_gym.interrupts import WorkerPool, interrupts_held, signal_handlers, sigterm_as_interrupt, stop_workers
+from dynasched_gym.interrupts import (
+    WorkerPool,
+    interrupt_handled,
+    interrupts_held,
+    signal_handlers,
+    sigterm_as_interrupt,
+    stop_workers,
+)
 
 #: The exit status of an interrupted script (128 + SIGINT, what a shell reports for Ctrl-C).
 INTERRUPTED = 130
@@ -32,7 +39,9 @@ def interrupted_exit(note: str | None = None) -> Iterator[None]:
         if message:
             print(f"\ninterrupted: {message}" if not exc.args else f"\n{message}", file=sys.stderr)
         sys.exit(INTERRUPTED)
+    finally:  # every interrupt in the block was handled (here, or inside, e.g. a script's own sys.exit(130)):
+        interrupt_handled()  # else Python run with -m may end by SIGINT, not with the status asked for
 
 
-__all__ = ["INTERRUPTED", "WorkerPool", "interrupted_exit", "interrupts_held", "signal_handlers",
-           "sigterm_as_interrupt", "stop_workers"]
+__all__ = ["INTERRUPTED", "WorkerPool", "interrupt_handled", "interrupted_exit", "interrupts_held",
+           "signal_handlers", "sigterm_as_interrupt", "stop_workers"]

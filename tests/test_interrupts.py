@@ -100,3 +100,25 @@ def test_the_command_line_stops_on_sigterm_removing_the_file_it_was_writing(tmp_
     assert proc.returncode == 130, (proc.returncode, proc.stderr[-3000:])
     assert proc.stderr.strip().endswith("interrupted") and "Traceback" not in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+#: Ctrl-C inside code that exec() runs from a string, as when it lands while a dataclass or a namedtuple is made (an
+#: import, a Hydra config): CPython marks that KeyboardInterrupt unhandled even where it is caught.
+_CTRL_C_IN_EXEC = "exec('os.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(9): pass')"
+
+
+@pytest.mark.parametrize(("module", "err"), [
+    ("import os, signal\nfrom scripts.interrupts import interrupted_exit\nwith interrupted_exit('kept'):\n"
+     f"    {_CTRL_C_IN_EXEC}\n", "\ninterrupted: kept\n"),
+    ("import os, signal, sys\nfrom dynasched_gym import cli\n"
+     f"cli.resolve_instance = lambda name: {_CTRL_C_IN_EXEC}\nsys.exit(cli.main(['rollout', 'mk01']))\n",
+     "\ninterrupted\n"),
+], ids=["script", "command-line"])
+def test_ctrl_c_caught_after_it_left_exec_code_still_exits_130(tmp_path: Path, module: str, err: str) -> None:
+    """Run with ``python -m`` (as the scripts and ``python -m dynasched_gym`` are), such an interrupt made the process
+    print its message and then die by SIGINT at exit (status -2), whatever ``sys.exit`` asked for."""
+    (tmp_path / "ctrl_c_in_exec.py").write_text(module)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-m", "ctrl_c_in_exec"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": path})
+    assert (proc.returncode, proc.stderr) == (130, err)
