@@ -779,6 +779,74 @@ def test_sigterm_stops_the_evaluation_as_ctrl_c_does(cache: Path, tmp_path: Path
     assert f"| {kept}/6 [" in resumed.stderr and "| 6/6 [" in resumed.stderr  # the bar counts the reused episodes
 
 
+def _spawned_workers(pid: int) -> list[int]:
+    """The worker processes that multiprocessing spawned for process ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent == pid and b"--multiprocessing-fork" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):  # ended meanwhile
+                continue
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="finds the worker processes in /proc (Linux)")
+def test_ctrl_c_to_the_process_group_with_workers_prints_only_the_message_and_resumes(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the workers too (SIGINT to the foreground process group): each printed its own
+    KeyboardInterrupt traceback (from ``spawn_main`` while it imported the script, or from its wait for a task) around
+    the one-line message. Now: status 130, the message alone, only complete rows stored, and the rerun completes."""
+    env = {**os.environ, "DYNASCHED_CACHE": str(tmp_path / "pools")}  # a new pool: the first Ctrl-C lands in prepare
+    store = tmp_path / "store.jsonl"
+    args = ["tiers=easy", "seeds.count=4", "agent=[rules]", "ppo=null", "progress=false", "workers=2",
+            f"store={store}", "hydra.run.dir=" + str(tmp_path / "hydra")]
+    total = 4 * RULES
+
+    def ctrl_c(when) -> str:  # starts the evaluation as a terminal does, presses Ctrl-C once when(proc) is true
+        proc = subprocess.Popen([sys.executable, "-m", "scripts.evaluate", *args], cwd=REPO, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline and not when(proc):
+                time.sleep(0.005)
+            os.killpg(proc.pid, signal.SIGINT)
+            err = proc.communicate(timeout=60)[1]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        assert proc.returncode == 130, f"finished before the Ctrl-C, or died by a signal: {err[-3000:]}"
+        assert err.strip().count("\n") == 0 and "Traceback" not in err, err[-3000:]  # the message, nothing else
+        return err.strip()
+
+    started: list[float] = []
+
+    def workers_importing(proc: subprocess.Popen) -> bool:  # ~0.5 s of imports after they appear
+        if not started and _spawned_workers(proc.pid):
+            started.append(time.monotonic())
+        return bool(started) and time.monotonic() - started[0] > 0.2
+
+    assert ctrl_c(workers_importing) == f"interrupted: {evaluate.RESUME_NOTE}"  # during the pool's generation
+    assert not store.exists() or not store.read_bytes()
+    from dynasched_gym.generation import tier_pool
+
+    # the rest of the pool made here, so that the next run starts its episodes' workers sooner
+    tier_pool("easy", "small", cache_dir=tmp_path / "pools", workers=1).prepare(range(10_000, 10_004), progress=False)
+    err = ctrl_c(lambda proc: store.exists() and store.read_bytes().count(b"\n") >= 1)  # workers playing episodes
+    kept = store.read_bytes().count(b"\n")
+    assert err.startswith(f"interrupted: {kept} episode(s) of this run are stored in {store}") and kept < total
+    assert store.read_bytes().endswith(b"\n") and all(json.loads(line) for line in store.read_text().splitlines())
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    resumed = _run_cli(["workers=1" if a == "workers=2" else a for a in args], env)  # in one process: sooner
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{total} episodes: {kept} reused from the store, {total - kept} run now, 0 failed" in resumed.stdout
+    rows = ResultStore(store).rows()
+    assert len(rows) == len({row_key(r) for r in rows}) == total
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
                     reason="hydra-joblib-launcher is not installed (pip install 'dynasched-gym[dist]')")
