@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.interrupts import INTERRUPTED, interrupted_exit, interrupts_held, sigterm_as_interrupt
+from scripts.interrupts import INTERRUPTED, WorkerPool, interrupted_exit, interrupts_held, sigterm_as_interrupt
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,6 +101,22 @@ def test_the_command_line_stops_on_sigterm_removing_the_file_it_was_writing(tmp_
     assert proc.stderr.strip().endswith("interrupted") and "Traceback" not in proc.stderr
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_worker_pool_workers_ignore_ctrl_c_and_an_interrupt_ends_them() -> None:
+    """Ctrl-C reaches the workers too; the main process alone handles it, and leaving the pool's block by it ends the
+    workers at once (they would not stop by themselves any more, and the pool waited for every task submitted)."""
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), WorkerPool(2) as pool:
+        assert pool.submit(signal.getsignal, signal.SIGINT).result(timeout=120) == signal.SIG_IGN
+        for _ in range(4):
+            pool.submit(time.sleep, 60)
+        workers = list(pool._processes.values())
+        raise KeyboardInterrupt
+    for worker in workers:
+        worker.join(10)
+        assert worker.exitcode is not None
+    assert time.monotonic() - began < 60
 
 #: Ctrl-C inside code that exec() runs from a string, as when it lands while a dataclass or a namedtuple is made (an
 #: import, a Hydra config): CPython marks that KeyboardInterrupt unhandled even where it is caught.
