@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_module
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 import dynasched_gym
@@ -223,6 +225,63 @@ def test_written_counts_a_row_whose_append_a_ctrl_c_cut_short(tmp_path: Path, mo
     assert store.path.read_text().count("\n") == 3
 
 
+def test_a_store_that_read_earlier_rows_cuts_off_only_the_partial_line(tmp_path: Path) -> None:
+    """The partial line of a killed writer lies past the rows this store object has read: it is cut off where it
+    starts in the file, not at its offset in the bytes read since (which cut off every earlier row)."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    assert store.append(_row(1)) and store.append(_row(2))
+    with open(store.path, "ab") as fh:  # another writer killed mid-row
+        fh.write(json.dumps(_row(3))[:25].encode())
+    with pytest.warns(StoreWarning, match="cutting off a truncated last line"):
+        assert store.append(_row(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [r["seed"] for r in store.rows()] == [1, 2, 3]
+
+
+def test_a_store_file_replaced_by_a_shorter_one_is_read_again(tmp_path: Path) -> None:
+    """Rows deleted by hand (the file now shorter than what the store object had read): their keys are free again."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    assert all(store.append(_row(s)) for s in (1, 2, 3))
+    store.path.write_text(json.dumps(_row(1)) + "\n")  # rows 2 and 3 deleted
+    assert store.append(_row(2)) and not store.append(_row(1))
+    assert [r["seed"] for r in store.rows()] == [1, 2]
+
+
+def test_written_leaves_out_a_row_whose_line_an_interrupt_cut_short(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the middle of the write: part of the line is in the file, cut off on the next look; the row is not
+    stored, so written() must not count it."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    assert store.append(_row(1))
+
+    class CutShort:  # the store's file, whose write stops after 10 bytes
+        def __init__(self, fh) -> None:
+            self._fh = fh
+
+        def __enter__(self) -> CutShort:
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self._fh.close()
+
+        def write(self, data: bytes) -> int:
+            self._fh.write(data[:10])
+            raise KeyboardInterrupt
+
+        def __getattr__(self, name: str):
+            return getattr(self._fh, name)
+
+    real_open = open
+    monkeypatch.setattr("dynasched_gym.results.open", lambda *a, **k: CutShort(real_open(*a, **k)), raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        store.append(_row(2))
+    monkeypatch.undo()
+    with pytest.warns(StoreWarning, match="cutting off a truncated last line"):
+        assert {k[3] for k in store.written()} == {1}
+    assert store.append(_row(2)) and {k[3] for k in store.written()} == {1, 2}
+
+
 def test_ctrl_c_message_counts_every_stored_row_and_the_rerun_resumes(cache: Path, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The Ctrl-C lands after the 5th row is written but before its append returned: the message says 5 (it said
@@ -272,6 +331,20 @@ def test_bootstrap_ci() -> None:
     assert bootstrap_ci(values) == (low, high)  # seeded
     assert bootstrap_ci([3.0, 3.0]) == (3.0, 3.0)
     assert all(math.isnan(x) for x in bootstrap_ci([]))
+
+
+def test_bootstrap_ci_takes_the_2_5th_and_97_5th_percentiles_of_the_resampled_means() -> None:
+    """Resampling [0, 0, 1], the mean is 1 with probability 1/27 (3.7 %) and 2/3 with 6/27: of 10,000 resampled
+    means the 97.5th percentile is 1 (the 95th would be 2/3), the 2.5th is 0; so every value must be drawn."""
+    assert bootstrap_ci([0.0, 0.0, 1.0]) == (0.0, 1.0)
+    assert bootstrap_ci([1.0, 1.0, 0.0]) == (0.0, 1.0)  # mirrored: the 5th percentile would be 1/3
+
+
+def test_format_number_shows_a_missing_value_as_a_dash() -> None:
+    from dynasched_gym.results import format_number
+
+    assert [format_number(x) for x in (None, math.nan, np.float64("nan"))] == ["—"] * 3
+    assert (format_number(1234.5678), format_number(0.5, 3), format_number(math.inf)) == ("1235", "0.5", "inf")
 
 
 def test_paired_margin_is_the_one_used_by_the_scripts() -> None:
@@ -447,6 +520,88 @@ def test_same_name_with_two_configurations_is_split() -> None:
     rows += [{**r, "agent_hash": "other", "objective_value": 1.0} for r in rows if r["agent"] == "lookahead"]
     agents = {e["agent"] for e in aggregate(rows, resamples=100)}
     assert {"lookahead@lookah", "lookahead@other"} <= agents and "lookahead" not in agents
+
+
+def test_an_agent_without_a_valid_episode_compares_with_nothing_and_comes_last() -> None:
+    """Its mean is NaN: its ratio to the best rule was inf (NaN over 0), and it was sorted among the agents with
+    episodes by the order of the rows (NaN compares as neither lower nor higher)."""
+    rows = [_row(s, agent="rule:A", agent_hash="A", objective_value=10.0) for s in range(3)]
+    rows += [_row(s, agent="broken", agent_hash="X", status="error", objective_value=None,
+                  normalised_weighted_tardiness=None) for s in range(3)]
+    rows += [_row(s, agent="partial", agent_hash="P", objective_value=5.0, status="ok" if s else "invalid")
+             for s in range(3)]
+    board = aggregate(rows, resamples=50)
+    assert [(e["agent"], e["rank"]) for e in board] == [("rule:A", 1), ("partial", None), ("broken", None)]
+    broken = board[2]
+    assert (broken["episodes"], broken["failed"], broken["tokens"]) == (0, 3, None)
+    assert all(math.isnan(broken[k]) for k in ("mean", "ci_low", "vs_best_rule", "vs_clairvoyant", "regret", "nwt"))
+    assert board[1]["vs_best_rule"] == 0.5  # over the seeds both have
+
+
+def test_the_clairvoyant_reference_is_per_seed_the_best_clairvoyant_value() -> None:
+    """Two clairvoyant agents: the reference takes the lower value on each seed; a seed that only the references
+    played takes no rank from the fair agents (they are compared on the seeds they share)."""
+    rows = [_row(s, agent="rule:A", agent_hash="A", objective_value=4.0) for s in range(2)]
+    rows += [_row(s, agent="oracle-1", agent_hash="O1", clairvoyant=True, objective_value=v)
+             for s, v in enumerate((1.0, 5.0))]
+    rows += [_row(s, agent="oracle-2", agent_hash="O2", clairvoyant=True, objective_value=v)
+             for s, v in enumerate((3.0, 2.0, 7.0))]
+    board = {e["agent"]: e for e in aggregate(rows, resamples=50)}
+    rule = board["rule:A"]
+    assert rule["regret"] == 2.5 and rule["vs_clairvoyant"] == pytest.approx(8 / 3)  # against 1 and 2
+    assert rule["rank"] == 1 and rule["best_rule"] and rule["instances"] == 3
+    assert board["oracle-1"]["regret"] == 1.5 and board["oracle-2"]["regret"] == pytest.approx(2 / 3)
+    assert board["oracle-1"]["rank"] is None and board["oracle-2"]["vs_best_rule"] == pytest.approx(5 / 8)
+
+
+def test_the_regret_interval_pairs_each_seed_with_its_reference() -> None:
+    """The agent is worse by exactly 1 on every seed: a paired interval has no spread (unpaired values, a wide one)."""
+    rows = [_row(s, agent="rule:A", agent_hash="A", objective_value=10.0 * (s + 1)) for s in range(3)]
+    rows += [_row(s, agent="oracle", agent_hash="O", clairvoyant=True, objective_value=10.0 * (s + 1) - 1.0)
+             for s in range(3)]
+    rule = next(e for e in aggregate(rows, resamples=200) if e["agent"] == "rule:A")
+    assert rule["regret_ci_low"] == rule["regret"] == rule["regret_ci_high"] == 1.0
+
+
+def test_the_boards_means_skip_what_was_not_measured_and_tokens_add_up() -> None:
+    """``ssi``, ``decisions`` and ``wall_time`` may be null (not measured): the means leave them out rather than
+    count them as 0; ``tokens`` is the total of the rows reporting them, None where none does."""
+    rows = [_row(0, ssi=10.0, decisions=4, wall_time=0.5, tokens={"total": 5}),
+            _row(1, ssi=None, decisions=None, wall_time=None, tokens=None),
+            _row(2, ssi=40.0, decisions=8, wall_time=1.5, tokens={"total": 7})]
+    rows += [_row(s, agent="lookahead", agent_hash="L", tokens=None) for s in range(3)]
+    board = {e["agent"]: e for e in aggregate(rows, resamples=50)}
+    entry = board["rule:SPT:EET"]
+    assert (entry["ssi"], entry["decisions"], entry["wall_time"], entry["tokens"]) == (25.0, 6.0, 1.0, 12)
+    assert board["lookahead"]["tokens"] is None and math.isnan(board["lookahead"]["ssi"])
+
+
+def test_the_board_lists_tiers_from_easy_to_extreme() -> None:
+    """Tiers in difficulty order (not by name, which puts extreme second), unknown ones last by name."""
+    rows = [_row(s, tier=tier) for tier in ("medium", "extreme", "zz", "hard", "custom", "easy") for s in range(2)]
+    board = aggregate(rows, resamples=50)
+    assert [e["tier"] for e in board] == ["easy", "medium", "hard", "extreme", "custom", "zz"]
+    assert difficulty_trend(board)[("makespan", "small")]["tiers"] == ["easy", "medium", "hard", "extreme",
+                                                                       "custom", "zz"]
+
+
+def test_equal_difficulty_on_two_tiers_is_not_strictly_increasing() -> None:
+    rows = [_row(s, tier=tier) for tier in ("easy", "hard") for s in range(2)]  # nwt 0.5 on both
+    trend = difficulty_trend(aggregate(rows, resamples=50))[("makespan", "small")]
+    assert trend["increasing"] is False and trend["agents"] == ["rule:SPT:EET"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.permutations(range(len(_board_rows()))))
+def test_the_board_does_not_depend_on_the_order_of_the_rows(order: list[int]) -> None:
+    """Every statistic, the bootstrap intervals included (they resample the values in seed order), is the same
+    whatever the order of the rows in the store (e.g. after a resume, or with parallel workers)."""
+    rows = _board_rows()
+
+    def comparable(board: list[dict]) -> list[dict]:
+        return [{k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in e.items()} for e in board]
+
+    assert comparable(aggregate([rows[i] for i in order], resamples=50)) == comparable(aggregate(rows, resamples=50))
 
 
 def test_aggregate_names_the_row_and_the_field_it_lacks() -> None:
@@ -1446,6 +1601,8 @@ def test_paired_statistics_need_pairs_and_resamples() -> None:
     """paired_margin([1, 2], [1]) broadcast into a margin over no pairs; resamples=0 failed with an IndexError."""
     with pytest.raises(ValueError, match=r"one value per instance each, paired: got shapes \(2,\) and \(1,\)"):
         paired_margin([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match=r"one value per instance each, paired: got shapes \(1, 2\) and \(1, 2\)"):
+        paired_margin([[1.0, 2.0]], [[1.0, 1.0]])  # a table, not one value per instance
     for bad, error in ((0, ValueError), (-5, ValueError), (2.5, TypeError)):
         with pytest.raises(error, match=f"resamples must be an integer >= 1, got {bad}"):
             bootstrap_ci([1.0, 2.0, 3.0], resamples=bad)
@@ -1466,6 +1623,8 @@ def test_the_store_refuses_a_row_it_would_skip_on_reading(tmp_path: Path) -> Non
     store = ResultStore(tmp_path / "store.jsonl")
     with pytest.raises(ValueError, match="field 'agent_hash' must be a string, got '<missing>'"):
         store.append({k: v for k, v in _row(0).items() if k != "agent_hash"})
+    with pytest.raises(ValueError, match=r"^field 'objective_value' of an ok row must be a finite number, got nan$"):
+        store.append(_row(0, objective_value=math.nan))  # named, not JSON's "Out of range float values"
     with pytest.raises(ValueError, match="field 'objective_value' of an ok row must be a finite number, got '1'"):
         store.append(_row(0, objective_value="1"))
     with pytest.raises(TypeError, match="a row is a mapping of fields, got list"):
