@@ -96,13 +96,17 @@ def test_a_board_of_stored_rows_only_reads_the_store(tmp_path: Path, monkeypatch
     store's folder had to be writable and a lock file was made beside it."""
     store = tmp_path / "published" / "store.jsonl"
     store.parent.mkdir()
-    store.write_text("".join(json.dumps(row) + "\n" for row in _board_rows()))
+    rows = _board_rows()
+    rows.append({**rows[0], "agent": "broken", "agent_hash": "broken", "status": "error", "error": "boom",
+                 "objective_value": None, "normalised_weighted_tardiness": None})  # an error fails the board too
+    store.write_text("".join(json.dumps(row) + "\n" for row in rows))
     monkeypatch.setattr("dynasched_gym.instance.os.access",  # only the board's folder may be written
                         lambda path, mode: not str(path).startswith(str(store.parent)))
     cfg = config("leaderboard", "run_missing=false", "all_rows=true", "tiers=[easy,hard]", "seeds.count=3",
                  "ppo=null", "progress=false", f"store={store}", f"out={tmp_path / 'board'}")
     _, failed, text = leaderboard.run(cfg)
-    assert len(failed) == 1 and "### easy (3 instances" in text and (tmp_path / "board" / "leaderboard.md").is_file()
+    assert [r["status"] for r in failed] == ["invalid", "error"]
+    assert "### easy (3 instances" in text and (tmp_path / "board" / "leaderboard.md").is_file()
     assert sorted(p.name for p in store.parent.iterdir()) == ["store.jsonl"]  # no lock file
 
 
@@ -253,3 +257,69 @@ def test_an_ok_row_without_an_ssi_score_is_left_out_of_the_ssi_plot_only(tmp_pat
     board = aggregate(rows, resamples=50)
     leaderboard.write(board, rows, [], [], tmp_path, resamples=50)
     assert (tmp_path / "ssi-makespan-small.png").is_file()
+
+
+def test_the_tables_show_each_statistic_in_its_column() -> None:
+    rows = _board_rows()
+    text = leaderboard.markdown(aggregate(rows, resamples=200), {}, [], [], resamples=200)
+    # rank | agent | mean | CI | vs best rule | vs clairvoyant | regret [CI] | nwt | episodes | failed | ms / episode
+    assert "| 1 | lookahead | 4 | [3, 5] | 0.8 | 2 | 2 [1, 3] | 0.4 | 3 | 0 | 10 |" in text
+    assert "| — | llm | 0.5 | [0.5, 0.5] | 0.1 | 0.333 | -1 [-1.5, -0.5] | 0.05 | 2 | 1 | 10 |" in text
+    assert ("| agent | easy | hard |\n|---|---:|---:|\n| lookahead | 0.4 | 0.8 |\n| rule:A | 0.5 | 1 |\n"
+            "| rule:B | 0.8 | 1.6 |\n| llm | 0.05 | — |\n| oracle | 0.2 | 0.4 |\n") in text  # nwt, "—": not played
+    assert "Agents whose own normalised weighted tardiness does not increase with the tier: none." in text
+    fair = [r for r in rows if r["agent"] != "oracle"]  # no reference: no ratio to it, no regret
+    text = leaderboard.markdown(aggregate(fair, resamples=200), {}, [], [], resamples=200)
+    assert "| 1 | lookahead | 4 | [3, 5] | 0.8 | — | — | 0.4 | 3 | 0 | 10 |" in text
+
+
+def test_an_agent_of_a_later_tier_only_has_its_row_in_the_cross_tier_table() -> None:
+    rows = _board_rows()
+    rows += [{**r, "agent": "newcomer", "agent_hash": "newcomer", "normalised_weighted_tardiness": 0.3}
+             for r in rows if r["agent"] == "rule:B" and r["tier"] == "hard"]
+    text = leaderboard.markdown(aggregate(rows, resamples=50), {}, [], [], resamples=50)
+    assert "| newcomer | — | 0.3 |" in text
+
+
+def test_equal_difficulty_on_two_tiers_reads_as_not_increasing() -> None:
+    rows = [{**r, "normalised_weighted_tardiness": 0.5} for r in _board_rows() if r["agent"] == "rule:A"]
+    text = leaderboard.markdown(aggregate(rows, resamples=50), {}, [], [], resamples=50)
+    assert "easy 0.5 >= hard 0.5: **NOT strictly increasing**" in text
+    assert "does not increase with the tier: rule:A." in text
+
+
+def test_every_failed_episode_is_counted_and_listed() -> None:
+    rows = _board_rows()
+    failed = [r for r in rows if r["status"] != "ok"]
+    failed.append({**failed[0], "agent": "lookahead", "seed": 7, "status": "error", "error": "boom"})
+    text = leaderboard.markdown(aggregate(rows, resamples=50), {}, failed, [], resamples=50)
+    assert "**2 FAILED EPISODE(S)**" in text
+    assert "- FAILED [invalid] llm on easy/small seed 2 (makespan):" in text
+    assert "- FAILED [error] lookahead on easy/small seed 7 (makespan): boom\n" in text
+
+
+def test_the_written_board_shows_only_what_was_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heading names the objective's metric from the rows; the CSV leaves a missing statistic empty (not "nan");
+    the bars leave out an agent without a valid episode, the SSI plot every failed row, and it marks the clairvoyant
+    references."""
+    from matplotlib.axes import Axes
+
+    rows = [{**r, "objective": "weighted_tardiness", "objective_metric": "total_weighted_tardiness"}
+            for r in _board_rows()]
+    rows += [{**r, "agent": "broken", "agent_hash": "broken", "status": "error", "objective_value": None,
+              "normalised_weighted_tardiness": None} for r in rows if r["agent"] == "rule:B" and r["tier"] == "easy"]
+    board = aggregate(rows, resamples=50)
+    bars, points = [], []
+    barh, scatter = Axes.barh, Axes.scatter
+    monkeypatch.setattr(Axes, "barh", lambda ax, y, width, **kw: bars.append(len(y)) or barh(ax, y, width, **kw))
+    monkeypatch.setattr(Axes, "scatter", lambda ax, x, y, **kw: points.append(kw["label"]) or scatter(ax, x, y, **kw))
+    text = leaderboard.write(board, rows, [r for r in rows if r["status"] != "ok"], [], tmp_path, 50)
+    assert "## Objective `weighted_tardiness` (`total_weighted_tardiness`, lower is better)" in text
+    assert bars == [5, 4]  # easy: lookahead, rule:A, rule:B, llm, oracle (not broken); hard: no llm
+    assert sorted(points) == ["best rule of the tier (6)", "llm (2)", "lookahead (6)", "oracle (clairvoyant) (6)"]
+    with open(tmp_path / "leaderboard.csv", newline="") as fh:
+        entries = {(r["tier"], r["agent"]): r for r in csv.DictReader(fh)}
+    broken = entries[("easy", "broken")]
+    assert (broken["mean"], broken["regret"], broken["vs_best_rule"], broken["rank"], broken["failed"]) == \
+        ("", "", "", "", "3")
+    assert entries[("easy", "rule:A")]["mean"] == "5.0"
