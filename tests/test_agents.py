@@ -231,6 +231,34 @@ def test_the_rule_agents_fallback_keeps_emergency_jobs_first():
     assert (jobs[slot], machines[slot]) == (1, 0)  # the emergency job, on the machine offered
 
 
+def test_without_emergency_first_the_fallback_ranks_by_the_job_rule_alone():
+    """SPT's pair, J1 on its faster M1, is not offered: the agent plays J1's offered pair, as SPT ranks J1 first; only
+    with emergency_first does the emergency job J0 go first."""
+    inst = Instance.build("fallback", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 5.0, 1: 5.0}], weight=10.0), Job("J1", [{0: 2.0, 1: 1.0}])])
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, max_candidates=3)
+    observation, info = env.reset(seed=0)
+    jobs, machines = env.unwrapped.offered_pairs()
+    assert (1, 1) not in set(zip(jobs.tolist(), machines.tolist()))
+    for emergency_first, expected in ((False, (1, 0)), (True, (0, 0))):
+        agent = make("rule:SPT:EET", emergency_first=emergency_first)
+        agent.reset(env)
+        slot = agent.act(observation, info)
+        assert (jobs[slot], machines[slot]) == expected
+
+
+def test_a_rule_agent_plays_slot_0_when_nothing_can_start():
+    """Every job cancelled before its release: the rule has no pair, (-1, -1), and the agent plays slot 0 (as the
+    random and LLM agents do)."""
+    inst = Instance.build("empty", [Machine("M0")], [Job("J0", [{0: 2.0}], release=5.0)],
+                          [Event(1.0, EventType.CANCELLATION, job=0)])
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst)
+    observation, info = env.reset(seed=0)
+    agent = make("rule:SPT")
+    agent.reset(env)
+    assert agent.act(observation, info) == 0
+
+
 def test_the_random_rules_fallback_is_uniform_over_the_offered_pairs():
     """RANDOM draws among every startable pair; when its draw is not offered, it plays a uniform offered pair (it
     used to play the first)."""
@@ -307,6 +335,27 @@ def test_make_names_an_unknown_argument_and_the_agents(name, kwargs, message):
     """Python's "LookaheadAgent.__init__() got an unexpected keyword argument 'topk'" named none of its arguments."""
     with pytest.raises(TypeError, match=re.escape(message)):
         make(name, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["lookahead2", "randomly", "ppo-old", "llm:model", "rule", "pdr", "rules:MWKR"])
+def test_make_takes_only_the_registered_names_and_prefixes(name):
+    """A name is one of the registry's, or starts with one of its prefixes (``rule:``, ``pdr:``)."""
+    with pytest.raises(ValueError, match=f"^unknown agent '{name}'; known: rule:, pdr:, lookahead,"):
+        make(name)
+
+
+def test_rule_agents_spell_their_rule_one_way_and_tell_their_options_apart():
+    """``rule:mwkr`` is the agent ``rule:MWKR:EET`` (one config, one hash); each option gives another configuration,
+    and emergency_first another name (the label of its rows)."""
+    from dynasched_gym.results import config_hash
+
+    base = make("rule:MWKR:EET")
+    assert make("rule:mwkr").config() == make("pdr:Mwkr:eet").config() == base.config()
+    assert make("rule:mwkr").name == base.name == "rule:MWKR:EET"
+    variants = [base, make("rule:MWKR:EET", emergency_first=True), make("rule:MWKR:EET", random_ties=True),
+                make("rule:MWKR:EET", seed=1), make("rule:MWKR:LWL")]
+    assert len({config_hash(agent.config()) for agent in variants}) == len(variants)
+    assert make("rule:EDD", emergency_first=True).name == "rule:EDD:EET:emergency"
 
 
 def test_the_random_rule_is_reproducible_from_its_seed():

@@ -9,12 +9,14 @@ from hypothesis import strategies as st
 from strategies import instances
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine, rollout, validate_schedule
+from dynasched_gym.agents.rules import rule_names
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import (
     JOB_RULES,
     MACHINE_RULES,
     RULES,
     atc_scale,
+    is_random_rule,
     job_priority,
     parse_rule,
     seed_rng,
@@ -94,6 +96,11 @@ def test_rule_names_and_errors():
     assert parse_rule("mwkr:lwl") == (JOB_RULES.index("MWKR"), MACHINE_RULES.index("LWL"))
     with pytest.raises(ValueError, match="unknown rule"):
         parse_rule("FASTEST")
+    with pytest.raises(ValueError, match="unknown rule 'MWKR:FASTEST'"):
+        parse_rule("MWKR:FASTEST")
+    assert is_random_rule(parse_rule("RANDOM", random_ties=True)[0])  # whatever its flags
+    assert not any(is_random_rule(parse_rule(rule, True, True)[0]) for rule in JOB_RULES if rule != "RANDOM")
+    assert rule_names() == [rule for rule in RULES if not rule.startswith("RANDOM:")]  # the deterministic ones
 
 
 @pytest.mark.parametrize("rule", [r for r in RULES if not r.startswith("RANDOM")])
