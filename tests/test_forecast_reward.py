@@ -132,35 +132,42 @@ def test_a_forecast_reward_needs_a_rule():
         ForecastReward(gym.make("DynaSched/DFJSP-v0", instance="mk01"), [])
 
 
-@pytest.mark.parametrize(("mode", "hindsight", "rule"), [("SameStep", False, "ATC:EET"), ("NextStep", False, "ATC:EET"),
-                                                          ("SameStep", True, "ATC:EET"),
-                                                          ("SameStep", True, ("ATC:EET", "EDD:LWL"))])
-def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, rule, tmp_path, monkeypatch):
+@pytest.mark.parametrize(("mode", "hindsight", "rule", "objective", "scale"), [
+    ("SameStep", False, "ATC:EET", "weighted_tardiness", 1.0),
+    ("NextStep", False, "ATC:EET", "weighted_tardiness", 1.0),
+    ("SameStep", True, "ATC:EET", "weighted_tardiness", 1.0),
+    ("SameStep", True, ("ATC:EET", "EDD:LWL"), "weighted_tardiness", 1.0),
+    # weighted tardiness rewards are mostly 0 (23 of 900 here): these change on most steps, the first ones of an
+    # episode too, and their scale is no power of 2
+    ("SameStep", False, "ATC:EET", "makespan", 0.3), ("NextStep", False, "EDD:LWL", "flow_time", 0.3)])
+def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, rule, objective, scale, tmp_path, monkeypatch):
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
     inst = tier_pool("medium", "small").instance(3)  # arrivals, breakdowns and due-date changes
     num_envs, steps = 3, 300
     venv = ForecastRewardVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=num_envs, instance=inst,
                                              vectorization_mode="vector_entry_point", autoreset_mode=mode,
-                                             objective="weighted_tardiness"), rule, hindsight)
-    singles = [ForecastReward(gym.make("DynaSched/DFJSP-v0", instance=inst, objective="weighted_tardiness"), rule,
-                              hindsight) for _ in range(num_envs)]
+                                             objective=objective, reward_scale=scale), rule, hindsight)
+    singles = [ForecastReward(gym.make("DynaSched/DFJSP-v0", instance=inst, objective=objective, reward_scale=scale),
+                              rule, hindsight) for _ in range(num_envs)]
     venv.reset(seed=0)
     for env in singles:
         env.reset(seed=0)
     rng = np.random.default_rng(0)
     restart = np.zeros(num_envs, dtype=bool)  # NextStep: the vector env resets on the step after the end
-    checked = ended = 0
+    checked = ended = changed = 0
     for _ in range(steps):
         masks = venv.action_masks()
         actions = np.array([_random_action(rng, row) for row in masks])
         _, rewards, terminated, _, _ = venv.step(actions)
+        changed += np.count_nonzero(rewards)
         for i, env in enumerate(singles):
             if restart[i]:
                 env.reset(seed=0)
                 assert rewards[i] == 0.0
                 continue
             _, reward, done, _, _ = env.step(int(actions[i]))
-            assert rewards[i] == pytest.approx(reward, abs=1e-12)
+            # float(): approx compares a NumPy float32 in float32, where float32 rewards passed as equal
+            assert float(rewards[i]) == pytest.approx(reward, rel=1e-12, abs=1e-12)
             assert terminated[i] == done
             checked += 1
             if done and mode == "SameStep":
@@ -168,6 +175,7 @@ def test_vector_rewards_equal_the_single_env_rewards(mode, hindsight, rule, tmp_
         ended += int(terminated.sum())
         restart = terminated if mode == "NextStep" else restart
     assert checked > steps and ended >= num_envs  # every env stepped, episodes ended and restarted on the way
+    assert changed > (0 if objective == "weighted_tardiness" else steps)
     assert venv.potential_rules == ((rule,) if isinstance(rule, str) else rule)
 
 
@@ -189,3 +197,24 @@ def test_a_partial_reset_keeps_the_pending_autoreset_of_the_other_envs():
     venv.reset(options={"reset_mask": ~terminated})  # sub-env 0 is left to its NEXT_STEP autoreset
     _, rewards, _, _, _ = venv.step(np.zeros(2, dtype=np.int64))
     assert rewards[0] == 0.0  # the autoreset step, not the jump between two episodes' forecasts
+
+
+def test_a_reset_by_hand_before_the_autoreset_step_is_a_new_episode_from_its_first_step():
+    """NEXT_STEP: an env that ended and is then reset by hand takes a real step next, not the autoreset step; its
+    reward is the forecast's change (it was taken for the autoreset step's 0, the forecast read after the step)."""
+    venv = ForecastRewardVector(gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, instance="mk01", objective="makespan",
+                                             vectorization_mode="vector_entry_point"), rule="SPT:EET")
+    single = ForecastReward(gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="makespan"), rule="SPT:EET")
+    venv.reset(seed=0)
+    terminated = np.zeros(2, dtype=bool)
+    while not terminated.all():
+        _, _, terminated, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+    venv.reset(seed=0)
+    single.reset(seed=0)
+    rng, rewards = np.random.default_rng(0), []
+    for _ in range(10):
+        action = _random_action(rng, venv.action_masks()[0])
+        _, vector_rewards, _, _, _ = venv.step(np.array([action, action]))
+        rewards.append(single.step(action)[1])
+        assert float(vector_rewards[0]) == float(vector_rewards[1]) == pytest.approx(rewards[-1], rel=1e-12, abs=1e-12)
+    assert rewards[0] != 0.0
