@@ -382,6 +382,7 @@ def test_tiers_partition_the_score_range():
     for outside in (101.0, 100.005, -0.001):  # 100.005 was extreme (the band's bound is 100.01)
         with pytest.raises(ValueError, match=rf"^SSI score {outside} outside 0\.\.100$"):
             tier_of(outside)
+    assert tier_of(100.00000000000001) == "extreme"  # the score's float rounding, measured at the magnitude bound
     for bad in ("50", None, True):  # "50" failed comparing a str with a float; True was the score 1
         with pytest.raises(TypeError, match=rf"^score must be a number \(an SSI score, 0\.\.100\), got {bad!r}$"):
             tier_of(bad)
