@@ -488,7 +488,8 @@ def _mean(values: Iterable[Any]) -> float:
 def difficulty_trend(board: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """Per (objective, size): the best rule's mean normalised weighted tardiness in tier order, and
     whether it strictly increases (``None`` with fewer than two tiers, or when ``missing`` lists tiers without a best
-    rule: the check cannot pass over them); ``agents`` lists every agent whose own ``nwt`` does not."""
+    rule: the check cannot pass over them); ``agents`` lists every agent whose own ``nwt`` does not, over the tiers
+    where it has one (NaN: no valid episode there, which says nothing of its trend)."""
     trend: dict[tuple[Any, ...], dict[str, Any]] = {}
     per_agent: dict[tuple[Any, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     tiers: dict[tuple[Any, ...], dict[str, None]] = defaultdict(dict)  # every tier of the group, in order
@@ -503,5 +504,6 @@ def difficulty_trend(board: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...]
         info["missing"] = [t for t in tiers[group] if t not in info["tiers"]]
         info["increasing"] = (bool(np.all(np.diff(info["best_rule_nwt"]) > 0))
                               if len(info["tiers"]) > 1 and not info["missing"] else None)
-        info["agents"] = sorted(a for a, v in per_agent[group].items() if not np.all(np.diff(v) > 0))
+        info["agents"] = sorted(a for a, v in per_agent[group].items()
+                                if not np.all(np.diff([x for x in v if not math.isnan(x)]) > 0))
     return trend

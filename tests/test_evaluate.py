@@ -591,6 +591,22 @@ def test_equal_difficulty_on_two_tiers_is_not_strictly_increasing() -> None:
     assert trend["increasing"] is False and trend["agents"] == ["rule:SPT:EET"]
 
 
+def test_an_agent_without_a_valid_episode_on_a_tier_is_judged_on_its_other_tiers() -> None:
+    """Its NaN there compared as not increasing: an agent that failed on medium was listed as easier on hard."""
+    rows = [_row(s, tier=tier, normalised_weighted_tardiness=nwt)
+            for tier, nwt in (("easy", 0.1), ("medium", 0.2), ("hard", 0.3)) for s in range(2)]
+    rows += [_row(s, agent="x", agent_hash="x", tier="easy", normalised_weighted_tardiness=0.05) for s in range(2)]
+    rows += [_row(s, agent="x", agent_hash="x", tier="medium", status="error", objective_value=None,
+                  normalised_weighted_tardiness=None) for s in range(2)]
+    rows += [_row(s, agent="x", agent_hash="x", tier="hard", normalised_weighted_tardiness=nwt)
+             for s, nwt in ((0, 0.5), (1, 0.5))]
+    board = aggregate(rows, resamples=50)
+    assert math.isnan(next(e["nwt"] for e in board if e["agent"] == "x" and e["tier"] == "medium"))
+    assert difficulty_trend(board)[("makespan", "small")]["agents"] == []
+    rows[-1]["normalised_weighted_tardiness"] = rows[-2]["normalised_weighted_tardiness"] = 0.01  # below its easy
+    assert difficulty_trend(aggregate(rows, resamples=50))[("makespan", "small")]["agents"] == ["x"]
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.permutations(range(len(_board_rows()))))
 def test_the_board_does_not_depend_on_the_order_of_the_rows(order: list[int]) -> None:
