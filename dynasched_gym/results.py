@@ -342,6 +342,8 @@ def paired_margin(agent: Sequence[float] | np.ndarray, reference: Sequence[float
     if agent.shape != reference.shape or agent.ndim != 1:  # [1, 2] - [1] broadcast into a margin over no pairs
         raise ValueError(f"agent and reference must hold one value per instance each, paired: got shapes "
                          f"{agent.shape} and {reference.shape}")
+    if agent.size == 0:  # a margin over no instance: NaNs and NumPy's "mean of empty slice" warnings
+        raise ValueError("agent and reference hold no instance: a margin needs at least one pair")
     diff = agent - reference
     low, high = bootstrap_ci(diff)
     margin, mean = _mean(diff), float(np.mean(reference))  # the margin as bootstrap_ci's: inside its interval

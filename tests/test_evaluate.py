@@ -1619,6 +1619,8 @@ def test_paired_statistics_need_pairs_and_resamples() -> None:
         paired_margin([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match=r"one value per instance each, paired: got shapes \(1, 2\) and \(1, 2\)"):
         paired_margin([[1.0, 2.0]], [[1.0, 1.0]])  # a table, not one value per instance
+    with pytest.raises(ValueError, match="hold no instance"):  # NaNs with NumPy's empty-slice warnings
+        paired_margin([], [])
     for bad, error in ((0, ValueError), (-5, ValueError), (2.5, TypeError)):
         with pytest.raises(error, match=f"resamples must be an integer >= 1, got {bad}"):
             bootstrap_ci([1.0, 2.0, 3.0], resamples=bad)
