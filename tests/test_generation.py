@@ -379,7 +379,7 @@ def test_tiers_partition_the_score_range():
     assert [tier_of(x) for x in (0.0, 24.9, 25.0, 49.9, 50.0, 74.9, 75.0, 100.0)] == [
         "easy", "easy", "medium", "medium", "hard", "hard", "extreme", "extreme"]
     assert list(TIER_BANDS) == ["easy", "medium", "hard", "extreme"]
-    for outside in (101.0, 100.005, -0.001):  # 100.005 was extreme (the band's bound is 100.01)
+    for outside in (101.0, 100.005, -0.001):  # 100.005 was extreme (the band's bound was 100.01)
         with pytest.raises(ValueError, match=rf"^SSI score {outside} outside 0\.\.100$"):
             tier_of(outside)
     assert tier_of(100.00000000000001) == "extreme"  # the score's float rounding, measured at the magnitude bound
