@@ -378,8 +378,10 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
       and the mean difference with a paired bootstrap interval (seeds both have);
     - ``nwt``, ``nwt_ci_low``, ``nwt_ci_high``: mean normalised weighted tardiness (comparable across tiers);
     - ``instances``: the group's instances (seeds of any of its rows);
-    - ``ssi``: mean SSI score of the instances; ``decisions``, ``wall_time``: means per episode;
-      ``tokens``: total token usage (agents that report it).
+    - ``instances_ssi``: mean SSI score of those instances (an instance's score is any ``ok`` row's of its seed;
+      instances with none are left out; NaN when none has one), the same in every entry of the group;
+    - ``ssi``: mean SSI score of the agent's ``ok`` episodes' instances; ``decisions``, ``wall_time``: means
+      per episode; ``tokens``: total token usage (agents that report it).
 
     Each row must hold what :func:`checked_row_key` checks (a ValueError names the row and the field).
     """
@@ -407,6 +409,9 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
                 reference[s] = min(v, reference.get(s, math.inf))
         seeds = {r["seed"] for agent, rs in by_agent.items() if agent not in clairvoyant for r in rs}
         instances = len({r["seed"] for rs in by_agent.values() for r in rs})
+        # per instance, not per agent: agents that failed on different instances would weight them differently
+        instance_scores = {r["seed"]: r["ssi"] for rs in by_agent.values() for r in rs
+                           if r["status"] == "ok" and r.get("ssi") is not None}
         # a rule valid on only some seeds is not compared on them: its mean would cover an easier sample
         rules = [a for a in values if a.startswith("rule:") and a not in clairvoyant and values[a].keys() == seeds]
         best_rule = min(sorted(rules), key=lambda a: _mean(values[a].values()), default=None)
@@ -417,7 +422,8 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
             nwt = np.array([r["normalised_weighted_tardiness"] for r in ok], dtype=np.float64)
             entry: dict[str, Any] = {
                 "objective": objective, "size": size, "tier": tier, "rank": None, "agent": agent,
-                "clairvoyant": agent in clairvoyant, "instances": instances, "episodes": len(ok),
+                "clairvoyant": agent in clairvoyant, "instances": instances,
+                "instances_ssi": _mean(instance_scores.values()), "episodes": len(ok),
                 "failed": len(rs) - len(ok),
                 "mean": _mean(v), **_ci("ci", v, resamples, seed),
                 "vs_best_rule": math.nan, "vs_clairvoyant": math.nan, "regret": math.nan,

@@ -53,7 +53,7 @@ from scripts.overrides import (
 CLAIRVOYANT = "clairvoyant reference"
 CSV_FIELDS = ("objective", "size", "tier", "rank", "agent", "clairvoyant", "best_rule", "episodes", "failed", "mean",
               "ci_low", "ci_high", "vs_best_rule", "vs_clairvoyant", "regret", "regret_ci_low", "regret_ci_high",
-              "nwt", "nwt_ci_low", "nwt_ci_high", "ssi", "decisions", "wall_time", "tokens")
+              "nwt", "nwt_ci_low", "nwt_ci_high", "instances_ssi", "ssi", "decisions", "wall_time", "tokens")
 
 Entry = Mapping[str, Any]
 
@@ -96,8 +96,8 @@ def markdown(board: Sequence[Entry], metric: Mapping[str, str], failed: Sequence
                   "", "Agents whose own normalised weighted tardiness does not increase with the tier: "
                   + (", ".join(info["agents"]) or "none") + ".", ""]
         for tier, entries in tiers.items():
-            scores = [e["ssi"] for e in entries if not math.isnan(e["ssi"])]  # NaN: no ok row with a score
-            ssi = f"mean SSI {np.mean(scores):.1f}" if scores else "no SSI score (no episode ended ok)"
+            score = entries[0]["instances_ssi"]  # NaN: no ok row with a score
+            ssi = "no SSI score (no episode ended ok)" if math.isnan(score) else f"mean SSI {score:.1f}"
             lines += [f"### {tier} ({entries[0]['instances']} instances, {ssi})", "",
                       "| rank | agent | mean | 95 % CI | vs best rule | vs clairvoyant | regret vs clairvoyant "
                       "[95 % CI] | norm. w. tardiness | episodes | failed | ms / episode |",

@@ -576,6 +576,18 @@ def test_the_boards_means_skip_what_was_not_measured_and_tokens_add_up() -> None
     assert board["lookahead"]["tokens"] is None and math.isnan(board["lookahead"]["ssi"])
 
 
+def test_the_groups_mean_ssi_weights_each_instance_once() -> None:
+    """Two agents that failed on different instances: the group's score is the mean over its three instances
+    (20), not the mean of the agents' means ((15 + 20) / 2 = 17.5)."""
+    scores = {0: 10.0, 1: 20.0, 2: 30.0}
+    rows = [_row(s, ssi=scores[s], status="ok" if s != 2 else "error") for s in range(3)]
+    rows += [_row(s, agent="lookahead", agent_hash="L", ssi=scores[s], status="ok" if s != 1 else "error")
+             for s in range(3)]
+    board = {e["agent"]: e for e in aggregate(rows, resamples=50)}
+    assert (board["rule:SPT:EET"]["ssi"], board["lookahead"]["ssi"]) == (15.0, 20.0)
+    assert board["rule:SPT:EET"]["instances_ssi"] == board["lookahead"]["instances_ssi"] == 20.0
+
+
 def test_the_board_lists_tiers_from_easy_to_extreme() -> None:
     """Tiers in difficulty order (not by name, which puts extreme second), unknown ones last by name."""
     rows = [_row(s, tier=tier) for tier in ("medium", "extreme", "zz", "hard", "custom", "easy") for s in range(2)]
