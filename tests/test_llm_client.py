@@ -201,6 +201,52 @@ def test_a_body_that_is_no_chat_completion_is_retried_then_reported(server: Chat
     assert info.value.attempts == 2
 
 
+def _body(message: Any = None, usage: Any = None, choice: Any = None) -> str:
+    """A chat completion body whose first choice is ``choice``, else has ``message`` (an answer's by default)."""
+    message = {"role": "assistant", "content": '{"action_id": 3}'} if message is None else message
+    return json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "test-model",
+                       "choices": [choice if choice is not None else {"index": 0, "message": message,
+                                                                      "finish_reason": "stop"}],
+                       "usage": usage if usage is not None else {"prompt_tokens": 5, "completion_tokens": 1}})
+
+
+def _call(**function: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": function}]}
+
+
+@pytest.mark.parametrize("body", [
+    _body({"role": "assistant", "content": 3}), _body({"role": "assistant", "content": [{"type": "text"}]}),
+    _body(usage={"prompt_tokens": "many", "completion_tokens": 1}), _body(usage=[5, 1]),
+    _body(choice="x"), _body(message="hi"),
+    _body({"role": "assistant", "content": None, "tool_calls": "inspect_action"}),
+    _body(_call(arguments='{"action_id": 3}')), _body(_call(name="inspect_action", arguments={"action_id": 3})),
+    _body({"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": None}]}),
+])
+def test_a_message_of_the_wrong_types_is_retried_and_never_cached(server: ChatServer, tmp_path: Path,
+                                                                  body: str) -> None:
+    """The openai client does not check the types inside a completion: a non-text content, a token count that is no
+    number or tool arguments that are an object crashed the episode (TypeError, ValueError); a choice without a
+    message, tool calls that are no list or a call without a function read as an empty answer, which was cached."""
+    server.push({"body": body}, {"content": "ok"})
+    out = _client(server, tmp_path).complete(MESSAGES)
+    assert (out.content, out.attempts) == ("ok", 2)
+    server.push({"body": body})
+    with pytest.raises(LLMError, match="no valid chat completion"):
+        _client(server, tmp_path, max_retries=0).complete(MESSAGES, temperature=0.5)
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 1  # only the good one
+
+
+def test_a_cache_file_of_another_shape_is_a_miss(server: ChatServer, tmp_path: Path) -> None:
+    """A cached content that was no text was replayed, and crashed the parsing of every rerun."""
+    server.push({"content": "A"}, {"content": "B"})
+    _client(server, tmp_path).complete(MESSAGES)
+    [path] = (tmp_path / "cache").rglob("*.json")
+    path.write_text(json.dumps({"content": 5, "tool_calls": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
+    out = _client(server, tmp_path).complete(MESSAGES)
+    assert (out.content, out.cached, server.requests) == ("B", False, 2)
+
+
 def test_timeout_is_an_error_after_its_retries(server: ChatServer, tmp_path: Path) -> None:
     server.push({"sleep": 1.0, "content": "late"}, {"sleep": 1.0, "content": "late"})
     began = time.perf_counter()

@@ -4,11 +4,11 @@
 (OpenAI, vLLM, Ollama, llama.cpp, SGLang, ...). What it adds to the plain client:
 
 - **Retries.** 408, 409, 429, 5xx, timeouts, connection errors and a body that is no chat completion
-  (truncated JSON, a proxy's HTML page) are retried ``max_retries`` times with
-  exponential backoff (``backoff * 2**k`` seconds, at most ``max_backoff``; a ``Retry-After``
-  header of a 429 is honoured up to the same cap). The openai client's own retries are off, so
-  every attempt is counted. Other errors (401, 403, 404, 400: a wrong key, model or parameter)
-  raise :class:`LLMConfigError` at once: retrying cannot fix them.
+  (truncated JSON, a proxy's HTML page, a message, tool call or token count of the wrong type) are
+  retried ``max_retries`` times with exponential backoff (``backoff * 2**k`` seconds, at most
+  ``max_backoff``; a ``Retry-After`` header of a 429 is honoured up to the same cap). The openai
+  client's own retries are off, so every attempt is counted. Other errors (401, 403, 404, 400: a
+  wrong key, model or parameter) raise :class:`LLMConfigError` at once: retrying cannot fix them.
 - **Concurrency.** At most ``max_concurrency`` requests are in flight per client (a semaphore
   shared by every thread, e.g. the parallel samples of best-of-n).
 - **Cache.** A completion is stored on disk under the SHA-256 of the canonical JSON of (model,
@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
-from dynasched_gym.checks import check_bool, check_integer, check_path, check_real
+from dynasched_gym.checks import check_bool, check_integer, check_path, check_real, is_integer
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.paths import user_cache_dir
 from dynasched_gym.results import canonical_json
@@ -64,7 +65,8 @@ class LLMError(RuntimeError):
 
 
 class MalformedResponseError(RuntimeError):
-    """A 200 response whose body is no chat completion (not JSON, or JSON without ``choices``): retried like a 5xx."""
+    """A 200 response whose body is no chat completion (not JSON, JSON without ``choices``, a message, tool call or
+    token count of the wrong type): retried like a 5xx."""
 
 
 class LLMConfigError(RuntimeError):
@@ -98,6 +100,11 @@ class ToolCall:
     name: str
     arguments: str
 
+    def __post_init__(self) -> None:
+        for name in ("id", "name", "arguments"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"a tool call's {name} must be text, got {repr(getattr(self, name))[:200]}")
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -110,6 +117,16 @@ class Completion:
     latency_s: float = 0.0
     attempts: int = 0  # HTTP requests sent for it (0: served from the cache)
     cached: bool = False
+    finish_reason: str | None = None  # the server's ("stop", "length": cut at max_tokens, "tool_calls")
+
+    def __post_init__(self) -> None:
+        # a server's (or a cache file's) wrong type would crash the parsing or be stored and replayed
+        if self.content is not None and not isinstance(self.content, str):
+            raise TypeError(f"the message content must be text or null, got {repr(self.content)[:200]}")
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = getattr(self, name)
+            if not is_integer(value) or value < 0:
+                raise TypeError(f"usage.{name} must be a count, got {repr(value)[:200]}")
 
     def message(self) -> dict[str, Any]:
         """The assistant message to append to a conversation that continues after it."""
@@ -120,15 +137,16 @@ class Completion:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The cached form (content, tool calls, token usage)."""
+        """The cached form (content, tool calls, token usage, finish reason)."""
         return {"content": self.content, "tool_calls": [[c.id, c.name, c.arguments] for c in self.tool_calls],
-                "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}}
+                "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens},
+                "finish_reason": self.finish_reason}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Completion:
-        """A completion served from the cache."""
-        return cls(data["content"], tuple(ToolCall(*c) for c in data["tool_calls"]),
-                   int(data["usage"]["prompt_tokens"]), int(data["usage"]["completion_tokens"]), cached=True)
+        """A completion served from the cache (TypeError or KeyError for a file of another shape)."""
+        return cls(data["content"], tuple(ToolCall(*c) for c in data["tool_calls"]), data["usage"]["prompt_tokens"],
+                   data["usage"]["completion_tokens"], cached=True, finish_reason=data.get("finish_reason"))
 
 
 def default_cache_dir() -> Path:
@@ -156,7 +174,7 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Completion | None:
-        """The stored completion, or None (a missing or unreadable file is a miss)."""
+        """The stored completion, or None (a missing or unreadable file, or one of another shape, is a miss)."""
         try:
             return Completion.from_dict(json.loads(self._path(key).read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
@@ -253,7 +271,7 @@ class ChatClient:
         began = time.perf_counter()
         for attempt in range(self.max_retries + 1):
             try:
-                response = self._create(messages, params)
+                completion = _completion(self._create(messages, params), time.perf_counter() - began, attempt + 1)
             except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError,
                     MalformedResponseError) as exc:
                 status = getattr(exc, "status_code", None)
@@ -268,7 +286,6 @@ class ChatClient:
                                    time.perf_counter() - began) from exc
                 time.sleep(self._delay(attempt, exc))
                 continue
-            completion = _completion(response, time.perf_counter() - began, attempt + 1)
             if self._store is not None:
                 self._store.put(key, completion)
             return completion
@@ -298,11 +315,27 @@ class ChatClient:
 
 
 def _completion(response: ChatCompletion, latency: float, attempts: int) -> Completion:
-    """The first choice of an openai ``ChatCompletion`` as a :class:`Completion`."""
-    message = getattr(response.choices[0], "message", None)
-    calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments or "") for c in
-                  (getattr(message, "tool_calls", None) or []) if getattr(c, "function", None) is not None)
-    usage = response.usage
-    return Completion(getattr(message, "content", None), calls,
-                      int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
-                      latency, attempts)
+    """The first choice of an openai ``ChatCompletion`` as a :class:`Completion`; :class:`MalformedResponseError` when
+    its message, tool calls or token counts are of the wrong type (the openai client does not check them: they
+    crashed the parsing, or read as an empty answer that was cached)."""
+    choice = response.choices[0]
+    message, usage = getattr(choice, "message", None), response.usage
+    try:
+        if not isinstance(message, ChatCompletionMessage):
+            raise TypeError(f"choices[0].message must be a message object, got {repr(message)[:200]}")
+        if message.tool_calls is not None and not isinstance(message.tool_calls, list):
+            raise TypeError(f"tool_calls must be a list, got {repr(message.tool_calls)[:200]}")
+        if usage is not None and not isinstance(usage, CompletionUsage):
+            raise TypeError(f"usage must be an object, got {repr(usage)[:200]}")
+        calls = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            arguments = getattr(function, "arguments", None)
+            calls.append(ToolCall(getattr(call, "id", None), getattr(function, "name", None),
+                                  "" if arguments is None else arguments))
+        finish = getattr(choice, "finish_reason", None)
+        return Completion(message.content, tuple(calls), getattr(usage, "prompt_tokens", None) or 0,
+                          getattr(usage, "completion_tokens", None) or 0, latency, attempts,
+                          finish_reason=finish if isinstance(finish, str) else None)
+    except TypeError as exc:
+        raise MalformedResponseError(f"the response is no valid chat completion: {exc}") from exc
