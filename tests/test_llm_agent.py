@@ -232,6 +232,23 @@ def test_bad_answers_fall_back_to_the_rule_and_are_counted(server: ChatServer, r
     assert usage["errors"] == (reason == "error")
 
 
+def test_a_fallback_says_when_the_reply_was_cut_off_or_was_a_tool_call(server: ChatServer) -> None:
+    """A reply cut at max_tokens was explained only as 'no JSON object with an action_id in ...', and tool calls
+    in the last round as 'the model returned no text'."""
+    agent = agent_for(server, mode="cot", max_tokens=64)
+    _env, obs, info, slots = first_decision(agent)
+    server.push({"content": '{"reasoning": "First, job J0 is', "finish_reason": "length"})
+    agent.act(obs, info)
+    assert agent.log[-1].reason == "invalid_json"
+    assert "cut off at max_tokens=64: finish_reason length" in agent.log[-1].detail
+    agent = agent_for(server, mode="tools", max_tool_rounds=1)
+    _env, obs, info, slots = first_decision(agent)
+    call = {"tool_calls": [("simulate_action", {"action_id": slots[0]})]}
+    server.push(call, call)
+    agent.act(obs, info)
+    assert agent.log[-1].reason == "empty" and "called 1 tool(s) where an answer was required" in agent.log[-1].detail
+
+
 def test_429_then_success_and_500s_are_retried(server: ChatServer) -> None:
     agent = agent_for(server, max_retries=2)
     _env, obs, info, slots = first_decision(agent)

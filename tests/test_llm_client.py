@@ -44,7 +44,7 @@ class ChatServer:
     An entry: ``content`` (str or None), ``tool_calls`` ([(name, arguments dict or text)]), ``usage``
     ((prompt, completion) tokens, default (50, 5)), ``sleep`` (seconds before answering), ``status``
     (an HTTP error status instead of a completion), ``headers`` (extra response headers), ``body`` (text sent
-    as the 200 response's body instead of a completion, as ``content_type``, default JSON).
+    as the 200 response's body instead of a completion, as ``content_type``, default JSON), ``finish_reason``.
     """
 
     def __init__(self, responder: Callable[[dict[str, Any]], Answer] = first_id) -> None:
@@ -137,7 +137,8 @@ def completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
             for i, (name, args) in enumerate(calls)]
     prompt, done = answer.get("usage", (50, 5))
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": answer.get("finish_reason", "tool_calls" if calls else "stop")}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}}
 
 

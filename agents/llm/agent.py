@@ -29,6 +29,7 @@ too), invalid answers, fallbacks by reason and latency.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import threading
@@ -381,6 +382,13 @@ class LLMAgent(Agent):
             answer = parse_answer(completion.content, view.ids)
             if not answer.ok:
                 self._count(record, invalid_answers=1)
+                # the cause, where the text alone would hide it (a reply cut short reads as prose without JSON)
+                if completion.finish_reason == "length":
+                    answer = dataclasses.replace(answer, detail=f"{answer.detail} (the reply was cut off at "
+                                                 f"max_tokens={request.get('max_tokens')}: finish_reason length)")
+                elif completion.tool_calls:
+                    answer = dataclasses.replace(answer, detail=f"{answer.detail} (it called "
+                                                 f"{len(completion.tool_calls)} tool(s) where an answer was required)")
             return answer, chat
         raise AssertionError("unreachable")
 
