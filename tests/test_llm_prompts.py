@@ -204,6 +204,17 @@ def test_tool_arguments_read_the_action_id_as_answers_do() -> None:
         assert "error" in json.loads(tools.call("inspect_action", json.dumps({"action_id": value}), sim, view))
 
 
+@pytest.mark.parametrize("arguments", ['{"city": "Paris"}', "{not json", json.dumps({"action_id": 999})])
+def test_an_unknown_tool_is_named_whatever_its_arguments(arguments: str) -> None:
+    """A call of a tool that does not exist was told its arguments need an integer action_id (or that the id is not
+    in the table): the model was not told the tool does not exist."""
+    env = env_of()
+    _advance(env, 0.0)
+    view = _view(env)
+    reply = json.loads(Toolbox([parse_rule("SPT")], "L2").call("get_weather", arguments, env.unwrapped.simulator, view))
+    assert reply == {"error": "unknown tool 'get_weather'; tools: simulate_action, inspect_action"}
+
+
 def test_queue_bottleneck_and_utilization_are_the_full_envs_features() -> None:
     """Real figures (the reference's queues are always 0): the same values as a ``full`` env's machine block."""
     env = env_of(observability="full")

@@ -103,6 +103,8 @@ class Toolbox:
 
     def call(self, name: str, arguments: str, sim: Simulator, view: View) -> str:
         """The JSON answer to one tool call."""
+        if name not in ("simulate_action", "inspect_action"):  # before the arguments, which another tool need not have
+            return json.dumps({"error": f"unknown tool {name!r}; tools: simulate_action, inspect_action"})
         try:
             action_id = parse_action_id(json.loads(arguments or "{}")["action_id"])  # as in an answer: "3" is 3
             if action_id is None:
@@ -117,6 +119,4 @@ class Toolbox:
             value = self.simulate(sim, row.job, row.machine, view.objective)
             return json.dumps({"action_id": action_id, "estimated_final_objective": fmt(value),
                                "objective": view.objective})
-        if name == "inspect_action":
-            return json.dumps(self.inspect(sim, view, action_id))
-        return json.dumps({"error": f"unknown tool {name!r}; tools: simulate_action, inspect_action"})
+        return json.dumps(self.inspect(sim, view, action_id))
