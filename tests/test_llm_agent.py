@@ -276,6 +276,18 @@ def test_a_refused_request_stops_the_run(server: ChatServer) -> None:
         agent.act(obs, info)
 
 
+def test_a_refused_request_is_counted(server: ChatServer) -> None:
+    """A 400 (which fails that episode only, the run going on) after a 500 left both requests out of usage."""
+    agent = agent_for(server, max_retries=2)
+    _env, obs, info, _slots = first_decision(agent)
+    server.push({"status": 500}, {"status": 400})
+    with pytest.raises(LLMConfigError, match="HTTP 400"):
+        agent.act(obs, info)
+    usage = agent.usage
+    assert (usage["requests"], usage["retries"], usage["errors"]) == (server.requests, 1, 1) == (2, 1, 1)
+    assert usage["latency_s"] > 0
+
+
 def test_an_unreachable_endpoint_stops_the_episode_after_consecutive_failed_decisions() -> None:
     """Nothing listens on port 9: each decision's request fails; the third failed decision in a row stops the
     episode instead of letting the fallback rule play all of it as if it were the model."""

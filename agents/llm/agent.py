@@ -43,7 +43,7 @@ import gymnasium as gym
 import numpy as np
 
 from dynasched_gym.agents.base import Agent
-from dynasched_gym.agents.llm.client import ChatClient, Completion, LLMError, LLMUnavailableError
+from dynasched_gym.agents.llm.client import ChatClient, Completion, LLMConfigError, LLMError, LLMUnavailableError
 from dynasched_gym.agents.llm.parsing import REASONS, Answer, answer_schema, parse_answer
 from dynasched_gym.agents.llm.prompts import (
     LEVELS,
@@ -346,7 +346,7 @@ class LLMAgent(Agent):
         self._count(record, prompt_chars=sum(len(str(m.get("content") or "")) for m in chat))
         try:
             completion = self.client.complete(chat, **params)
-        except LLMError as exc:
+        except (LLMError, LLMConfigError) as exc:  # a refusal stops the episode, but its requests were sent
             self._count(record, requests=exc.attempts, retries=exc.attempts - 1, errors=1, latency_s=exc.latency_s)
             raise
         self._count(record, requests=completion.attempts, retries=max(completion.attempts - 1, 0),

@@ -75,12 +75,15 @@ class LLMConfigError(RuntimeError):
     ``stops_run`` (read by ``scripts.evaluate``) is true for HTTP 401, 403 and 404 (the key or the model
     name): every episode would fail the same way, and failed rows stored under an agent hash that does not
     include the key would never be retried. Other refusals (e.g. 400 for one over-long prompt) fail that
-    episode only.
+    episode only. ``attempts`` and ``latency_s``: the requests sent (retries of earlier transient failures
+    included) and the seconds they took, as :class:`LLMError`'s.
     """
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, attempts: int = 1, latency_s: float = 0.0) -> None:
         super().__init__(message)
         self.stops_run = status in STOP_STATUSES
+        self.attempts = attempts
+        self.latency_s = latency_s
 
 
 class LLMUnavailableError(RuntimeError):
@@ -280,7 +283,7 @@ class ChatClient:
                         f"{self.base_url or 'the default OpenAI endpoint'} refused the request for model "
                         f"{self.model!r} (HTTP {status}: {exc.message}); check the model name, the key in "
                         f"${self.api_key_env} and response_format (json_schema is not supported everywhere: try "
-                        "json_object or text)", status) from exc
+                        "json_object or text)", status, attempt + 1, time.perf_counter() - began) from exc
                 if attempt == self.max_retries:
                     raise LLMError(f"{type(exc).__name__} after {attempt + 1} attempt(s): {exc}", attempt + 1,
                                    time.perf_counter() - began) from exc
