@@ -298,6 +298,7 @@ def test_bad_client_settings_name_the_field(server: ChatServer, tmp_path: Path, 
     ('```json\n{"action_id": 5}\n```', 5),
     ('I choose this.\n{"reasoning": "short job", "action_id": "5"} done', 5),
     ("<think>maybe {\"action_id\": 9}</think>\n{\"action_id\": 3.0}", 3),
+    ('First {"action_id": 5}, then 3.</think>\n\n{"action_id": 3}', 3),
     ('{"note": {"x": 1}, "action_id": 3}', 3),
     # a nested object's action_id never wins, fenced or bare (it did after prose or a fence: 5 here)
     ('```json\n{"action_id": 3, "alternatives": [{"action_id": 5}]}\n```', 3),
@@ -309,6 +310,9 @@ def test_parse_answer_reads_json_out_of_prose(text: str, expected: int) -> None:
 
 @pytest.mark.parametrize(("text", "reason"), [
     (None, "empty"), ("   ", "empty"), ("<think>hmm</think>", "empty"),
+    # the reasoning of a template that wrote <think> into the prompt: its ids were taken (5) as the answer
+    ('Maybe {"action_id": 5}? No.</think>', "empty"), ('Maybe {"action_id": 5}.</THINK>\nThe third one.',
+                                                     "invalid_json"),
     ('{"action_id": ', "invalid_json"), ("action 3", "invalid_json"), ('{"action_id": true}', "invalid_json"),
     ('{"action_id": "three"}', "invalid_json"), ('{"id": 3}', "invalid_json"),
     ('{"action_id": 4}', "illegal_action"), ('{"action_id": -3}', "illegal_action"),

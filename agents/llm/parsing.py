@@ -5,7 +5,8 @@ in chain-of-thought mode) whose ``action_id`` is one of the ids of the candidate
 :func:`answer_schema` gives the JSON schema (sent as ``response_format`` where the server supports
 it); :func:`parse_answer` reads the answer out of whatever the model wrote:
 
-1. ``<think>...</think>`` blocks (reasoning models) are dropped;
+1. ``<think>...</think>`` blocks (reasoning models) are dropped, and so is the text before a ``</think>`` left
+   without its ``<think>`` (a chat template that opens the block in the prompt, e.g. DeepSeek-R1's);
 2. the whole text is tried as JSON, then every ``{`` outside the objects already read is tried as the
    start of a JSON object (prose or a Markdown fence around the object is fine); the last of these
    top-level objects with an ``action_id`` wins (one nested inside another never does);
@@ -29,6 +30,7 @@ from typing import Any
 REASONS = ("empty", "invalid_json", "illegal_action", "error")
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+_THINK_END = re.compile(r"</think>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def action_id(value: Any) -> int | None:
 
 def parse_answer(content: str | None, legal: Collection[int]) -> Answer:
     """The answer in ``content`` (module docstring); never raises."""
-    text = _THINK.sub("", content or "").strip()
+    text = _THINK_END.split(_THINK.sub("", content or ""))[-1].strip()
     if not text:
         return Answer(None, "empty", "the model returned no text")
     candidates = [o for o in _objects(text) if isinstance(o, dict) and "action_id" in o]
