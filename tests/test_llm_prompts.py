@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -189,6 +190,24 @@ def test_simulate_action_says_whether_its_rollouts_see_the_future(server: ChatSe
     clairvoyant = "actual future events" in simulate["description"]
     assert clairvoyant == (level == "oracle")
     assert ("not known to it" in simulate["description"]) == (level != "oracle")
+
+
+def test_simulate_action_below_oracle_knows_the_planned_end_of_a_downtime_under_way() -> None:
+    """What docs/llm.md says: the L3 prompts of two instances whose breakdown under way lasts 5 or 40 are equal
+    (the end is shown only at oracle), the rollouts' estimates are not (the lookahead's announced duration)."""
+    texts, estimates = [], []
+    for duration in (5.0, 40.0):
+        inst = dynamic_instance()
+        events = tuple(dataclasses.replace(e, duration=duration) if e.time == 8.0 else e for e in inst.events)
+        env = env_of(inst.replace(events=events))
+        _advance(env, 8.5)
+        view = _view(env)
+        texts.append(messages(view, "L3", "none", "tools", {}))
+        tools = Toolbox([parse_rule("FIFO")], "L3")
+        estimates.append(tools.call("simulate_action", json.dumps({"action_id": view.ids[0]}),
+                                    env.unwrapped.simulator, view))
+    assert texts[0] == texts[1] and "down (breakdown since 8)" in texts[0][1]["content"]
+    assert estimates[0] != estimates[1]
 
 
 def test_tool_arguments_read_the_action_id_as_answers_do() -> None:
