@@ -326,6 +326,23 @@ def test_parse_answer_rejects_with_a_reason(text: str | None, reason: str) -> No
     assert not answer.ok and answer.reason == reason and answer.detail
 
 
+def test_a_degenerate_reply_is_not_decoded_at_each_brace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply looping on '{"a": "' (a model stuck until max_tokens) was decoded from each of its braces, and each
+    failure costs time in proportion to its position: 700 k characters took 40 s. Braces after the last
+    "action_id" cannot start an object holding it."""
+    decoded: list[int] = []
+    real = json.JSONDecoder.raw_decode
+
+    def counted(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[Any, int]:
+        decoded.append(idx)
+        return real(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted)
+    assert parse_answer('{"a": "' * 5000, [3]).reason == "invalid_json"
+    assert len(decoded) <= 1  # json.loads of the whole text
+    assert parse_answer('{"action_id": 3} then ' + '{"a": "' * 5000, [3]).action_id == 3
+
+
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
                            max_leaves=8)

@@ -7,9 +7,10 @@ it); :func:`parse_answer` reads the answer out of whatever the model wrote:
 
 1. ``<think>...</think>`` blocks (reasoning models) are dropped, and so is the text before a ``</think>`` left
    without its ``<think>`` (a chat template that opens the block in the prompt, e.g. DeepSeek-R1's);
-2. the whole text is tried as JSON, then every ``{`` outside the objects already read is tried as the
-   start of a JSON object (prose or a Markdown fence around the object is fine); the last of these
-   top-level objects with an ``action_id`` wins (one nested inside another never does);
+2. the whole text is tried as JSON, then every ``{`` outside the objects already read (and before the
+   last ``"action_id"``: none after it can hold one) is tried as the start of a JSON object (prose or a
+   Markdown fence around the object is fine); the last of these top-level objects with an ``action_id``
+   wins (one nested inside another never does);
 3. ``action_id`` must be an integer (``3``, ``3.0`` and ``"3"`` are accepted, ``true`` is not);
 4. it must be one of the legal ids.
 
@@ -31,6 +32,7 @@ REASONS = ("empty", "invalid_json", "illegal_action", "error")
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _THINK_END = re.compile(r"</think>", re.IGNORECASE)
+_BRACE = re.compile(r"\{")
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,18 @@ def answer_schema(legal: Collection[int], reasoning: bool) -> dict[str, Any]:
 
 
 def _objects(text: str) -> list[Any]:
-    """The top-level JSON objects of ``text``: the whole text, else each one starting at a ``{`` that no object
-    read before contains. Nesting deep enough to exhaust the recursion limit reads as no object."""
+    """The top-level JSON objects of ``text`` that may hold an ``action_id``: the whole text, else each one starting
+    at a ``{`` that no object read before contains and before the last ``"action_id"``. Nesting deep enough to
+    exhaust the recursion limit reads as no object."""
     try:
         return [json.loads(text)]
     except (ValueError, RecursionError):
         pass
+    # a failed decode costs time in proportion to its position (JSONDecodeError counts the lines before it): a
+    # degenerate reply of many '{' without the key took seconds to minutes; an object after the key cannot hold it
+    last = text.rfind('"action_id"')
     decoder, found, end = json.JSONDecoder(), [], 0
-    for match in re.finditer(r"\{", text):
+    for match in _BRACE.finditer(text, 0, max(last, 0)):
         if match.start() < end:
             continue
         try:
