@@ -232,9 +232,9 @@ def test_bad_answers_fall_back_to_the_rule_and_are_counted(server: ChatServer, r
     assert usage["errors"] == (reason == "error")
 
 
-def test_a_fallback_says_when_the_reply_was_cut_off_or_was_a_tool_call(server: ChatServer) -> None:
+def test_a_fallback_says_when_the_reply_was_cut_off_refused_or_a_tool_call(server: ChatServer) -> None:
     """A reply cut at max_tokens was explained only as 'no JSON object with an action_id in ...', and tool calls
-    in the last round as 'the model returned no text'."""
+    in the last round or a refusal (OpenAI's structured outputs: no content) as 'the model returned no text'."""
     agent = agent_for(server, mode="cot", max_tokens=64)
     _env, obs, info, slots = first_decision(agent)
     server.push({"content": '{"reasoning": "First, job J0 is', "finish_reason": "length"})
@@ -247,6 +247,11 @@ def test_a_fallback_says_when_the_reply_was_cut_off_or_was_a_tool_call(server: C
     server.push(call, call)
     agent.act(obs, info)
     assert agent.log[-1].reason == "empty" and "called 1 tool(s) where an answer was required" in agent.log[-1].detail
+    agent = agent_for(server)
+    _env, obs, info, slots = first_decision(agent)
+    server.push({"content": None, "refusal": "I cannot help with that."})
+    agent.act(obs, info)
+    assert agent.log[-1].reason == "empty" and "refused: 'I cannot help with that.'" in agent.log[-1].detail
 
 
 def test_429_then_success_and_500s_are_retried(server: ChatServer) -> None:

@@ -44,7 +44,8 @@ class ChatServer:
     An entry: ``content`` (str or None), ``tool_calls`` ([(name, arguments dict or text)]), ``usage``
     ((prompt, completion) tokens, default (50, 5)), ``sleep`` (seconds before answering), ``status``
     (an HTTP error status instead of a completion), ``headers`` (extra response headers), ``body`` (text sent
-    as the 200 response's body instead of a completion, as ``content_type``, default JSON), ``finish_reason``.
+    as the 200 response's body instead of a completion, as ``content_type``, default JSON), ``finish_reason``,
+    ``refusal``.
     """
 
     def __init__(self, responder: Callable[[dict[str, Any]], Answer] = first_id) -> None:
@@ -129,7 +130,7 @@ class ChatServer:
 
 def completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
     """A ``chat.completion`` object for ``answer``."""
-    message: dict[str, Any] = {"role": "assistant", "content": answer.get("content")}
+    message: dict[str, Any] = {"role": "assistant", "content": answer.get("content"), "refusal": answer.get("refusal")}
     calls = answer.get("tool_calls") or []
     if calls:
         message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": {
@@ -218,6 +219,7 @@ def _call(**function: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("body", [
     _body({"role": "assistant", "content": 3}), _body({"role": "assistant", "content": [{"type": "text"}]}),
+    _body({"role": "assistant", "content": None, "refusal": {"reason": "no"}}),
     _body(usage={"prompt_tokens": "many", "completion_tokens": 1}), _body(usage=[5, 1]),
     _body(choice="x"), _body(message="hi"),
     _body({"role": "assistant", "content": None, "tool_calls": "inspect_action"}),

@@ -386,6 +386,9 @@ class LLMAgent(Agent):
                 if completion.finish_reason == "length":
                     answer = dataclasses.replace(answer, detail=f"{answer.detail} (the reply was cut off at "
                                                  f"max_tokens={request.get('max_tokens')}: finish_reason length)")
+                elif completion.refusal:
+                    answer = dataclasses.replace(answer, detail=f"{answer.detail} (the model refused: "
+                                                 f"{completion.refusal[:200]!r})")
                 elif completion.tool_calls:
                     answer = dataclasses.replace(answer, detail=f"{answer.detail} (it called "
                                                  f"{len(completion.tool_calls)} tool(s) where an answer was required)")

@@ -121,11 +121,14 @@ class Completion:
     attempts: int = 0  # HTTP requests sent for it (0: served from the cache)
     cached: bool = False
     finish_reason: str | None = None  # the server's ("stop", "length": cut at max_tokens, "tool_calls")
+    refusal: str | None = None  # why the model declined to answer (OpenAI's structured outputs), instead of content
 
     def __post_init__(self) -> None:
         # a server's (or a cache file's) wrong type would crash the parsing or be stored and replayed
-        if self.content is not None and not isinstance(self.content, str):
-            raise TypeError(f"the message content must be text or null, got {repr(self.content)[:200]}")
+        for name in ("content", "refusal"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"the message {name} must be text or null, got {repr(value)[:200]}")
         for name in ("prompt_tokens", "completion_tokens"):
             value = getattr(self, name)
             if not is_integer(value) or value < 0:
@@ -140,16 +143,17 @@ class Completion:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The cached form (content, tool calls, token usage, finish reason)."""
+        """The cached form (content, tool calls, token usage, finish reason, refusal)."""
         return {"content": self.content, "tool_calls": [[c.id, c.name, c.arguments] for c in self.tool_calls],
                 "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens},
-                "finish_reason": self.finish_reason}
+                "finish_reason": self.finish_reason, "refusal": self.refusal}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Completion:
         """A completion served from the cache (TypeError or KeyError for a file of another shape)."""
         return cls(data["content"], tuple(ToolCall(*c) for c in data["tool_calls"]), data["usage"]["prompt_tokens"],
-                   data["usage"]["completion_tokens"], cached=True, finish_reason=data.get("finish_reason"))
+                   data["usage"]["completion_tokens"], cached=True, finish_reason=data.get("finish_reason"),
+                   refusal=data.get("refusal"))
 
 
 def default_cache_dir() -> Path:
@@ -339,6 +343,6 @@ def _completion(response: ChatCompletion, latency: float, attempts: int) -> Comp
         finish = getattr(choice, "finish_reason", None)
         return Completion(message.content, tuple(calls), getattr(usage, "prompt_tokens", None) or 0,
                           getattr(usage, "completion_tokens", None) or 0, latency, attempts,
-                          finish_reason=finish if isinstance(finish, str) else None)
+                          finish_reason=finish if isinstance(finish, str) else None, refusal=message.refusal)
     except TypeError as exc:
         raise MalformedResponseError(f"the response is no valid chat completion: {exc}") from exc
