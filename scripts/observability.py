@@ -163,7 +163,8 @@ def _check_ppo(cfg: DictConfig, tier: str, groups: Mapping[str, Any]) -> None:
 
 def llm_cost(rows: Sequence[Mapping[str, Any]], by: Sequence[str] = ("agent",)) -> dict[Any, dict[str, float]]:
     """Per group of rows with usage counters (LLM agents; ``by``: the row fields of the group key, one field: the
-    value itself), over the ``ok`` rows: the cost figures of :data:`COST_FIELDS`."""
+    value itself), over the ``ok`` rows: the cost figures of :data:`COST_FIELDS`, per decision except
+    ``fallback_rate``, the share of the decisions that asked the model (more than one pair) played by the fallback."""
     totals: dict[Any, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for row in rows:
         usage = row.get("usage")
@@ -171,8 +172,8 @@ def llm_cost(rows: Sequence[Mapping[str, Any]], by: Sequence[str] = ("agent",)) 
             continue
         t = totals[row[by[0]] if len(by) == 1 else tuple(row[f] for f in by)]
         t["episodes"] += 1
-        for key in ("decisions", "requests", "prompt_tokens", "completion_tokens", "total_tokens", "prompt_chars",
-                    "fallbacks", "cache_hits", "latency_s"):
+        for key in ("decisions", "single_candidate", "requests", "prompt_tokens", "completion_tokens", "total_tokens",
+                    "prompt_chars", "fallbacks", "cache_hits", "latency_s"):
             t[key] += usage.get(key, 0)
     cost = {}
     for agent, t in totals.items():
@@ -182,7 +183,9 @@ def llm_cost(rows: Sequence[Mapping[str, Any]], by: Sequence[str] = ("agent",)) 
                        "prompt_tokens_per_decision": t["prompt_tokens"] / d,
                        "completion_tokens_per_decision": t["completion_tokens"] / d,
                        "prompt_chars_per_decision": t["prompt_chars"] / d,
-                       "tokens_per_episode": t["total_tokens"] / t["episodes"], "fallback_rate": t["fallbacks"] / d,
+                       "tokens_per_episode": t["total_tokens"] / t["episodes"],
+                       # a decision with one pair neither asks the model nor falls back: it would dilute the rate
+                       "fallback_rate": t["fallbacks"] / max(t["decisions"] - t["single_candidate"], 1),
                        "cache_hits": t["cache_hits"], "latency_s": t["latency_s"] / d}
     return cost
 

@@ -22,6 +22,15 @@ def config(tmp_path: Path, server: ChatServer, *overrides: str) -> DictConfig:
         return compose(config_name="observability", overrides=[*base, *overrides])
 
 
+def test_the_fallback_rate_counts_only_the_decisions_that_asked_the_model() -> None:
+    """8 of 10 decisions had one pair (no request, no fallback possible); 1 fallback among the 2 that asked: 50 %,
+    not 10 %. The other figures stay per decision."""
+    usage = {"decisions": 10, "single_candidate": 8, "requests": 2, "prompt_tokens": 100, "completion_tokens": 10,
+             "total_tokens": 110, "prompt_chars": 400, "fallbacks": 1, "cache_hits": 0, "latency_s": 1.0}
+    cost = observability.llm_cost([{"agent": "llm:L2", "status": "ok", "usage": usage}])["llm:L2"]
+    assert cost["fallback_rate"] == 0.5 and cost["requests_per_decision"] == 0.2 and cost["latency_s"] == 0.1
+
+
 def test_experiment_reports_every_level_with_its_cost_and_resumes(tmp_path: Path, server: ChatServer,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
