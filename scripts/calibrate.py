@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from dynasched_gym.checks import check_bool
 from dynasched_gym.errors import InstanceFormatError
@@ -48,6 +48,7 @@ from scripts.overrides import (
     SettingError,
     check_added_keys,
     checked_main,
+    mapping_setting,
     output_folder,
     remove_empty_run_folder,
     setting_errors_exit,
@@ -268,15 +269,6 @@ def abandon(out: Path) -> None:
         out.rmdir()
 
 
-def _mapping(cfg: DictConfig, key: str) -> dict[str, Any]:
-    """The setting ``key`` (dotted) as a plain dict; a :class:`SettingError` naming it where it is no mapping
-    (``options=null`` failed in OmegaConf with "Input cfg is not an OmegaConf config object", naming no setting)."""
-    node = OmegaConf.select(cfg, key)
-    if not isinstance(node, DictConfig):
-        raise SettingError(f"{key} must be a mapping, got {node!r:.80}")
-    return OmegaConf.to_container(node, resolve=True)
-
-
 def run(cfg: DictConfig, written: Callable[[Path], Any] = lambda out: None) -> Path:
     """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory.
 
@@ -285,15 +277,15 @@ def run(cfg: DictConfig, written: Callable[[Path], Any] = lambda out: None) -> P
     """
     with settings_checked():
         out = output_folder("out", cfg.out)
-        options = _mapping(cfg, "options")
+        options = mapping_setting(cfg, "options")
         seed = check_calibration(cfg.method, cfg.seed, **options)
         progress = check_bool("progress", cfg.progress)
         import_matplotlib("matplotlib.figure")  # before the calibration: its convergence figure is drawn at the end
         try:
-            scenario = Scenario.from_dict(_mapping(cfg, "size.scenario"))
+            scenario = Scenario.from_dict(mapping_setting(cfg, "size.scenario"))
         except InstanceFormatError as exc:
             raise exc.located("size.scenario") from None  # its fields are paths below size.scenario
-        targets = {k: v for k, v in _mapping(cfg, "targets").items() if v is not None}
+        targets = {k: v for k, v in mapping_setting(cfg, "targets").items() if v is not None}
         try:
             scenario = replace_targets(scenario, **targets)
         except InstanceFormatError as exc:  # named as the user gave it, not as a field of an unnamed "<scenario>"

@@ -66,6 +66,7 @@ from scripts.overrides import (
     SettingError,
     check_added_keys,
     checked_main,
+    mapping_setting,
     output_file,
     setting_errors_exit,
     settings_checked,
@@ -475,8 +476,9 @@ def plan(cfg: DictConfig) -> Plan:
     from dynasched_gym.generation import MAX_SEEDS, TIERS, size_presets
 
     check_choice("objective", cfg.objective, tuple(OBJECTIVE_METRICS))
-    start = check_integer("seeds.start", cfg.seeds.start, 0)
-    seeds = range(start, start + check_integer("seeds.count", cfg.seeds.count, 1, MAX_SEEDS))
+    given = mapping_setting(cfg, "seeds")
+    start = check_integer("seeds.start", given.get("start"), 0)
+    seeds = range(start, start + check_integer("seeds.count", given.get("count"), 1, MAX_SEEDS))
     tiers, sizes = check_choices("tiers", cfg.tiers, TIERS), check_choices("sizes", cfg.sizes, size_presets())
     for key, selected, choices in (("tiers", tiers, TIERS), ("sizes", sizes, tuple(size_presets()))):
         if not selected:  # an evaluation of nothing would end "0 episodes", status 0, as if it had succeeded

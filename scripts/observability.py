@@ -45,6 +45,7 @@ from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
     check_added_keys,
     checked_main,
+    mapping_setting,
     output_folder,
     setting_errors_exit,
     settings_checked,
@@ -302,6 +303,8 @@ def run(cfg: DictConfig) -> Report:
     configs: dict[str, tuple[int, DictConfig]] = {}  # tier -> (agents, its scripts.evaluate configuration)
     with settings_checked():  # every tier's, before the first evaluation
         resamples = check_integer("resamples", cfg.resamples, 1)
+        mapping_setting(cfg, "seeds")  # read as mappings below; null failed naming neither
+        mapping_setting(cfg, "ppo", " (ppo.concise=null ppo.full=null: no PPO)")
         out = output_folder("out", cfg.out)
         import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
         choices = {"tiers": TIERS, "sizes": size_presets(), "levels": LEVELS, "variants": tuple(VARIANT_LEVEL)}

@@ -69,6 +69,16 @@ def settings_checked() -> Iterator[None]:
         raise SettingError(str(exc)) from exc
 
 
+def mapping_setting(cfg: DictConfig, key: str, hint: str = "") -> dict[str, Any]:
+    """The setting ``key`` (dotted) as a plain dict; a :class:`SettingError` naming it (with ``hint``) where it is no
+    mapping (``options=null`` failed in OmegaConf with "Input cfg is not an OmegaConf config object", ``seeds=null``
+    with an AttributeError traceback, naming no setting)."""
+    node = OmegaConf.select(cfg, key)
+    if not isinstance(node, DictConfig):
+        raise SettingError(f"{key} must be a mapping{hint}, got {node!r:.80}")
+    return OmegaConf.to_container(node, resolve=True)
+
+
 def output_folder(key: str, value: Any) -> Path:
     """The setting ``key``: a folder to write into, made absolute from the launch directory; a file there or where
     one of its parents belongs, or a value that is no path (null, 1.5, a list; digits, which Hydra reads as an
@@ -388,11 +398,48 @@ def check_setting_keys(overrides: Sequence[str], config_dir: str | None = None, 
     tree = {key: value for key, value in OmegaConf.to_container(cfg, resolve=False).items() if key != "hydra"}
     missing = [o.key_or_group for o in groups if o.key_or_group not in tree]
     missing += [o.key_or_group for o in keys if _lacks(tree, o.key_or_group)]
+    missing += [key for o in keys for key in _dict_keys_lacking(tree, o.key_or_group, o.value())]
     if missing:
         problems = "; ".join(f"{key} ({_nearest_setting(key, tree)})" for key in dict.fromkeys(missing))
         raise SettingError(f"{config_name}: no such setting{'s' if len(missing) > 1 else ''}: {problems}; set an "
                            "existing one (a + override adds a key only where the script takes free-form settings, "
                            "such as an agent's kwargs)")
+    for override in keys:
+        _check_not_replacing_mapping(tree, override)
+
+
+def _dict_keys_lacking(tree: Mapping[str, Any], key: str, value: Any) -> list[str]:
+    """The dotted keys that the dict ``value`` of an override of ``key`` sets and ``tree`` lacks, the topmost of
+    each (``seeds={start: 1, cnt: 5}``: ``seeds.cnt``; Hydra merges a dict into the mapping there, and refused
+    these with "Key 'cnt' is not in struct", status 1)."""
+    if not isinstance(value, dict):
+        return []
+    lacking: list[str] = []
+    for path in _paths(value):
+        dotted = ".".join((key, *path))
+        if _lacks(tree, dotted) and not any(dotted.startswith(f"{k}.") for k in lacking):
+            lacking.append(dotted)
+    return lacking
+
+
+def _check_not_replacing_mapping(tree: Mapping[str, Any], override: Any) -> None:
+    """Raise a :class:`SettingError` where ``override`` sets a key that holds settings (a mapping) to one value
+    or a list (``seeds=5`` for ``seeds.count=5``): Hydra takes it, and the script failed reading ``seeds.start`` from
+    5 with a traceback. Null is left to the script (an agent's ``kwargs=null`` means none); so are the sweeps that
+    Hydra expands itself."""
+    from hydra.core.override_parser.types import ChoiceSweep, Sweep
+
+    node: Any = tree
+    for part in override.key_or_group.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    value = override.value()
+    values = value.list if isinstance(value, ChoiceSweep) else [] if isinstance(value, Sweep) else [value]
+    if not isinstance(node, Mapping) or all(v is None or isinstance(v, dict) for v in values):
+        return
+    key = override.key_or_group
+    hint = f"set one by name, e.g. {key}.{next(iter(node))}=..." if node else f"add one by name, +{key}.<name>=..."
+    raise SettingError(f"{override.input_line}: {key} holds settings ({', '.join(map(str, node)) or 'none yet'}), "
+                       f"not a value; {hint}")
 
 
 def _lacks(tree: Mapping[str, Any], key: str) -> bool:
@@ -532,5 +579,5 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys",
            "base_overrides", "check_added_keys", "check_command_line", "check_config_groups", "check_launcher",
-           "check_setting_keys", "checked_main", "output_folder", "remove_empty_run_folder", "setting_errors_exit",
-           "settings_checked"]
+           "check_setting_keys", "checked_main", "mapping_setting", "output_folder", "remove_empty_run_folder",
+           "setting_errors_exit", "settings_checked"]

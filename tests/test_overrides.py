@@ -172,6 +172,10 @@ def test_each_script_refuses_a_config_group_its_config_does_not_select_or_needs(
     ("calibrate", ["targets.utilisation=0.6"], "calibrate: no such setting: targets.utilisation (did you mean "
      "targets.utilization?)"),
     ("evaluate", ["-m", "seed.count=1,2"], "evaluate: no such setting: seed.count (did you mean seeds.count?)"),
+    # a dict is merged into the mapping there: Hydra said "Key 'cnt' is not in struct", status 1
+    ("evaluate", ["seeds={start:1,cnt:5}"], "evaluate: no such setting: seeds.cnt (did you mean seeds.count?)"),
+    ("calibrate", ["targets={utilization:0.6,load:{cv:1}}"], "calibrate: no such setting: targets.load (did you "
+     "mean targets.load_cv?)"),
 ])
 def test_each_script_refuses_a_key_its_config_lacks_naming_the_nearest(script: str, overrides: list[str],
                                                                       message: str, tmp_path: Path,
@@ -259,6 +263,22 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("leaderboard", ["sizes=[small,small]", "run_missing=false"], "sizes[1] repeats 'small' (sizes[0])"),
     ("bench", ["only=[kernel,kernel]"], "only[1] repeats 'kernel' (only[0])"),
     ("observability", ["levels=[L1,L1]", "agent.model=m"], "levels[1] repeats 'L1' (levels[0])"),
+    # a value where the config holds settings: Hydra took it, and reading seeds.start from 5 was a traceback
+    ("evaluate", ["seeds=5"], "seeds=5: seeds holds settings (start, count), not a value; set one by name, e.g. "
+     "seeds.start=..."),
+    ("leaderboard", ["seeds=[1,2]"], "seeds=[1,2]: seeds holds settings (start, count), not a value"),
+    ("evaluate", ["-m", "seeds=5,6"], "seeds=5,6: seeds holds settings (start, count)"),
+    ("train", ["train.eval_seeds=50"], "train.eval_seeds=50: train.eval_seeds holds settings (start, count)"),  # said
+    # train.eval_seeds.start was None
+    ("evaluate", ["agent.rules.env=all"], "agent.rules.env=all: agent.rules.env holds settings (max_candidates)"),
+    ("evaluate", ["agent.rules.kwargs=5"], "agent.rules.kwargs holds settings (none yet), not a value; add one by "
+     "name, +agent.rules.kwargs.<name>=..."),  # error: 'int' object is not iterable
+    ("observability", ["seeds=3", "agent.model=m"], "seeds=3: seeds holds settings (start, count)"),
+    # null, left to the script: an AttributeError traceback, or OmegaConf's error naming no setting
+    ("evaluate", ["seeds=null"], "seeds must be a mapping, got None"),
+    ("observability", ["seeds=null", "agent.model=m"], "seeds must be a mapping, got None"),
+    ("observability", ["ppo=null", "agent.model=m"], "ppo must be a mapping (ppo.concise=null ppo.full=null: no "
+     "PPO), got None"),  # 'NoneType' object is not iterable
 ])
 def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrides: list[str], message: str,
                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
