@@ -15,6 +15,8 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -51,11 +53,12 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
     schedule = rollout(inst, rule=args.rule, seed=args.seed)
     seconds = time.perf_counter() - began
     report = validate_schedule(schedule)
+    if args.out:  # before the printing, which stops where stdout's reader is gone (| head -3)
+        schedule.to_json(args.out)
     for key, value in schedule.metrics.items():
         print(f"{key:>26}: {value:g}")
     print(f"{'decisions':>26}: {schedule.decisions} in {seconds:.3f} s; validator: {'ok' if report.ok else report}")
     if args.out:
-        schedule.to_json(args.out)
         print(f"schedule written to {args.out}")
     return 0 if report.ok else 1
 
@@ -293,11 +296,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input, a file that cannot be written or a missing optional
-    package, 1 on an invalid schedule, 130 on Ctrl-C or SIGTERM: files are written whole or not at all)."""
+    package, 1 on an invalid schedule, 130 on Ctrl-C or SIGTERM, 141 when the reader of stdout is gone: files are
+    written whole or not at all)."""
     args = build_parser().parse_args(argv)
     try:
         with sigterm_as_interrupt():  # SIGTERM's default action kills at once, leaving a write's temporary file
-            return args.func(args)
+            status = args.func(args)
+            sys.stdout.flush()  # here, where a reader gone is caught, not at the exit
+            return status
+    except BrokenPipeError:  # stdout's reader is gone (| head): stop quietly, as a tool killed by SIGPIPE does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush would raise again
+        return 128 + signal.SIGPIPE
     except (InstanceFormatError, OSError, MissingExtraError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -101,6 +102,23 @@ def test_the_command_line_stops_on_sigterm_removing_the_file_it_was_writing(tmp_
     assert proc.stderr.strip().endswith("interrupted") and "Traceback" not in proc.stderr
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_the_command_line_stops_quietly_when_the_reader_of_its_output_is_gone(tmp_path: Path) -> None:
+    """``dynasched-gym rollout mk01 --out s.json | head -3`` printed "error: [Errno 32] Broken pipe", status 2, and
+    (stdout unbuffered) had not written s.json yet: now nothing on stderr, status 141 (SIGPIPE's), the file
+    written."""
+    out = tmp_path / "schedule.json"
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dynasched_gym", "rollout", "mk01", "--out", str(out)], cwd=REPO,
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    finally:
+        os.close(write)
+    assert proc.returncode == 141 and proc.stderr == "", (proc.returncode, proc.stderr[-3000:])
+    assert json.loads(out.read_text())["format"] == "dynasched-schedule/1"
 
 
 def test_worker_pool_workers_ignore_ctrl_c_and_an_interrupt_ends_them() -> None:
