@@ -193,8 +193,18 @@ def output_folder_argument(text: str) -> Path:
 
 
 def _rules(text: str) -> list[str]:
-    """An argparse type: comma-separated rule names the library knows."""
-    return [rule_argument(name) for name in text.split(",")]
+    """An argparse type: comma-separated rule names the library knows, each once (``SPT,SPT:EET`` rolled one rule
+    out twice, in two columns)."""
+    from dynasched_gym.core.rules import rule_name
+
+    first: dict[str, str] = {}  # the one spelling -> the name given
+    for name in text.split(","):
+        spelling = rule_name(rule_argument(name))
+        if spelling in first:
+            raise argparse.ArgumentTypeError(f"{name!r} repeats {first[spelling]!r} (both {spelling}): name each "
+                                             "rule once")
+        first[spelling] = name
+    return list(first.values())
 
 
 def _integer(text: str) -> int:

@@ -749,6 +749,8 @@ def test_cli_rollout_refuses_an_instance_whose_metrics_json_cannot_hold(tmp_path
 def test_cli_checks_options_and_reports_file_system_errors(tmp_path, capsys):
     for args, message in ((["compare", "mk01", "--metric", "tardiness"], "invalid choice: 'tardiness'"),
                           (["compare", "mk01", "--rules", "SPT,FOO:EET"], "unknown rule 'FOO:EET'"),
+                          # two columns of one rule
+                          (["compare", "mk01", "--rules", "SPT,EDD,spt:eet"], "'spt:eet' repeats 'SPT' (both SPT:EET)"),
                           (["timeline", "mk01", "--out", str(tmp_path / "t.png"), "--bins", "0"], "at least 1, got 0")):
         with pytest.raises(SystemExit) as exit_:
             main(args)
