@@ -836,9 +836,13 @@ def test_native_detected_by_content(tmp_path: Path) -> None:
     assert len(calls) == 1
     other = tmp_path / "schedule.json"
     other.write_text(json.dumps({"segments": [], "format": "dynasched-schedule/1"}))
+    with pytest.raises(InstanceFormatError, match="a schedule file, not an instance") as exc:  # said "unknown
+        load_instance(other)  # instance file format (this version reads ...)", as if of another version
+    assert_located(exc, other, "dynasched-schedule/1", field="format")
+    other.write_text(json.dumps({"format": "dynasched-instance/9"}))
     with pytest.raises(InstanceFormatError, match="unknown instance file format") as exc:
         load_instance(other)
-    assert_located(exc, other, "dynasched-schedule/1", field="format")
+    assert_located(exc, other, "dynasched-instance/9", field="format")
     plain = tmp_path / "plain.json"
     plain.write_text('{"jobs": []}')
     with pytest.raises(InstanceFormatError, match="unrecognised JSON") as exc:

@@ -104,8 +104,12 @@ def _json_format(data: Any, p: Path) -> str:
     """The format of the JSON object ``data`` read from ``p``: native or JMS by its keys, else raise."""
     if "format" in data:
         if data["format"] != INSTANCE_FORMAT:
-            raise InstanceFormatError(f"unknown instance file format (this version reads {INSTANCE_FORMAT!r})",
-                                      source=str(p), field="format", value=data["format"])
+            from dynasched_gym.schedule import SCHEDULE_FORMAT  # here: that module imports this package
+
+            reason = (f"a schedule file, not an instance (format {INSTANCE_FORMAT!r}): give the instance that the "
+                      "schedule's 'instance' field names" if data["format"] == SCHEDULE_FORMAT
+                      else f"unknown instance file format (this version reads {INSTANCE_FORMAT!r})")
+            raise InstanceFormatError(reason, source=str(p), field="format", value=data["format"])
         return "native"
     if dsbx_jms.KEY in data:
         return "dsbx-jms"
