@@ -11,7 +11,8 @@ shared file system with working POSIX locks, may append concurrently: joblib and
 re-reads the rows other processes appended since, skips a row whose key is already there, and
 writes the line with ``flush`` + ``fsync`` before the lock is released. A writer killed mid-line
 leaves a partial last line: readers ignore it with a :class:`StoreWarning`, and the next append
-cuts it off (with a warning) before writing. So a row is either entirely in the store or not at
+cuts it off (with a warning) before writing (a last line no killed writer leaves is refused, not cut off: the
+file is no store). So a row is either entirely in the store or not at
 all, and never twice; an interrupted evaluation resumes by skipping the keys already present.
 Readers take a shared lock, so they never see a line being written (a store opened ``read_only``, e.g. a
 published copy, makes no lock file: it takes the shared lock only where one exists). Lines that do not parse
@@ -140,6 +141,9 @@ class ResultStore:
         self.read_only = read_only
         self.path = regular_file(path) if read_only else writable_file(path)  # /dev/null took every row, then
         self.lock_path = self.path.with_name(self.path.name + ".lock")  # failed to fsync
+        if not read_only and self.path.is_file():  # refused now, not after the first episode, where it is cut off
+            data = self.path.read_bytes()
+            _check_cut_off(self.path, data[data.rfind(b"\n") + 1:], checked_row_key)
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
         self._lines = 0  # lines in those bytes (so that a warning names the line of the file)
         self._keys: set[Key] = set()
@@ -233,6 +237,7 @@ class ResultStore:
                 fh.write(b"\n")
                 data, end = data + b"\n", len(data) + 1
             else:
+                _check_cut_off(self.path, data[end:], checked_row_key)
                 warnings.warn(f"{self.path}: cutting off a truncated last line ({len(data) - end} bytes) left by a "
                               "killed writer", StoreWarning, stacklevel=3)
                 fh.truncate(self._offset + end)
@@ -270,6 +275,8 @@ def _read_numbered_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, 
     end = data.rfind(b"\n") + 1
     if end < len(data):
         whole = _is_row(data[end:], key)
+        if repair:
+            _check_cut_off(path, data[end:], key)
         if not whole:
             warnings.warn(f"{path}: skipping a partial last line ({len(data) - end} bytes: a truncated last line "
                           "left by a killed writer; its row will be computed again)", category, stacklevel=2)
@@ -283,6 +290,23 @@ def _read_numbered_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, 
         if whole:
             end = len(data)
     return list(_parse(data[:end], path, key, category))
+
+
+def _check_cut_off(path: Path, tail: bytes, key: Callable[[dict[str, Any]], Any] | None) -> None:
+    """Raise a ValueError naming ``path`` unless its last line ``tail`` (without a newline) is empty, a whole row, or
+    what a writer killed mid-row leaves, which an append cuts off: the start of a row's JSON object, no JSON
+    document itself. Any other line is of a file that is no JSONL store (a schedule or instance JSON given as the
+    store, an indented JSON file's closing brace, a text file), which cutting it off would destroy."""
+    if not tail or _is_row(tail, key):
+        return
+    if tail.startswith(b"{"):
+        try:
+            json.loads(tail)
+        except ValueError:
+            return
+    begins = tail[:40].decode(errors="replace")
+    raise ValueError(f"{path}: not a JSONL file of rows: its last line is no row, nor the start of one that a killed "
+                     f"writer left (it begins {begins!r}); give the path of a store, or of a new file")
 
 
 def _is_row(line: bytes, key: Callable[[dict[str, Any]], Any] | None) -> bool:

@@ -40,6 +40,7 @@ from dynasched_gym.results import (
     bootstrap_ci,
     difficulty_trend,
     paired_margin,
+    read_jsonl,
     row_key,
 )
 from scripts import evaluate, leaderboard
@@ -140,6 +141,32 @@ def test_truncated_last_line_is_ignored_then_cut_off(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         assert [r["seed"] for r in store.rows()] == [1, 2]
     assert store.path.read_text().count("\n") == 2
+
+
+@pytest.mark.parametrize("text", [
+    '{"format": "dynasched-schedule/1", "segments": []}',  # a schedule or instance JSON: all of it was cut off
+    '{\n "format": "dynasched-instance/1"\n}',  # an indented JSON file: its closing brace was
+    "# notes\nthe last line",  # a text file
+])
+def test_a_file_that_is_no_store_is_refused_not_cut_off(tmp_path: Path, text: str) -> None:
+    """Given as the store (store=schedule.json), a file whose last line no killed writer left was cut off, as if a
+    truncated row, by the first append (after the first episode): for a one-line JSON file, all of it."""
+    path = tmp_path / "schedule.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"schedule\.json: not a JSONL file of rows: its last line is no row"):
+        ResultStore(path)
+    store = ResultStore(tmp_path / "store.jsonl")
+    store.append(_row(1))
+    with open(store.path, "a") as fh:  # written meanwhile by another hand
+        fh.write(text)
+    with pytest.raises(ValueError, match="not a JSONL file of rows"):
+        store.append(_row(2))
+    assert store.path.read_text().endswith(text)
+    with pytest.raises(ValueError, match="not a JSONL file of rows"):  # a journal (scripts.compare_agents)
+        read_jsonl(path, lambda row: row["seed"], StoreWarning, repair=True)
+    assert path.read_text() == text
+    with pytest.warns(StoreWarning):  # read only: left as it is
+        assert ResultStore(path, read_only=True).rows() == []
 
 
 def test_a_whole_last_row_without_its_newline_is_kept(tmp_path: Path) -> None:

@@ -288,6 +288,17 @@ def test_each_script_refuses_a_bad_value_with_a_usage_error(script: str, overrid
     assert err.startswith("error: ") and message in err, err
 
 
+def test_a_store_that_is_no_store_is_a_usage_error_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """store=schedule.json (one line, no newline) was cut to nothing by the first episode's append."""
+    store = tmp_path / "schedule.json"
+    store.write_text('{"format": "dynasched-schedule/1"}')
+    err = _usage_error("evaluate", ["agent=[rules]", "ppo=null", "tiers=[easy]", "seeds.count=1", f"store={store}"],
+                       tmp_path, monkeypatch, capsys)
+    assert err.startswith(f"error: {store}: not a JSONL file of rows") and err.count("\n") == 1, err
+    assert store.read_text() == '{"format": "dynasched-schedule/1"}'
+
+
 def test_a_bad_setting_of_the_cpsat_reference_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """It failed every episode instead (exit status 1), each an error row stored for good under the bad setting."""
