@@ -42,6 +42,7 @@ from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, palette, sav
 from scripts import evaluate
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
+    SettingError,
     check_added_keys,
     checked_main,
     output_file,
@@ -260,6 +261,9 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
         rows, skipped = summary.rows, summary.skipped
     else:
         plan = evaluate.plan(cfg)
+        if not store_path.exists():  # a misspelt path ended "no rows to aggregate", status 1
+            raise SettingError(f"store={cfg.store}: no such file ({store_path}); with run_missing=false the board "
+                               "only reads the store")
         store = ResultStore(store_path, read_only=True)
         rows = plan.labelled(store.rows())
         evaluate.check_reused(rows, check_bool("validate", cfg.validate), store.path)

@@ -238,6 +238,9 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("evaluate", ["agent=[rules]", "agent.rules.names=[]", "ppo=null"], "no agent selected"),
     ("evaluate", ["ppo=shipped:partial"], "ppo=shipped:partial: observability must be one of"),  # was skipped
     ("leaderboard", ["resamples=0"], "resamples must be an integer >= 1, got 0"),
+    # "no rows to aggregate: run with run_missing=true, or check the store and the selection", status 1
+    ("leaderboard", ["run_missing=false", "store=/no/such/results.jsonl"], "store=/no/such/results.jsonl: no such "
+     "file (/no/such/results.jsonl); with run_missing=false the board only reads the store"),
     ("leaderboard", ["objective=speed", "run_missing=false"], "objective must be one of"),
     ("calibrate", ["method=annealing"], "method must be one of ('sesc', 'cmaes', 'nsga2'), got 'annealing'"),
     ("calibrate", ["out=1.5"], "out must be a folder path, got float: 1.5"),  # named no key
