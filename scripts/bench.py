@@ -608,6 +608,8 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
         args.seconds = float(cfg.seconds)
     if cfg.num_envs is not None:
         args.num_envs = [check_integer(name, n, 1) for name, n in named_items("num_envs", cfg.num_envs)]
+        if len(set(args.num_envs)) < len(args.num_envs):  # measured twice, in two columns of one name
+            raise ValueError(f"num_envs must name each vector size once, got {args.num_envs}")
         if not args.num_envs:  # the report's largest size was a traceback after the measurements, none written
             raise ValueError("num_envs must list at least one vector size, got []")
     if args.only == []:  # read as null: every section ran
