@@ -166,22 +166,28 @@ def remove_empty_run_folder() -> None:
 @contextmanager
 def setting_errors_exit() -> Iterator[None]:
     """Run a script's ``main`` in this: a :class:`SettingError` prints ``error: <message>`` on stderr and exits with
-    status 2, leaving no empty run folder (:func:`remove_empty_run_folder`); with ``HYDRA_FULL_ERROR=1`` it is
-    raised, for the whole traceback, once the folder is removed as well."""
+    status 2, leaving no empty run folder (:func:`remove_empty_run_folder`); an OSError of a file or folder (one
+    removed mid-run, a full disk) does the same with status 1, where it was a traceback of wherever the write was.
+    With ``HYDRA_FULL_ERROR=1`` either is raised, for the whole traceback, once the folder is removed as well."""
     try:
         yield
     except SettingError as exc:
         remove_empty_run_folder()
         _usage_error_exit(exc)
+    except OSError as exc:
+        if exc.filename is None:  # no file named: a failure to trace
+            raise
+        remove_empty_run_folder()
+        _usage_error_exit(f"{exc.filename}: {exc.strerror}", status=1)
 
 
-def _usage_error_exit(exc: Exception) -> NoReturn:
-    """Print ``error: <exc>`` on stderr and exit with status 2; with ``HYDRA_FULL_ERROR=1`` (Hydra's switch for the
-    whole traceback) raise ``exc`` instead. Call it while handling ``exc``."""
+def _usage_error_exit(exc: Exception | str, status: int = 2) -> NoReturn:
+    """Print ``error: <exc>`` on stderr and exit with ``status``; with ``HYDRA_FULL_ERROR=1`` (Hydra's switch for the
+    whole traceback) raise the exception being handled instead. Call it while handling one."""
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
-        raise exc
+        raise
     print(f"error: {exc}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(status)
 
 
 def _plugin_installed(package: str) -> bool:

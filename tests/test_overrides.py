@@ -341,6 +341,39 @@ def test_hydra_full_error_shows_the_traceback(tmp_path: Path, monkeypatch: pytes
     assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
 
 
+def test_a_folder_removed_mid_run_is_an_error_naming_it_without_a_traceback(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """calibrate's out folder removed while it calibrated: a FileNotFoundError traceback where it wrote, status 1,
+    and the run folder left with Hydra's files. Now one line naming the path, status 1, no run folder; with
+    HYDRA_FULL_ERROR=1 the error itself."""
+    import shutil
+
+    from scripts import calibrate
+
+    real = calibrate.calibrate
+
+    def removing(*args: Any, **kwargs: Any) -> Any:
+        shutil.rmtree(tmp_path / "cal")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(calibrate, "calibrate", removing)
+    argv = ["calibrate", f"out={tmp_path / 'cal' / 'out'}", "+options.max_steps=0", "progress=false",
+            f"hydra.run.dir={tmp_path / 'run'}"]
+    monkeypatch.setattr(sys, "argv", argv)
+    (tmp_path / "cal").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        calibrate.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and err.startswith(f"error: {tmp_path / 'cal'}/.out.") and err.endswith(
+        ".tmp: No such file or directory\n"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    (tmp_path / "cal").mkdir()
+    with pytest.raises(FileNotFoundError):
+        calibrate.main()
+
+
 def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a folder holding nothing but Hydra's own files (and empty ones) is removed."""
     from hydra.core.hydra_config import HydraConfig
