@@ -174,7 +174,7 @@ def output_file_argument(text: str) -> Path:
     """An argparse type: a file to write, refused now (not after the work) when a folder, a device such as
     ``/dev/null`` or a file is in the way (:func:`~dynasched_gym.instance.writable_file`; also used by the scripts)."""
     try:
-        return writable_file(check_path("path", text))
+        return writable_file(check_path("path", _nonblank(text, "a file path")))
     except ValueError as exc:  # a NUL character
         raise argparse.ArgumentTypeError(str(exc)) from None
     except OSError as exc:
@@ -185,11 +185,24 @@ def output_folder_argument(text: str) -> Path:
     """An argparse type: a folder to write files into, made by the script once every option is accepted; a file in
     the way is refused now, before the work (:func:`~dynasched_gym.instance.writable_folder`; used by the scripts)."""
     try:
-        return writable_folder(check_path("path", text))
+        return writable_folder(check_path("path", _nonblank(text, "a folder path")))
     except ValueError as exc:  # a NUL character
         raise argparse.ArgumentTypeError(str(exc)) from None
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot be a folder: {exc.strerror} ({exc.filename})") from None
+
+
+def _nonblank(text: str, what: str) -> str:
+    """``text`` unless blank, which is an argparse error (``Path("")`` is the working directory: ``--out ''`` was
+    refused as ".: Is a directory", or, for convert, written as a folder of ``--to dsbx-dir`` there)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    return text
+
+
+def _output(text: str) -> str:
+    """An argparse type: convert's output, a file or a folder (by ``--to``), never blank."""
+    return _nonblank(text, "a file or folder path")
 
 
 def _rules(text: str) -> list[str]:
@@ -277,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("convert", help="write an instance in another format")
     p.add_argument("instance", type=_instance, help=instance_help)
-    p.add_argument("output", help="the file (native JSON) or folder (dsbx-dir) to write")
+    p.add_argument("output", type=_output, help="the file (native JSON) or folder (dsbx-dir) to write")
     p.add_argument("--to", choices=("native", "dsbx-dir"), default="native", help="the output format")
     p.set_defaults(func=_cmd_convert)
     p = sub.add_parser("compare", help="rules side by side (six by default; --rules) on instances (default: the "

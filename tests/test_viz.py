@@ -776,6 +776,8 @@ def test_cli_compare_checks_every_instance_before_the_rollouts(monkeypatch, caps
     (["info", ""], "expected a path or an embedded name"),  # was a ValueError traceback, status 1
     (["compare", " "], "expected a path or an embedded name"),
     (["timeline", "", "--out", "t.png"], "expected a path or an embedded name"),
+    (["gantt", __file__, "--out", ""], "argument --out: expected a file path, got ''"),  # was ".: Is a directory"
+    (["convert", "mk01", " "], "argument output: expected a file or folder path, got ' '"),  # a file named " "
     (["rollout", "mk01", "--seed", "abc"], "expected an integer, got 'abc'"),  # was "invalid _seed value: 'abc'"
     (["timeline", "mk01", "--out", "t.png", "--bins", "x"], "expected an integer, got 'x'"),
     # a NumPy MemoryError traceback, status 1 (an invalid schedule's); 10,000 bins took 45 s for 11 event types
