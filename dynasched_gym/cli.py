@@ -50,7 +50,7 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
     inst = resolve_instance(args.instance)
     began = time.perf_counter()
-    schedule = rollout(inst, rule=args.rule, seed=args.seed)
+    schedule = rollout(inst, rule=args.rule, seed=0 if args.seed is None else args.seed)
     seconds = time.perf_counter() - began
     report = validate_schedule(schedule)
     if args.out:  # before the printing, which stops where stdout's reader is gone (| head -3)
@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rollout", help="simulate with a dispatching rule and print metrics")
     p.add_argument("instance", type=_instance, help=instance_help)
     p.add_argument("--rule", type=rule_argument, default="SPT", help="job rule[:machine rule], e.g. MWKR or EDD:EET")
-    p.add_argument("--seed", type=_seed, default=0, help="seed of the RANDOM rule, in [0, 2**32)")
+    p.add_argument("--seed", type=_seed, help="seed of the RANDOM rule, in [0, 2**32) (default 0)")
     p.add_argument("--out", type=output_file_argument, help="write the schedule JSON here")
     p.set_defaults(func=_cmd_rollout)
     p = sub.add_parser("validate", help="check a schedule JSON file with the independent validator")
@@ -321,7 +321,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input, a file that cannot be written or a missing optional
     package, 1 on an invalid schedule, 130 on Ctrl-C or SIGTERM, 141 when the reader of stdout is gone: files are
     written whole or not at all)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "rollout" and args.seed is not None:
+        from dynasched_gym.core.rules import is_random_rule, parse_rule
+
+        if not is_random_rule(parse_rule(args.rule)[0]):  # it would be ignored: the other rules draw nothing
+            parser.error(f"argument --seed: only the RANDOM rule draws from it; {args.rule} makes no random choice "
+                         "(leave --seed out)")
     try:
         with sigterm_as_interrupt():  # SIGTERM's default action kills at once, leaving a write's temporary file
             status = args.func(args)

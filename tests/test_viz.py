@@ -740,7 +740,10 @@ def test_cli_rollout_refuses_an_instance_whose_metrics_json_cannot_hold(tmp_path
         capsys.readouterr().err
     assert not (tmp_path / "s.json").exists()
     for args, message in ((["rollout", "mk01", "--rule", "FOO"], "unknown rule 'FOO'"),  # a usage error, no traceback
-                          (["rollout", "mk01", "--rule", "RANDOM", "--seed", "-1"], "must be in [0, 2**32), got -1")):
+                          (["rollout", "mk01", "--rule", "RANDOM", "--seed", "-1"], "must be in [0, 2**32), got -1"),
+                          # ignored: the same schedule as without it
+                          (["rollout", "mk01", "--rule", "MWKR", "--seed", "3"],
+                           "--seed: only the RANDOM rule draws from it; MWKR makes no random choice")):
         with pytest.raises(SystemExit) as exit_:
             main(args)
         assert exit_.value.code == 2 and message in capsys.readouterr().err
