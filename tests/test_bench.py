@@ -32,6 +32,8 @@ def _settings(*overrides: str) -> argparse.Namespace:
 
 @pytest.mark.parametrize(("override", "error", "message"), [
     ("num_envs=[0]", ValueError, r"^num_envs\[0\] must be an integer >= 1, got 0$"),
+    # measured twice, reported in two columns of one name
+    ("num_envs=[1,16,1]", ValueError, r"^num_envs must name each vector size once, got \[1, 16, 1\]$"),
     ("only=[kernel,warp]", ValueError, r"^only\[1\] must be one of .*, got 'warp'$"),
     ("instances=ta02", ValueError, r"^instances must be one of .*, got 'ta02'$"),
     ("seconds=0", ValueError, r"^seconds must be a finite number > 0, got 0$"),

@@ -265,7 +265,6 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("evaluate", ["tiers=[easy,hard,easy]"], "tiers[2] repeats 'easy' (tiers[0]): name each once"),
     ("leaderboard", ["sizes=[small,small]", "run_missing=false"], "sizes[1] repeats 'small' (sizes[0])"),
     ("bench", ["only=[kernel,kernel]"], "only[1] repeats 'kernel' (only[0])"),
-    ("bench", ["num_envs=[1,16,1]"], "num_envs must name each vector size once, got [1, 16, 1]"),
     ("observability", ["levels=[L1,L1]", "agent.model=m"], "levels[1] repeats 'L1' (levels[0])"),
     # a value where the config holds settings: Hydra took it, and reading seeds.start from 5 was a traceback
     ("evaluate", ["seeds=5"], "seeds=5: seeds holds settings (start, count), not a value; set one by name, e.g. "
