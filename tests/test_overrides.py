@@ -169,6 +169,11 @@ def test_each_script_refuses_a_config_group_its_config_does_not_select_or_needs(
     ("train", ["+tier=hard"], "train/ppo: no such setting: tier (did you mean env.tier?)"),
     ("evaluate", ["agent.rules.kwargs.seed=3"], "evaluate: no such setting: agent.rules.kwargs.seed "
      "(agent.rules.kwargs is empty)"),
+    # a mapping value, which Hydra merges into the key's: "Could not override 'agent.rules.kwargs'", status 1
+    ("evaluate", ["agent.rules.kwargs={emergency_first:true}"], "evaluate: no such setting: "
+     "agent.rules.kwargs.emergency_first (agent.rules.kwargs is empty)"),
+    ("evaluate", ["seeds={start:10000,cout:2,x:{y:1}}"], "evaluate: no such settings: seeds.cout (did you mean "
+     "seeds.count?); seeds.x (known: count, start); set an existing one"),
     ("calibrate", ["targets.utilisation=0.6"], "calibrate: no such setting: targets.utilisation (did you mean "
      "targets.utilization?)"),
     ("evaluate", ["-m", "seed.count=1,2"], "evaluate: no such setting: seed.count (did you mean seeds.count?)"),
