@@ -81,7 +81,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     else:
         from dynasched_gym.io import dsbx_dir
 
-        dsbx_dir.save(inst, Path(args.output))
+        dsbx_dir.save(inst, Path(args.output), drop_unsupported=args.drop_unsupported)
     print(f"{inst.name}: written to {args.output} ({args.to})")
     return 0
 
@@ -292,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance", type=_instance, help=instance_help)
     p.add_argument("output", type=_output, help="the file (native JSON) or folder (dsbx-dir) to write")
     p.add_argument("--to", choices=("native", "dsbx-dir"), default="native", help="the output format")
+    p.add_argument("--drop-unsupported", action="store_true",
+                   help="dsbx-dir: drop what the format cannot express (REWORK events, the restart breakdown policy, "
+                        "...) with a warning, instead of refusing the instance")
     p.set_defaults(func=_cmd_convert)
     p = sub.add_parser("compare", help="rules side by side (six by default; --rules) on instances (default: the "
                                        "embedded ones)")
@@ -329,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not is_random_rule(parse_rule(args.rule)[0]):  # it would be ignored: the other rules draw nothing
             parser.error(f"argument --seed: only the RANDOM rule draws from it; {args.rule} makes no random choice "
                          "(leave --seed out)")
+    if getattr(args, "drop_unsupported", False) and args.to != "dsbx-dir":  # else ignored without a word
+        parser.error("convert: --drop-unsupported applies to --to dsbx-dir only (the native format expresses all)")
     try:
         with sigterm_as_interrupt():  # SIGTERM's default action kills at once, leaving a write's temporary file
             status = args.func(args)

@@ -205,6 +205,26 @@ def test_dsbx_writer_rejects_unsupported(tmp_path: Path) -> None:
         dsbx_dir.save(back.replace(breakdown_policy="restart"), tmp_path / "out2")
 
 
+def test_convert_command_can_drop_what_dsbx_cannot_express(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The refusal told a command-line user to "pass drop_unsupported=True", which ``dynasched-gym convert`` had no
+    way to pass: its ``--drop-unsupported`` drops the item with a warning (and is refused beside ``--to native``)."""
+    from dynasched_gym.cli import main
+
+    rework = Instance.build("x", _grouped_machines(), [Job("J", [{0: 4.0, 1: 2.0}])],
+                            [Event(time=1.0, type=EventType.REWORK, job=0, op=0)])
+    source = tmp_path / "x.json"
+    rework.to_json(source)
+    assert main(["convert", str(source), "--to", "dsbx-dir", str(tmp_path / "out")]) == 2
+    assert "--drop-unsupported to dynasched-gym convert" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match="dropped 1 unsupported item"):
+        assert main(["convert", str(source), "--to", "dsbx-dir", "--drop-unsupported", str(tmp_path / "out")]) == 0
+    assert load_instance(tmp_path / "out") == rework.replace(events=(), name="out")
+    with pytest.raises(SystemExit) as exc:
+        main(["convert", str(source), "--drop-unsupported", str(tmp_path / "y.json")])
+    assert exc.value.code == 2 and "applies to --to dsbx-dir only" in capsys.readouterr().err
+    assert not (tmp_path / "y.json").exists()
+
+
 def test_dsbx_writer_drops_the_events_a_dropped_rework_renumbers(tmp_path: Path) -> None:
     """A time change on the op a REWORK inserted has no op of its own once the REWORK is dropped: it is dropped with
     it (it raised "an operation the job never has" even with drop_unsupported=True)."""

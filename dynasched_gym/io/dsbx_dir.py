@@ -49,7 +49,8 @@ time last known for that op index in the stream (static route, overwritten by th
 from their ``op`` index on and by earlier time changes); this is exact unless a route change takes effect
 later than its ``op`` index. REWORK events and the ``restart`` breakdown policy cannot be expressed, nor a
 PTIME_CHANGE or ROUTE_CHANGE after a REWORK of its job (its op index counts the reworked operation): they
-raise unless ``drop_unsupported=True``, which drops them with a warning.
+raise unless ``drop_unsupported=True`` (``dynasched-gym convert --drop-unsupported``), which drops them with a
+warning.
 """
 
 from __future__ import annotations
@@ -484,8 +485,9 @@ class _Losses:
         """Raise for an unsupported item unless ``drop_unsupported``; warn about every loss."""
         if self.unsupported:
             if not drop_unsupported:
-                raise InstanceFormatError("not expressible in the dsbx format (pass drop_unsupported=True to drop "
-                                          "it)", source=where, field=self.unsupported[0].split(" ")[0],
+                raise InstanceFormatError("not expressible in the dsbx format (pass drop_unsupported=True, or "
+                                          "--drop-unsupported to dynasched-gym convert, to drop it)", source=where,
+                                          field=self.unsupported[0].split(" ")[0],
                                           value=self.unsupported[0])
             warnings.warn(f"dsbx format: dropped {len(self.unsupported)} unsupported item(s): "
                           f"{', '.join(self.unsupported[:5])}", stacklevel=4)
