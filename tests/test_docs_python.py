@@ -24,8 +24,8 @@ DOCS = {path.name: path for path in sorted((REPO / "docs").glob("*.md"))
 
 #: (doc, text found once in its blocks, what the test runs instead, why)
 SUBSTITUTIONS = [
-    ("environments.md", 'stable_baselines3.PPO("MlpPolicy", venv).learn(100_000)',
-     'stable_baselines3.PPO("MlpPolicy", venv, n_steps=8, batch_size=64, n_epochs=1).learn(64)',
+    ("environments.md", 'MaskablePPO("MlpPolicy", venv).learn(100_000)',
+     'MaskablePPO("MlpPolicy", venv, n_steps=8, batch_size=64, n_epochs=1).learn(64)',
      "100,000 steps take minutes: one rollout of 8 steps per sub-env and one epoch still train through the adapter"),
     ("generation.md", "pool.prepare(range(1000))", "pool.prepare(range(2))",
      "a thousand instances take a minute of two cores: two still go through the spawned workers"),
