@@ -327,10 +327,24 @@ def read_best(cfg: DictConfig, checkpoint: Path) -> tuple[float, int, Path] | No
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{where}: unreadable record {record_path} ({type(exc).__name__}: {exc})") from None
     if setting != validation_setting(cfg):
+        same = " ".join(_validating_as(setting, cfg))
         raise ValueError(f"{where}: its best validation mean was measured on {setting}, this run validates on "
-                         f"{validation_setting(cfg)}; delete {record_path} to restart model selection")
+                         f"{validation_setting(cfg)}; {f'set {same} to validate as it did, or ' if same else ''}"
+                         f"delete {record_path} to restart model selection")
     checkpoint_timesteps(f"{where} (best policy in {record_path.name})", checkpoint.parent / policy)
     return mean, steps, checkpoint.parent / policy
+
+
+def _validating_as(setting: Any, cfg: DictConfig) -> list[str]:
+    """The overrides that make ``cfg`` validate on a record's ``setting`` (:func:`validation_setting`), most often
+    the training run's own, left out of the resume's command line; none for a record of another shape."""
+    now = validation_setting(cfg)
+    if not isinstance(setting, dict) or not isinstance(setting.get("validation_seeds"), dict):
+        return []
+    keys = [(f"env.{k}", v, now[k]) for k, v in setting.items() if k in ("tier", "size", "objective")]
+    keys += [(f"train.validation_seeds.{k}", v, now["validation_seeds"].get(k))
+             for k, v in setting["validation_seeds"].items()]
+    return [f"{key}={value}" for key, value, current in keys if value != current]
 
 
 def resume_command(path: Path, overrides: Sequence[str] | None) -> str:

@@ -680,7 +680,8 @@ def test_resume_is_refused_up_front_unless_a_checkpoint_short_of_total_timesteps
              (tmp_path / "nopolicy.zip", 1024, r"nopolicy\.zip is not a loadable checkpoint \(KeyError"),
              (good, 128, rf"^train\.resume={good} is already at 256 timesteps, at or after train\.total_timesteps=128"),
              (good, 256, r"is already at 256 timesteps, at or after train\.total_timesteps=256"),
-             (other, 1024, r"its best validation mean was measured on .*'makespan'.* this run validates on"),
+             (other, 1024, r"its best validation mean was measured on .*'makespan'.* this run validates on .*; "
+                           r"set env\.objective=makespan to validate as it did, or delete .*ppo_256_steps\.json"),
              (lost, 1024, r"\(best policy in ppo_256_steps\.json\): .*best_128_steps\.zip is not a loadable")]
     for path, total, message in cases:
         began = time.perf_counter()
