@@ -781,6 +781,15 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     return out / "model.zip"
 
 
+def next_steps(model: Path, env_cfg: DictConfig) -> str:
+    """What to do with a finished run's ``model``, printed after it: rank it beside the rules, or train it on."""
+    board = [f"ppo={model}", f"tiers=[{env_cfg.tier}]", f"sizes=[{env_cfg.size}]", f"objective={env_cfg.objective}",
+             "agent=[rules]", f"out={model.parent / 'leaderboard'}"]
+    return (f"next: python -m scripts.leaderboard {' '.join(map(shlex.quote, board))}\n"
+            f"  or train on: this command with train.resume={shlex.quote(str(model.parent / 'last.zip'))} and a larger "
+            "train.total_timesteps")
+
+
 @checked_main("train/ppo")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C or SIGTERM during training prints the resume command (during the final
@@ -795,6 +804,7 @@ def main(cfg: DictConfig) -> None:
         path = train(cfg, list(HydraConfig.get().overrides.task))
     print((path.parent / "report.md").read_text(encoding="utf-8"))
     print(f"wrote {path}")
+    print(next_steps(path, cfg.env))
 
 
 if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name

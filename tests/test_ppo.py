@@ -710,6 +710,26 @@ def test_a_save_killed_midway_leaves_no_partial_checkpoint(cache, train_script, 
     assert MaskablePPO.load(checkpoints / "ppo_256_steps.zip", device="cpu").num_timesteps == 256
 
 
+def test_a_finished_run_says_how_to_rank_its_model_and_to_train_it_on(train_script, tmp_path):
+    """A run ended with "wrote .../model.zip" and no word of what to do with it: it names a leaderboard command
+    that ranks the model beside the rules on its tier, size and objective, and how to train it on."""
+    import shlex
+
+    from scripts.overrides import check_command_line
+
+    model = tmp_path / "my run" / "model.zip"
+    board, resume = train_script.next_steps(model, _config(tmp_path / "run", "env.tier=easy").env).splitlines()
+    words = shlex.split(board.removeprefix("next: "))
+    assert words[:3] == ["python", "-m", "scripts.leaderboard"]
+    check_command_line(words[3:], False, None, "leaderboard")  # every override one the leaderboard takes
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        cfg = compose("leaderboard", overrides=words[3:])
+    assert (cfg.ppo, list(cfg.tiers), list(cfg.sizes), cfg.objective, list(cfg.agent)) == (
+        str(model), ["easy"], ["small"], "weighted_tardiness", ["rules"])
+    assert cfg.out == str(model.parent / "leaderboard")
+    assert f"train.resume='{model.parent / 'last.zip'}'" in resume
+
+
 def test_forecast_auto_rules_is_bounded_only_where_it_is_used(train_script, tmp_path):
     """Without env.forecast_rule=auto the count is not read (it was refused after setup even then)."""
     assert train_script.check_config(_config(tmp_path / "run", "env.forecast_rule=EDD:EET",
