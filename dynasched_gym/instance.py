@@ -56,6 +56,8 @@ class EventType(IntEnum):
 
 #: Event kinds that may appear in an instance's event stream.
 STREAM_EVENT_TYPES = tuple(t for t in EventType if t not in (EventType.COMPLETION, EventType.ARRIVAL))
+#: Why an event type outside :data:`STREAM_EVENT_TYPES` is refused (by the loaders and :meth:`Instance.build`).
+UNKNOWN_EVENT_TYPE = f"unknown event type (one of {[t.name for t in STREAM_EVENT_TYPES]})"
 
 # Which payload fields each stream event kind requires; every other payload field must be unset.
 _REQUIRED_FIELDS: dict[EventType, tuple[str, ...]] = {
@@ -738,10 +740,7 @@ def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
 def _validate_event(e: Event, where: str, num_m: int, num_j: int) -> None:
     """One event's type and payload: the fields its type needs and takes, ids in range, valid values."""
     if not isinstance(e.type, EventType) or e.type not in _REQUIRED_FIELDS:
-        raise InstanceFormatError(
-            f"unknown event type (one of {[t.name for t in STREAM_EVENT_TYPES]})", field=f"{where}.type",
-            value=getattr(e.type, "name", e.type),
-        )
+        raise InstanceFormatError(UNKNOWN_EVENT_TYPE, field=f"{where}.type", value=getattr(e.type, "name", e.type))
     required = _REQUIRED_FIELDS[e.type]
     allowed = set(required) | set(_OPTIONAL_FIELDS.get(e.type, ()))
     for name in PAYLOAD_FIELDS:

@@ -703,6 +703,16 @@ def test_native_unsorted_events(tmp_path: Path) -> None:
     assert_located(exc, path, 2.5, field="events[1].time")
 
 
+@pytest.mark.parametrize("kind", ["BREAKDWN", "COMPLETION", 3])
+def test_native_unknown_event_type_lists_the_types(tmp_path: Path, kind: object) -> None:
+    """A misspelt type said only "unknown event type", where a COMPLETION (which the simulator makes itself) was
+    refused with the list of the stream's types: both list them now."""
+    path = _native(tmp_path, events=[{"time": 1.0, "type": kind, "machine": 0, "duration": 1.0}])
+    with pytest.raises(InstanceFormatError, match=r"unknown event type \(one of \['REPAIR', .*'BREAKDOWN'\]\)") as exc:
+        load_instance(path)
+    assert_located(exc, path, kind, field="events[0].type")
+
+
 def test_native_empty_eligible(tmp_path: Path) -> None:
     path = _native(tmp_path, jobs=[{"id": 0, "name": "J0", "ops": [{"eligible": {"0": 1.0}}, {"eligible": {}}]}])
     with pytest.raises(InstanceFormatError) as exc:

@@ -15,7 +15,16 @@ from typing import Any
 
 from dynasched_gym.checks import INEXACT_INTEGER, holds_exactly, is_finite_real, is_integer, is_real
 from dynasched_gym.errors import InstanceFormatError
-from dynasched_gym.instance import INSTANCE_FORMAT, PAYLOAD_FIELDS, Event, EventType, Instance, Job, Machine
+from dynasched_gym.instance import (
+    INSTANCE_FORMAT,
+    PAYLOAD_FIELDS,
+    UNKNOWN_EVENT_TYPE,
+    Event,
+    EventType,
+    Instance,
+    Job,
+    Machine,
+)
 from dynasched_gym.io.text import read_json
 
 # The keys the writer emits (Instance.to_dict / Event.to_dict), by object.
@@ -178,7 +187,7 @@ def _event(obj: Any, where: str, source: str) -> Event:
     try:
         etype = EventType[kind]
     except (KeyError, TypeError):
-        raise InstanceFormatError("unknown event type", source=source, field=f"{where}.type", value=kind) from None
+        raise InstanceFormatError(UNKNOWN_EVENT_TYPE, source=source, field=f"{where}.type", value=kind) from None
     kwargs: dict[str, Any] = {"time": as_number(get_field(obj, "time", where, source), f"{where}.time", source),
                               "type": etype}
     for key in ("machine", "job", "op"):
