@@ -28,6 +28,7 @@ interrupted is not stored.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib
 import inspect
@@ -401,16 +402,32 @@ def is_shipped(checkpoint: Any) -> bool:
 def existing_checkpoint(path: Any, key: str) -> str:
     """An explicit checkpoint ``path`` made absolute (against Hydra's original working directory); a ValueError
     naming the config ``key`` and the path when there is no such file, nor one with ``.zip`` added (SB3's
-    convention). Never skipped: only a missing *shipped* checkpoint is."""
+    convention). A path with ``*``, ``?`` or ``[`` that names no file is a glob pattern, which must match exactly
+    one file. Never skipped: only a missing *shipped* checkpoint is."""
     absolute = hydra.utils.to_absolute_path(str(path))
+    if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()) and any(c in absolute for c in "*?["):
+        matches = sorted(m for m in glob.glob(absolute) if Path(m).is_file())
+        if len(matches) != 1:  # the first of several would pick one model silently
+            found = f"{len(matches)} files ({', '.join(matches[:3])}{', ...' if len(matches) > 3 else ''})"
+            raise ValueError(f"{key}={path}: the pattern must match exactly one checkpoint file, it matches "
+                             f"{found if matches else 'none'} ({absolute})")
+        absolute = matches[0]
     if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()):
         raise ValueError(f"{key}={path}: no such checkpoint file ({absolute})")
     return absolute
 
 
+def tier_checkpoint(path: Any, tier: str, size: str) -> str:
+    """An explicit checkpoint setting for one tier and size: ``{tier}`` and ``{size}`` replaced by them, so that
+    one setting names a model per tier (those of a training sweep: ``outputs/train/multirun/<date>/*-{tier}-{size}/
+    model.zip``)."""
+    return str(path).replace("{tier}", tier).replace("{size}", size)
+
+
 def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
     """``spec`` for one (tier, size): a ``shipped`` PPO checkpoint becomes the tier's file (or FileNotFoundError,
-    the agent is skipped); an explicit checkpoint path must exist (:func:`existing_checkpoint`)."""
+    the agent is skipped); an explicit checkpoint path (:func:`tier_checkpoint`) must exist
+    (:func:`existing_checkpoint`)."""
     kwargs = dict(spec["kwargs"])
     if is_shipped(kwargs.get("checkpoint")):
         from dynasched_gym.agents.ppo import shipped_checkpoint
@@ -421,7 +438,7 @@ def _resolve(spec: Mapping[str, Any], tier: str, size: str) -> dict[str, Any]:
         except ValueError as exc:  # a misspelt level is refused, never skipped as "not shipped"
             raise ValueError(f"{spec['key']}={kwargs['checkpoint']}: {exc}") from None
     elif kwargs.get("checkpoint"):
-        kwargs["checkpoint"] = existing_checkpoint(kwargs["checkpoint"], spec["key"])
+        kwargs["checkpoint"] = existing_checkpoint(tier_checkpoint(kwargs["checkpoint"], tier, size), spec["key"])
     return {"name": spec["name"], "kwargs": kwargs, "env": dict(spec["env"]),
             **({"target": spec["target"]} if spec.get("target") else {})}
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import json
 import math
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -1263,6 +1265,27 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     shipped = evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=shipped:full"))
     assert [e[0].agent for e in shipped.episodes] == ["random"]  # no shipped full checkpoint for easy: skipped
     assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
+
+
+def test_one_checkpoint_setting_names_a_model_per_tier_of_a_training_sweep(tmp_path: Path) -> None:
+    """``{tier}`` and ``{size}`` in a checkpoint path, and a glob pattern matching exactly one file: a sweep's
+    per-tier models enter as one setting, each playing its own tier (one path played every tier's model on all)."""
+    shipped = Path(__file__).resolve().parents[1] / "agents" / "checkpoints"
+    for number, tier in enumerate(("easy", "medium")):
+        (tmp_path / f"{number}-{tier}-small").mkdir()
+        for suffix in ("zip", "yaml"):  # the yaml: its training config, as a training run writes beside its model
+            shutil.copy(shipped / f"ppo-{tier}-small.{suffix}", tmp_path / f"{number}-{tier}-small" / f"model.{suffix}")
+    pattern = f"{tmp_path}/*-{{tier}}-{{size}}/model.zip"
+    plan = evaluate.plan(config("evaluate", "tiers=[easy,medium]", "seeds.count=1", "agent=[]", f"ppo='{pattern}'"))
+    played = {tier: entrant.config["agent"]["sha256"] for entrant, tier, _, _ in plan.episodes}
+    assert played == {tier: hashlib.sha256((shipped / f"ppo-{tier}-small.zip").read_bytes()).hexdigest()
+                      for tier in ("easy", "medium")}
+    with pytest.raises(ValueError, match=r"^ppo=.*/\*/model\.zip: the pattern must match exactly one checkpoint "
+                                         r"file, it matches 2 files \(.*0-easy-small/model\.zip, .*1-medium"):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[]", f"ppo={tmp_path}/*/model.zip"))
+    with pytest.raises(ValueError, match=r"^ppo=.*/\*-hard-small/model\.zip: the pattern must match exactly one "
+                                         r"checkpoint file, it matches none"):
+        evaluate.plan(config("evaluate", "tiers=hard", "seeds.count=1", "agent=[]", f"ppo='{pattern}'"))
 
 
 def test_the_ppo_setting_is_evaluated_beside_an_agent_entry_of_ppo() -> None:
