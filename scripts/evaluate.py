@@ -35,6 +35,7 @@ import inspect
 import multiprocessing
 import os
 import platform
+import shlex
 import sys
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -771,16 +772,25 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
             print("  " + _report_failure(row), file=sys.stderr)
 
 
+def board_command(overrides: Sequence[str]) -> str:
+    """The line that says how to rank what the run stored: the leaderboard takes evaluate's ``overrides`` as they are,
+    and with ``run_missing=false`` plays nothing."""
+    return " ".join(["rank them: python -m scripts.leaderboard", *map(shlex.quote, overrides), "run_missing=false"])
+
+
 @checked_main("evaluate")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
     :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C or SIGTERM (the
     message says how to resume), or with status 2 on a bad setting (:func:`~scripts.overrides.setting_errors_exit`)."""
+    from hydra.core.hydra_config import HydraConfig
+
     with setting_errors_exit(), interrupted_exit(RESUME_NOTE):
         check_added_keys(cfg, free=FREE_FORM)
         summary = run(cfg)
     print(f"store: {hydra.utils.to_absolute_path(str(cfg.store))}")
     print(summary)
+    print(board_command(HydraConfig.get().overrides.task))
     report_failures(summary.failed)
     if summary.failed:
         sys.exit(1)

@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -1286,6 +1287,20 @@ def test_one_checkpoint_setting_names_a_model_per_tier_of_a_training_sweep(tmp_p
     with pytest.raises(ValueError, match=r"^ppo=.*/\*-hard-small/model\.zip: the pattern must match exactly one "
                                          r"checkpoint file, it matches none"):
         evaluate.plan(config("evaluate", "tiers=hard", "seeds.count=1", "agent=[]", f"ppo='{pattern}'"))
+
+
+def test_a_finished_evaluation_says_how_to_rank_what_it_stored(tmp_path: Path) -> None:
+    """It ended with the store's path and the counts: the printed leaderboard command takes the run's overrides as
+    they are (quoting included) and selects the same episodes, playing none."""
+    from scripts.overrides import check_command_line
+
+    overrides = ["tiers=[easy]", "seeds.count=2", "agent=[rules]", "ppo=null", f"store={tmp_path / 'my store.jsonl'}"]
+    words = shlex.split(evaluate.board_command(overrides).removeprefix("rank them: "))
+    assert words[:3] == ["python", "-m", "scripts.leaderboard"] and words[-1] == "run_missing=false"
+    check_command_line(words[3:], False, None, "leaderboard")
+    board = config("leaderboard", *words[3:])
+    assert evaluate.plan(board).keys() == evaluate.plan(config("evaluate", *overrides)).keys()
+    assert board.store == str(tmp_path / "my store.jsonl") and board.run_missing is False
 
 
 def test_the_ppo_setting_is_evaluated_beside_an_agent_entry_of_ppo() -> None:
