@@ -53,6 +53,7 @@ from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import config_hash, read_jsonl
 from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
+from scripts.overrides import file_errors_exit
 
 GRID_SEED = 20260
 RANGES = {"utilization": (0.5, 0.9), "due_date_tightness": (1.5, 5.0), "arrival_scv": (0.5, 2.5),
@@ -194,6 +195,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    with interrupted_exit("the runs finished so far are kept in the journal beside --out (default "
-                          ".bench/calibrate_compare.jsonl); rerun the same command to resume"):
+    with file_errors_exit(), interrupted_exit("the runs finished so far are kept in the journal beside --out (default "
+                                              ".bench/calibrate_compare.jsonl); rerun the same command to resume"):
         main()

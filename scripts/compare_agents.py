@@ -57,6 +57,7 @@ from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import BEHAVIOUR_VERSION, config_hash, paired_margin, read_jsonl
 from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
+from scripts.overrides import file_errors_exit
 
 HELD_OUT = 10_000
 #: The lookahead agent's options: flag -> keyword argument of ``make("lookahead", ...)`` (None: not a keyword).
@@ -256,7 +257,7 @@ def subset_comparison(agent: np.ndarray, rules: np.ndarray, overall_best: int, s
 
 
 if __name__ == "__main__":
-    with interrupted_exit(f"the seeds of every finished chunk of {CHUNK} are kept in the journal under --out "
-                          "(default .bench/compare_agents), and the pool instances generated in the cache; rerun "
-                          "the same command to resume"):
+    with file_errors_exit(), interrupted_exit(f"the seeds of every finished chunk of {CHUNK} are kept in the journal "
+                                              "under --out (default .bench/compare_agents), and the pool instances "
+                                              "generated in the cache; rerun the same command to resume"):
         main()

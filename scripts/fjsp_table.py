@@ -31,6 +31,7 @@ from dynasched_gym.cli import doc_summary, output_file_argument
 from dynasched_gym.core import compile_note
 from dynasched_gym.instance import write_text_atomic
 from scripts.interrupts import interrupted_exit
+from scripts.overrides import file_errors_exit
 
 INSTANCES = tuple(f"mk{i:02d}" for i in range(1, 11))
 RULES = ("FIFO:SPT", "FIFO:EET", "MOPNR:SPT", "MOPNR:EET", "SPT:SPT", "SPT:EET", "MWKR:SPT", "MWKR:EET")
@@ -85,5 +86,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    with interrupted_exit("nothing was written (the table is written at its end)"):
+    with file_errors_exit(), interrupted_exit("nothing was written (the table is written at its end)"):
         main()

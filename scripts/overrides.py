@@ -164,21 +164,33 @@ def remove_empty_run_folder() -> None:
 
 
 @contextmanager
-def setting_errors_exit() -> Iterator[None]:
-    """Run a script's ``main`` in this: a :class:`SettingError` prints ``error: <message>`` on stderr and exits with
-    status 2, leaving no empty run folder (:func:`remove_empty_run_folder`); an OSError of a file or folder (one
-    removed mid-run, a full disk) does the same with status 1, where it was a traceback of wherever the write was.
-    With ``HYDRA_FULL_ERROR=1`` either is raised, for the whole traceback, once the folder is removed as well."""
+def file_errors_exit(cleanup: Callable[[], None] | None = None) -> Iterator[None]:
+    """Run a script's work in this: an OSError of a file or folder (one removed mid-run, a full disk, a permission
+    changed) prints ``error: <path>: <reason>`` on stderr and exits with status 1 after ``cleanup``, where it was a
+    traceback of wherever the write was; an OSError naming no file is raised (a failure to trace). With
+    ``HYDRA_FULL_ERROR=1`` it is raised, for the whole traceback, after ``cleanup`` as well."""
     try:
         yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        if cleanup:
+            cleanup()
+        _usage_error_exit(f"{exc.filename}: {exc.strerror}", status=1)
+
+
+@contextmanager
+def setting_errors_exit() -> Iterator[None]:
+    """Run a Hydra script's ``main`` in this: a :class:`SettingError` prints ``error: <message>`` on stderr and exits
+    with status 2, leaving no empty run folder (:func:`remove_empty_run_folder`); an OSError of a file or folder does
+    the same with status 1 (:func:`file_errors_exit`). With ``HYDRA_FULL_ERROR=1`` either is raised, for the whole
+    traceback, once the folder is removed as well."""
+    try:
+        with file_errors_exit(remove_empty_run_folder):
+            yield
     except SettingError as exc:
         remove_empty_run_folder()
         _usage_error_exit(exc)
-    except OSError as exc:
-        if exc.filename is None:  # no file named: a failure to trace
-            raise
-        remove_empty_run_folder()
-        _usage_error_exit(f"{exc.filename}: {exc.strerror}", status=1)
 
 
 def _usage_error_exit(exc: Exception | str, status: int = 2) -> NoReturn:
@@ -583,7 +595,7 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
                      "one without +")
 
 
-__all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys",
-           "base_overrides", "check_added_keys", "check_command_line", "check_config_groups", "check_launcher",
-           "check_setting_keys", "checked_main", "mapping_setting", "output_folder", "remove_empty_run_folder",
+__all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides",
+           "check_added_keys", "check_command_line", "check_config_groups", "check_launcher", "check_setting_keys",
+           "checked_main", "file_errors_exit", "mapping_setting", "output_folder", "remove_empty_run_folder",
            "setting_errors_exit", "settings_checked"]

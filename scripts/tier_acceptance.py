@@ -39,6 +39,7 @@ from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
 from scripts.interrupts import WorkerPool, interrupted_exit, stop_workers
 from scripts.journal import JournalWarning
+from scripts.overrides import file_errors_exit
 
 #: Seeds per tier of each size preset in the documented table (large is about three times slower a seed).
 DEFAULT_SEEDS = {"small": 100, "medium": 100, "large": 40}
@@ -192,6 +193,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    with interrupted_exit("the seeds counted so far are kept in rows.jsonl under --out (default "
-                          ".bench/tier_acceptance); rerun the same command to resume"):
+    with file_errors_exit(), interrupted_exit("the seeds counted so far are kept in rows.jsonl under --out (default "
+                                              ".bench/tier_acceptance); rerun the same command to resume"):
         main()

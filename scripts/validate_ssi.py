@@ -42,6 +42,7 @@ from dynasched_gym.results import config_hash, read_jsonl
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
 from scripts.journal import JournalWarning
+from scripts.overrides import file_errors_exit
 
 RANGES = {
     "utilization": (0.2, 0.95),
@@ -225,6 +226,6 @@ def _plot(score: np.ndarray, difficulty: np.ndarray, tiers: list[str], rho: floa
 
 
 if __name__ == "__main__":
-    with interrupted_exit("the rows computed so far are kept in rows.jsonl under --out (default .bench/ssi); rerun "
-                          "the same command to resume"):
+    with file_errors_exit(), interrupted_exit("the rows computed so far are kept in rows.jsonl under --out (default "
+                                              ".bench/ssi); rerun the same command to resume"):
         main()

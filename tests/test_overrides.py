@@ -378,6 +378,30 @@ def test_a_folder_removed_mid_run_is_an_error_naming_it_without_a_traceback(tmp_
         calibrate.main()
 
 
+@pytest.mark.parametrize("script", ["calibrate_compare", "compare_agents", "fjsp_table", "tier_acceptance",
+                                    "validate_ssi"])
+def test_an_argparse_script_ends_an_os_error_of_a_file_in_one_line(script: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The argparse scripts' output folder removed mid-run (a full disk, a read-only file) was the OSError's
+    traceback; now one line naming the path, status 1, as for the Hydra scripts."""
+    import argparse
+    import errno
+    import runpy
+
+    gone = tmp_path / "out" / "rows.jsonl"
+
+    def removed(*args: Any, **kwargs: Any) -> Any:  # wherever the script is: its error handling is the whole script's
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(gone))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", removed)
+    monkeypatch.setattr(sys, "argv", [script])
+    monkeypatch.delitem(sys.modules, f"scripts.{script}", raising=False)  # run afresh as __main__, without a warning
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module(f"scripts.{script}", run_name="__main__")
+    assert exit_info.value.code == 1 and capsys.readouterr().err == f"error: {gone}: No such file or directory\n"
+
+
 def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a folder holding nothing but Hydra's own files (and empty ones) is removed."""
     from hydra.core.hydra_config import HydraConfig
