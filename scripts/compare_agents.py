@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,7 +54,7 @@ from dynasched_gym.instance import Instance
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.results import BEHAVIOUR_VERSION, config_hash, paired_margin, read_jsonl
 from scripts.interrupts import interrupted_exit
-from scripts.journal import JournalWarning
+from scripts.journal import JournalWarning, append_rows
 from scripts.overrides import file_errors_exit
 
 HELD_OUT = 10_000
@@ -210,8 +208,8 @@ def play_seeds(agent: Agent, args: argparse.Namespace, seeds: range, out: Path) 
     pool = tier_pool(args.tier, args.size)
     pool.prepare(pending)
     key = OBJECTIVE_METRICS[args.objective]
-    with journal.open("a") as fh, tqdm(total=len(seeds), initial=len(seeds) - len(pending), unit="inst",
-                                       desc=f"{args.tier}/{args.size} rules and {agent.name}") as bar:
+    with tqdm(total=len(seeds), initial=len(seeds) - len(pending), unit="inst",
+              desc=f"{args.tier}/{args.size} rules and {agent.name}") as bar:
         for start in range(0, len(pending), CHUNK):
             chunk = pending[start:start + CHUNK]
             instances = [pool.instance(seed) for seed in chunk]
@@ -223,9 +221,7 @@ def play_seeds(agent: Agent, args: argparse.Namespace, seeds: range, out: Path) 
             for k, (seed, schedule) in enumerate(zip(chunk, schedules)):
                 rows[seed] = {"seed": seed, "agent": float(schedule.metrics[key]),
                               "rules": {name: float(v[k]) for name, v in rule_values.items()}}
-                fh.write(json.dumps(rows[seed]) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+            append_rows(journal, [rows[seed] for seed in chunk], sync=True)
             bar.update(len(chunk))
     return rows
 

@@ -38,7 +38,7 @@ from dynasched_gym.generation.tiers import attempts, key_inputs, pool_key
 from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import read_jsonl
 from scripts.interrupts import WorkerPool, interrupted_exit, stop_workers
-from scripts.journal import JournalWarning
+from scripts.journal import JournalWarning, append_rows
 from scripts.overrides import file_errors_exit
 
 #: Seeds per tier of each size preset in the documented table (large is about three times slower a seed).
@@ -177,12 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     pending = [(inputs[z, t], s) for z, t, s in wanted if (z, t, s) not in rows]
     print(f"{len(wanted)} pool members: {len(wanted) - len(pending)} reused from {rows_path}, {len(pending)} to "
           "count", file=sys.stderr)
-    with rows_path.open("a") as fh, tqdm(total=len(wanted), initial=len(wanted) - len(pending), desc="pool members",
-                                         unit="seed") as bar:
+    with tqdm(total=len(wanted), initial=len(wanted) - len(pending), desc="pool members", unit="seed") as bar:
         for row in _counted(pending, args.workers):
             rows[row["size"], row["tier"], row["seed"]] = row
-            fh.write(json.dumps(row) + "\n")
-            fh.flush()
+            append_rows(rows_path, [row])
             bar.update()
     summary = {z: {t: summarise([rows[z, t, s] for s in seeds[z]]) for t in args.tiers} for z in args.sizes}
     text = table(summary)

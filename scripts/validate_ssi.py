@@ -41,7 +41,7 @@ from dynasched_gym.instance import write_text_atomic
 from dynasched_gym.results import config_hash, read_jsonl
 from dynasched_gym.viz._mpl import blank_figure, import_matplotlib, save_figure
 from scripts.interrupts import interrupted_exit
-from scripts.journal import JournalWarning
+from scripts.journal import JournalWarning, append_rows
 from scripts.overrides import file_errors_exit
 
 RANGES = {
@@ -172,12 +172,10 @@ def main(argv: list[str] | None = None) -> None:
     pending = [i for i in range(args.instances) if i not in rows]
     print(f"{args.instances} instances: {args.instances - len(pending)} reused from {rows_path}, "
           f"{len(pending)} to compute", file=sys.stderr)
-    with rows_path.open("a") as fh:
-        for i in tqdm(pending, desc="instances", unit="instance", initial=args.instances - len(pending),
-                         total=args.instances):
-            rows[i] = {**evaluate(i, vectors[i]), "code": codes[SIZES[i % len(SIZES)]]}
-            fh.write(json.dumps(rows[i]) + "\n")
-            fh.flush()
+    for i in tqdm(pending, desc="instances", unit="instance", initial=args.instances - len(pending),
+                  total=args.instances):
+        rows[i] = {**evaluate(i, vectors[i]), "code": codes[SIZES[i % len(SIZES)]]}
+        append_rows(rows_path, [rows[i]])
     table = [rows[i] for i in range(args.instances)]
     score = np.array([r["ssi"] for r in table])
     difficulty = np.array([r["difficulty"] for r in table])

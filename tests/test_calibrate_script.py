@@ -408,6 +408,26 @@ def test_validate_ssi_resumes_only_rows_of_its_own_design(tmp_path: Path, monkey
     assert json.loads((out / "summary.json").read_text())["spearman"] is None  # was a bare NaN: not JSON
 
 
+def test_validate_ssi_names_its_journal_when_its_folder_is_removed_mid_run(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows went on into the open handle of a removed rows.jsonl, lost without a word."""
+    import shutil
+
+    from scripts import validate_ssi
+
+    out = tmp_path / "ssi"
+
+    def fake(index: int, targets: dict) -> dict:
+        if index == 1:
+            shutil.rmtree(out)
+        return {"index": index}
+
+    monkeypatch.setattr(validate_ssi, "evaluate", fake)
+    with pytest.raises(FileNotFoundError) as caught:
+        validate_ssi.main(["--instances", "3", "--out", str(out)])
+    assert caught.value.filename == str(out / "rows.jsonl")
+
+
 def test_validate_ssi_reports_each_size_presets_spearman_and_log_residual(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:

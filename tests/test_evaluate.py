@@ -468,6 +468,31 @@ def test_compare_agents_resumes_from_its_journal(tmp_path, monkeypatch, capsys) 
     assert len(journal.read_text().splitlines()) == 3
 
 
+def test_compare_agents_names_its_journal_when_its_folder_is_removed_mid_run(tmp_path, monkeypatch) -> None:
+    """The seeds went on into the open handle of a removed journal, lost without a word, status 0."""
+    import shutil
+
+    from scripts import compare_agents
+
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(compare_agents, "CHUNK", 1)
+    out = tmp_path / "journals"
+    play = compare_agents._play
+
+    def removing(agent, args, seeds, instances):
+        if seeds[0] == 20001:
+            (journal,) = out.iterdir()
+            shutil.rmtree(out)
+            removed.append(journal)
+        return play(agent, args, seeds, instances)
+
+    removed: list[Path] = []
+    monkeypatch.setattr(compare_agents, "_play", removing)
+    with pytest.raises(FileNotFoundError) as caught:
+        compare_agents.main(["--tier", "easy", "--seeds", "2", "--start", "20000", "--top-k", "2", "--out", str(out)])
+    assert caught.value.filename == str(removed[0])
+
+
 def _board_rows() -> list[dict]:
     rows = []
     values = {"rule:A": [4, 6, 5], "rule:B": [8, 8, 8], "lookahead": [3, 5, 4], "oracle": [1, 2, 3]}

@@ -80,6 +80,25 @@ def test_an_interrupted_run_resumes_and_rows_of_other_pools_are_ignored(
     assert counted == list(range(tier_acceptance.DEFAULT_SEEDS["large"]))  # the documented count per size
 
 
+def test_a_journal_whose_folder_is_removed_mid_run_is_an_error_naming_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows went on into the open handle of a removed rows.jsonl, lost without a word."""
+    import shutil
+
+    out = tmp_path / "ta"
+
+    def fake(inputs: dict[str, Any], seed: int) -> dict[str, Any]:
+        if seed == 1:
+            shutil.rmtree(out)
+        return _fake_row(inputs, seed)
+
+    monkeypatch.setattr(tier_acceptance, "count_seed", fake)
+    with pytest.raises(FileNotFoundError) as caught:
+        tier_acceptance.main(["--sizes", "small", "--tiers", "easy", "--seeds", "3", "--workers", "1", "--out",
+                              str(out)])
+    assert caught.value.filename == str(out / "rows.jsonl")
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--tiers", "easy,nope"], "argument --tiers: expected comma-separated names out of easy, medium, hard, extreme"),
     (["--sizes", ""], "argument --sizes: expected comma-separated names out of"),
