@@ -28,6 +28,7 @@ interrupted is not stored.
 
 from __future__ import annotations
 
+import difflib
 import glob
 import hashlib
 import importlib
@@ -404,7 +405,8 @@ def existing_checkpoint(path: Any, key: str) -> str:
     """An explicit checkpoint ``path`` made absolute (against Hydra's original working directory); a ValueError
     naming the config ``key`` and the path when there is no such file, nor one with ``.zip`` added (SB3's
     convention). A path with ``*``, ``?`` or ``[`` that names no file is a glob pattern, which must match exactly
-    one file. Never skipped: only a missing *shipped* checkpoint is."""
+    one file. Never skipped: only a missing *shipped* checkpoint is. A missing name close to ``shipped`` (``shiped``,
+    ``Shipped:full``) is taken for a misspelling of it, and the error says so."""
     absolute = hydra.utils.to_absolute_path(str(path))
     if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()) and any(c in absolute for c in "*?["):
         matches = sorted(m for m in glob.glob(absolute) if Path(m).is_file())
@@ -414,7 +416,10 @@ def existing_checkpoint(path: Any, key: str) -> str:
                              f"{found if matches else 'none'} ({absolute})")
         absolute = matches[0]
     if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()):
-        raise ValueError(f"{key}={path}: no such checkpoint file ({absolute})")
+        head, colon, level = str(path).partition(":")
+        misspelt = "/" not in head and difflib.get_close_matches(head, [SHIPPED])
+        hint = f" (did you mean {SHIPPED}{colon}{level}?)" if misspelt else ""
+        raise ValueError(f"{key}={path}: no such checkpoint file ({absolute}){hint}")
     return absolute
 
 

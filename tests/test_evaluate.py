@@ -1293,6 +1293,16 @@ def test_an_explicit_checkpoint_that_does_not_exist_is_an_error_naming_the_key()
     assert any(note.startswith("ppo on easy/small") for note in shipped.skipped)
 
 
+@pytest.mark.parametrize(("value", "meant"), [("shiped", "shipped"), ("Shipped:full", "shipped:full")])
+def test_a_misspelt_shipped_is_an_error_suggesting_shipped(value: str, meant: str) -> None:
+    """``ppo=shiped`` read as a path said only 'no such checkpoint file', not what the user meant."""
+    hint = rf"^ppo={value}: no such checkpoint file \(.*\) \(did you mean {meant}\?\)$"
+    with pytest.raises(ValueError, match=hint):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", f"ppo={value}"))
+    with pytest.raises(ValueError, match=r"no such checkpoint file \([^)]*\)$"):  # a path is not taken for one
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=nope/shiped"))
+
+
 def test_one_checkpoint_setting_names_a_model_per_tier_of_a_training_sweep(tmp_path: Path) -> None:
     """``{tier}`` and ``{size}`` in a checkpoint path, and a glob pattern matching exactly one file: a sweep's
     per-tier models enter as one setting, each playing its own tier (one path played every tier's model on all)."""
