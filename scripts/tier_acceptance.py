@@ -67,14 +67,18 @@ def count_seed(inputs: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 def _comma_list(known: tuple[str, ...]) -> Any:
-    """An argparse type: comma-separated names out of ``known``, in the order given."""
+    """An argparse type: comma-separated names out of ``known``, in the order given, each once (a repeated or empty
+    name was dropped without a word)."""
     def parse(text: str) -> list[str]:
-        names = [name.strip() for name in text.split(",") if name.strip()]
-        unknown = [name for name in names if name not in known]
-        if unknown or not names:
-            raise argparse.ArgumentTypeError(f"expected comma-separated names out of {', '.join(known)}, got "
-                                             f"{text!r}")
-        return list(dict.fromkeys(names))
+        names = [name.strip() for name in text.split(",")]
+        for i, name in enumerate(names):
+            if name not in known:
+                which = f"{name!r} is none of them" if name else "an empty name"
+                raise argparse.ArgumentTypeError(f"expected comma-separated names out of {', '.join(known)}, got "
+                                                 f"{text!r} ({which})")
+            if name in names[:i]:
+                raise argparse.ArgumentTypeError(f"{name!r} is named twice in {text!r}: name each once")
+        return names
     return parse
 
 

@@ -102,6 +102,12 @@ def test_a_journal_whose_folder_is_removed_mid_run_is_an_error_naming_it(tmp_pat
 @pytest.mark.parametrize(("argv", "message"), [
     (["--tiers", "easy,nope"], "argument --tiers: expected comma-separated names out of easy, medium, hard, extreme"),
     (["--sizes", ""], "argument --sizes: expected comma-separated names out of"),
+    # a repeated or empty name was dropped without a word
+    (["--tiers", "easy,hard,easy"], "argument --tiers: 'easy' is named twice in 'easy,hard,easy': name each once"),
+    (["--sizes", "small, small"], "argument --sizes: 'small' is named twice in 'small, small': name each once"),
+    (["--tiers", "easy,,hard"], "got 'easy,,hard' (an empty name)"),
+    (["--sizes", "small,"], "got 'small,' (an empty name)"),
+    (["--tiers", "easy,nope"], "got 'easy,nope' ('nope' is none of them)"),
     (["--seeds", "0"], "argument --seeds: expected an integer >= 1, got '0'"),
     (["--workers", "two"], "argument --workers: expected an integer >= 1, got 'two'"),
 ])
