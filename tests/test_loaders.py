@@ -1350,7 +1350,7 @@ def test_instance_errors_show_plain_values_and_say_when_there_are_no_machines() 
 @pytest.mark.parametrize(("content", "message", "value"), [
     ('{"format": "dynasched-instance/1"}'.encode("utf-16"), "not a UTF-8 text file", b"\xff\xfe{\x00"),
     ('{"format": "dynasched-instance/1"}'.encode("utf-16-le"), "holds NUL bytes", b'{\x00"\x00'),
-    (bytes(range(256)), "not a UTF-8 text file", b"\x00\x01"),
+    (bytes(range(256)), "not a UTF-8 text file", bytes(range(108, 148))),  # byte 0x80 is no UTF-8
     (b" \n\r\n", "empty file", " \n\r\n"),
 ])
 def test_files_that_are_no_utf8_text_or_empty_say_so(tmp_path: Path, content: bytes, message: str,
@@ -1361,6 +1361,24 @@ def test_files_that_are_no_utf8_text_or_empty_say_so(tmp_path: Path, content: by
     with pytest.raises(InstanceFormatError, match=message) as exc:
         load_instance(path)
     assert str(path) in str(exc.value) and exc.value.value.startswith(value)
+
+
+@pytest.mark.parametrize(("bad", "suffix"), [(b"\x00", ".fjs"), (b"\xe9", ".fjs"), (b"\xe9", ".json")])
+def test_a_stray_nul_or_non_utf8_byte_is_shown_with_its_line(shared: Path, tmp_path: Path, bad: bytes,
+                                                              suffix: str) -> None:
+    """A NUL or a Latin-1 byte on line 3 of a UTF-8 file was reported with no line and the file's first 20 bytes
+    as the offending value: the byte could not be found (detection reads the first 4096 bytes; the loader the rest)."""
+    mk01 = shared / "benchmarks/fjsp/brandimarte/mk01.fjs"
+    lines = mk01.read_bytes().split(b"\n")
+    if suffix == ".json":  # the byte beyond the 4096 that detection reads: the loader finds it
+        lines = [b"{"] + [b" " * 100] * 100 + load_instance(mk01).to_json(indent=1).encode().split(b"\n")[1:]
+    line = 3 if suffix == ".fjs" else 103
+    lines[line - 1] = lines[line - 1].rstrip(b",") + bad + (b"," if suffix == ".json" else b"")
+    path = tmp_path / f"inst{suffix}"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(InstanceFormatError, match=r"not a (UTF-8 )?text file") as exc:
+        load_instance(path)
+    assert (exc.value.source, exc.value.line) == (str(path), line) and bad in exc.value.value
 
 
 def test_events_that_can_never_apply_are_warned_about(tmp_path: Path) -> None:

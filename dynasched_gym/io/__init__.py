@@ -18,7 +18,7 @@ from dynasched_gym.checks import check_path
 from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.instance import INSTANCE_FORMAT, Instance
 from dynasched_gym.io import dsbx_dir, dsbx_jms, fjsp, jssp, native
-from dynasched_gym.io.text import read_json
+from dynasched_gym.io.text import byte_error, read_json
 
 # Every loader by name (``load_instance(path, format=name)``).
 FORMATS = {
@@ -70,11 +70,10 @@ def _detect(p: Path) -> tuple[str, Any]:
             raise InstanceFormatError(f"cannot read: {exc.strerror}", source=str(p), value=str(p)) from None
         try:  # final=False: the 4096 bytes may end inside a character
             head = codecs.getincrementaldecoder("utf-8-sig")().decode(raw, final=False)
-        except UnicodeDecodeError:  # a UTF-16 or binary file was "unrecognised instance format" with mojibake
-            raise InstanceFormatError("not a UTF-8 text file", source=str(p), value=raw[:20]) from None
+        except UnicodeDecodeError as exc:  # a UTF-16 or binary file was "unrecognised instance format" with mojibake
+            raise byte_error("not a UTF-8 text file", p, exc.object, exc.start) from None
         if "\x00" in head:  # valid UTF-8, but no instance format holds NUL (UTF-16 of ASCII text without a BOM)
-            raise InstanceFormatError("not a text file (it holds NUL bytes: UTF-16 or binary?)", source=str(p),
-                                      value=raw[:20])
+            raise byte_error("not a text file (it holds NUL bytes: UTF-16 or binary?)", p, raw, raw.index(b"\x00"))
         if not head.strip() and len(raw) < 4096:  # was "unrecognised instance format (got '')"
             raise InstanceFormatError("empty file", source=str(p), line=1, value=head)
     if head.lstrip().startswith("{"):  # (head is empty unless p is a file)

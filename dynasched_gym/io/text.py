@@ -22,9 +22,20 @@ def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InstanceFormatError("not a UTF-8 text file", source=str(path), value=exc.object[:20]) from None
+        raise byte_error("not a UTF-8 text file", path, exc.object, exc.start) from None
     except OSError as exc:
         raise InstanceFormatError(f"cannot read: {exc.strerror}", source=str(path), value=str(path)) from None
+
+
+_BYTE_BREAK = re.compile(rb"\r\n|\r|\n")  # the line breaks of the text formats (fjsp._LINE_BREAK)
+
+
+def byte_error(reason: str, path: Path, data: bytes, pos: int) -> InstanceFormatError:
+    """An :class:`InstanceFormatError` for the byte at ``pos`` of the file's ``data``, naming its line and showing
+    the bytes from up to 20 before it (not before its line's start) to 20 after it."""
+    breaks = list(_BYTE_BREAK.finditer(data, 0, pos))
+    start = max(breaks[-1].end() if breaks else 0, pos - 20)
+    return InstanceFormatError(reason, source=str(path), line=len(breaks) + 1, value=data[start:pos + 20])
 
 
 class DuplicateKeyError(ValueError):
