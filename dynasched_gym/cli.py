@@ -81,7 +81,12 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     else:
         from dynasched_gym.io import dsbx_dir
 
-        dsbx_dir.save(inst, Path(args.output), drop_unsupported=args.drop_unsupported)
+        try:
+            dsbx_dir.save(inst, Path(args.output), drop_unsupported=args.drop_unsupported)
+        except InstanceFormatError as exc:  # the writer names the instance, not the file the user gave
+            if exc.source != f"<{inst.name}>":
+                raise
+            raise exc.located(args.instance) from None
     print(f"{inst.name}: written to {args.output} ({args.to})")
     return 0
 

@@ -215,7 +215,9 @@ def test_convert_command_can_drop_what_dsbx_cannot_express(tmp_path: Path, capsy
     source = tmp_path / "x.json"
     rework.to_json(source)
     assert main(["convert", str(source), "--to", "dsbx-dir", str(tmp_path / "out")]) == 2
-    assert "--drop-unsupported to dynasched-gym convert" in capsys.readouterr().err
+    refusal = capsys.readouterr().err
+    assert "--drop-unsupported to dynasched-gym convert" in refusal
+    assert refusal.startswith(f"error: {source}, field ")  # the file given, not the instance's name (<x>)
     with pytest.warns(UserWarning, match="dropped 1 unsupported item"):
         assert main(["convert", str(source), "--to", "dsbx-dir", "--drop-unsupported", str(tmp_path / "out")]) == 0
     assert load_instance(tmp_path / "out") == rework.replace(events=(), name="out")
