@@ -142,8 +142,7 @@ class ResultStore:
         self.path = regular_file(path) if read_only else writable_file(path)  # /dev/null took every row, then
         self.lock_path = self.path.with_name(self.path.name + ".lock")  # failed to fsync
         if not read_only and self.path.is_file():  # refused now, not after the first episode, where it is cut off
-            data = self.path.read_bytes()
-            _check_cut_off(self.path, data[data.rfind(b"\n") + 1:], checked_row_key)
+            _check_cut_off(self.path, _last_line(self.path), checked_row_key)
         self._offset = 0  # bytes of the file already parsed into _keys (by this process)
         self._lines = 0  # lines in those bytes (so that a warning names the line of the file)
         self._keys: set[Key] = set()
@@ -292,6 +291,20 @@ def _read_numbered_jsonl(path: str | os.PathLike[str], key: Callable[[dict[str, 
     return list(_parse(data[:end], path, key, category))
 
 
+def _last_line(path: Path, block: int = 1 << 16) -> bytes:
+    """The bytes of ``path`` after its last newline, read from the end (a large store is not read whole for it)."""
+    with path.open("rb") as fh:
+        position, tail = fh.seek(0, os.SEEK_END), b""
+        while position:
+            step = min(block, position)
+            position -= step
+            fh.seek(position)
+            tail = fh.read(step) + tail
+            if (newline := tail.rfind(b"\n", 0, step)) >= 0:
+                return tail[newline + 1:]
+        return tail
+
+
 def _check_cut_off(path: Path, tail: bytes, key: Callable[[dict[str, Any]], Any] | None) -> None:
     """Raise a ValueError naming ``path`` unless its last line ``tail`` (without a newline) is empty, a whole row, or
     what a writer killed mid-row leaves, which an append cuts off: the start of a row's JSON object, no JSON
@@ -434,8 +447,8 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
         seeds = {r["seed"] for agent, rs in by_agent.items() if agent not in clairvoyant for r in rs}
         instances = len({r["seed"] for rs in by_agent.values() for r in rs})
         # per instance, not per agent: agents that failed on different instances would weight them differently
-        instance_scores = {r["seed"]: r["ssi"] for rs in by_agent.values() for r in rs
-                           if r["status"] == "ok" and r.get("ssi") is not None}
+        instances_ssi = _mean({r["seed"]: r["ssi"] for rs in by_agent.values() for r in rs
+                               if r["status"] == "ok" and r.get("ssi") is not None}.values())
         # a rule valid on only some seeds is not compared on them: its mean would cover an easier sample
         rules = [a for a in values if a.startswith("rule:") and a not in clairvoyant and values[a].keys() == seeds]
         best_rule = min(sorted(rules), key=lambda a: _mean(values[a].values()), default=None)
@@ -447,7 +460,7 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
             entry: dict[str, Any] = {
                 "objective": objective, "size": size, "tier": tier, "rank": None, "agent": agent,
                 "clairvoyant": agent in clairvoyant, "instances": instances,
-                "instances_ssi": _mean(instance_scores.values()), "episodes": len(ok),
+                "instances_ssi": instances_ssi, "episodes": len(ok),
                 "failed": len(rs) - len(ok),
                 "mean": _mean(v), **_ci("ci", v, resamples, seed),
                 "vs_best_rule": math.nan, "vs_clairvoyant": math.nan, "regret": math.nan,
