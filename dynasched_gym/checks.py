@@ -50,11 +50,14 @@ def as_list(value: Any) -> list[Any]:
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> None:
     """Raise naming ``name`` and ``value`` unless ``value`` is one of ``choices``: a TypeError for a value that is no
-    string (an array would not even compare), a ValueError for another string."""
+    string (an array would not even compare), a ValueError for another string, with the nearest choice if one is
+    close."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be one of {tuple(choices)}, got {type(value).__name__}: {value!r:.80}")
     if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+        close = difflib.get_close_matches(value, choices, n=1) or [c for c in choices if c.lower() == value.lower()]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}{hint}")
 
 
 def keyword_arguments(cls: type) -> list[str]:

@@ -95,3 +95,8 @@ def test_check_choices_names_the_item() -> None:
             check_choices("tiers", alone, ("easy",))
     with pytest.raises(TypeError, match=re.escape("tier must be one of ('easy',), got ndarray")):
         check_choice("tier", np.array(["easy", "hard"]), ("easy",))  # was "the truth value of an array ... ambiguous"
+    for misspelt, meant in (("ful", "full"), ("FULL", "full"), ("Concise", "concise")):
+        with pytest.raises(ValueError, match=re.escape(f"got {misspelt!r} (did you mean {meant!r}?)")):
+            check_choice("observability", misspelt, ("concise", "full", "oracle"))
+    with pytest.raises(ValueError, match=r"got 'xyz'$"):
+        check_choice("observability", "xyz", ("concise", "full", "oracle"))  # nothing close: no guess

@@ -19,6 +19,7 @@ from dynasched_gym.core.rules import (
     is_random_rule,
     job_priority,
     parse_rule,
+    rule_name,
     seed_rng,
     select,
 )
@@ -98,6 +99,9 @@ def test_rule_names_and_errors():
         parse_rule("FASTEST")
     with pytest.raises(ValueError, match="unknown rule 'MWKR:FASTEST'"):
         parse_rule("MWKR:FASTEST")
+    with pytest.raises(ValueError, match="unknown rule 'SPT:'"):
+        parse_rule("SPT:")  # a colon with nothing after it was read as SPT:EET
+    assert rule_name("spt") == "SPT:EET" and rule_name("spt", alone=True) == "SPT"
     assert is_random_rule(parse_rule("RANDOM", random_ties=True)[0])  # whatever its flags
     assert not any(is_random_rule(parse_rule(rule, True, True)[0]) for rule in JOB_RULES if rule != "RANDOM")
     assert rule_names() == [rule for rule in RULES if not rule.startswith("RANDOM:")]  # the deterministic ones

@@ -77,9 +77,10 @@ def rule_name(rule: str, alone: bool = False) -> str:
     """The one spelling of a rule name, as agents' configs hold it (so that ``"mwkr"``, ``"MWKR"`` and
     ``"MWKR:EET"`` hash as one agent): upper case, ``JOB:MACHINE``, a job rule alone taking ``EET``. With
     ``alone``, a job rule alone stays alone: a rollout or pruning rule, whose machine rule is another rule's.
+    A colon with no machine rule after it (``"SPT:"``) stays as given, for :func:`parse_rule` to refuse.
     The names are not checked here (:func:`parse_rule` does)."""
     job, colon, machine = rule.upper().partition(":")
-    return job if alone and not colon else f"{job}:{machine or 'EET'}"
+    return job if alone and not colon else f"{job}:{machine if colon else 'EET'}"
 
 
 def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = False) -> tuple[int, int]:
