@@ -76,6 +76,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     inst = resolve_instance(args.instance)
+    if args.output == STDOUT:
+        print(inst.to_json(indent=1))
+        return 0
     if args.to == "native":
         inst.to_json(args.output, indent=1)
     else:
@@ -197,6 +200,10 @@ def output_folder_argument(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"cannot be a folder: {exc.strerror} ({exc.filename})") from None
 
 
+#: convert's output argument meaning standard output (native JSON only), as in Unix tools.
+STDOUT = "-"
+
+
 def _nonblank(text: str, what: str) -> str:
     """``text`` unless blank, which is an argparse error (``Path("")`` is the working directory: ``--out ''`` was
     refused as ".: Is a directory", or, for convert, written as a folder of ``--to dsbx-dir`` there)."""
@@ -206,7 +213,7 @@ def _nonblank(text: str, what: str) -> str:
 
 
 def _output(text: str) -> str:
-    """An argparse type: convert's output, a file or a folder (by ``--to``), never blank."""
+    """An argparse type: convert's output, a file or a folder (by ``--to``) or :data:`STDOUT`, never blank."""
     return _nonblank(text, "a file or folder path")
 
 
@@ -295,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("convert", help="write an instance in another format")
     p.add_argument("instance", type=_instance, help=instance_help)
-    p.add_argument("output", type=_output, help="the file (native JSON) or folder (dsbx-dir) to write")
+    p.add_argument("output", type=_output, help="the file (native JSON) or folder (dsbx-dir) to write; - for standard "
+                                                "output (native JSON)")
     p.add_argument("--to", choices=("native", "dsbx-dir"), default="native", help="the output format")
     p.add_argument("--drop-unsupported", action="store_true",
                    help="dsbx-dir: drop what the format cannot express (REWORK events, the restart breakdown policy, "
@@ -339,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "(leave --seed out)")
     if getattr(args, "drop_unsupported", False) and args.to != "dsbx-dir":  # else ignored without a word
         parser.error("convert: --drop-unsupported applies to --to dsbx-dir only (the native format expresses all)")
+    if getattr(args, "output", None) == STDOUT and args.to != "native":
+        parser.error(f"convert: {STDOUT} (standard output) takes --to native only; --to {args.to} writes a folder")
     try:
         with sigterm_as_interrupt():  # SIGTERM's default action kills at once, leaving a write's temporary file
             status = args.func(args)

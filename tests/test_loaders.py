@@ -227,6 +227,21 @@ def test_convert_command_can_drop_what_dsbx_cannot_express(tmp_path: Path, capsy
     assert not (tmp_path / "y.json").exists()
 
 
+def test_convert_command_writes_native_json_to_standard_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``convert mk01 -`` wrote a file named ``-``; ``-`` is standard output, as in Unix tools (native JSON only)."""
+    from dynasched_gym import data
+    from dynasched_gym.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["convert", "mk01", "-"]) == 0
+    assert Instance.from_dict(json.loads(capsys.readouterr().out)) == load_instance(data.path("mk01"))
+    with pytest.raises(SystemExit) as exc:
+        main(["convert", "mk01", "-", "--to", "dsbx-dir"])
+    assert exc.value.code == 2 and "takes --to native only" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_dsbx_writer_drops_the_events_a_dropped_rework_renumbers(tmp_path: Path) -> None:
     """A time change on the op a REWORK inserted has no op of its own once the REWORK is dropped: it is dropped with
     it (it raised "an operation the job never has" even with drop_unsupported=True)."""
