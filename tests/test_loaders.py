@@ -184,6 +184,11 @@ def test_dsbx_writer_rejects_unsupported(tmp_path: Path) -> None:
     with pytest.raises(InstanceFormatError) as exc:
         dsbx_dir.save(partial, tmp_path / "out")
     assert "jobs[0].ops[0].eligible" in str(exc.value) and "{0: 4.0}" in str(exc.value)
+    assert "eligible on machines [0], and group 'A' is machines [0, 1]" in str(exc.value)  # which are missing
+    straddling = Instance.build("x", machines, [Job("J", [{1: 2.0, 2: 8.0}])])
+    with pytest.raises(InstanceFormatError, match=re.escape("machines [1, 2], and group 'A' is machines [0, 1]; "
+                                                            "group 'B' is machines [2]")):
+        dsbx_dir.save(straddling, tmp_path / "out")
     unequal = Instance.build("x", machines, [Job("J", [{0: 4.0, 1: 4.0}])])
     with pytest.raises(InstanceFormatError, match=r"jobs\[0\]\.ops\[0\]\.eligible"):
         dsbx_dir.save(unequal, tmp_path / "out")

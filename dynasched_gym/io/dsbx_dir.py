@@ -446,7 +446,9 @@ def _nominal(inst: Instance, groups: Mapping[str, list[int]], op: Mapping[int, f
     names = {inst.machine_groups[m] for m in machines}
     group = next(iter(names))
     if len(names) != 1 or machines != groups[group]:
-        raise InstanceFormatError("dsbx needs every operation to be one whole machine group", source=f"<{inst.name}>",
+        members = "; ".join(f"group {name!r} is machines {groups[name]}" for name in sorted(names))
+        raise InstanceFormatError(f"dsbx needs every operation to be one whole machine group: it is eligible on "
+                                  f"machines {machines}, and {members}", source=f"<{inst.name}>",
                                   field=field, value={int(m): float(t) for m, t in op.items()})
     speed = {m: float(inst.machine_speed[m]) for m in machines}
     raws = list(dict.fromkeys(float(op[m]) * speed[m] for m in machines))  # each machine's time × speed
