@@ -508,24 +508,31 @@ class ValidationEval(BaseCallback):
                  setting: dict[str, Any]) -> None:
         super().__init__()
         self.env_cfg, self.instances, self.every, self.path, self.setting = env_cfg, instances, every, path, setting
-        self.next_at = 0
+        self.next_at = every
         self.best: tuple[float, int] | None = None  # (validation mean, timesteps)
 
     def _on_training_start(self) -> None:
-        # the next multiple of ``every`` (0 at the start): a run resumed between two validations validates where the
-        # uninterrupted run does, not ``every`` after the resume point; one resumed at a multiple T not at T again: the
-        # uninterrupted run validated there (the last step of the rollout before the checkpoint, in its record)
-        self.next_at = (self.num_timesteps // self.every + 1) * self.every if self.num_timesteps else 0
+        # a fresh run validates the warm start here, at 0 timesteps (at the first step it was labelled num_envs
+        # timesteps, as if trained on them); then every multiple of ``every``: a run resumed between two validations
+        # validates where the uninterrupted run does, not ``every`` after the resume point; one resumed at a multiple
+        # T not at T again: the uninterrupted run validated there (the last step of the rollout before the
+        # checkpoint, in its record)
+        self.next_at = (self.num_timesteps // self.every + 1) * self.every
+        if not self.num_timesteps:
+            self._validate()
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next_at:
             self.next_at += self.every
-            mean = float(evaluate(PPOAgent(self.model), self.env_cfg, self.instances).mean())
-            self.logger.record(f"eval/mean_{OBJECTIVE_METRICS[self.env_cfg.objective]}", mean)
-            if self.path is not None and (self.best is None or mean < self.best[0]):
-                save_model(self.model, self.path)  # first: a record never names a policy not yet written
-                self.best = (mean, self.num_timesteps)
+            self._validate()
         return True
+
+    def _validate(self) -> None:
+        mean = float(evaluate(PPOAgent(self.model), self.env_cfg, self.instances).mean())
+        self.logger.record(f"eval/mean_{OBJECTIVE_METRICS[self.env_cfg.objective]}", mean)
+        if self.path is not None and (self.best is None or mean < self.best[0]):
+            save_model(self.model, self.path)  # first: a record never names a policy not yet written
+            self.best = (mean, self.num_timesteps)
 
 
 def save_checkpoint(model: MaskablePPO, path: Path, validator: ValidationEval) -> None:

@@ -166,12 +166,12 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     first = train_script.train(_config(tmp_path / "run", "train.imitation.rule=auto"))
     monkeypatch.undo()
     monkeypatch.setenv("DYNASCHED_CACHE", str(cache))
-    assert {"ppo_1024_steps.zip", "ppo_1024_steps.json", "ppo_2048_steps.zip", "best_2_steps.zip", "best.zip",
+    assert {"ppo_1024_steps.zip", "ppo_1024_steps.json", "ppo_2048_steps.zip", "best_0_steps.zip", "best.zip",
             "last.zip", "last.json", "model.zip", "report.md", "model.yaml"} <= set(replaced)
     record = yaml.safe_load(first.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 2048 and record["seed"] == 0 and record["reward_scale"] > 0
     assert record["forecast_rule"] == record["imitation"]["rule"]  # both "auto": the best rule on the training seeds
-    assert record["selected"]["timesteps"] in (2, 1024, 2048)  # validated after the warm start, at 1024 and 2048
+    assert record["selected"]["timesteps"] in (0, 1024, 2048)  # the warm start (0: no timestep trained on), 1024, 2048
     assert (tmp_path / "run" / "best.zip").is_file() and (tmp_path / "run" / "last.zip").is_file()
     assert record["config"]["env"]["tier"] == "medium"
     assert len(record["evaluation"]["instances"]) == len(EVAL_SEEDS)
@@ -228,12 +228,12 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
                                    "env.observability=full"))
     assert not (tmp_path / "other").exists()
 
-    # the best validation result before the checkpoint (the warm start's, at 2) carries over into the resumed
+    # the best validation result before the checkpoint (the warm start's, at 0) carries over into the resumed
     # run; made unbeatable here (a tardiness is >= 0), it must be the one selected, with its policy
     sidecar = checkpoint.with_suffix(".json")
     saved = json.loads(sidecar.read_text(encoding="utf-8"))
-    assert saved["best"]["timesteps"] == 2 and saved["best"]["policy"] == "best_2_steps.zip"
-    assert MaskablePPO.load(checkpoint.with_name("best_2_steps.zip"), device="cpu").num_timesteps == 2
+    assert saved["best"]["timesteps"] == 0 and saved["best"]["policy"] == "best_0_steps.zip"
+    assert MaskablePPO.load(checkpoint.with_name("best_0_steps.zip"), device="cpu").num_timesteps == 0
     saved["best"]["validation_mean"] = -1.0
     sidecar.write_text(json.dumps(saved), encoding="utf-8")
     best = record["forecast_rule"]
@@ -243,8 +243,8 @@ def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_
     assert record["timesteps"] == 3072 and record["resumed_from"].endswith("ppo_1024_steps.zip")
     assert len(record["forecast_rule"]) == 2 and record["forecast_rule"][0] == best  # auto: 2 complementary rules
     assert make("ppo", checkpoint=resumed.with_name("last.zip")).model.num_timesteps == 3072
-    assert record["selected"] == {"validation_mean": -1.0, "timesteps": 2}
-    assert resumed.read_bytes() == checkpoint.with_name("best_2_steps.zip").read_bytes()
+    assert record["selected"] == {"validation_mean": -1.0, "timesteps": 0}
+    assert resumed.read_bytes() == checkpoint.with_name("best_0_steps.zip").read_bytes()
 
 
 def test_resuming_a_checkpoint_saved_before_policies_recorded_their_units(cache, train_script, tmp_path: Path):
@@ -843,7 +843,7 @@ def test_a_run_resumed_between_checkpoints_saves_and_validates_on_the_uninterrup
     short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short))
-    assert caught.value.timesteps == 512 and validated == [2]
+    assert caught.value.timesteps == 512 and validated == [0]  # the warm start, before any step
     assert MaskablePPO.load(caught.value.path, device="cpu").num_timesteps == 512
     monkeypatch.setattr(train_script, "Checkpoints", checkpoints)
     validated.clear()
@@ -879,7 +879,7 @@ def test_a_run_resumed_at_a_validation_step_does_not_validate_it_again(cache, tr
     short = ("train.total_timesteps=2048", "env.forecast_features=[]", "env.forecast_rule=null")
     with pytest.raises(train_script.TrainingInterrupted) as caught:
         train_script.train(_config(tmp_path / "run", *short))
-    assert caught.value.timesteps == 1024 and validated == [2, 1024]
+    assert caught.value.timesteps == 1024 and validated == [0, 1024]
     monkeypatch.setattr(train_script, "Checkpoints", checkpoints)
     validated.clear()
     train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={caught.value.path}"))
