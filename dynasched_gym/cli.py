@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -333,6 +334,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_PACKAGE = Path(__file__).resolve().parent
+_PYTHON_FORMAT = warnings.formatwarning
+
+
+def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    line: str | None = None) -> str:
+    """The package's own warnings as ``warning: <message>``, as errors are printed: the source line that raised one
+    (Python's format) says nothing to a command-line user. Others (a dependency's) keep Python's format."""
+    if Path(filename).resolve().is_relative_to(_PACKAGE):
+        return f"warning: {message}\n"
+    return _PYTHON_FORMAT(message, category, filename, lineno, line)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on bad input, a file that cannot be written or a missing optional
     package, 1 on an invalid schedule, 130 on Ctrl-C or SIGTERM, 141 when the reader of stdout is gone: files are
@@ -349,6 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("convert: --drop-unsupported applies to --to dsbx-dir only (the native format expresses all)")
     if getattr(args, "output", None) == STDOUT and args.to != "native":
         parser.error(f"convert: {STDOUT} (standard output) takes --to native only; --to {args.to} writes a folder")
+    formatwarning, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
         with sigterm_as_interrupt():  # SIGTERM's default action kills at once, leaving a write's temporary file
             status = args.func(args)
@@ -364,6 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupt_handled()  # python -m dynasched_gym: exit with 130, not by SIGINT
         print("\ninterrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = formatwarning
 
 
 if __name__ == "__main__":

@@ -628,6 +628,24 @@ def test_cli_help_describes_the_command_in_plain_text():
     assert "The dynasched-gym command line: inspect" in done.stdout and "``" not in done.stdout, done.stdout
 
 
+def test_cli_prints_the_package_warnings_as_one_line(tmp_path):
+    """A warning of the package printed Python's ``cli.py:88: UserWarning: ...`` and the source line that raised it;
+    the command line prints ``warning: <message>``, as it prints errors."""
+    from dynasched_gym import Event, EventType, Instance, Job, Machine
+
+    source = tmp_path / "x.json"
+    Instance.build("x", [Machine("A1", "A", 1.0), Machine("A2", "A", 2.0)], [Job("J", [{0: 4.0, 1: 2.0}])],
+                   [Event(time=1.0, type=EventType.REWORK, job=0, op=0)]).to_json(source)
+    done = subprocess.run([sys.executable, "-m", "dynasched_gym", "convert", str(source), str(tmp_path / "out"),
+                           "--to", "dsbx-dir", "--drop-unsupported"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "warning: dsbx format: dropped 1 unsupported item(s): events[0] REWORK\n"
+    from dynasched_gym.cli import _format_warning
+
+    assert _format_warning("old", DeprecationWarning, "/elsewhere/lib.py", 3) == (  # a dependency's: its location
+        "/elsewhere/lib.py:3: DeprecationWarning: old\n")
+
+
 def test_cli_errors_name_the_file(tmp_path, capsys):
     sched = tmp_path / "mk01.json"
     main(["rollout", "mk01", "--out", str(sched)])
