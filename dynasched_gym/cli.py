@@ -334,6 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def reader_gone() -> int:
+    """After a BrokenPipeError of stdout (its reader is gone: ``| head``): the status to stop with quietly, 141, as a
+    tool killed by SIGPIPE does; stdout is sent to ``os.devnull``, as the exit's flush would raise again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
+
+
 _PACKAGE = Path(__file__).resolve().parent
 _PYTHON_FORMAT = warnings.formatwarning
 
@@ -369,9 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = args.func(args)
             sys.stdout.flush()  # here, where a reader gone is caught, not at the exit
             return status
-    except BrokenPipeError:  # stdout's reader is gone (| head): stop quietly, as a tool killed by SIGPIPE does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush would raise again
-        return 128 + signal.SIGPIPE
+    except BrokenPipeError:
+        return reader_gone()
     except (InstanceFormatError, OSError, MissingExtraError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.util
+import inspect
 import os
 import shutil
 import sys
@@ -37,6 +38,7 @@ from typing import Any, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
+from dynasched_gym.cli import doc_summary, reader_gone
 from dynasched_gym.errors import MissingExtraError, missing_extra
 
 #: The config path of every script's ``hydra.main`` (:func:`checked_main`), where it looks up config groups.
@@ -506,7 +508,8 @@ def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], C
     (:func:`check_setting_keys`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
     where Hydra would print "Could not find 'hydra/launcher/...'" or "Could not override 'tier'" and exit with 1, or
     ignore the launcher. A config passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command
-    line; so does ``--config-path``, which replaces :data:`CONFIG_PATH`."""
+    line; so does ``--config-path``, which replaces :data:`CONFIG_PATH`. ``--help`` prints the script's summary (its
+    docstring's first paragraph) above Hydra's help."""
 
     def decorate(main: Callable[[DictConfig], None]) -> Callable[..., Any]:
         import hydra
@@ -524,6 +527,12 @@ def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], C
                                        command_line.config_name or config_name, command_line.config_path is None)
                 except (MissingExtraError, SettingError) as exc:
                     _usage_error_exit(exc)
+                if command_line.help:  # Hydra's help (conf/hydra/help/script.yaml) follows: groups and config
+                    try:
+                        print(f"{doc_summary(inspect.getmodule(main).__doc__)}\n")
+                        return hydra_main(*args, **kwargs)
+                    except BrokenPipeError:  # --help | head: Hydra's print raised a traceback
+                        sys.exit(reader_gone())
             return hydra_main(*args, **kwargs)
 
         return checked

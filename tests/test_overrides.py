@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import itertools
+import os
+import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -666,3 +668,30 @@ def test_an_argument_added_to_an_agent_reaches_the_agent(tmp_path: Path, monkeyp
         evaluate.main()
     assert "agent.random (name 'random', kwargs {'seed': 0, 'foo': 3}): RandomAgent got an unknown argument 'foo'" \
         in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["evaluate", "leaderboard", "observability", "bench", "calibrate", "train/ppo"])
+def test_every_script_has_the_script_help(name: str) -> None:
+    """Hydra's default help called each script "<name> is powered by Hydra" and said nothing of what it does."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        help_config = compose(name, return_hydra_config=True).hydra.help
+    assert help_config.header == "" and help_config.template.startswith("== Config groups (group=option) ==")
+
+
+def test_script_help_says_what_the_script_does_and_stops_quietly_when_its_reader_is_gone() -> None:
+    """``--help`` starts with the script's summary (its docstring's first paragraph); ``--help | head`` ended in a
+    BrokenPipeError traceback of Hydra's print: now status 141 (SIGPIPE's), nothing on stderr."""
+    repo = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "scripts.calibrate", "--help"]
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Calibrate one instance and write it with a report (Hydra entry point, "
+                                  "conf/calibrate.yaml).\n\n== Config groups (group=option) ==\n")
+    assert "powered by Hydra" not in done.stdout and "--hydra-help" in done.stdout
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        gone = subprocess.run(command, cwd=repo, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert gone.returncode == 141 and gone.stderr == "", (gone.returncode, gone.stderr[-3000:])
