@@ -116,7 +116,7 @@ def test_a_documented_command_line_is_accepted(doc: Path, words: list[str], tmp_
             importlib.import_module(program).main(arguments)
         return
     multirun = "-m" in arguments
-    overrides = [argument for argument in arguments if argument != "-m"]
+    overrides = [argument for argument in arguments if argument not in ("-m", "--help")]  # Hydra's, not overrides
     config = HYDRA_CONFIGS[script]
     check_command_line(overrides, multirun, None, config)  # as the script's checked_main
     first_job = _job_overrides(OverridesParser.create().parse_overrides(overrides))  # a sweep's first job
