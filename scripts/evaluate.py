@@ -406,7 +406,7 @@ def existing_checkpoint(path: Any, key: str) -> str:
     naming the config ``key`` and the path when there is no such file, nor one with ``.zip`` added (SB3's
     convention). A path with ``*``, ``?`` or ``[`` that names no file is a glob pattern, which must match exactly
     one file. Never skipped: only a missing *shipped* checkpoint is. A missing name close to ``shipped`` (``shiped``,
-    ``Shipped:full``) is taken for a misspelling of it, and the error says so."""
+    ``Shipped:full``) is taken for a misspelling of it, and the error says so; a folder's lists the models in it."""
     absolute = hydra.utils.to_absolute_path(str(path))
     if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()) and any(c in absolute for c in "*?["):
         matches = sorted(m for m in glob.glob(absolute) if Path(m).is_file())
@@ -419,6 +419,10 @@ def existing_checkpoint(path: Any, key: str) -> str:
         head, colon, level = str(path).partition(":")
         misspelt = "/" not in head and difflib.get_close_matches(head, [SHIPPED])
         hint = f" (did you mean {SHIPPED}{colon}{level}?)" if misspelt else ""
+        if Path(absolute).is_dir():  # a training run's folder: name its model
+            models = sorted(p.name for p in Path(absolute).glob("*.zip"))
+            hint = (f": a folder; name a model .zip in it ({', '.join(models)}; scripts.train's tested policy is "
+                    f"model.zip)" if models else ": a folder, with no model .zip in it")
         raise ValueError(f"{key}={path}: no such checkpoint file ({absolute}){hint}")
     return absolute
 

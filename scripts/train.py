@@ -265,7 +265,11 @@ def read_resume(cfg: DictConfig) -> Resume:
     where = f"train.resume={tc.resume}"
     path = next((p for p in (Path(tc.resume), Path(f"{tc.resume}.zip")) if p.is_file()), None)
     if path is None:
-        raise FileNotFoundError(f"{where}: no such checkpoint file")
+        folder = Path(tc.resume)
+        models = sorted(p.relative_to(folder).as_posix() for p in [*folder.glob("*.zip"), *folder.glob("*/*.zip")])
+        hint = (f" ({folder} is a folder; its models: {', '.join(models)})" if models else
+                f" ({folder} is a folder, with no model .zip in it)") if folder.is_dir() else ""
+        raise FileNotFoundError(f"{where}: no such checkpoint file{hint}")
     steps = checkpoint_timesteps(where, path)
     if steps >= tc.total_timesteps:
         raise ValueError(f"{where} is already at {steps} timesteps, at or after train.total_timesteps="

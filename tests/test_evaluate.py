@@ -1303,6 +1303,20 @@ def test_a_misspelt_shipped_is_an_error_suggesting_shipped(value: str, meant: st
         evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=nope/shiped"))
 
 
+def test_a_checkpoint_folder_is_an_error_listing_its_models(tmp_path: Path) -> None:
+    """``ppo=<a training run's folder>`` said only 'no such checkpoint file'; now which models the folder holds."""
+    (tmp_path / "model.zip").write_bytes(b"")
+    (tmp_path / "best.zip").write_bytes(b"")
+    with pytest.raises(ValueError, match=rf"^ppo={tmp_path}: no such checkpoint file \(.*\): a folder; name a model "
+                                         r"\.zip in it \(best\.zip, model\.zip; scripts\.train's tested policy is "
+                                         r"model\.zip\)$"):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", f"ppo={tmp_path}"))
+    (tmp_path / "model.zip").unlink()
+    (tmp_path / "best.zip").unlink()
+    with pytest.raises(ValueError, match=r": a folder, with no model \.zip in it$"):
+        evaluate.plan(config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", f"ppo={tmp_path}"))
+
+
 def test_one_checkpoint_setting_names_a_model_per_tier_of_a_training_sweep(tmp_path: Path) -> None:
     """``{tier}`` and ``{size}`` in a checkpoint path, and a glob pattern matching exactly one file: a sweep's
     per-tier models enter as one setting, each playing its own tier (one path played every tier's model on all)."""

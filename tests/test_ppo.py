@@ -615,6 +615,17 @@ def test_bad_settings_are_refused_up_front_naming_the_key(train_script, tmp_path
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
 
 
+def test_a_run_folder_to_resume_is_an_error_listing_its_models(train_script, tmp_path):
+    """``train.resume=<the run's folder>`` said only 'no such checkpoint file'; now which models it holds."""
+    run = tmp_path / "old"
+    (run / "checkpoints").mkdir(parents=True)
+    for name in ("interrupted.zip", "checkpoints/ppo_1024_steps.zip"):
+        (run / name).write_bytes(b"")
+    with pytest.raises(SettingError, match=rf"^train\.resume={run}: no such checkpoint file \({run} is a folder; its "
+                                           r"models: checkpoints/ppo_1024_steps\.zip, interrupted\.zip\)$"):
+        train_script.train(_config(tmp_path / "run", f"train.resume={run}"))
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     (["env.critic_hindsight=true", "env.forecast_features=[]"],
      r"^env\.critic_hindsight=true needs env\.forecast_features"),
