@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from strategies import instances
 from test_env import assert_same_observations, valid_action
 
-from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance, ssi
+from dynasched_gym import Event, EventType, Instance, Job, Machine, Simulator, load_instance, ssi
 from dynasched_gym.data import path as embedded_path
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
 from dynasched_gym.envs.dfjsp.vector import DFJSPRulesVectorEnv, DFJSPVectorEnv
@@ -561,3 +561,22 @@ def test_the_sb3_adapter_refuses_fractional_actions():
     with pytest.raises(ValueError, match=r"one action per sub-environment \(2\), got shape \(3,\)"):
         venv.step(np.array([0, 0, 0]))
     venv.step(np.array([0, 1]))
+
+
+def test_copying_a_vector_env_says_how_to_branch_a_simulation_instead():
+    """deepcopy and pickle of the vector env (and of the SB3 adapter over it) failed with numba's "cannot pickle
+    '_nrt_python._MemInfo' object", naming neither the env nor what to do instead."""
+    import copy
+    import pickle
+
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    venv.reset(seed=0)
+    venv.step(np.zeros(2, dtype=np.int64))
+    for attempt in (lambda: copy.deepcopy(venv), lambda: pickle.dumps(venv)):
+        with pytest.raises(TypeError, match=r"DFJSPVectorEnv cannot be pickled or copied .*"
+                                            r"branch\.restore\(venv\.unwrapped\.simulator\(i\)\.snapshot\(\)\)"):
+            attempt()
+    branch = Simulator(venv.instance(1))  # what the message says, in a sub-environment's mid-episode state
+    branch.reset()
+    branch.restore(venv.simulator(1).snapshot())
+    assert branch.decisions == venv.simulator(1).decisions == 1 and branch.now == venv.simulator(1).now

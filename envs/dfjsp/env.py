@@ -58,6 +58,14 @@ class InvalidActionError(ValueError):
     """An action that is not valid now, under ``invalid_action="raise"``."""
 
 
+def copy_refused(env: object, instance: str, simulator: str) -> TypeError:
+    """The error of pickling or copying ``env``, whose numba batch buffers cannot be: it says how to branch the
+    simulation instead, from ``instance`` and ``simulator`` (how the reader's code reaches them)."""
+    return TypeError(f"{type(env).__name__} cannot be pickled or copied (it holds numba state). To branch the "
+                     f"simulation (search, MCTS): branch = dynasched_gym.Simulator({instance}); branch.reset(); "
+                     f"branch.restore({simulator}.snapshot()), then step the branch")
+
+
 def _block(table: tuple[Feature, ...], level: int, rows: int | None) -> spaces.Box:
     low, high = bounds(table, level)
     if rows is not None:
@@ -186,10 +194,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         self._viewer: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # the numba batch buffers cannot be pickled; say how to branch a simulation instead
-        raise TypeError(f"{type(self).__name__} cannot be pickled or copied (it holds numba state). To branch the "
-                        "simulation (search, MCTS): branch = dynasched_gym.Simulator(env.unwrapped.instance); "
-                        "branch.reset(); branch.restore(env.unwrapped.simulator.snapshot()), then step the branch")
+        raise copy_refused(self, "env.unwrapped.instance", "env.unwrapped.simulator")
 
     # ---------------------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:

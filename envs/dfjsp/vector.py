@@ -25,6 +25,7 @@ from dynasched_gym.envs.dfjsp.env import (
     DFJSPRulesEnv,
     FJSPEnv,
     InvalidActionError,
+    copy_refused,
     instance_option,
 )
 from dynasched_gym.envs.dfjsp.episodes import final_info
@@ -114,6 +115,10 @@ class DFJSPVectorEnv(VectorEnv):
         self._ended = np.zeros(num_envs, dtype=bool)  # episode over, reset pending (NEXT_STEP / DISABLED)
         self._steps = np.zeros(num_envs, dtype=np.int64)  # steps of the current episodes (max_episode_steps)
         self._started = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        # as the single env's: pickle's "cannot pickle '_nrt_python._MemInfo' object" named neither env nor way out
+        raise copy_refused(self, "venv.unwrapped.instance(i)", "venv.unwrapped.simulator(i)")
 
     # ---------------------------------------------------------------------------- gym API
     def reset(
