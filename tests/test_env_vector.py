@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import gymnasium as gym
@@ -162,8 +163,15 @@ def test_vector_invalid_actions_replace_or_raise():
     assert list(info["invalid_actions"]) == [1, 0]
     strict = DFJSPVectorEnv(2, instance="mk01", invalid_action="raise")
     strict.reset(seed=0)
-    with pytest.raises(InvalidActionError, match=r"sub-environments \[1\]"):
+    valid = np.flatnonzero(observation["action_mask"][1]).tolist()  # the single env names them; this one did not
+    with pytest.raises(InvalidActionError, match=re.escape(f"sub-environments [1]: [{padding}]; valid now in "
+                                                           f"sub-environment 1: {valid} (see")):
         strict.step(np.array([0, padding]))
+    many = DFJSPVectorEnv(5, instance="mk01", invalid_action="raise")
+    many.reset(seed=0)
+    with pytest.raises(InvalidActionError,
+                       match=r"sub-environments \[0, 1, 2, 3, 4\]: .*; 2: \[[0-9, ]+\]; 2 more \(see"):
+        many.step(np.full(5, padding))
 
 
 def test_a_refused_vector_step_changes_nothing_even_when_an_autoreset_is_due():

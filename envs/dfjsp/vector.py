@@ -37,6 +37,8 @@ from dynasched_gym.schedule import Schedule
 #: The most sub-environments of one vector env: each takes 0.1-0.9 MiB (docs/performance.md), so this many is tens of
 #: GiB already (num_envs=10**7 was a MemoryError, 10**30 NumPy's "maximum allowed dimension exceeded").
 MAX_NUM_ENVS = 2**16
+#: How many refused sub-environments an InvalidActionError lists the valid actions of.
+MAX_SHOWN = 3
 
 
 class DFJSPVectorEnv(VectorEnv):
@@ -284,8 +286,11 @@ class DFJSPVectorEnv(VectorEnv):
         waiting = self._batch.works.counters[:, K_CODE] != DONE  # an episode without decisions ends on any action
         bad = np.flatnonzero(stepping & waiting & ~valid)
         if bad.size:
-            raise InvalidActionError(f"invalid actions for sub-environments {bad.tolist()}: "
-                                     f"{actions[bad].tolist()} (see observation['action_mask'] or action_masks())")
+            shown = [f"{i}: {np.flatnonzero(self._batch.works.action_mask[i]).tolist()}" for i in bad[:MAX_SHOWN]]
+            more = f"; {bad.size - MAX_SHOWN} more" if bad.size > MAX_SHOWN else ""
+            raise InvalidActionError(f"invalid actions for sub-environments {bad.tolist()}: {actions[bad].tolist()}; "
+                                     f"valid now in sub-environment {'; '.join(shown)}{more} (see "
+                                     "observation['action_mask'] or action_masks())")
 
     def _check_codes(self, codes: np.ndarray, mask: np.ndarray) -> None:
         for i in np.flatnonzero(mask & (codes == ERR_STALLED)):
