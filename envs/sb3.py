@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,8 +41,9 @@ class SB3VecEnv(VecEnv):
     vector env's ``max_episode_steps``) and, when it terminated, ``metrics`` (the schedule's metrics) and ``ssi``.
 
     ``env_method(name)`` calls the vector env's method once and returns its per-env results (rows),
-    so ``env_method("action_masks")`` gives the masks sb3-contrib's ``MaskablePPO`` needs;
-    ``get_attr`` returns the vector env's attribute for every index.
+    so ``env_method("action_masks")`` gives the masks sb3-contrib's ``MaskablePPO`` needs; a method of one
+    sub-environment (``schedule(index)``, ``offered_pairs(index)``, ...) is called for each index.
+    ``get_attr`` returns the vector env's attribute for every index; ``set_attr`` sets it for all of them.
 
     Args:
         venv: the vector env (``SAME_STEP`` autoreset).
@@ -132,14 +134,27 @@ class SB3VecEnv(VecEnv):
         return [value for _ in self._get_indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set an attribute of the vector env (shared by every sub-environment)."""
+        """Set an attribute of the vector env, shared by every sub-environment (so ``indices`` must name them all:
+        ``indices=[0]`` set it for every one without a word)."""
+        if sorted(self._get_indices(indices)) != list(range(self.num_envs)):
+            raise ValueError(f"set_attr({attr_name!r}) sets an attribute of the vector env, shared by its "
+                             f"{self.num_envs} sub-environments: it cannot be set for indices={indices!r} only")
         setattr(self.venv, attr_name, value)
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
-        """Call the vector env's method ``method_name`` once; returns its rows at ``indices``."""
-        result = self._lookup(method_name)(*method_args, **method_kwargs)
-        return [result[i] for i in self._get_indices(indices)]
+        """The results of the vector env's method ``method_name`` at ``indices``: a sub-environment's method (its first
+        parameter is ``index``: ``schedule``, ``offered_pairs``, ``time_scale``, ...) is called for each index; any
+        other once, giving one row per sub-environment (``action_masks``)."""
+        method, indices = self._lookup(method_name), self._get_indices(indices)
+        if next(iter(inspect.signature(method).parameters), None) == "index":
+            return [method(i, *method_args, **method_kwargs) for i in indices]
+        result = method(*method_args, **method_kwargs)
+        if not hasattr(result, "__getitem__") or not hasattr(result, "__len__") or len(result) != self.num_envs:
+            raise TypeError(f"env_method({method_name!r}) called the vector env's {method_name}() once and got "
+                            f"{type(result).__name__}, not one result per sub-environment ({self.num_envs}): call it "
+                            f"on the vector env itself (venv.unwrapped.venv.{method_name})")
+        return [result[i] for i in indices]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """Sub-environments are not gymnasium envs, so they are never wrapped."""

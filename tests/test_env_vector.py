@@ -588,3 +588,29 @@ def test_copying_a_vector_env_says_how_to_branch_a_simulation_instead():
     branch.reset()
     branch.restore(venv.simulator(1).snapshot())
     assert branch.decisions == venv.simulator(1).decisions == 1 and branch.now == venv.simulator(1).now
+
+
+def test_sb3_env_method_reaches_each_sub_environment_and_set_attr_all_of_them():
+    """env_method("schedule", indices=[1]) failed with "missing 1 required positional argument: 'index'" and
+    env_method("close") with "'NoneType' object is not subscriptable"; set_attr(..., indices=[0]) set the shared
+    attribute for every sub-environment without a word."""
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=3, instance="mk01")
+    venv.set_options([{}, {"instance": "mk02"}, {}])
+    venv.reset()
+    venv.step(np.zeros(3, dtype=np.int64))
+    vector = venv.unwrapped.venv
+    assert [s.instance.name for s in venv.env_method("schedule", indices=[1, 2])] == ["mk02", "mk01"]
+    assert venv.env_method("time_scale", indices=1) == [vector.time_scale(1)]
+    jobs, machines = venv.env_method("offered_pairs")[2]
+    assert (jobs.tolist(), machines.tolist()) == tuple(a.tolist() for a in vector.offered_pairs(2))
+    assert [m.tolist() for m in venv.env_method("action_masks", indices=[0])] == [vector.action_masks()[0].tolist()]
+    with pytest.raises(TypeError, match=r"env_method\('close'\) called the vector env's close\(\) once and got "
+                                        r"NoneType, not one result per sub-environment \(3\)"):
+        venv.env_method("close")
+    with pytest.raises(ValueError, match=r"shared by its 3 sub-environments: it cannot be set for indices=\[0\] only"):
+        venv.set_attr("render_mode", "ansi", indices=[0])
+    venv.set_attr("render_mode", "ansi", indices=[2, 0, 1])
+    assert venv.get_attr("render_mode") == ["ansi"] * 3
