@@ -20,8 +20,9 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
 import dynasched_gym  # noqa: F401  (registers the ids)
-from dynasched_gym.checks import check_bool, check_integer
+from dynasched_gym.checks import check_arguments, check_bool, check_integer, keyword_arguments
 from dynasched_gym.core.rules import rule_list
+from dynasched_gym.envs.dfjsp.env import ENV_ARGUMENTS_DOCS, DFJSPEnv
 from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions, dfjsp_unwrapped
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 from dynasched_gym.errors import needs_extra
@@ -183,6 +184,10 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     they also carry the same rules' rollouts in the real future (``hindsight_forecasts``), the privileged
     input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only).
     """
+    # the vector env's own check names neither the adapter's arguments nor their nearest (flaten=True)
+    own = [name for name in inspect.signature(make_sb3_vec_env).parameters if name not in ("env_id", "kwargs")]
+    arguments = list(dict.fromkeys([*own, *keyword_arguments(DFJSPVectorEnv), *keyword_arguments(DFJSPEnv)]))
+    check_arguments("make_sb3_vec_env", kwargs, arguments, f"help(make_sb3_vec_env); {ENV_ARGUMENTS_DOCS}")
     try:  # 0 or {} meant no features without a word
         forecast_features = () if forecast_features is None else rule_list(forecast_features)
     except TypeError as exc:

@@ -614,3 +614,17 @@ def test_sb3_env_method_reaches_each_sub_environment_and_set_attr_all_of_them():
         venv.set_attr("render_mode", "ansi", indices=[0])
     venv.set_attr("render_mode", "ansi", indices=[2, 0, 1])
     assert venv.get_attr("render_mode") == ["ansi"] * 3
+
+
+@pytest.mark.parametrize(("name", "nearest"), [("flaten", "flatten"), ("forecast_rules", "forecast_rule"),
+                                              ("instanse", "instance")])
+def test_a_misspelt_sb3_adapter_argument_names_the_nearest_of_the_adapters_and_the_envs(name, nearest):
+    """make_sb3_vec_env(flaten=True) was refused by the vector env, which named no nearest argument and listed only
+    its own and the env's (not flatten, keep_mask, forecast_rule, ...)."""
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    with pytest.raises(TypeError, match=rf"make_sb3_vec_env got an unknown argument '{name}' \(did you mean "
+                                        rf"'{nearest}'\?\); its arguments are num_envs, flatten, keep_mask, .*"
+                                        r"max_episode_steps, tier, .*pool_start"):
+        make_sb3_vec_env(num_envs=2, **{name: "mk01"})
