@@ -88,8 +88,8 @@ class SB3VecEnv(VecEnv):
             return options[0] or None
         unknown = set().union(*options) - {"instance"}
         if unknown:
-            raise ValueError(f"set_options gave the sub-environments different options {sorted(unknown)}: only "
-                             "'instance' may differ between them (the vector env's other options are shared)")
+            raise ValueError(f"set_options gave the sub-environments different options {sorted(unknown, key=repr)}: "
+                             "only 'instance' may differ between them (the vector env's other options are shared)")
         return {"instance": [o.get("instance") for o in options]}
 
     def step_async(self, actions: np.ndarray) -> None:

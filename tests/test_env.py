@@ -513,6 +513,17 @@ def test_reset_options_that_are_no_dict_are_named(options, message):
     assert env.reset(options={})[0]["action_mask"].any()  # an empty dict is no option
 
 
+@pytest.mark.parametrize(("options", "error", "message"), [
+    ({"instance": 3.5}, TypeError, r"instance must be an Instance, .*, got float: 3\.5$"),  # was: "got float"
+    # was: "'<' not supported between instances of 'str' and 'int'"
+    ({1: 0, "instanse": "mk01"}, ValueError, r"unknown reset option\(s\) \['instanse', 1\]"),
+])
+def test_reset_options_of_the_wrong_kind_are_named_with_their_value(options, error, message):
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01")
+    with pytest.raises(error, match=message):
+        env.reset(options=options)
+
+
 def test_the_episode_views_before_the_first_reset_say_to_reset():
     """render() and schedule() showed a made-up state (every machine busy with job 0, every job cancelled)."""
     env = gym.make("DynaSched/DFJSP-v0", instance="mk01", render_mode="ansi").unwrapped

@@ -141,7 +141,7 @@ def resolve_instance(spec: Instance | str | os.PathLike[str]) -> Instance:
                                       source=str(path), value=str(path))
         return load_instance(path)
     raise TypeError(f"instance must be an Instance, a path or an embedded name ({', '.join(data.EMBEDDED)}), "
-                    f"got {type(spec).__name__}")
+                    f"got {type(spec).__name__}: {spec!r:.80}")
 
 
 __all__ = ["FORMATS", "detect_format", "instance_from_json", "load_instance", "resolve_instance"]

@@ -361,6 +361,7 @@ def instance_option(options: dict[str, Any] | None, vector: bool = False) -> Ins
         raise TypeError(f"reset options must be a dict (or None), got {type(options).__name__}: {options!r}")
     unknown = set(options) - ({"instance", "reset_mask"} if vector else {"instance"})
     if unknown:
-        raise ValueError(f"unknown reset option(s) {sorted(unknown)}; the options are 'instance' "
+        # sorted by repr: {1: .., "x": ..} failed with "'<' not supported between instances of 'str' and 'int'"
+        raise ValueError(f"unknown reset option(s) {sorted(unknown, key=repr)}; the options are 'instance' "
                          "(and 'reset_mask' for vector envs)")
     return options.get("instance")
