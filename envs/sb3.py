@@ -62,6 +62,9 @@ class SB3VecEnv(VecEnv):
         self.venv = venv
         self.flatten = check_bool("flatten", flatten)
         self.keep_mask = check_bool("keep_mask", keep_mask)
+        if not self.keep_mask and not self.flatten:  # each option applies to the one it names
+            raise ValueError("keep_mask=False leaves the action mask out of flat observations, and flatten=False keeps "
+                             "the Dict ones, whose 'action_mask' stays: pass flatten=True too, or leave keep_mask out")
         space = venv.single_observation_space
         super().__init__(venv.num_envs, flat_space(space, keep_mask) if flatten else space, venv.single_action_space)
         self._actions = np.zeros(venv.num_envs, dtype=np.int64)

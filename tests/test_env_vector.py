@@ -460,6 +460,8 @@ def test_sb3_adapter_finds_the_action_masks_under_gymnasiums_vector_wrappers():
     ({"forecast_features": 0}, TypeError, r"forecast_features: rules are one rule name or a sequence"),  # none
     # SB3 stores an observation after the next step, which overwrote the buffer it was handed
     ({"copy": False}, ValueError, r"copy=False hands SB3 the env's observation buffers"),
+    ({"keep_mask": False}, ValueError, r"keep_mask=False leaves the action mask out of flat observations, and "
+                                       r"flatten=False keeps the Dict ones"),  # the Dict kept its action_mask
 ])
 def test_sb3_adapter_refuses_options_that_would_not_apply(kwargs, error, message):
     """Each was accepted and ignored (or failed as a duplicate keyword) when the option it qualifies was absent."""
