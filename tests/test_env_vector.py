@@ -630,3 +630,17 @@ def test_a_misspelt_sb3_adapter_argument_names_the_nearest_of_the_adapters_and_t
                                         rf"'{nearest}'\?\); its arguments are num_envs, flatten, keep_mask, .*"
                                         r"max_episode_steps, tier, .*pool_start"):
         make_sb3_vec_env(num_envs=2, **{name: "mk01"})
+
+
+def test_actions_reach_the_kernel_as_one_contiguous_writeable_array():
+    """A column of a table (actions[:, t]) or a read-only array was handed on as is: numba compiled another version
+    of the step kernel for it, a ~25 s stall on the first step."""
+    from dynasched_gym.envs.dfjsp.vector import check_actions
+
+    table = np.array([[0, 5], [1, 6], [2, 7]])
+    readonly = np.arange(3)
+    readonly.setflags(write=False)
+    for passed, expected in ((table[:, 1], [5, 6, 7]), (readonly, [0, 1, 2]), (np.arange(3, dtype=">i8"), [0, 1, 2])):
+        actions = check_actions(passed, 3)
+        assert actions.dtype == np.int64 and actions.flags.c_contiguous and actions.flags.writeable
+        assert actions.tolist() == expected

@@ -345,7 +345,9 @@ def check_actions(actions: Any, num_envs: int) -> np.ndarray:
     if actions.shape != (num_envs,):  # a (3, 1) or (1, 3) array is no batch of 3 actions, though it holds 3
         raise ValueError(f"actions must hold one action per sub-environment ({num_envs}), got shape "
                          f"{actions.shape}: {actions!r}")
-    return actions.astype(np.int64, copy=False)
+    # the kernels are compiled for contiguous writeable arrays: a column of a table (actions[:, t]) or a read-only
+    # array made numba compile another version, a ~25 s stall on the first step
+    return np.require(actions, np.int64, ("C_CONTIGUOUS", "ALIGNED", "WRITEABLE"))
 
 
 def reset_mask_of(mask: Any, num_envs: int) -> np.ndarray:
