@@ -992,11 +992,31 @@ def test_libm_functions_are_the_c_librarys_elementwise_in_the_broadcast_shape() 
     assert libm.exp(1.0).shape == () and float(libm.exp(1.0)) == math.e
 
 
+@pytest.mark.parametrize(("section", "name", "value", "message"), [
+    ("targets", "utilization", 1.5, r"field 'targets.utilization': must be a number in \[0.001, 1.0\) \(got 1.5\)"),
+    ("events", "cancellation", 2.0, r"field 'events.cancellation': must be a number in \[0.0, 1.0\] \(got 2.0\)"),
+    ("arrivals", "pattern", "bogus", r"field 'arrivals.pattern': must be constant, periodic or trend"),
+    ("scale", "num_jobs", 1, r"field 'scale.num_jobs': must be an integer >= 2 \(got 1\)"),
+])
+@pytest.mark.parametrize("function", [generate, draft, calibrate])
+def test_a_scenario_edited_after_it_was_built_is_checked_again(section: str, name: str, value: object, message: str,
+                                                               function: object) -> None:
+    """A scenario is validated when built, but its fields may be set afterwards: generate and calibrate took a
+    utilization target of 1.5 (and calibrated to it), a cancellation probability of 2, an arrival pattern "bogus"
+    (drawn as a trend) and a single job."""
+    scenario = Scenario.preset("small")
+    setattr(getattr(scenario, section), name, value)
+    with pytest.raises(InstanceFormatError, match=message):
+        function(scenario, seed=0)
+
+
 def test_calibrate_and_ssi_name_a_wrong_scenario_or_instance():
     """calibrate("small") and ssi("mk01") failed with an AttributeError, calibrate(targets=[0.6]) with a dict
     conversion error."""
-    with pytest.raises(TypeError, match=r"scenario must be a Scenario \(e.g. Scenario.preset\('small'\)\), got str"):
-        calibrate("small")
+    for function in (calibrate, generate):  # generate("small") too
+        with pytest.raises(TypeError, match=r"scenario must be a Scenario \(e.g. Scenario.preset\('small'\)\), got "
+                                            r"str"):
+            function("small", 0)
     with pytest.raises(TypeError, match=r"targets must be a Targets, a mapping .*got list"):
         calibrate(Scenario.preset("small"), [0.6])
     with pytest.raises(TypeError, match=r"instance must be an Instance .*got str: 'mk01'"):

@@ -37,6 +37,7 @@ from dynasched_gym.generation.scenario import (
     ARRIVAL_GRID_STEPS,
     MIN_GAMMA_DRAW,
     Scenario,
+    check_scenario,
     maintenance_fraction,
     planned_jobs,
 )
@@ -289,9 +290,11 @@ def draft(scenario: Scenario, seed: int) -> Draft:
     """Draw an instance of ``scenario`` (deterministic in ``seed``) with knobs set from the targets.
 
     ``seed`` must be an integer >= 0 (NumPy integers too, bools not): ``None`` would draw OS entropy,
-    a different instance on every call under the same name.
+    a different instance on every call under the same name. ``scenario`` is checked again
+    (:func:`~dynasched_gym.generation.scenario.check_scenario`): it may have been edited since it was built.
     """
     seed = check_integer("seed", seed, 0)
+    check_scenario("scenario", scenario)
     rngs = dict(zip(_STREAMS, (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(_STREAMS)))))
     plant, targets, rates = scenario.plant, scenario.targets, scenario.events
     speeds = np.array([v for g in plant.groups for v in g.speeds], dtype=np.float64)

@@ -402,6 +402,18 @@ def validate_scenario(s: Scenario) -> None:
         maintenance_fraction(s, warm + (planned_jobs(s) - warm) * jobs_per_arrival(s.events), speed)
 
 
+def check_scenario(name: str, value: Any) -> Scenario:
+    """``value`` if it is a valid :class:`Scenario`: a TypeError naming ``name`` otherwise, or the
+    :class:`InstanceFormatError` of :func:`validate_scenario`. A scenario is validated when built, but its fields
+    may be set afterwards: a utilization target set to 1.5 was calibrated to 1.5, a cancellation probability of 2
+    cancelled every job, and an arrival pattern "bogus" was drawn as a trend."""
+    if not isinstance(value, Scenario):
+        raise TypeError(f"{name} must be a Scenario (e.g. Scenario.preset('small')), got {type(value).__name__}: "
+                        f"{value!r:.80}")
+    validate_scenario(value)
+    return value
+
+
 def _check_kind(field_name: str, value: Any, kind: type) -> None:
     """A section or list item of the right dataclass: a Python caller may pass anything, and a file's null
     section comes through :meth:`Scenario.from_dict` as ``None``."""

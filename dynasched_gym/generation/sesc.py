@@ -33,7 +33,14 @@ from dynasched_gym.generation.realised import (
     window_index,
     window_metric,
 )
-from dynasched_gym.generation.scenario import BottleneckWindow, Scenario, Targets, Tolerances, replace_targets
+from dynasched_gym.generation.scenario import (
+    BottleneckWindow,
+    Scenario,
+    Targets,
+    Tolerances,
+    check_scenario,
+    replace_targets,
+)
 from dynasched_gym.instance import MIN_PROCESSING_TIME, Instance
 
 METHODS = ("sesc", "cmaes", "nsga2")
@@ -344,9 +351,7 @@ def calibrate(scenario: Scenario, targets: Targets | Mapping[str, float] | None 
     """
     seed = check_calibration(method, seed, **options)
     check_bool("progress", progress)
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"scenario must be a Scenario (e.g. Scenario.preset('small')), got {type(scenario).__name__}: "
-                        f"{scenario!r:.80}")
+    check_scenario("scenario", scenario)
     if targets is not None and not isinstance(targets, (Targets, Mapping)):
         raise TypeError(f"targets must be a Targets, a mapping such as {{'utilization': 0.6}} or None, got "
                         f"{type(targets).__name__}: {targets!r:.80}")
