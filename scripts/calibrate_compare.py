@@ -13,10 +13,11 @@ instance), median over runs of the largest relative error, median wall time (``r
 draft, calibration and build), the ratio of that median to SESC's, and the median number of metric
 evaluations (``measure`` calls, SESC's bisection included).
 
-Resumable: every finished run is appended to ``<out>.jsonl`` (the whole file rewritten atomically,
-one row per run key) and skipped on restart. A run is keyed by its target vector itself, not its index
-in the grid (the Latin-hypercube points depend on ``--vectors``), and by what it ran on (:func:`code_key`: the
-size preset and ``GENERATOR_VERSION``), so rows of another grid, preset or generator in the same
+Resumable: every finished run is appended to ``<out>.jsonl`` (``--out`` with the suffix ``.jsonl``, so an
+``--out`` ending in ``.jsonl`` is refused; the whole file rewritten atomically, one row per run key) and
+skipped on restart. A run is keyed by its target vector itself, not its index in the grid (the
+Latin-hypercube points depend on ``--vectors``), and by what it ran on (:func:`code_key`: the size
+preset and ``GENERATOR_VERSION``), so rows of another grid, preset or generator in the same
 journal are kept but never reused; an unreadable line (e.g. a partial one left by an older writer) is
 skipped with a warning. The summary and this grid's rows go to ``--out`` as JSON.
 
@@ -162,10 +163,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.budget > evolutionary.MAX_BUDGET:  # found by calibrate() only at the first baseline run, a traceback
         parser.error(f"--budget must be at most {evolutionary.MAX_BUDGET} (evaluations per run), got {args.budget}")
 
+    journal = args.out.with_suffix(".jsonl")
+    if journal == args.out:  # the summary, written last, replaced the journal: a rerun found no run to resume
+        parser.error(f"--out must not end in .jsonl: the runs' journal is --out with the suffix .jsonl, here the same "
+                     f"file, which the summary would overwrite (got {args.out})")
+    try:  # before any work: a folder there was found after the warm-up and the first run
+        output_file_argument(str(journal))
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"--out {args.out}: its journal cannot be written: {exc}")
+
     scenario = Scenario.preset(args.size)
     code = code_key(scenario)
     vectors = target_vectors(args.vectors)
-    journal = args.out.with_suffix(".jsonl")
     rows = load_rows(journal)
     plan = [(i, seed, method) for i in range(len(vectors)) for seed in range(args.seeds) for method in METHODS]
     keys = [run_key({"size": args.size, "targets": vectors[i], "seed": seed, "method": method, "budget": args.budget,

@@ -586,6 +586,31 @@ def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path:
     assert "ignoring 3 row(s)" in capsys.readouterr().err
 
 
+def test_calibrate_compare_refuses_an_out_that_is_its_journal_before_any_work(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch,
+                                                                              capsys: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    """The journal is --out with the suffix .jsonl: with --out x.jsonl both were one file, the summary replaced the
+    journal and a rerun ran every run again; a folder in the journal's place was found after the first run."""
+    from scripts import calibrate_compare
+
+    calls = _fake_runs(calibrate_compare, monkeypatch)
+    (tmp_path / "folder.jsonl").mkdir()
+    args = ["--size", "small", "--vectors", "2", "--seeds", "1", "--budget", "20", "--out"]
+    for out, message in ((tmp_path / "cmp.jsonl", "--out must not end in .jsonl: "),
+                         (tmp_path / "folder.json", "--out {out}: its journal cannot be written: {journal}: Is a "
+                                                    "directory")):
+        with pytest.raises(SystemExit) as caught:
+            calibrate_compare.main([*args, str(out)])
+        journal = out.with_suffix(".jsonl")
+        assert caught.value.code == 2 and message.format(out=out, journal=journal) in capsys.readouterr().err
+        assert calls == [] and not out.exists()
+    calibrate_compare.main([*args, str(tmp_path / "cmp.json")])
+    calls.clear()
+    calibrate_compare.main([*args, str(tmp_path / "cmp.json")])
+    assert calls == []  # resumed: every run kept
+
+
 @pytest.mark.parametrize("package", ["cma", "pymoo"])
 def test_calibrate_compare_without_an_optimiser_says_which_extra_to_install(tmp_path: Path, package: str,
                                                                            monkeypatch: pytest.MonkeyPatch,
