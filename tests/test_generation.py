@@ -805,6 +805,35 @@ def test_scale_errors_name_the_field(small, scale, field, message):
     assert err.value.field == field
 
 
+def _one_group_fjsp(machines: int, ops_per_job: int, **scale: float | None) -> dict:
+    """A one-group FJSP scenario of ``machines`` machines and ``ops_per_job`` operations a job, 20 jobs by default."""
+    fjsp = {"ops_per_job": [ops_per_job] * 2, "eligible_machines": [1, 2], "mean_time": [1.0, 10.0]}
+    return {"plant": {"groups": [{"name": "G", "speeds": [1.0] * machines}], "fjsp": fjsp},
+            "scale": {"num_jobs": 20, **scale}}
+
+
+@pytest.mark.parametrize(("data", "field", "value", "message"), [
+    # 1e8 jobs: out of memory drawing them
+    ({**Scenario.preset("small").to_dict(), "scale": {"num_jobs": 100_000},
+      "events": {"batch_arrival": 1.0, "batch_size_mean": 1000.0}}, "scale.num_jobs", 100_000,
+     r"expects 2\.01e\+08 operations \(1e\+08 jobs, batch arrivals included, of 2\.01 operations on average\); a "
+     r"scenario expects at most 1000000"),
+    (_one_group_fjsp(2, 1000, num_jobs=None, horizon=1e7), "scale.horizon", 1e7,
+     r"expects 2\.909e\+06 operations \(2909 jobs, .* of 1000 operations on average\)"),
+    # two jobs on a million machines ran for minutes
+    (_one_group_fjsp(10_001, 5), "plant.groups", 10_001, r"a plant has at most 10000 machines \(one per speed"),
+    (_one_group_fjsp(1000, 5, num_jobs=20_001), "plant.groups", 1000,
+     r"1000 machines for 100005 expected operations make 1\.00005e\+08 \(operation, machine\) pairs; a scenario "
+     r"expects at most 100000000"),
+])
+def test_a_scenario_too_large_to_draw_is_refused_at_build_naming_the_field(data, field, value, message):
+    with pytest.raises(InstanceFormatError, match=message) as err:
+        Scenario.from_dict(data)
+    assert err.value.field == field and err.value.value == value
+    Scenario.from_dict(_one_group_fjsp(10_000, 5, num_jobs=2000))  # the largest allowed
+    Scenario.from_dict(_one_group_fjsp(2, 1000, num_jobs=1000))
+
+
 @pytest.mark.parametrize(("interval", "scale"), [
     (1e-7, {}), (1e-300, {}),  # fractions of the horizon
     (2.0, {"num_jobs": 100_000}), (2.0, {"num_jobs": None, "horizon": 4e5}),  # time units: ~1e6 windows

@@ -229,9 +229,10 @@ _SECTIONS: dict[str, type] = {"plant": PlantConfig, "scale": ScaleConfig, "arriv
 TARGET_NAMES = tuple(f.name for f in fields(Targets))
 
 #: Smallest ``utilization`` and ``due_date_tightness`` targets. At utilization u the horizon H is about J / u
-#: times a job's processing time P (J jobs, up to 1e8 with batches), and a due date is due_date_tightness * P
-#: after a release that may lie near H: at 1e-3 each the allowance still spans tens of float64's rounding steps
-#: at H, while at 1e-50 it rounded away (due dates equal to the releases, and a ZeroDivisionError out of SESC).
+#: times a job's processing time P (J jobs, about 1e6 at most with batches: MAX_OPERATIONS), and a due date is
+#: due_date_tightness * P after a release that may lie near H: at 1e-3 each the allowance still spans tens of
+#: float64's rounding steps at H, while at 1e-50 it rounded away (due dates equal to the releases, and a
+#: ZeroDivisionError out of SESC).
 MIN_UTILIZATION_TIGHTNESS = 1e-3
 
 #: Allowed values of each target: (low, high, low_open, high_open), in validation order.
@@ -260,6 +261,18 @@ MAX_PLANNED_JOBS = 100_000
 MAX_BATCH_SIZE = 1000.0
 #: Most maintenance windows an instance may have (``events.maintenance_interval``), a bound for the same reason.
 MAX_MAINTENANCE_WINDOWS = 100_000
+#: Most operations a scenario may expect (its planned jobs with their batch arrivals, times the operations of a job
+#: on average), a bound for the same reason: the planned jobs alone did not bound them, as batches multiply the jobs
+#: up to 1000 times and an FJSP job has up to 1000 operations (100 000 planned jobs in batches of 1000 ran out of
+#: memory). The generator draws about 30 000 operations a second.
+MAX_OPERATIONS = 1_000_000
+#: Most (operation, machine) pairs a scenario may expect: its expected operations times its machines. The generator
+#: and the realised metrics hold an array of floats of that shape (1e8: 1.6 GB and 20 s to draw); 10**6 machines
+#: ran out of memory, or past minutes, with two jobs.
+MAX_OPERATION_MACHINE_PAIRS = 100_000_000
+#: Most machines a plant may have: the generator places each machine's breakdowns by a pass over all of them, on
+#: every measurement of a calibration (10 000 machines: 20-40 s to calibrate; 100 000: 15 s a measurement).
+MAX_MACHINES = 10_000
 #: The smallest value of the generator's gamma draws (mean 1) that scale nominal times and arrival gaps.
 MIN_GAMMA_DRAW = 1e-3
 #: Shortest and longest expected processing time (time units) of an operation on a machine: a route step's (or the
@@ -396,10 +409,10 @@ def validate_scenario(s: Scenario) -> None:
         raise _fail("breakdown_policy", "must be resume or restart", s.breakdown_policy)
     _check_bottleneck_windows(s.bottleneck_windows, s.plant)
     _check_planned_jobs(s)
+    _check_expected_size(s)
     if s.events.maintenance_interval > 0:  # the number of windows the generator would draw for the expected jobs
-        warm = s.scale.warm_start_jobs
         speed = sum(v for g in s.plant.groups for v in g.speeds)
-        maintenance_fraction(s, warm + (planned_jobs(s) - warm) * jobs_per_arrival(s.events), speed)
+        maintenance_fraction(s, expected_jobs(s), speed)
 
 
 def check_scenario(name: str, value: Any) -> Scenario:
@@ -451,6 +464,10 @@ def _check_plant(plant: PlantConfig) -> None:
             raise _fail(f"plant.groups[{i}].speeds", "a group needs at least one machine", g.speeds)
         for k, v in enumerate(g.speeds):
             _check_range(f"plant.groups[{i}].speeds[{k}]", v, *SPEED_RANGE)
+    machines = sum(len(g.speeds) for g in plant.groups)
+    if machines > MAX_MACHINES:
+        raise _fail("plant.groups", f"a plant has at most {MAX_MACHINES} machines (one per speed of its groups)",
+                    machines)
     _check_items("plant.families", plant.families, FamilyConfig)
     if plant.fjsp is not None and plant.families:
         raise _fail("plant.families", "give either plant.families or plant.fjsp, not both (an fjsp plant would "
@@ -580,6 +597,22 @@ def _check_planned_jobs(s: Scenario) -> None:
         raise _fail("scale.warm_start_jobs", f"must be < {where}", scale.warm_start_jobs)
 
 
+def _check_expected_size(s: Scenario) -> None:
+    """The operations, and (operation, machine) pairs, the scenario expects: at most :data:`MAX_OPERATIONS` and
+    :data:`MAX_OPERATION_MACHINE_PAIRS`."""
+    jobs, per_job = expected_jobs(s), expected_feature_scales(s.plant)[1]
+    operations, machines = jobs * per_job, sum(len(g.speeds) for g in s.plant.groups)
+    if operations > MAX_OPERATIONS:
+        field_name, value = ("scale.num_jobs", s.scale.num_jobs) if s.scale.num_jobs is not None else (
+            "scale.horizon", s.scale.horizon)
+        raise _fail(field_name, f"expects {operations:.6g} operations ({jobs:.6g} jobs, batch arrivals included, of "
+                    f"{per_job:.6g} operations on average); a scenario expects at most {MAX_OPERATIONS}", value)
+    if operations * machines > MAX_OPERATION_MACHINE_PAIRS:
+        raise _fail("plant.groups", f"{machines} machines for {operations:.6g} expected operations make "
+                    f"{operations * machines:.6g} (operation, machine) pairs; a scenario expects at most "
+                    f"{MAX_OPERATION_MACHINE_PAIRS}", machines)
+
+
 def operation_times(plant: PlantConfig) -> list[tuple[str, Any, float, float]]:
     """(field, value, shortest, longest) per route step, or for the FJSP range then its time spread: the expected
     processing times (mean time over speed) on the fastest and the slowest machine it may run on, before the gamma
@@ -674,6 +707,13 @@ def planned_jobs(s: Scenario) -> float:
     warm = s.scale.warm_start_jobs
     jobs = warm + max(total - warm, 0.0) / jobs_per_arrival(s.events)
     return round(jobs) if jobs <= MAX_PLANNED_JOBS else jobs
+
+
+def expected_jobs(s: Scenario) -> float:
+    """The number of jobs the scenario expects: its planned jobs, those that arrive with their batches
+    (:func:`jobs_per_arrival`)."""
+    warm = s.scale.warm_start_jobs
+    return warm + (planned_jobs(s) - warm) * jobs_per_arrival(s.events)
 
 
 def maintenance_fraction(s: Scenario, num_jobs: float, total_speed: float) -> tuple[float, float]:
