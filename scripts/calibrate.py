@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.checks import check_bool
 from dynasched_gym.errors import InstanceFormatError
@@ -281,6 +281,10 @@ def run(cfg: DictConfig, written: Callable[[Path], Any] = lambda out: None) -> P
         seed = check_calibration(cfg.method, cfg.seed, **options)
         progress = check_bool("progress", cfg.progress)
         import_matplotlib("matplotlib.figure")  # before the calibration: its convergence figure is drawn at the end
+        extra = sorted(set(mapping_setting(cfg, "size")) - {"scenario"})
+        if extra:  # a key of conf/size/<size>.yaml beside scenario (targets one level too high) was ignored
+            raise SettingError(f"size.{extra[0]} is no setting: a size preset file holds only scenario, got "
+                               f"{OmegaConf.select(cfg, f'size.{extra[0]}')!r:.80}")
         try:
             scenario = Scenario.from_dict(mapping_setting(cfg, "size.scenario"))
         except InstanceFormatError as exc:

@@ -82,6 +82,20 @@ def test_failure_leaves_nothing_behind(tmp_path: Path, script, monkeypatch: pyte
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_key_beside_scenario_in_the_size_preset_is_refused(tmp_path: Path, script) -> None:
+    """conf/size/<size>.yaml holds the scenario; a targets block one level too high (size.targets, not
+    size.scenario.targets) was ignored, as Scenario.preset now refuses it too."""
+    from omegaconf import OmegaConf, open_dict
+
+    cfg = _config(tmp_path / "cal")
+    with open_dict(cfg):
+        cfg.size.targets = OmegaConf.create({"utilization": 0.5})
+    with pytest.raises(script.SettingError, match=r"^size\.targets is no setting: a size preset file holds only "
+                                                  r"scenario, got \{'utilization': 0\.5\}"):
+        script.run(cfg)
+    assert list(tmp_path.iterdir()) == []
+
+
 #: Python that sends this process a Ctrl-C.
 INTERRUPT = "os.kill(os.getpid(), signal.SIGINT)"
 

@@ -326,6 +326,31 @@ def test_a_typo_in_a_top_level_key_is_an_error_naming_file_and_key(conf_copy: Pa
     assert err.value.source == str(path)
 
 
+@pytest.mark.parametrize(("text", "line", "field", "message"), [
+    ("", None, None, r"expected a mapping with the key scenario .*\(got None\)$"),  # TypeError: None not subscriptable
+    ("- 1\n- 2\n", None, None, r"expected a mapping with the key scenario"),  # TypeError: list indices
+    ("scenaro: {}\n", None, None, r"expected a mapping with the key scenario .*'scenaro'"),  # a KeyError
+    ("SMALL\ntargets: {utilization: 0.5}\n", None, "targets", r"unknown key \(known: scenario\)"),  # was ignored
+    ("SMALL\n  bad: : :\n", 35, None, r"not valid YAML .*\(got 'bad: : :'\)$"),  # yaml's ScannerError
+])
+def test_a_size_preset_file_that_is_no_preset_is_an_error_naming_it(conf_copy: Path, text: str, line: int | None,
+                                                                      field: str | None, message: str) -> None:
+    """A preset of one's own, conf/size/<name>.yaml, is a preset by name (size_presets lists it): an empty file, a
+    list, a misspelt scenario key or invalid YAML was a TypeError, a KeyError or the YAML parser's traceback, and a
+    key beside scenario (a targets block one level too high) was ignored."""
+    path = conf_copy / "size" / "mine.yaml"
+    small = (conf_copy / "size" / "small.yaml").read_text(encoding="utf-8")
+    path.write_text(text.replace("SMALL\n", small), encoding="utf-8")
+    with pytest.raises(InstanceFormatError, match=message) as err:
+        Scenario.preset("mine")
+    assert (err.value.source, err.value.line, err.value.field) == (str(path), line, field)
+    tier_file = conf_copy / "tier" / "easy.yaml"
+    tier_file.write_text("prior: {utilization: [0.1, 0.2]\nsizes: {}\n", encoding="utf-8")
+    with pytest.raises(InstanceFormatError, match=r"not valid YAML .*\(got 'sizes: \{\}'\)$") as err:
+        tiers.tier_prior("easy", "small")
+    assert (err.value.source, err.value.line) == (str(tier_file), 2)
+
+
 @pytest.mark.parametrize(("where", "field"), [(("prior",), "prior.disturbance[1]"),
                                               (("sizes", "large"), "sizes.large.disturbance[1]")])
 def test_prior_ranges_outside_the_target_range_fail_on_load(conf_copy: Path, where: tuple, field: str) -> None:

@@ -14,6 +14,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -206,8 +207,6 @@ class Scenario:
 
         Errors name the file and the field by its path in the file (``scenario.targets.utilization``).
         """
-        import yaml
-
         from dynasched_gym import conf
 
         # by name only: a path such as "../tier/hard" or "/tmp/x" read whatever YAML file it named
@@ -215,7 +214,15 @@ class Scenario:
             raise InstanceFormatError(f"unknown size preset (known by name: {', '.join(size_presets())})",
                                       source=str(conf.CONF_DIR / "size"), field="size", value=size)
         path = conf.CONF_DIR / "size" / f"{size}.yaml"
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_conf_yaml(path)
+        # an empty file, a list or a missing key raised a TypeError or a KeyError; another key was ignored
+        if not isinstance(data, Mapping) or "scenario" not in data:
+            raise InstanceFormatError("expected a mapping with the key scenario (the preset's scenario)",
+                                      source=str(path), value=data)
+        unknown = sorted(set(data) - {"scenario"}, key=str)
+        if unknown:
+            raise InstanceFormatError("unknown key (known: scenario)", source=str(path), field=str(unknown[0]),
+                                      value=data[unknown[0]])
         try:
             return cls.from_dict(data["scenario"])
         except InstanceFormatError as exc:
@@ -294,6 +301,23 @@ MIX_WEIGHT_RANGE = (1e-12, 1e12)
 #: Allowed machine speeds: those at which some nominal time gives a processing time in :data:`TIME_RANGE` (also on a
 #: group no route visits, whose speed still adds to the plant's capacity: one of 1e300 made the SSI NaN).
 SPEED_RANGE = (TIME_RANGE[0] / TIME_RANGE[1], TIME_RANGE[1] / TIME_RANGE[0])
+
+
+def read_conf_yaml(path: Path) -> Any:
+    """The YAML document of configuration file ``path`` (``conf/size/``, ``conf/tier/``); invalid YAML is an
+    :class:`InstanceFormatError` naming the file, the line and its text (it was the parser's traceback)."""
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        lines = text.splitlines()
+        line = mark.line if mark is not None and mark.line < len(lines) else None
+        raise InstanceFormatError(f"not valid YAML ({getattr(exc, 'problem', None) or exc})", source=str(path),
+                                  line=None if mark is None else mark.line + 1,
+                                  value=None if line is None else lines[line].strip()) from None
 
 
 def size_presets() -> tuple[str, ...]:

@@ -59,14 +59,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from tqdm import tqdm
 
 from dynasched_gym import conf
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_path
 from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.generation import generator, stress_index
-from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_target, size_presets
+from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_target, read_conf_yaml, size_presets
 from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic
@@ -105,7 +104,7 @@ def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
     """
     check_choice("tier", tier, TIERS)
     path = conf.CONF_DIR / "tier" / f"{tier}.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_conf_yaml(path)
     if not isinstance(data, Mapping):
         raise InstanceFormatError("expected a mapping", source=str(path), value=data)
     unknown_keys = sorted(set(data) - set(TIER_FILE_KEYS), key=str)
