@@ -122,6 +122,8 @@ def _setting_path(key: str, value: Any, kind: str) -> Path:
 
     if isinstance(value, bool) or not isinstance(value, (str, int, os.PathLike)):
         raise SettingError(f"{key} must be a {kind} path, got {type(value).__name__}: {value!r:.80}")
+    if not str(value).strip():  # Path("") is the launch folder: calibrate said it existed, train wrote into it
+        raise SettingError(f"{key} must be a {kind} path, got {str(value)!r}")
     return Path(to_absolute_path(str(value)))
 
 

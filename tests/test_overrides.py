@@ -251,6 +251,9 @@ def _usage_error(script: str, overrides: list[str], tmp_path: Path, monkeypatch:
     ("leaderboard", ["objective=speed", "run_missing=false"], "objective must be one of"),
     ("calibrate", ["method=annealing"], "method must be one of ('sesc', 'cmaes', 'nsga2'), got 'annealing'"),
     ("calibrate", ["out=1.5"], "out must be a folder path, got float: 1.5"),  # named no key
+    # the launch folder: "out=<it> exists; choose another out=", and train wrote its run into it
+    ("calibrate", ["out="], "out must be a folder path, got ''"),
+    ("train", ["out=' '"], "out must be a folder path, got ' '"),
     ("train", ["out=null"], "out must be a folder path, got NoneType: None"),  # was a TypeError traceback
     ("leaderboard", [f"out={__file__}/board"], "test_overrides.py: Not a directory, so"),  # after every episode
     ("calibrate", [f"out={__file__}"], "test_overrides.py: File exists: give a folder path)"),
