@@ -366,6 +366,29 @@ def test_prior_ranges_outside_the_target_range_fail_on_load(conf_copy: Path, whe
     assert err.value.source == str(path) and err.value.field == field and err.value.value == 0.9
 
 
+@pytest.mark.parametrize(("where", "field"), [(("prior",), "prior.load_cv[1]"),
+                                              (("sizes", "small"), "sizes.small.load_cv[1]")])
+def test_a_prior_range_past_what_the_preset_allows_fails_on_load(conf_copy: Path, tmp_path: Path, where: tuple,
+                                                                 field: str) -> None:
+    """load_cv targets are at most sqrt(groups - 1), 1.41 for the presets' 3 groups: a range [1.3, 1.5] was loaded,
+    and the attempts that drew above 1.41 failed naming targets.load_cv of "<scenario>", not the tier file."""
+    def edit(data: dict) -> None:
+        node = data
+        for key in where:
+            node = node.setdefault(key, {})
+        node["load_cv"] = [1.3, 1.5]
+
+    path = _edit_tier_file(conf_copy, "easy", edit)
+    for load in (lambda: tiers.tier_prior("easy", "small"), lambda: tier_pool("easy", cache_dir=tmp_path / "c")):
+        with pytest.raises(InstanceFormatError, match=r"not a target of the small preset: the load CV of 3 machine "
+                                                      r"group\(s\) is at most sqrt\(3 - 1\) = 1\.41") as err:
+            load()
+        assert err.value.source == str(path) and err.value.field == field and err.value.value == 1.5
+    _edit_tier_file(conf_copy, "easy", lambda d: d["prior"].update(load_cv=[1.3, 1.4]))
+    if where == ("prior",):
+        assert tiers.tier_prior("easy", "small")["load_cv"] == [1.3, 1.4]
+
+
 def test_malformed_prior_ranges_name_file_and_key(conf_copy: Path) -> None:
     path = _edit_tier_file(conf_copy, "medium", lambda d: d["prior"].update(utilization=[0.5, 0.3]))
     with pytest.raises(InstanceFormatError, match="low <= high") as err:

@@ -65,7 +65,14 @@ from dynasched_gym import conf
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_path
 from dynasched_gym.errors import InstanceFormatError, user_stacklevel
 from dynasched_gym.generation import generator, stress_index
-from dynasched_gym.generation.scenario import TARGET_NAMES, Scenario, check_target, read_conf_yaml, size_presets
+from dynasched_gym.generation.scenario import (
+    TARGET_NAMES,
+    Scenario,
+    check_target,
+    read_conf_yaml,
+    replace_targets,
+    size_presets,
+)
 from dynasched_gym.generation.sesc import calibrate
 from dynasched_gym.generation.stress_index import TIERS, ssi
 from dynasched_gym.instance import Instance, write_text_atomic
@@ -99,7 +106,8 @@ def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
     The whole file is checked, every ``sizes`` entry included: its keys must be :data:`TIER_FILE_KEYS`, ``sizes``
     keys size presets (:func:`~dynasched_gym.generation.scenario.size_presets`), and every range a ``[low, high]`` with
     low <= high and both ends allowed values of the target
-    (:data:`~dynasched_gym.generation.scenario.TARGET_RANGES`), so that no draw can fall outside them.
+    (:data:`~dynasched_gym.generation.scenario.TARGET_RANGES`), so that no draw can fall outside them; the ranges
+    for ``size`` are also checked against its preset (a load_cv target is at most sqrt(groups - 1)).
     An :class:`~dynasched_gym.errors.InstanceFormatError` names the file, the key and the value.
     """
     check_choice("tier", tier, TIERS)
@@ -120,7 +128,19 @@ def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
     sections = {"prior": _prior_ranges(path, "prior", data.get("prior")),
                 **{f"sizes.{z}": _prior_ranges(path, f"sizes.{z}", ranges) for z, ranges in sizes.items()}}
     ranges = {**sections["prior"], **sections.get(f"sizes.{size}", {})}
-    return {name: ranges[name] for name in TARGET_NAMES if name in ranges}
+    prior = {name: ranges[name] for name in TARGET_NAMES if name in ranges}
+    # some allowed values depend on the preset (load_cv <= sqrt(groups - 1)): a range past them failed at the
+    # attempts that drew there, naming a target of "<scenario>", not this file
+    scenario = Scenario.preset(size)
+    for name, bounds in prior.items():
+        key = f"sizes.{size}" if name in sections.get(f"sizes.{size}", {}) else "prior"
+        for i, bound in enumerate(bounds):
+            try:
+                replace_targets(scenario, **{name: bound})
+            except InstanceFormatError as exc:
+                raise InstanceFormatError(f"not a target of the {size} preset: {exc.reason}", source=str(path),
+                                          field=f"{key}.{name}[{i}]", value=bound) from None
+    return prior
 
 
 def _check_mapping(path: Path, key: str, value: Any) -> None:
