@@ -62,7 +62,9 @@ def compute_metrics(
     its tardiness exceeds ``EPS``: one that ends on its due date up to float rounding is on time (its
     tardiness of order 1e-17 still enters the sums).
     ``utilization`` = busy time / available time, both clipped to [0, makespan]; it is 0 when
-    nothing completed, and never above 1 for a valid schedule.
+    nothing completed, and never above 1 for a valid schedule, up to the simulator's time tolerance (an operation
+    that ends within 1e-9 after the next one on its machine starts is one instant; measured up to 1 + 5e-12 on
+    instances with sub-1e-9 time offsets, exactly at most 1 on integer times).
     """
     cancelled = np.asarray(cancelled)
     if cancelled.dtype != np.bool_:  # ~ of an int array is no negation: ~1 == -2 counted a cancelled job as done
