@@ -631,7 +631,10 @@ def test_calibrate_compare_without_an_optimiser_says_which_extra_to_install(tmp_
                                                                            capsys: pytest.CaptureFixture[str]) -> None:
     from scripts import calibrate_compare
 
-    monkeypatch.setitem(sys.modules, package, None)  # as if not installed: was MissingExtraError's traceback
+    for name in [package, *(name for name in sys.modules if name.startswith(f"{package}."))]:
+        # as if not installed (was MissingExtraError's traceback); its submodules too, which an earlier test may
+        # have imported, and which an import finds in sys.modules without its package
+        monkeypatch.setitem(sys.modules, name, None)
     out = tmp_path / "cmp.json"
     with pytest.raises(SystemExit) as caught:
         calibrate_compare.main(["--size", "small", "--vectors", "1", "--seeds", "1", "--budget", "5", "--out",
