@@ -1,4 +1,4 @@
-"""Property tests of the simulator against the independent validator, snapshots and batches."""
+"""Property tests of the simulator against the independent validator and snapshots."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from strategies import instances
 
 from dynasched_gym import load_instance, rollout, validate_schedule
 from dynasched_gym.core import Simulator
-from dynasched_gym.core.batch import make_batch, reset_batch, run_rule_batch, step_batch
 from dynasched_gym.core.compiled import C_DOWNTIMES, C_SEGMENTS, DOWN_NONE, JOB_ACTIVE
 from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
 
@@ -119,38 +118,14 @@ def test_snapshot_restore_reproduces_trajectory_bit_for_bit(inst, seed, cut):
 
 
 @settings(max_examples=40, deadline=None)
-@given(batch=st.lists(instances(max_jobs=5, max_machines=3, max_events=10), min_size=1, max_size=6),
-       rule=st.sampled_from(JOB_RULES[:-1]))
-def test_batch_stepping_equals_independent_stepping(batch, rule):
+@given(inst=instances(max_jobs=5, max_machines=3, max_events=10), rule=st.sampled_from(JOB_RULES[:-1]))
+def test_a_rule_rollout_equals_stepping_with_the_rules_choices(inst, rule):
     job_rule, machine_rule = parse_rule(rule)
-    sims = [Simulator(inst) for inst in batch]
-    twins = [Simulator(inst) for inst in batch]
-    statics, states = make_batch([s.static for s in sims], [s.state for s in sims])
-    codes = np.zeros(len(sims), dtype=np.int64)
-    reset_batch(statics, states, codes)
-    for twin in twins:
-        twin.reset()
-    while True:
-        jobs = np.full(len(sims), -1, dtype=np.int64)
-        machines = np.full(len(sims), -1, dtype=np.int64)
-        for i, sim in enumerate(sims):
-            if codes[i] == 1:
-                jobs[i], machines[i] = select(sim.static, sim.state, job_rule, machine_rule)
-        if (jobs < 0).all():
-            break
-        step_batch(statics, states, jobs, machines, codes)
-        for i, twin in enumerate(twins):
-            if jobs[i] >= 0:
-                twin.step(jobs[i], machines[i])
-    for sim, twin in zip(sims, twins):
-        for a, b in zip(sim.state, twin.state):
-            assert a.tobytes() == b.tobytes()
-    # a whole rule rollout in one batch call equals the single-simulation rollout
-    run_codes = np.zeros(len(sims), dtype=np.int64)
-    reset_batch(statics, states, run_codes)
-    run_rule_batch(statics, states, job_rule, machine_rule, run_codes)
-    for sim, inst in zip(sims, batch):
-        assert_same_schedule(sim.schedule(), rollout(inst, rule=rule))
+    sim = Simulator(inst)
+    sim.reset()
+    while not sim.done:
+        sim.step(*select(sim.static, sim.state, job_rule, machine_rule))
+    assert_same_schedule(sim.schedule(), rollout(inst, rule=rule))
 
 
 def _bounds(shared):

@@ -1,25 +1,18 @@
-"""Kernels over typed lists of simulations: batches (vector environments) and the fast Python entry.
+"""Kernels over a typed list holding one simulation: the fast Python entry of
+:class:`~dynasched_gym.core.simulator.Simulator` (the vector environments have their own, in
+``dynasched_gym.envs.dfjsp.kernels``).
 
 Passing ``Static``/``State`` namedtuples from Python costs a numba type check and unboxing of every
-array (~5 us per call); a typed list of them unboxes as one object (~1.5 us). So batches, and the
-single-simulation :class:`~dynasched_gym.core.simulator.Simulator`, go through these kernels.
+array (~5 us per call); a typed list of them unboxes as one object (~1.5 us).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from numba import njit, typed
+from numba import njit
 from numba.typed import List
 
-from dynasched_gym.core.compiled import State, Static
 from dynasched_gym.core.kernels import fill_candidates, reset, step
 from dynasched_gym.core.rules import run_rule
-
-
-def make_batch(statics: Sequence[Static], states: Sequence[State]) -> tuple[typed.List, typed.List]:
-    """Pack per-simulation arrays into the typed lists the batch kernels take (no copies)."""
-    return typed.List(statics), typed.List(states)
 
 
 @njit(cache=True)
@@ -30,28 +23,6 @@ def make_handle(static, state):
     handle = List()
     handle.append((static, state))
     return handle
-
-
-@njit(cache=True)
-def reset_batch(statics, states, out_code):
-    """Reset every simulation; ``out_code[i]`` gets its return code."""
-    for i in range(len(states)):
-        out_code[i] = reset(statics[i], states[i])
-
-
-@njit(cache=True)
-def step_batch(statics, states, jobs, machines, out_code):
-    """Step simulation ``i`` with the pair (jobs[i], machines[i]); negative jobs[i] skips it (out_code[i] unchanged)."""
-    for i in range(len(states)):
-        if jobs[i] >= 0:
-            out_code[i] = step(statics[i], states[i], jobs[i], machines[i])
-
-
-@njit(cache=True)
-def run_rule_batch(statics, states, job_rule, machine_rule, out_code):
-    """Roll every simulation out to the end under one rule."""
-    for i in range(len(states)):
-        out_code[i] = run_rule(statics[i], states[i], job_rule, machine_rule, -1)
 
 
 @njit(cache=True)
