@@ -386,9 +386,11 @@ def test_lookahead_configs_spell_each_rule_one_way():
     assert config_hash(canonical) == "cee06abe37607a11"  # as before the spellings were normalised
     assert config_hash(make("lookahead").config()) == "c7b4d7579e89869b"
     for rule, rollouts in (("mwkr:eet", ["mwkr", "fifo:lit"]), ("MWKR", ["Mwkr", "FIFO:lit"]),
-                           ("mwkr:", ("MWKR", "fifo:LIT"))):
+                           ("Mwkr:Eet", ("MWKR", "fifo:LIT"))):
         assert make("lookahead", rule=rule, rollout_rules=rollouts).config() == canonical
-    assert make("lookahead-oracle", rollout_rules="edd:").config()["rollout_rules"] == ["EDD:EET"]
+    assert make("lookahead-oracle", rollout_rules="edd:eet").config()["rollout_rules"] == ["EDD:EET"]
+    with pytest.raises(ValueError, match="unknown rule 'edd:'"):  # a colon and no machine rule: not read as EET
+        make("lookahead-oracle", rollout_rules="edd:")
 
 
 def test_complementary_rules_cover_the_instances_greedily():

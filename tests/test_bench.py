@@ -35,7 +35,7 @@ def _settings(*overrides: str) -> argparse.Namespace:
     # measured twice, reported in two columns of one name
     ("num_envs=[1,16,1]", ValueError, r"^num_envs must name each vector size once, got \[1, 16, 1\]$"),
     ("only=[kernel,warp]", ValueError, r"^only\[1\] must be one of .*, got 'warp'$"),
-    ("instances=ta02", ValueError, r"^instances must be one of .*, got 'ta02'$"),
+    ("instances=ta02", ValueError, r"^instances must be one of .*, got 'ta02' \(did you mean 'ta01'\?\)$"),
     ("seconds=0", ValueError, r"^seconds must be a finite number > 0, got 0$"),
     ("rule=FOO", ValueError, r"^rule=FOO: unknown rule 'FOO'"),
     ("quick=maybe", TypeError, r"^quick must be true or false, got 'maybe'$"),

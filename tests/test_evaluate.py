@@ -1375,8 +1375,8 @@ def test_the_ppo_setting_is_evaluated_beside_an_agent_entry_of_ppo() -> None:
                                          r"settings must be finite numbers, not NaN or infinity$"),
     ("+agent.random.env.reward_scale=inf", r"^agent\.random\.env=\{.*'reward_scale': inf\}: settings must be finite"),
     ("agent.random.names=[randm]", r"^agent\.random \(name 'randm', kwargs \{.*\}\): unknown agent 'randm'"),
-    ("tiers=[hardd]", r"^tiers\[0\] must be one of .*, got 'hardd'$"),
-    ("tiers=hardd", r"^tiers must be one of .*, got 'hardd'$"),  # one value given alone
+    ("tiers=[hardd]", r"^tiers\[0\] must be one of .*, got 'hardd' \(did you mean 'hard'\?\)$"),
+    ("tiers=hardd", r"^tiers must be one of .*, got 'hardd' \(did you mean 'hard'\?\)$"),  # one value given alone
     (f"seeds.count={10**30}", r"^seeds\.count must be at most 1000000, got 10+$"),  # filled the memory
     ("sizes=[small,huge]", r"^sizes\[1\] must be one of .*, got 'huge'$"),
 ])
