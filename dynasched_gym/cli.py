@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
 import warnings
@@ -338,7 +337,7 @@ def reader_gone() -> int:
     """After a BrokenPipeError of stdout (its reader is gone: ``| head``): the status to stop with quietly, 141, as a
     tool killed by SIGPIPE does; stdout is sent to ``os.devnull``, as the exit's flush would raise again."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 128 + signal.SIGPIPE
+    return 128 + 13  # SIGPIPE's number, as a shell reports such a tool; signal.SIGPIPE does not exist on Windows
 
 
 _PACKAGE = Path(__file__).resolve().parent
