@@ -273,6 +273,18 @@ def test_rounded_weights_neither_prove_optimality_nor_raise_the_bound():
     assert result.bound <= 12 * a + b < result.objective
 
 
+@pytest.mark.parametrize("objective", ["makespan", "weighted_tardiness", "flow_time"])
+def test_an_optimum_in_decimal_times_is_optimal_despite_float_sums(objective):
+    """Three jobs of 0.7 end at 0.7, 1.4 and 0.7 + 0.7 + 0.7 = 2.0999999999999996 in floats, one ulp below the
+    model's optimum of 21 ticks of 0.1: the oracle proved it and said "feasible" (142 of 600 solves of small
+    instances in tenths)."""
+    inst = one_machine([Job(f"J{j}", [{0: 0.7}], due=0.5, weight=0.3) for j in range(3)])
+    result = solve_clairvoyant(inst, objective, time_limit=5.0)
+    check(result, objective)
+    assert result.status == "optimal"
+    assert result.objective == pytest.approx(result.bound, rel=1e-12)
+
+
 def test_rejects_bad_arguments():
     inst = one_machine([Job("J0", [{0: 1.0}])])
     with pytest.raises(ValueError, match="objective"):
