@@ -7,6 +7,7 @@ the snapshot lookahead, PPO and LLM agents. :func:`make` builds any of them by n
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -80,7 +81,21 @@ def make(name: str, **kwargs: Any) -> Agent:
     for key, factory in REGISTRY.items():
         if name == key or (key.endswith(":") and name.startswith(key)):
             return factory(name, **kwargs)
-    raise ValueError(f"unknown agent {name!r}; known: {', '.join(REGISTRY)}")
+    raise ValueError(f"unknown agent {name!r}; known: {', '.join(REGISTRY)}{_nearest(name)}")
+
+
+def _nearest(name: str) -> str:
+    """The hint for an unknown agent ``name``: the registered name or prefix it is a case or a typo away from."""
+    if name.lower().replace("_", "-") in ("cpsat-oracle", "oracle"):  # a name of the leaderboard, no agent
+        return (" (the clairvoyant CP-SAT reference plays no env and is no agent: "
+                "dynasched_gym.oracle.solve_clairvoyant(instance, objective), or agent=cpsat_oracle in the scripts)")
+    head, colon, _ = name.lower().partition(":")
+    close = difflib.get_close_matches(head + colon, list(REGISTRY), n=1)
+    if not close:
+        return ""
+    if close[0].endswith(":"):  # rules:MWKR, RULE:MWKR:EET; rule alone names no rule
+        return f" (did you mean {close[0] + (name[len(head) + 1:] or '<JOB>:<MACHINE>')!r}?)"
+    return f" (did you mean {close[0]!r}?)"
 
 
 __all__ = ["REGISTRY", "Agent", "make", "run_episode"]

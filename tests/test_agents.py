@@ -344,6 +344,20 @@ def test_make_takes_only_the_registered_names_and_prefixes(name):
         make(name)
 
 
+@pytest.mark.parametrize(("name", "hint"), [
+    ("lookahed", "(did you mean 'lookahead'?)"), ("Lookahead-Oracle", "(did you mean 'lookahead-oracle'?)"),
+    ("RULE:MWKR:EET", "(did you mean 'rule:MWKR:EET'?)"), ("rules:EDD", "(did you mean 'rule:EDD'?)"),
+    ("pdr", "(did you mean 'pdr:<JOB>:<MACHINE>'?)"),
+    ("cpsat-oracle", "(the clairvoyant CP-SAT reference plays no env and is no agent: "
+                     "dynasched_gym.oracle.solve_clairvoyant(instance, objective)"),
+])
+def test_make_names_the_agent_an_unknown_name_is_nearest(name, hint):
+    """A typo, a case variant or the leaderboard's ``cpsat-oracle`` got only the list of names."""
+    with pytest.raises(ValueError, match=re.escape(f"unknown agent {name!r}; known: rule:, pdr:, lookahead, "
+                                                   "lookahead-oracle, random, ppo, llm " + hint)):
+        make(name)
+
+
 def test_rule_agents_spell_their_rule_one_way_and_tell_their_options_apart():
     """``rule:mwkr`` is the agent ``rule:MWKR:EET`` (one config, one hash); each option gives another configuration,
     and emergency_first another name (the label of its rows)."""
