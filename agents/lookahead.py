@@ -75,7 +75,7 @@ class LookaheadAgent(Agent):
         top_k = check_integer("top_k", top_k, 1, MAX_COUNT)
         futures = check_integer("futures", futures, 0, MAX_FUTURES)
         future_seed = check_integer("future_seed", future_seed, 0)
-        check_bool("clairvoyant", clairvoyant)
+        clairvoyant = check_bool("clairvoyant", clairvoyant)  # np.True_ made a config json.dumps refused
         if rule is not None and not isinstance(rule, str):
             raise TypeError(f"rule must be a JOB:MACHINE rule name or None (the objective's default), got "
                             f"{type(rule).__name__}: {rule!r:.80}")

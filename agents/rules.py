@@ -52,8 +52,8 @@ class RuleAgent(Agent):
     """
 
     def __init__(self, rule: str, emergency_first: bool = False, random_ties: bool = False, seed: int = 0) -> None:
-        check_bool("emergency_first", emergency_first)
-        check_bool("random_ties", random_ties)
+        emergency_first = check_bool("emergency_first", emergency_first)  # as checked: np.True_ made a config that
+        random_ties = check_bool("random_ties", random_ties)  # json.dumps refused
         self.job_rule, self.machine_rule = parse_rule(rule, emergency_first, random_ties)
         self.rule = rule_name(rule)
         self.emergency_first, self.random_ties, self.seed = emergency_first, random_ties, check_seed(seed)

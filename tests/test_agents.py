@@ -449,6 +449,18 @@ def test_numpy_integer_settings_hash_as_the_python_integers():
     assert config_hash({"k": np.float64(0.5)}) == config_hash({"k": 0.5})
 
 
+@pytest.mark.parametrize(("name", "key"), [("rule:EDD", "emergency_first"), ("rule:EDD", "random_ties"),
+                                           ("lookahead-oracle", "clairvoyant")])
+def test_numpy_bool_settings_are_kept_as_python_bools(name, key):
+    """``np.True_`` (a setting read from an array) was kept as given: ``json.dumps(agent.config())`` raised "Object
+    of type bool is not JSON serializable"."""
+    import json
+
+    agent = make(name, **{key: np.True_})
+    assert type(agent.config()[key]) is bool and type(getattr(agent, key)) is bool
+    assert json.loads(json.dumps(agent.config()))[key] is True
+
+
 def test_a_config_value_without_a_fixed_json_form_is_refused_not_hashed_by_its_str():
     """An object's str() may hold its memory address (or a set its process's order): the agent's hash, and so its
     rows, would differ from run to run. Paths and sets have a fixed form; anything else is a TypeError."""
