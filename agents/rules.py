@@ -10,7 +10,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
-from dynasched_gym.checks import check_bool
+from dynasched_gym.checks import check_bool, check_choice, is_integer
 from dynasched_gym.core.rules import (
     COMPOSITE_RULES,
     EMERGENCY_FIRST,
@@ -126,6 +126,7 @@ def rule_objectives(instances: Sequence[Instance], objective: str = "weighted_ta
     With ``validate`` every schedule goes through the validator (about 20 times the rollout's cost)
     and an invalid one raises ``RuntimeError`` naming the rule and the instance.
     """
+    check_choice("objective", objective, tuple(OBJECTIVE_METRICS))  # 'Makespan' was a bare KeyError
     key = OBJECTIVE_METRICS[objective]
     values = {}
     for rule in tqdm(rule_names(), desc="evaluate rules", unit="rule", disable=not progress):
@@ -146,10 +147,14 @@ def complementary_rules(values: dict[str, np.ndarray], count: int) -> list[str]:
     over the instances of the lowest objective among the rules chosen: a set one of which does well
     on each instance. Ties go to the earlier rule of ``values``.
     """
-    if not 1 <= count <= len(values):
-        raise ValueError(f"count must be in 1..{len(values)} (the number of rules), got {count}")
+    if not is_integer(count) or not 1 <= count <= len(values):  # True counted as 1
+        raise ValueError(f"count must be in 1..{len(values)} (the number of rules), got {count!r}")
     names = list(values)
-    table = np.array([values[name] for name in names])  # (rules, instances)
+    table = np.array([values[name] for name in names], dtype=float)  # (rules, instances)
+    if not np.isfinite(table).all():  # NaN won every argmin: a rule without a value was chosen first
+        name = names[int(np.flatnonzero(~np.isfinite(table).all(axis=1))[0])]
+        raise ValueError(f"complementary_rules needs a finite objective of every rule on every instance; {name}: "
+                         f"{values[name]!r:.80}")
     lowest = np.full(table.shape[1], np.inf)
     chosen = []
     for _ in range(count):

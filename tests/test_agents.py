@@ -418,6 +418,19 @@ def test_complementary_rules_cover_the_instances_greedily():
         complementary_rules(values, 0)
 
 
+def test_complementary_rules_and_rule_objectives_refuse_what_they_cannot_rank():
+    """A NaN (a rule without a value) won the first argmin and was chosen as the best rule; count=True was 1, and
+    rule_objectives(..., "Makespan") a bare KeyError."""
+    from dynasched_gym.agents.rules import rule_objectives
+
+    with pytest.raises(ValueError, match=r"a finite objective of every rule on every instance; A: array\(\[nan"):
+        complementary_rules({"A": np.array([np.nan, 1.0]), "B": np.array([0.5, 0.5])}, 1)
+    with pytest.raises(ValueError, match=r"count must be in 1\.\.2 \(the number of rules\), got True"):
+        complementary_rules({"A": np.array([1.0]), "B": np.array([0.5])}, True)
+    with pytest.raises(ValueError, match=r"objective must be one of .* got 'Makespan' \(did you mean 'makespan'\?\)"):
+        rule_objectives([load_instance(data.path("mk01"))], "Makespan")
+
+
 def test_agent_misuse_gets_a_clear_error():
     from dynasched_gym.agents.ppo import shipped_checkpoint
 
