@@ -73,16 +73,36 @@ def training_env(checkpoint: Path) -> dict[str, Any]:
     for sidecar in (checkpoint.with_suffix(".yaml"), checkpoint.parent / "model.yaml",
                     checkpoint.parent.parent / "model.yaml"):
         if sidecar.is_file():
-            record = yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}
-            return dict((record.get("config") or {}).get("env") or {})
+            return _config_env(sidecar)
     record_path = checkpoint.with_suffix(".json")
     if record_path.is_file():
         try:
             setting = json.loads(record_path.read_text(encoding="utf-8")).get("validation") or {}
         except (ValueError, AttributeError):  # not a record of scripts.train
             return {}
+        if not isinstance(setting, dict):  # {"validation": 3} raised "argument of type 'int' is not iterable"
+            return {}
         return {key: setting[key] for key in ("tier", "size", "objective") if key in setting}
     return {}
+
+
+def _config_env(path: Path) -> dict[str, Any]:
+    """The ``config.env`` mapping of the training config ``path`` (``{}`` where it has none); a ValueError naming the
+    file when it is no YAML or that entry no mapping (a list there failed with "'list' object has no attribute
+    'get'")."""
+    try:
+        env = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}, read as the PPO checkpoint's training config, is no YAML: {error}") from None
+    for key in ("config", "env"):
+        if not isinstance(env, dict):
+            break
+        env = env.get(key)
+    env = {} if env is None else env
+    if not isinstance(env, dict):
+        raise ValueError(f"{path}, read as the PPO checkpoint's training config, is no config of scripts.train: its "
+                         f"config.env must be a mapping, got {type(env).__name__}: {env!r:.80}")
+    return dict(env)
 
 
 class PPOAgent(Agent):

@@ -7,6 +7,7 @@ import ast
 import importlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -914,3 +915,26 @@ def test_a_checkpoint_of_an_interrupted_run_knows_its_objective(cache, train_scr
         env.reset(seed=0)
         with pytest.warns(RuntimeWarning, match="was trained for makespan"):
             agent.reset(env)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("- a\n- b\n", r"its config\.env must be a mapping, got list: \['a', 'b'\]"),
+    ("config:\n  env: [1, 2]\n", r"its config\.env must be a mapping, got list: \[1, 2\]"),
+    ("a: [1,\n", "is no YAML: while parsing a flow node"),
+])
+def test_a_training_config_beside_a_checkpoint_that_is_none_is_named(tmp_path, text, message):
+    """A ``<name>.yaml`` beside the checkpoint is read as its training config: one that is no YAML mapping failed
+    with "'list' object has no attribute 'get'" (or yaml's ParserError), naming no file."""
+    shutil.copy(shipped_checkpoint("medium"), tmp_path / "m.zip")
+    (tmp_path / "m.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(str(tmp_path / "m.yaml")) + ", read as the PPO checkpoint's "
+                       "training config, .*" + message):
+        make("ppo", checkpoint=tmp_path / "m.zip")
+
+
+def test_a_json_record_beside_a_checkpoint_that_is_none_is_ignored(tmp_path):
+    """``{"validation": 3}`` beside the checkpoint raised "argument of type 'int' is not iterable"; like other
+    files that are no record of scripts.train, it says nothing of the training env."""
+    shutil.copy(shipped_checkpoint("medium"), tmp_path / "m.zip")
+    (tmp_path / "m.json").write_text('{"validation": 3}', encoding="utf-8")
+    assert make("ppo", checkpoint=tmp_path / "m.zip").trained_objective is None
