@@ -48,7 +48,8 @@ class RuleAgent(Agent):
         emergency_first: jobs with an emergency weight first.
         random_ties: break ties at random, seeded by ``seed`` at every :meth:`reset`.
         seed: seed of the agent's random stream (random ties and the ``RANDOM`` job rule), in ``[0, 2**32)``, set
-            at every :meth:`reset`; other agents' draws between this agent's do not change it.
+            at every :meth:`reset`; other agents' draws between this agent's do not change it. ``DFJSP-Rules-v0``
+            draws its RANDOM rule from its own stream (``env.reset(seed=...)``) and refuses another seed than 0.
     """
 
     def __init__(self, rule: str, emergency_first: bool = False, random_ties: bool = False, seed: int = 0) -> None:
@@ -66,6 +67,10 @@ class RuleAgent(Agent):
         if hasattr(self.env, "rules") and (self.emergency_first or self.random_ties):
             raise ValueError(f"{env.spec.id if env.spec else 'the rule-selection env'} plays its composite rules "
                              f"{COMPOSITE_RULES} as they are: emergency_first and random_ties cannot apply there; "
+                             "play this agent on DynaSched/DFJSP-v0")
+        if hasattr(self.env, "rules") and self._random and self.seed:  # seeds 1, 2, 3 played one episode
+            raise ValueError(f"the rule-selection env draws its RANDOM rule from its own stream, seeded by "
+                             f"env.reset(seed=...): the agent's seed={self.seed} cannot apply there; leave it 0, or "
                              "play this agent on DynaSched/DFJSP-v0")
         if self._random:
             seed_rng(self.seed)

@@ -518,6 +518,16 @@ def test_the_rule_selection_env_refuses_rule_agent_options_it_cannot_apply():
             run_episode(make("rule:MWKR:EET", **{option: True}), env, seed=1)
 
 
+def test_the_rule_selection_env_refuses_a_random_rule_agents_seed_it_cannot_apply():
+    """Its RANDOM rule draws from the env's stream: rule:RANDOM with seeds 1, 2 and 3 played one episode (under three
+    configs, so three agents on a board)."""
+    env = gym.make("DynaSched/DFJSP-Rules-v0", instance="dsbx-medium", objective="weighted_tardiness")
+    with pytest.raises(ValueError, match=r"the agent's seed=3 cannot apply there; leave it 0"):
+        run_episode(make("rule:RANDOM:EET", seed=3), env, seed=1)
+    assert run_episode(make("rule:RANDOM:EET"), env, seed=1).finished
+    assert run_episode(make("rule:EDD:EET", seed=3), env, seed=1).finished  # a deterministic rule draws nothing
+
+
 @pytest.mark.parametrize(("name", "kwargs"), [("random", {}), ("rule:RANDOM", {}), ("rule:SPT", {}), ("lookahead", {}),
                                             ("lookahead", {"futures": 1, "future_tier": "easy"})],
                          ids=["random", "rule:RANDOM", "rule:SPT", "lookahead", "lookahead-futures"])
