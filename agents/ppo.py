@@ -348,8 +348,12 @@ class PPOAgent(Agent):
 def observation_settings(space: spaces.Dict) -> dict[str, Any]:
     """The env arguments ``max_candidates`` and ``observability`` that give a policy's observation ``space``."""
     slots, columns = space["candidates"].shape
-    level = next(i for i in range(len(OBSERVABILITY)) if num_columns(CANDIDATE_FEATURES, i) == columns)
-    return {"max_candidates": int(slots), "observability": OBSERVABILITY[level]}
+    widths = {level: num_columns(CANDIDATE_FEATURES, i) for i, level in enumerate(OBSERVABILITY)}
+    level = next((level for level, width in widths.items() if width == columns), None)
+    if level is None:  # a bare StopIteration, raised out of make("ppo", ...)
+        raise ValueError(f"the policy's candidate rows have {columns} columns, those of DynaSched/DFJSP-v0 {widths} "
+                         "by observability: it was trained on observations of another env or version")
+    return {"max_candidates": int(slots), "observability": level}
 
 
 def _check_pair_policy(model: MaskablePPO, label: str) -> None:

@@ -288,6 +288,27 @@ def test_a_ppo_policy_trained_on_oracle_observations_is_a_clairvoyant_reference(
     assert agent.clairvoyant and agent.name == "ppo-oracle" and agent.config()["name"] == "ppo-oracle"
 
 
+def test_a_ppo_policy_of_another_candidate_width_is_named_not_a_bare_stop_iteration():
+    """A policy whose candidate rows have a width no observability level gives (another env or version): make("ppo")
+    raised a StopIteration with no message."""
+    from gymnasium import spaces
+    from sb3_contrib import MaskablePPO
+
+    from dynasched_gym.agents.policy import SlotPolicy
+
+    class Narrow(gym.Env):
+        observation_space = spaces.Dict({"candidates": spaces.Box(-1.0, 1.0, (4, 7)),
+                                         "machines": spaces.Box(-1.0, 1.0, (2, 9)),
+                                         "global": spaces.Box(-1.0, 1.0, (10,)),
+                                         "action_mask": spaces.Box(0, 1, (4,), np.int8)})
+        action_space = spaces.Discrete(4)
+
+    model = MaskablePPO(SlotPolicy, Narrow(), n_steps=8, batch_size=8, policy_kwargs={"hidden": 8}, device="cpu")
+    with pytest.raises(ValueError, match=r"the policy's candidate rows have 7 columns, those of DynaSched/DFJSP-v0 "
+                                         r"\{'concise': 13, 'full': 15, 'oracle': 18\} by observability"):
+        make("ppo", checkpoint=model)
+
+
 def test_ppo_warns_when_played_on_another_objective():
     from dynasched_gym.agents.ppo import shipped_checkpoint
 
