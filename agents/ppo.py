@@ -347,6 +347,9 @@ class PPOAgent(Agent):
 
 def observation_settings(space: spaces.Dict) -> dict[str, Any]:
     """The env arguments ``max_candidates`` and ``observability`` that give a policy's observation ``space``."""
+    if "candidates" not in space.spaces:  # a bare KeyError: 'candidates'
+        raise ValueError(f"the policy's observations {sorted(space.spaces)} have no 'candidates' block: it was trained "
+                         "on another env than DynaSched/DFJSP-v0")
     slots, columns = space["candidates"].shape
     widths = {level: num_columns(CANDIDATE_FEATURES, i) for i, level in enumerate(OBSERVABILITY)}
     level = next((level for level, width in widths.items() if width == columns), None)

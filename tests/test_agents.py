@@ -288,7 +288,7 @@ def test_a_ppo_policy_trained_on_oracle_observations_is_a_clairvoyant_reference(
     assert agent.clairvoyant and agent.name == "ppo-oracle" and agent.config()["name"] == "ppo-oracle"
 
 
-def test_a_ppo_policy_of_another_candidate_width_is_named_not_a_bare_stop_iteration():
+def test_a_ppo_policy_of_other_candidates_is_named_not_a_bare_stop_iteration_or_key_error():
     """A policy whose candidate rows have a width no observability level gives (another env or version): make("ppo")
     raised a StopIteration with no message."""
     from gymnasium import spaces
@@ -306,6 +306,14 @@ def test_a_ppo_policy_of_another_candidate_width_is_named_not_a_bare_stop_iterat
     model = MaskablePPO(SlotPolicy, Narrow(), n_steps=8, batch_size=8, policy_kwargs={"hidden": 8}, device="cpu")
     with pytest.raises(ValueError, match=r"the policy's candidate rows have 7 columns, those of DynaSched/DFJSP-v0 "
                                          r"\{'concise': 13, 'full': 15, 'oracle': 18\} by observability"):
+        make("ppo", checkpoint=model)
+
+    class Other(gym.Env):  # and one without candidates: a bare KeyError 'candidates'
+        observation_space = spaces.Dict({"x": spaces.Box(-1.0, 1.0, (3,))})
+        action_space = spaces.Discrete(4)
+
+    model = MaskablePPO("MultiInputPolicy", Other(), n_steps=8, batch_size=8, device="cpu")
+    with pytest.raises(ValueError, match=r"the policy's observations \['x'\] have no 'candidates' block"):
         make("ppo", checkpoint=model)
 
 
