@@ -68,8 +68,13 @@ class SampledFutures:
             return held[1]
         futures = []
         for seed in self.seeds(sim.instance.name):
+            sample = self._pool.instance(seed)
+            if sample.name == sim.instance.name:  # the scripts refuse these seeds; a Python loop played them
+                raise ValueError(f"{sim.instance.name} is itself one of its sampled futures ({self._pool!r}, seed "
+                                 f"{seed}): its rollouts would play its real future; play instances of pool seeds "
+                                 f"outside {FUTURE_SEEDS.start}..{FUTURE_SEEDS.stop - 1}")
             try:
-                future = with_sampled_future(sim.static, compile_instance(self._pool.instance(seed)))
+                future = with_sampled_future(sim.static, compile_instance(sample))
             except ValueError as exc:
                 raise ValueError(f"{self._pool!r}, seed {seed}, cannot be a future of {sim.instance.name}: "
                                  f"{exc}") from None

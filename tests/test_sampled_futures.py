@@ -147,6 +147,17 @@ def test_bad_sampled_future_arguments_are_named(pool):
             use()
 
 
+def test_an_instance_that_is_one_of_its_own_sampled_futures_is_refused(pool):
+    """Pool seed 900 000 with future_seed=524 draws itself as its one future: run_episode played the lookahead's
+    rollouts in the episode's real future (15 of the seeds 900 000 .. 900 999 do with futures=16), where only the
+    scripts refused those seeds."""
+    member = pool.instance(900_000)
+    env = gym.make("DynaSched/DFJSP-v0", instance=member, tier="medium", objective="weighted_tardiness")
+    with pytest.raises(ValueError, match=r"medium-small-seed900000 is itself one of its sampled futures \(.*seed "
+                                         r"900000\): its rollouts would play its real future"):
+        run_episode(LookaheadAgent(futures=1, future_seed=524), env, seed=0)
+
+
 RULES = ("EDD:EET", "ATC:LWL")
 
 
