@@ -12,8 +12,10 @@ from dynasched_gym import Event, EventType, Instance, Job, Machine, rollout, val
 from dynasched_gym.agents.rules import rule_names
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import (
+    EMERGENCY_FIRST,
     JOB_RULES,
     MACHINE_RULES,
+    RANDOM_TIES,
     RULES,
     atc_scale,
     is_random_rule,
@@ -90,6 +92,8 @@ def test_emergency_first_and_random_ties(sim):
     assert picks == {0, 2}  # the tied jobs, and only them
     with pytest.raises(ValueError, match="emergency_first does not apply to 'RANDOM:EET'"):
         parse_rule("RANDOM:EET", emergency_first=True)  # was accepted and ignored: RANDOM drew among all jobs
+    with pytest.raises(ValueError, match="random_ties does not apply to 'RANDOM'"):
+        parse_rule("RANDOM", random_ties=True)  # as ignored: rule:RANDOM with random_ties played as without
 
 
 def test_rule_names_and_errors():
@@ -102,7 +106,7 @@ def test_rule_names_and_errors():
     with pytest.raises(ValueError, match="unknown rule 'SPT:'"):
         parse_rule("SPT:")  # a colon with nothing after it was read as SPT:EET
     assert rule_name("spt") == "SPT:EET" and rule_name("spt", alone=True) == "SPT"
-    assert is_random_rule(parse_rule("RANDOM", random_ties=True)[0])  # whatever its flags
+    assert is_random_rule(parse_rule("RANDOM")[0] | RANDOM_TIES | EMERGENCY_FIRST)  # whatever its flags
     assert not any(is_random_rule(parse_rule(rule, True, True)[0]) for rule in JOB_RULES if rule != "RANDOM")
     assert rule_names() == [rule for rule in RULES if not rule.startswith("RANDOM:")]  # the deterministic ones
 

@@ -90,8 +90,9 @@ def parse_rule(rule: str, emergency_first: bool = False, random_ties: bool = Fal
     job, _, machine = rule_name(rule).partition(":")
     if job not in JOB_RULES or machine not in MACHINE_RULES:
         raise ValueError(f"unknown rule {rule!r}; job rules {JOB_RULES}, machine rules {MACHINE_RULES}")
-    if job == "RANDOM" and emergency_first:  # it draws among all candidates: the flag would be ignored
-        raise ValueError(f"emergency_first does not apply to {rule!r}: RANDOM draws uniformly among all candidates")
+    if job == "RANDOM" and (emergency_first or random_ties):  # it draws among all candidates: a flag is ignored
+        flag = "emergency_first" if emergency_first else "random_ties"
+        raise ValueError(f"{flag} does not apply to {rule!r}: RANDOM draws uniformly among all candidates")
     code = JOB_RULES.index(job) | (EMERGENCY_FIRST if emergency_first else 0) | (RANDOM_TIES if random_ties else 0)
     return code, MACHINE_RULES.index(machine)
 
