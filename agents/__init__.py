@@ -26,7 +26,10 @@ def _built(cls: type[Agent], *args: Any, **kwargs: Any) -> Agent:
 def _rule(name: str, **kwargs: Any) -> Agent:
     from dynasched_gym.agents.rules import RuleAgent
 
-    _, _, rule = name.partition(":")
+    prefix, _, rule = name.partition(":")
+    if "rule" in kwargs:  # Python's "got multiple values for argument 'rule'" named neither
+        raise TypeError(f"agent {name!r} names its rule: give it as {prefix}:{kwargs['rule']}, not rule="
+                        f"{kwargs['rule']!r}")
     return _built(RuleAgent, rule, **kwargs)
 
 

@@ -373,6 +373,12 @@ def test_make_takes_only_the_registered_names_and_prefixes(name):
         make(name)
 
 
+def test_a_rule_agents_rule_is_its_name_not_an_argument():
+    """make("rule:MWKR:EET", rule="SPT") failed with Python's "got multiple values for argument 'rule'"."""
+    with pytest.raises(TypeError, match=r"agent 'pdr:MWKR' names its rule: give it as pdr:SPT, not rule='SPT'"):
+        make("pdr:MWKR", rule="SPT")
+
+
 @pytest.mark.parametrize(("name", "hint"), [
     ("lookahed", "(did you mean 'lookahead'?)"), ("Lookahead-Oracle", "(did you mean 'lookahead-oracle'?)"),
     ("RULE:MWKR:EET", "(did you mean 'rule:MWKR:EET'?)"), ("rules:EDD", "(did you mean 'rule:EDD'?)"),
