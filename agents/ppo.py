@@ -332,6 +332,7 @@ class PPOAgent(Agent):
         policy.set_training_mode(False)
         with torch.no_grad():
             probs = policy.get_distribution(policy.obs_to_tensor(observation)[0], action_masks).distribution.probs
+        probs = probs.cpu()  # on a GPU, multinomial would draw from the device's generator, which ignores the seed
         actions = np.empty(len(streams), dtype=np.int64)
         with torch.random.fork_rng(devices=[]):
             for i, state in enumerate(streams):
