@@ -971,6 +971,23 @@ def test_instance_owns_its_arrays() -> None:
     assert thawed == inst and not any(getattr(thawed, name).flags.writeable for name in fields)
 
 
+def test_instance_events_operations_are_read_only() -> None:
+    """A route change's operations were plain dicts: ``inst.events[0].ops[0][0] = -5.0`` was taken without the
+    validation's check, and the simulation, compiled before, kept the old time while to_json wrote the new one."""
+    route = Event(1.0, EventType.ROUTE_CHANGE, job=0, ops=({0: 2.0, 1: 3.0},))
+    inst = Instance.build("x", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 2.0}, {1: 3.0}])], [route])
+    before = inst.to_json()
+    rollout(inst)  # compiled
+    op = inst.events[0].ops[0]
+    for change in (lambda: op.__setitem__(0, -5.0), lambda: op.__delitem__(1), lambda: op.update({0: 9.0}),
+                   lambda: op.pop(0), lambda: op.setdefault(5, 1.0), op.clear, op.popitem):
+        with pytest.raises(TypeError, match="cannot be changed"):
+            change()
+    assert inst.to_json() == before and op == {0: 2.0, 1: 3.0}
+    thawed = pickle.loads(pickle.dumps(inst))  # pickling set the items one by one: it must still load
+    assert thawed == inst and type(thawed.events[0].ops[0]) is type(op)
+
+
 @pytest.mark.parametrize("fmt", [None, "fjsp", "jssp", "dsbx-dir", "dsbx-jms"])
 def test_missing_path(tmp_path: Path, fmt: str | None) -> None:
     path = tmp_path / "nothing.fjs"
