@@ -283,6 +283,24 @@ def test_simulator_arguments_are_checked():
         Simulator("mk01")
 
 
+def test_before_the_first_reset_there_is_no_episode_to_step_run_or_record():
+    """Before reset the state arrays are zeros: schedule() read them as every job cancelled at 0 (a finished
+    schedule, num_cancelled_jobs = all), run() silently did nothing, and step() said the episode was over."""
+    sim = Simulator(_two_jobs())
+    assert sim.done and sim.candidates()[0].size == 0
+    for call in (sim.schedule, lambda: sim.step(0, 0), sim.run):
+        with pytest.raises(RuntimeError, match=r"^no episode yet: call reset\(\) first$"):
+            call()
+    restored = Simulator(_two_jobs())
+    sim.reset()
+    restored.restore(sim.snapshot())  # a branch started from another simulation's state
+    assert restored.schedule().metrics["num_cancelled_jobs"] == 0
+    sim.run()
+    assert sim.schedule().finished
+    with pytest.raises(RuntimeError, match="the episode is over"):
+        sim.step(0, 0)
+
+
 def test_restore_takes_only_a_snapshot_of_the_same_instance():
     """restore((1, 2)) wrote 1 and 2 into the first two state arrays without a word; another instance's snapshot
     failed with a NumPy broadcast error."""

@@ -56,11 +56,13 @@ class Simulator:
         self.state = allocate_state(self.static)
         self._handle = make_handle(self.static, self.state)
         self._buffers = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+        self._begun = False  # the state is uninitialised until reset (or bind, restore) fills it
 
     # ------------------------------------------------------------------ stepping
     def reset(self) -> None:
         """Start a new episode and advance to the first decision."""
         check_code(reset_one(self._handle), self.instance, self.now)
+        self._begun = True
 
     def bind(self, state: State) -> None:
         """Simulate on ``state`` (arrays of this instance, e.g. a row of an env batch) instead of its own."""
@@ -68,6 +70,7 @@ class Simulator:
         self._check_state("state", state, "a State of this instance")
         self.state = state
         self._handle = make_handle(self.static, state)
+        self._begun = True
 
     @property
     def done(self) -> bool:
@@ -96,6 +99,7 @@ class Simulator:
 
     def step(self, job: int, machine: int) -> None:
         """Start ``job``'s current operation on ``machine`` now; advance to the next decision."""
+        self._check_begun()
         if self.done:
             raise RuntimeError("the episode is over; call reset()")
         if type(job) not in _ID_TYPES or type(machine) not in _ID_TYPES:  # the common types pass at once
@@ -121,6 +125,7 @@ class Simulator:
         max_decisions = check_integer("max_decisions", max_decisions, -1)
         if max_decisions >= 2**63:
             max_decisions = -1
+        self._check_begun()  # before it, done is True: run() returned having done nothing
         if self.done:
             return
         if seed is not None:
@@ -137,6 +142,12 @@ class Simulator:
         self._check_state("snapshot", snapshot, "a State from Simulator.snapshot()")
         for dst, src in zip(self.state, snapshot):
             np.copyto(dst, src)
+        self._begun = True
+
+    def _check_begun(self) -> None:
+        """Raise unless an episode has begun: before the first reset the state arrays hold no episode."""
+        if not self._begun:
+            raise RuntimeError("no episode yet: call reset() first")
 
     def _check_state(self, name: str, state: object, kind: str) -> None:
         """Raise naming ``name`` unless ``state`` is a State whose arrays have this simulation's shapes and dtypes
@@ -152,6 +163,7 @@ class Simulator:
     # ------------------------------------------------------------- results
     def schedule(self) -> Schedule:
         """The schedule so far: finished segments (running ones are left out) and downtime."""
+        self._check_begun()  # the zeroed arrays read as every job cancelled at 0, a finished schedule
         st = self.state
         n = int(st.counters[C_SEGMENTS])
         keep = np.ones(n, dtype=bool)
