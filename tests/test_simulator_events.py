@@ -200,8 +200,20 @@ def test_a_job_cancelled_within_eps_before_its_release_arrives_first():
 def test_invalid_action_raises_clear_error():
     sim = Simulator(make([Job("a", [{0: 1.0}])]))
     sim.reset()
-    with pytest.raises(ValueError, match=r"\(job 0, machine 1\) cannot start at t=0.0"):
+    with pytest.raises(ValueError, match=
+                       r"^\(job 0, machine 1\) cannot start at t=0.0; candidates\(\) offers \(0, 0\)$"):
         sim.step(0, 1)
+
+
+def test_an_invalid_step_names_the_offered_pairs():
+    """The error said only "pick one of candidates()": which pairs it offers, the first ten of many, is named."""
+    sim = Simulator(make([Job(f"J{j}", [{0: 1.0, 1: 2.0}]) for j in range(6)]))
+    sim.reset()
+    with pytest.raises(ValueError) as exc:
+        sim.step(0, 2)
+    assert str(exc.value).endswith("offers (0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0), "
+                                   "(4, 1), ... (12 pairs)")
+    assert sim.decisions == 0
 
 
 def test_the_numba_cache_is_keyed_by_every_module_whose_constants_the_kernels_freeze() -> None:

@@ -25,6 +25,8 @@ from dynasched_gym.schedule import Schedule
 _ID_TYPES = frozenset({int, np.int64, np.int32})
 #: Ids from -2**63 below this are int64 values; an id beyond is no id (the kernel refuses it as -1).
 _ID_LIMIT = 2**63
+#: Offered pairs an invalid step's error lists (an instance may offer thousands).
+_SHOWN = 10
 
 
 def check_code(code: int, instance: Instance, now: float) -> None:
@@ -110,9 +112,10 @@ class Simulator:
         code = step_one(self._handle, int(job) if -_ID_LIMIT <= job < _ID_LIMIT else -1,
                         int(machine) if -_ID_LIMIT <= machine < _ID_LIMIT else -1)
         if code == kernels.ERR_INVALID_ACTION:
-            raise ValueError(
-                f"(job {job}, machine {machine}) cannot start at t={self.now}; pick one of candidates()"
-            )
+            jobs, machines, _ = self.candidates()
+            offered = ", ".join(f"({j}, {m})" for j, m in zip(jobs[:_SHOWN].tolist(), machines[:_SHOWN].tolist()))
+            raise ValueError(f"(job {job}, machine {machine}) cannot start at t={self.now}; candidates() offers "
+                             f"{offered}{f', ... ({len(jobs)} pairs)' if len(jobs) > _SHOWN else ''}")
         check_code(code, self.instance, self.now)
 
     def run(self, rule: str = "SPT", seed: int | None = None, max_decisions: int = -1) -> None:
