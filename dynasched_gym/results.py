@@ -420,18 +420,23 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
     - ``ssi``: mean SSI score of the agent's ``ok`` episodes' instances; ``decisions``, ``wall_time``: means
       per episode; ``tokens``: total token usage (agents that report it).
 
-    Each row must hold what :func:`checked_row_key` checks (a ValueError names the row and the field).
+    Each row must hold what :func:`checked_row_key` checks, and each key once (a ValueError names the row).
     """
     check_integer("resamples", resamples, 1)  # also when no group needs them
     check_integer("seed", seed, 0)
     rows = list(rows)
+    first: dict[Key, int] = {}  # key -> its row
     for i, row in enumerate(rows):  # a missing field was a bare KeyError naming no row
         if not isinstance(row, Mapping):
             raise TypeError(f"rows[{i}] must be a result row (a mapping), got {type(row).__name__}: {row!r:.80}")
         try:
-            checked_row_key(row)
+            key = checked_row_key(row)
         except ValueError as exc:
             raise ValueError(f"rows[{i}]: {exc}") from None
+        if key in first:  # its episode was counted twice in the mean, once in the ratios
+            raise ValueError(f"rows[{i}]: the key {dict(zip(KEY_FIELDS, key))} of rows[{first[key]}] again: one row "
+                             "per episode (ResultStore.rows() keeps the first of each key)")
+        first[key] = i
     groups: dict[tuple[Any, ...], dict[str, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row, label in zip(rows, board_labels(rows)):
         groups[(row["objective"], row["size"], row["tier"])][label].append(row)

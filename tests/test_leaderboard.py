@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_evaluate import RULES, _board_rows, config
+from test_evaluate import RULES, _board_rows, _row, config
 
 from dynasched_gym.results import aggregate, difficulty_trend
 from scripts import leaderboard
@@ -323,3 +323,13 @@ def test_the_written_board_shows_only_what_was_measured(tmp_path: Path, monkeypa
     assert (broken["mean"], broken["regret"], broken["vs_best_rule"], broken["rank"], broken["failed"]) == \
         ("", "", "", "", "3")
     assert entries[("easy", "rule:A")]["mean"] == "5.0"
+
+
+def test_aggregate_refuses_a_key_given_twice() -> None:
+    """Rows concatenated from two stores by hand held one episode twice: its value counted twice in the mean (45
+    over "3 episodes" on 2 instances) and once, the last, in vs_best_rule."""
+    rows = [_row(0), _row(1), _row(0, objective_value=100.0)]
+    with pytest.raises(ValueError, match=r"^rows\[2\]: the key \{'agent_hash': 'h', 'tier': 'easy', 'size': 'small', "
+                                         r"'seed': 0, 'objective': 'makespan'\} of rows\[0\] again"):
+        aggregate(rows, resamples=10)
+    assert [e["episodes"] for e in aggregate(rows[:2], resamples=10)] == [2]
