@@ -129,6 +129,15 @@ class Schedule:
         return dump_json(self.to_dict(), path, indent)
 
 
+def check_schedule(name: str, value: Any) -> Schedule:
+    """``value``; a TypeError naming argument ``name`` unless it is a :class:`Schedule`."""
+    if not isinstance(value, Schedule):
+        raise TypeError(f"{name} must be a Schedule (an instance's comes from dynasched_gym.rollout(instance) or "
+                        f"Simulator.schedule(), a file's from dynasched_gym.schedule.load_schedule(path)), got "
+                        f"{type(value).__name__}: {value!r:.80}")
+    return value
+
+
 def _or_none(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 

@@ -200,6 +200,9 @@ def validate_schedule(
             return ValidationReport((Violation("format", f"cannot read the schedule: {exc}"),))
     elif isinstance(schedule, Mapping):
         data = schedule
+    elif isinstance(schedule, Instance):  # its to_dict() was read as a schedule's: "unreadable instance"
+        return ValidationReport((Violation("format", "an Instance, not a schedule: validate the schedule of an episode "
+                                           "on it (dynasched_gym.rollout(instance), Simulator.schedule())"),))
     elif hasattr(schedule, "to_dict"):
         data = schedule.to_dict()
     else:

@@ -834,3 +834,21 @@ def test_a_job_cancelled_before_its_release_never_arrives_in_the_gantt_and_the_t
         assert marks["^" if by == "machine" else ">"] == [0.0] and marks["x"] == [1.0, 1.0]
     page = gantt_html(schedule)
     assert "a arrives" in page and "b arrives" not in page and "b cancelled" in page
+
+
+def test_pictures_name_an_argument_of_the_wrong_kind(tmp_path: Path) -> None:
+    """gantt_figure(instance), gantt_html, metric_curves, curves_figure and the save_* of them failed with
+    "AttributeError: 'Instance' object has no attribute 'instance'"; event_times(path) with another AttributeError;
+    validate_schedule(instance) reported "unreadable instance: instance: expected a JSON object (got None)"."""
+    inst = every_event_instance()
+    for draw in (gantt_figure, gantt_html, metric_curves, curves_figure, lambda s: save_gantt(s, tmp_path / "g.html"),
+                 lambda s: save_curves(s, tmp_path / "c.png")):
+        with pytest.raises(TypeError, match=r"^schedule must be a Schedule \(an instance's comes from "
+                                            r"dynasched_gym.rollout\(instance\).*got Instance: Instance\(name="):
+            draw(inst)
+    assert not list(tmp_path.iterdir())
+    for draw in (event_times, timeline_figure):
+        with pytest.raises(TypeError, match=r"^source must be an Instance or a Schedule, got str: 'mk01'$"):
+            draw("mk01")
+    report = validate_schedule(inst)
+    assert not report.ok and "an Instance, not a schedule" in str(report)

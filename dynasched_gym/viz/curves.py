@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.schedule import Schedule
+from dynasched_gym.schedule import Schedule, check_schedule
 from dynasched_gym.viz._mpl import blank_figure, figure_path, plain_text, save_figure
 
 Curve = tuple[np.ndarray, np.ndarray]
@@ -35,7 +35,7 @@ PANELS = (
 
 def metric_curves(schedule: Schedule) -> dict[str, Curve]:
     """The curves named in the module docstring, as exact step functions."""
-    inst = schedule.instance
+    inst = check_schedule("schedule", schedule).instance
     done = np.fmin(schedule.job_completion, schedule.job_cancelled_at)  # NaN when neither happened
     wip = _count(schedule.job_arrival, done)
     busy = _count(schedule.segment_start, schedule.segment_end)

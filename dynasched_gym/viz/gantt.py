@@ -27,7 +27,7 @@ import numpy as np
 from dynasched_gym.checks import check_path, check_real
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.metrics import EPS
-from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
+from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule, check_schedule
 from dynasched_gym.viz._mpl import (
     FIGURE_SUFFIXES,
     PALETTE,
@@ -66,6 +66,7 @@ def gantt_figure(
     then ends there, and due dates after it are left out. The job view then has rows for the jobs released by
     ``now`` only.
     """
+    check_schedule("schedule", schedule)
     _check_view(by)
     if now is not None:  # a string failed inside NumPy; NaN or a negative time drew a chart of no moment
         now = check_real("now", now, 0.0)
@@ -152,6 +153,7 @@ def save_gantt(schedule: Schedule, path: str | os.PathLike[str], by: str = "mach
 
 def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None) -> str:
     """The Gantt chart as a self-contained interactive HTML page (no network access needed)."""
+    check_schedule("schedule", schedule)
     _check_view(by)
     inst = schedule.instance
     machine_view = by == "machine"

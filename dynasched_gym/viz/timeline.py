@@ -29,6 +29,8 @@ def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
     left out, and so is the arrival of a job cancelled before its release
     (:attr:`~dynasched_gym.schedule.Schedule.job_arrival`); the completed segments' ends are added.
     """
+    if not isinstance(source, (Instance, Schedule)):  # a path failed as an AttributeError deep inside
+        raise TypeError(f"source must be an Instance or a Schedule, got {type(source).__name__}: {source!r:.80}")
     inst = source.instance if isinstance(source, Schedule) else source
     times: dict[EventType, list[float]] = {t: [] for t in EventType}
     times[EventType.ARRIVAL] = list(inst.job_release)
