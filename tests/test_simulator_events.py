@@ -7,6 +7,7 @@ from docs/semantics.md before the simulator ran them.
 from __future__ import annotations
 
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -326,6 +327,30 @@ def test_restore_takes_only_a_snapshot_of_the_same_instance():
     with pytest.raises(ValueError, match="snapshot is not of this simulation of 'api'"):
         sim.restore(other.snapshot())
     assert all((a == b).all() or (a != a).all() for a, b in zip(sim.state, before))
+
+
+def test_restore_refuses_a_snapshot_of_another_instance_of_the_same_size():
+    """Only shapes were compared: a snapshot of another instance of the same size (ta01's into ta02's simulation)
+    was restored without a word, and the simulation went on with the other instance's state."""
+    from dynasched_gym.core import simulator
+
+    sim = Simulator(_two_jobs())
+    sim.reset()
+    other = Simulator(_two_jobs().replace(name="other", job_release=[0.0, 5.0]))
+    other.reset()
+    for call in (sim.restore, sim.bind):
+        with pytest.raises(ValueError, match=r"is a snapshot of instance 'other', not of this simulation's 'api'$"):
+            call(other.snapshot())
+    assert sim.decisions == 0
+    equal = Simulator(pickle.loads(pickle.dumps(sim.instance)))  # an equal instance's snapshot is the same state
+    equal.reset()
+    equal.step(0, 0)
+    sim.restore(equal.snapshot())
+    assert sim.decisions == 1
+    held = len(simulator._TAKEN_OF)
+    for _ in range(50):
+        sim.snapshot()
+    assert len(simulator._TAKEN_OF) == held  # an entry goes with its snapshot
 
 
 def test_bind_takes_only_a_state_of_the_same_instance():

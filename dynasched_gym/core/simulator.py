@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from dynasched_gym.checks import check_integer, is_integer
@@ -27,6 +29,10 @@ _ID_TYPES = frozenset({int, np.int64, np.int32})
 _ID_LIMIT = 2**63
 #: Offered pairs an invalid step's error lists (an instance may offer thousands).
 _SHOWN = 10
+#: The instance each snapshot was taken of, by the id of its ``now`` array; an entry goes with its array (so before
+#: the id can be reused). Shapes alone let a snapshot of another instance of the same size (ta01 into ta02) be
+#: restored without a word.
+_TAKEN_OF: dict[int, Instance] = {}
 
 
 def check_code(code: int, instance: Instance, now: float) -> None:
@@ -138,10 +144,14 @@ class Simulator:
     # ------------------------------------------------------------ snapshots
     def snapshot(self) -> State:
         """A copy of the full mutable state (shares no memory with the simulation)."""
-        return copy_state(self.state)
+        snapshot = copy_state(self.state)
+        _TAKEN_OF[id(snapshot.now)] = self.instance
+        weakref.finalize(snapshot.now, _TAKEN_OF.pop, id(snapshot.now), None)
+        return snapshot
 
     def restore(self, snapshot: State) -> None:
-        """Return to a state taken by :meth:`snapshot` of this instance (the snapshot stays usable)."""
+        """Return to a state taken by :meth:`snapshot` of this instance, or of an equal one (the snapshot stays
+        usable); a snapshot another simulator took of another instance is refused."""
         self._check_state("snapshot", snapshot, "a State from Simulator.snapshot()")
         for dst, src in zip(self.state, snapshot):
             np.copyto(dst, src)
@@ -154,7 +164,7 @@ class Simulator:
 
     def _check_state(self, name: str, state: object, kind: str) -> None:
         """Raise naming ``name`` unless ``state`` is a State whose arrays have this simulation's shapes and dtypes
-        (all checked before any is used)."""
+        (all checked before any is used), and not a :meth:`snapshot` of another instance."""
         if not isinstance(state, State):
             raise TypeError(f"{name} must be {kind}, got {type(state).__name__}")
         for field, dst, src in zip(State._fields, self.state, state):
@@ -162,6 +172,10 @@ class Simulator:
                 raise ValueError(f"{name} is not of this simulation of {self.instance.name!r}: its {field} is "
                                  f"{getattr(src, 'dtype', type(src).__name__)} of shape {getattr(src, 'shape', None)}, "
                                  f"expected {dst.dtype} of shape {dst.shape} (of another instance?)")
+        taken_of = _TAKEN_OF.get(id(state.now), self.instance)  # unknown (pickled, made by hand): shapes only
+        if taken_of is not self.instance and taken_of != self.instance:
+            raise ValueError(f"{name} is a snapshot of instance {taken_of.name!r}, not of this simulation's "
+                             f"{self.instance.name!r}")
 
     # ------------------------------------------------------------- results
     def schedule(self) -> Schedule:
