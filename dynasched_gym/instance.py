@@ -391,7 +391,10 @@ class Instance:
             return NotImplemented
         return self.to_dict() == other.to_dict()
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        # consistent with ==, which compares the whole content: equal instances share these, and they are cheap
+        return hash((self.name, self.num_machines, self.num_jobs, self.num_ops, len(self.events),
+                     self.breakdown_policy))
 
     def __repr__(self) -> str:
         return (

@@ -971,6 +971,17 @@ def test_instance_owns_its_arrays() -> None:
     assert thawed == inst and not any(getattr(thawed, name).flags.writeable for name in fields)
 
 
+def test_equal_instances_hash_equal_and_key_a_dict() -> None:
+    """Instance set __hash__ = None: an immutable value could not key a dict, join a set or pass through
+    functools.lru_cache (TypeError: unhashable type: 'Instance')."""
+    mk01 = resolve_instance("mk01")
+    again = pickle.loads(pickle.dumps(mk01))
+    other = mk01.replace(job_release=np.full(mk01.num_jobs, 1.0))  # same name and sizes: told apart by ==
+    assert again == mk01 and again is not mk01 and hash(again) == hash(mk01)
+    results = {mk01: 1.0, other: 2.0}
+    assert results[again] == 1.0 and results[other] == 2.0 and len({mk01, again, other}) == 2
+
+
 def test_instance_events_operations_are_read_only() -> None:
     """A route change's operations were plain dicts: ``inst.events[0].ops[0][0] = -5.0`` was taken without the
     validation's check, and the simulation, compiled before, kept the old time while to_json wrote the new one."""
