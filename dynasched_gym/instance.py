@@ -234,7 +234,8 @@ class Instance:
     elig_time: np.ndarray  # (num_eligible,) float64, processing time > 0 of each eligible pair
     events: tuple[Event, ...] = ()
     breakdown_policy: str = "resume"
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # not an __init__ argument: dataclasses.replace passed it on, and the new instance simulated the old one
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for names, dtype in ((_FLOAT_FIELDS, np.float64), (_INT_FIELDS, np.int64)):

@@ -971,6 +971,19 @@ def test_instance_owns_its_arrays() -> None:
     assert thawed == inst and not any(getattr(thawed, name).flags.writeable for name in fields)
 
 
+def test_dataclasses_replace_gives_an_instance_of_its_own_content() -> None:
+    """dataclasses.replace (the idiom for frozen dataclasses) passed the compiled-arrays cache on: the new
+    instance, all jobs released at 100, was simulated as the old one (makespan 56 instead of 156)."""
+    import dataclasses
+
+    mk01 = Instance.from_dict(resolve_instance("mk01").to_dict())
+    assert rollout(mk01).metrics["makespan"] == 56.0  # compiled and cached
+    late = dataclasses.replace(mk01, job_release=np.full(mk01.num_jobs, 100.0))
+    assert late._cache is not mk01._cache
+    assert rollout(late).metrics["makespan"] == 156.0
+    assert rollout(mk01.replace(job_release=np.full(mk01.num_jobs, 100.0))).metrics["makespan"] == 156.0
+
+
 def test_equal_instances_hash_equal_and_key_a_dict() -> None:
     """Instance set __hash__ = None: an immutable value could not key a dict, join a set or pass through
     functools.lru_cache (TypeError: unhashable type: 'Instance')."""
