@@ -115,24 +115,25 @@ Operation = Mapping[int, float]
 """An operation: eligible machine id -> processing time on that machine."""
 
 
-class FrozenOperation(dict):  # type: ignore[type-arg]
-    """An operation an :class:`Event` holds: a dict that refuses changes. An instance validates and compiles its
-    events once; a changed time went unchecked (-5 was taken) and the simulation kept the old one."""
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A dict that refuses changes, for the mappings immutable records hold: an :class:`Event`'s operations (an
+    instance validates and compiles its events once: a changed time went unchecked, and the simulation kept the
+    old one) and memoised results' (an SSI's components)."""
 
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("an Event's operations cannot be changed (instances are immutable): make a new Event")
+        raise TypeError("this mapping cannot be changed (it belongs to an immutable record): make a new one")
 
     __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore
 
     def __reduce__(self) -> tuple[type, tuple[dict[Any, Any]]]:  # pickle's default sets the items one by one
-        return FrozenOperation, (dict(self),)
+        return FrozenDict, (dict(self),)
 
 
 @dataclass(frozen=True)
 class Event:
     """One exogenous event. Unused payload fields are ``None``; NumPy scalars given for ids, times
     and numbers (also in ``ops``) are stored as Python ints and floats, and each of ``ops`` as a read-only
-    :class:`FrozenOperation`.
+    :class:`FrozenDict`.
 
     Payloads by type (times in the instance's time unit):
 
@@ -168,7 +169,7 @@ class Event:
                 object.__setattr__(self, name, _python_number(getattr(self, name)))
         if isinstance(self.ops, (list, tuple)):
             object.__setattr__(self, "ops", tuple(
-                FrozenOperation({_python_number(m): _python_number(t) for m, t in op.items()})
+                FrozenDict({_python_number(m): _python_number(t) for m, t in op.items()})
                 if isinstance(op, Mapping) else op
                 for op in self.ops
             ))

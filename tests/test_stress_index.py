@@ -193,3 +193,19 @@ def test_score_stress_inverts_the_score() -> None:
     result = ssi(_pinned_instance())
     assert float(score_stress(result.score)) == pytest.approx(result.stress, rel=1e-9)
     assert score_stress(50.0) == pytest.approx(0.3) and score_stress(100.0) == math.inf and score_stress(0.0) == 0.0
+
+
+def test_the_memoised_ssi_cannot_be_changed_through_a_result() -> None:
+    """ssi() memoises its result on the instance: ``ssi(inst).components["congestion"] = 99`` changed what every
+    later ssi(inst) returned (the result is a frozen dataclass, its components dict was not)."""
+    import json
+    import pickle
+
+    inst = Instance.build("ssi", PLANT, _jobs())
+    result = ssi(inst)
+    before = dict(result.components)
+    for change in (lambda c: c.__setitem__("congestion", 99.0), lambda c: c.update(size=1.0), lambda c: c.clear()):
+        with pytest.raises(TypeError, match="cannot be changed"):
+            change(result.components)
+    assert ssi(inst).components == before and json.loads(json.dumps(result.components)) == before
+    assert pickle.loads(pickle.dumps(result)) == result

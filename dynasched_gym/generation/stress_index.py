@@ -51,7 +51,7 @@ from dynasched_gym.generation.realised import (
     instance_inputs,
     measure,
 )
-from dynasched_gym.instance import EventType, Instance, check_instance
+from dynasched_gym.instance import EventType, FrozenDict, Instance, check_instance
 
 TIERS = ("easy", "medium", "hard", "extreme")
 #: SSI score bands [low, high): extreme's bound includes 100 and the score formula's float rounding past it
@@ -73,7 +73,10 @@ class SSIResult:
     score: float
     tier: str
     stress: float  # estimated weighted tardiness / weighted work
-    components: dict[str, float]
+    components: dict[str, float]  # read-only: ssi() memoises the result on the instance
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "components", FrozenDict(self.components))
 
 
 def tier_of(score: float) -> str:
