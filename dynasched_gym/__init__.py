@@ -42,6 +42,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'dynasched_gym' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    # the lazy names too: IPython and Jupyter complete dg.<Tab> from dir(), which missed Simulator and rollout
+    return sorted({*globals(), *_LAZY, "data"})
+
+
 __all__ = [
     "METRIC_KEYS",
     "RULES",

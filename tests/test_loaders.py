@@ -1519,3 +1519,13 @@ def test_build_names_records_given_in_another_container():
     built = Instance.build("a", machines, (j for j in [job]),
                            events=(e for e in [Event(1.0, EventType.BREAKDOWN, machine=0, duration=2.0)]))
     assert built.num_jobs == 1 and len(built.events) == 1  # generators, as before
+
+
+def test_the_package_lists_its_lazy_names() -> None:
+    """dir(dynasched_gym) left out the names imported on first use (Simulator, rollout, validate_schedule, ssi, data,
+    ...), so a notebook's dg.<Tab> completion did not offer them."""
+    import dynasched_gym
+
+    names = dir(dynasched_gym)
+    assert {*dynasched_gym.__all__, "data", "load_instance", "__version__"} <= set(names) and names == sorted(names)
+    assert all(hasattr(dynasched_gym, name) for name in names)
