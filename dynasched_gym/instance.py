@@ -167,7 +167,7 @@ class Event:
         for name in ("time", *PAYLOAD_FIELDS):
             if name != "ops":
                 object.__setattr__(self, name, _python_number(getattr(self, name)))
-        if isinstance(self.ops, (list, tuple)):
+        if isinstance(self.ops, (list, tuple, Iterator)):  # a generator failed validation as a bare TypeError
             object.__setattr__(self, "ops", tuple(
                 FrozenDict({_python_number(m): _python_number(t) for m, t in op.items()})
                 if isinstance(op, Mapping) else op

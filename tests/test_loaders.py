@@ -984,6 +984,16 @@ def test_dataclasses_replace_gives_an_instance_of_its_own_content() -> None:
     assert rollout(mk01.replace(job_release=np.full(mk01.num_jobs, 100.0))).metrics["makespan"] == 156.0
 
 
+def test_an_event_takes_its_operations_from_a_generator() -> None:
+    """Event(ops=(op for op in ...)) kept the generator: Instance.build raised a bare "TypeError: object of type
+    'generator' has no len()" naming no event (a generator of events always worked)."""
+    ops = ({0: float(t)} for t in (1, 2))
+    inst = Instance.build("x", [Machine("M0")], [Job("J0", [{0: 1.0}])],
+                          [Event(0.5, EventType.ROUTE_CHANGE, job=0, ops=ops)])
+    assert inst.events[0].ops == ({0: 1.0}, {0: 2.0})
+    assert Instance.from_dict(json.loads(inst.to_json())) == inst
+
+
 def test_equal_instances_hash_equal_and_key_a_dict() -> None:
     """Instance set __hash__ = None: an immutable value could not key a dict, join a set or pass through
     functools.lru_cache (TypeError: unhashable type: 'Instance')."""
