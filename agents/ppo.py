@@ -160,6 +160,9 @@ class PPOAgent(Agent):
         _check_pair_policy(self.model, self.checkpoint or "given")
         trained_on = {} if self.checkpoint is None else training_env(Path(self.checkpoint))
         self.trained_objective = trained_on.get("objective")
+        if self.trained_objective is not None:  # else accepted here and refused at the first play()
+            check_choice(f"the objective of the training config beside {self.checkpoint}", self.trained_objective,
+                         OBJECTIVES)
         scales = getattr(self.model.policy, "feature_scales", None)  # older checkpoints: their pool's
         self.feature_scales = pool_scales(trained_on["size"]) if scales is None and "size" in trained_on else scales
         if self.feature_scales is None and self.checkpoint is not None:

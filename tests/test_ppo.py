@@ -932,6 +932,16 @@ def test_a_training_config_beside_a_checkpoint_that_is_none_is_named(tmp_path, t
         make("ppo", checkpoint=tmp_path / "m.zip")
 
 
+def test_an_unknown_objective_in_the_training_config_is_refused_when_the_agent_is_made(tmp_path):
+    """``objective: lateness`` beside the checkpoint was taken as the trained objective, and refused only at the
+    first ``play()``."""
+    shutil.copy(shipped_checkpoint("medium"), tmp_path / "m.zip")
+    (tmp_path / "m.yaml").write_text("config:\n  env:\n    objective: lateness\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"the objective of the training config beside {tmp_path / 'm.zip'}"
+                                                   " must be one of") + ".*got 'lateness'"):
+        make("ppo", checkpoint=tmp_path / "m.zip")
+
+
 def test_a_json_record_beside_a_checkpoint_that_is_none_is_ignored(tmp_path):
     """``{"validation": 3}`` beside the checkpoint raised "argument of type 'int' is not iterable"; like other
     files that are no record of scripts.train, it says nothing of the training env."""
