@@ -122,6 +122,26 @@ def test_a_pool_opened_while_another_process_writes_its_manifest_is_left_alone(t
     assert not _file(pool, 0).exists()
 
 
+def test_a_pool_cleared_between_the_check_and_the_listing_is_opened(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unlocked first look at a pool checked that its directory exists, then listed it: another process clearing
+    the stale pool (renaming it away) in between made the listing raise FileNotFoundError (1 in ~35 runs of the
+    test below under load)."""
+    directory = tmp_path / tiers.pool_key(tiers.key_inputs("easy", "small"))
+    directory.mkdir()
+    (directory / "seed-0.json").write_text("{}", encoding="utf-8")
+    listing = Path.iterdir
+
+    def cleared_meanwhile(path: Path):
+        if path == directory and path.is_dir():  # the other process renames it away just before the listing
+            os.rename(path, path.with_name(".cleared"))
+        return listing(path)
+
+    monkeypatch.setattr(Path, "iterdir", cleared_meanwhile)
+    tier_pool("easy", cache_dir=tmp_path)._write(0, "{}")
+    assert (directory / tiers.MANIFEST).is_file() and (directory / "seed-0.json").read_text() == "{}"
+
+
 def test_openers_of_one_stale_pool_at_once_neither_crash_nor_delete_each_others_files(tmp_path: Path) -> None:
     # each one found the manifest stale and removed the directory with shutil.rmtree: one's rmtree met files another's
     # had removed (FileNotFoundError) or had just written ("Directory not empty"), or removed the fresh files of one

@@ -342,8 +342,10 @@ class TierPool:
         # listed before the manifest is looked at, hidden entries left out: those are other processes' atomic writes
         # in flight (their manifest first of all), and a new pool opened by two processes at once was cleared under
         # the other's feet, which then crashed
-        files = [p.name for p in self.directory.iterdir() if not p.name.startswith(".")] \
-            if self.directory.is_dir() else []
+        try:
+            files = [p.name for p in self.directory.iterdir() if not p.name.startswith(".")]
+        except FileNotFoundError:  # none, or renamed away between the check and the listing by a process clearing it
+            files = []
         if path.is_file():
             try:
                 if json.loads(path.read_text(encoding="utf-8")) == json.loads(_canonical(manifest)):
