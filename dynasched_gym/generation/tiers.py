@@ -44,6 +44,7 @@ stopped).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -131,16 +132,31 @@ def tier_prior(tier: str, size: str) -> dict[str, list[float]]:
     prior = {name: ranges[name] for name in TARGET_NAMES if name in ranges}
     # some allowed values depend on the preset (load_cv <= sqrt(groups - 1)): a range past them failed at the
     # attempts that drew there, naming a target of "<scenario>", not this file
-    scenario = Scenario.preset(size)
-    for name, bounds in prior.items():
+    preset_text = (conf.CONF_DIR / "size" / f"{size}.yaml").read_text(encoding="utf-8")
+    refused = _preset_refusal(size, preset_text, tuple((name, tuple(bounds)) for name, bounds in prior.items()))
+    if refused:
+        name, i, reason = refused
         key = f"sizes.{size}" if name in sections.get(f"sizes.{size}", {}) else "prior"
+        raise InstanceFormatError(f"not a target of the {size} preset: {reason}", source=str(path),
+                                  field=f"{key}.{name}[{i}]", value=prior[name][i])
+    return prior
+
+
+@functools.lru_cache(maxsize=32)
+def _preset_refusal(size: str, preset_text: str,
+                    prior: tuple[tuple[str, tuple[float, ...]], ...]) -> tuple[str, int, str] | None:
+    """The first bound of ``prior`` that the preset ``size`` refuses as a target: (target, index, why); None if
+    it takes them all. Memoised (``preset_text``, the preset file's, is in the key, so an edited file is checked
+    again): a pool is opened for every instance an evaluation plays, and the check (the preset's YAML and a
+    validated scenario per bound) costs ~16 ms."""
+    scenario = Scenario.preset(size)
+    for name, bounds in prior:
         for i, bound in enumerate(bounds):
             try:
                 replace_targets(scenario, **{name: bound})
             except InstanceFormatError as exc:
-                raise InstanceFormatError(f"not a target of the {size} preset: {exc.reason}", source=str(path),
-                                          field=f"{key}.{name}[{i}]", value=bound) from None
-    return prior
+                return name, i, exc.reason
+    return None
 
 
 def _check_mapping(path: Path, key: str, value: Any) -> None:
