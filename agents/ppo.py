@@ -45,6 +45,19 @@ from dynasched_gym.schedule import Schedule
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 
 
+def checkpoint_file(path: str | os.PathLike[str]) -> Path | None:
+    """``path`` if it is a file, else ``path.zip`` if that is (SB3's convention: "model" means model.zip); None when
+    neither is."""
+    return next((p for p in (Path(path), Path(f"{path}.zip")) if p.is_file()), None)
+
+
+def models_in(folder: Path) -> list[str]:
+    """The model ``.zip`` files in ``folder`` and one level below (a ``scripts.train`` run: ``model.zip``,
+    ``best.zip``, ``checkpoints/...``), relative to it and sorted: what an error about a folder given as a
+    checkpoint lists."""
+    return sorted(p.relative_to(folder).as_posix() for p in [*folder.glob("*.zip"), *folder.glob("*/*.zip")])
+
+
 def shipped_checkpoint(tier: str, size: str = "small", observability: str = "concise") -> Path:
     """Path of the shipped checkpoint for ``tier`` (trained on ``DFJSP-v0`` with its ``.yaml``'s env config).
 
@@ -136,10 +149,8 @@ class PPOAgent(Agent):
         if isinstance(checkpoint, MaskablePPO):
             self.model, self.checkpoint, self.sha256 = checkpoint, None, None
         else:
-            path = check_path("checkpoint", checkpoint, " or a MaskablePPO")
-            if not path.is_file() and Path(f"{path}.zip").is_file():  # SB3's own convention: "model" means model.zip
-                path = Path(f"{path}.zip")
-            if not path.is_file():
+            path = checkpoint_file(check_path("checkpoint", checkpoint, " or a MaskablePPO"))
+            if path is None:
                 raise FileNotFoundError(f"PPO checkpoint {str(checkpoint)!r} is not a file (shipped ones: "
                                         "dynasched_gym.agents.ppo.shipped_checkpoint(tier))")
             # the training schedules are not needed to act (and may not unpickle across cloudpickle versions)

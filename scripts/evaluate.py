@@ -407,20 +407,23 @@ def existing_checkpoint(path: Any, key: str) -> str:
     convention). A path with ``*``, ``?`` or ``[`` that names no file is a glob pattern, which must match exactly
     one file. Never skipped: only a missing *shipped* checkpoint is. A missing name close to ``shipped`` (``shiped``,
     ``Shipped:full``) is taken for a misspelling of it, and the error says so; a folder's lists the models in it."""
+    from dynasched_gym.agents.ppo import checkpoint_file, models_in
+
     absolute = hydra.utils.to_absolute_path(str(path))
-    if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()) and any(c in absolute for c in "*?["):
+    found = checkpoint_file(absolute)
+    if found is None and any(c in absolute for c in "*?["):
         matches = sorted(m for m in glob.glob(absolute) if Path(m).is_file())
         if len(matches) != 1:  # the first of several would pick one model silently
-            found = f"{len(matches)} files ({', '.join(matches[:3])}{', ...' if len(matches) > 3 else ''})"
+            listed = f"{len(matches)} files ({', '.join(matches[:3])}{', ...' if len(matches) > 3 else ''})"
             raise ValueError(f"{key}={path}: the pattern must match exactly one checkpoint file, it matches "
-                             f"{found if matches else 'none'} ({absolute})")
-        absolute = matches[0]
-    if not (Path(absolute).is_file() or Path(f"{absolute}.zip").is_file()):
+                             f"{listed if matches else 'none'} ({absolute})")
+        absolute, found = matches[0], Path(matches[0])
+    if found is None:
         head, colon, level = str(path).partition(":")
         misspelt = "/" not in head and difflib.get_close_matches(head, [SHIPPED])
         hint = f" (did you mean {SHIPPED}{colon}{level}?)" if misspelt else ""
         if Path(absolute).is_dir():  # a training run's folder: name its model
-            models = sorted(p.name for p in Path(absolute).glob("*.zip"))
+            models = models_in(Path(absolute))
             hint = (f": a folder; name a model .zip in it ({', '.join(models)}; scripts.train's tested policy is "
                     f"model.zip)" if models else ": a folder, with no model .zip in it")
         raise ValueError(f"{key}={path}: no such checkpoint file ({absolute}){hint}")

@@ -71,7 +71,7 @@ from tqdm import tqdm
 
 from dynasched_gym import Instance, rollout, validate_schedule
 from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy
-from dynasched_gym.agents.ppo import PPOAgent, observation_settings
+from dynasched_gym.agents.ppo import PPOAgent, checkpoint_file, models_in, observation_settings
 from dynasched_gym.agents.rules import RuleAgent, complementary_rules, rule_names, rule_objectives
 from dynasched_gym.checks import check_bool, check_choice, check_integer, check_positive, check_real
 from dynasched_gym.core import compile_note
@@ -263,10 +263,10 @@ def read_resume(cfg: DictConfig) -> Resume:
     if not isinstance(tc.resume, str):
         raise TypeError(f"train.resume must be a checkpoint path or null, got {tc.resume!r}")
     where = f"train.resume={tc.resume}"
-    path = next((p for p in (Path(tc.resume), Path(f"{tc.resume}.zip")) if p.is_file()), None)
+    path = checkpoint_file(tc.resume)
     if path is None:
         folder = Path(tc.resume)
-        models = sorted(p.relative_to(folder).as_posix() for p in [*folder.glob("*.zip"), *folder.glob("*/*.zip")])
+        models = models_in(folder)
         hint = (f" ({folder} is a folder; its models: {', '.join(models)})" if models else
                 f" ({folder} is a folder, with no model .zip in it)") if folder.is_dir() else ""
         raise FileNotFoundError(f"{where}: no such checkpoint file{hint}")
