@@ -250,6 +250,14 @@ def test_vector_render_and_seed_lists():
         venv.reset(seed=[1])
 
 
+def test_vector_render_without_a_render_mode_warns_like_the_single_env():
+    """It returned None without a word, where the single env warns."""
+    venv = DFJSPVectorEnv(2, instance="mk01")
+    venv.reset(seed=0)
+    with pytest.warns(UserWarning, match="render\\(\\) called without a render_mode"):
+        assert venv.render() is None
+
+
 def test_vector_seeds_may_be_any_sequence_or_a_numpy_integer():
     """A tuple of seeds or a NumPy integer (what ``np.arange`` and ``rng.integers`` give) was refused deep inside
     Gymnasium; Gymnasium's own vector envs take them."""

@@ -248,7 +248,7 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
         from dynasched_gym.envs.dfjsp import viewer
 
         if self.render_mode is None:
-            gym.logger.warn("render() called without a render_mode; pass render_mode= to the env")
+            viewer.warn_no_render_mode()
             return None
         if self.render_mode == "ansi":
             return viewer.render_text(self._batch.simulator(0), self.config.objective)

@@ -203,6 +203,7 @@ class DFJSPVectorEnv(VectorEnv):
         from dynasched_gym.envs.dfjsp import viewer
 
         if self.render_mode is None:
+            viewer.warn_no_render_mode()
             return None
         sims = [self._batch.simulator(i) for i in range(self.num_envs)]
         if self.render_mode == "ansi":

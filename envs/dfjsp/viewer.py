@@ -19,6 +19,13 @@ from dynasched_gym.viz._mpl import import_matplotlib
 from dynasched_gym.viz.gantt import gantt_size
 
 
+def warn_no_render_mode() -> None:
+    """Warn that ``render()`` was called on an env made without a ``render_mode`` (it then returns ``None``)."""
+    import gymnasium as gym
+
+    gym.logger.warn("render() called without a render_mode; pass render_mode= to the env")
+
+
 def render_text(sim: Simulator, objective: str) -> str:
     """A text summary: clock, jobs, and one line per machine."""
     st = sim.state
