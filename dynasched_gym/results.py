@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import warnings
 from collections import defaultdict
@@ -354,7 +355,7 @@ def _parse(data: bytes, path: Path, key: Callable[[dict[str, Any]], Any] | None,
 # --------------------------------------------------------------------------------------------- statistics
 def format_number(x: float | None, digits: int = 4) -> str:
     """``x`` to ``digits`` significant digits for report tables; ``—`` for None or NaN."""
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+    return "—" if x is None or (isinstance(x, numbers.Real) and math.isnan(x)) else f"{x:.{digits}g}"
 
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:

@@ -373,7 +373,7 @@ def test_bootstrap_ci_takes_the_2_5th_and_97_5th_percentiles_of_the_resampled_me
 def test_format_number_shows_a_missing_value_as_a_dash() -> None:
     from dynasched_gym.results import format_number
 
-    assert [format_number(x) for x in (None, math.nan, np.float64("nan"))] == ["—"] * 3
+    assert [format_number(x) for x in (None, math.nan, np.float64("nan"), np.float32("nan"))] == ["—"] * 4
     assert (format_number(1234.5678), format_number(0.5, 3), format_number(math.inf)) == ("1235", "0.5", "inf")
 
 

@@ -1067,6 +1067,16 @@ def test_an_embedded_name_given_as_a_path_says_how_to_load_it(tmp_path: Path, mo
     assert load_instance(dynasched_gym.data.path("mk01")).name == "mk01"
 
 
+def test_an_embedded_name_of_the_wrong_type_is_a_type_error() -> None:
+    """data.path(3) raised KeyError "no embedded instance 3", as if 3 were a name that could exist."""
+    import dynasched_gym
+
+    with pytest.raises(TypeError, match=r"^an embedded instance's name is a string, one of mk01, .*; got 3$"):
+        dynasched_gym.data.path(3)
+    with pytest.raises(KeyError, match="no embedded instance 'mk11'"):
+        dynasched_gym.data.path("mk11")
+
+
 def test_a_file_named_like_an_embedded_instance_is_read_with_a_warning(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """An output folder or file called mk01 in the current directory replaced FJSP-v0's default instance unseen."""

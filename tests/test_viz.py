@@ -384,6 +384,13 @@ def test_figure_now_and_dpi_are_checked(small):
     assert figure_rgb(gantt_figure(small, now=np.float64(2), dpi=50)).shape[1] == 500
 
 
+def test_a_figure_argument_that_is_no_figure_is_named(small):
+    """gantt_figure(fig=5) failed with "'int' object has no attribute 'clf'"."""
+    for draw in (gantt_figure, curves_figure, timeline_figure):
+        with pytest.raises(TypeError, match=r"^fig must be a matplotlib Figure or None, got 5$"):
+            draw(small, fig=5)
+
+
 def test_saved_files_are_complete(small, tmp_path):
     from matplotlib.image import imread
 

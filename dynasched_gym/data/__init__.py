@@ -16,6 +16,8 @@ EMBEDDED = {
 
 def path(name: str) -> Path:
     """Path of the embedded instance ``name`` (a key of :data:`EMBEDDED`)."""
+    if not isinstance(name, str):
+        raise TypeError(f"an embedded instance's name is a string, one of {', '.join(EMBEDDED)}; got {name!r}")
     if name not in EMBEDDED:
         raise KeyError(f"no embedded instance {name!r}; known: {', '.join(EMBEDDED)}")
     return DATA_DIR / EMBEDDED[name]

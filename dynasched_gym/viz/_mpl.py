@@ -31,6 +31,8 @@ def blank_figure(fig: Any, width: float, height: float, dpi: float) -> Any:
     check_positive("dpi", dpi)  # 0, NaN or a string failed only when drawn, inside matplotlib
     if fig is None:
         fig = import_matplotlib("matplotlib.figure").Figure(figsize=(width, height), dpi=dpi)
+    elif not callable(getattr(fig, "clf", None)):  # it failed as "'int' object has no attribute 'clf'"
+        raise TypeError(f"fig must be a matplotlib Figure or None, got {fig!r}")
     fig.clf()
     fig.set_layout_engine("constrained")
     return fig
