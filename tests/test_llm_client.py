@@ -240,6 +240,19 @@ def test_a_message_of_the_wrong_types_is_retried_and_never_cached(server: ChatSe
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 1  # only the good one
 
 
+def test_a_tool_call_without_an_id_gets_one(server: ChatServer, tmp_path: Path) -> None:
+    """Servers that leave a tool call's id out: the completion was refused as malformed, retried and the decision
+    failed, though the call itself was fine. Its id is now its index in the message (the same on every rerun)."""
+    calls = [{"type": "function", "function": {"name": "inspect_action", "arguments": '{"action_id": 3}'}},
+             {"id": "c7", "type": "function", "function": {"name": "simulate_action", "arguments": "{}"}}]
+    server.push({"body": _body({"role": "assistant", "content": None, "tool_calls": calls})})
+    out = _client(server, tmp_path).complete(MESSAGES)
+    assert out.attempts == 1 and [(c.id, c.name) for c in out.tool_calls] == [("call_0", "inspect_action"),
+                                                                                ("c7", "simulate_action")]
+    assert [c["id"] for c in out.message()["tool_calls"]] == ["call_0", "c7"]
+    assert _client(server, tmp_path).complete(MESSAGES).tool_calls == out.tool_calls  # replayed from the cache
+
+
 def test_a_cache_file_of_another_shape_is_a_miss(server: ChatServer, tmp_path: Path) -> None:
     """A cached content that was no text was replayed, and crashed the parsing of every rerun."""
     server.push({"content": "A"}, {"content": "B"})

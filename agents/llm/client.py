@@ -335,10 +335,12 @@ def _completion(response: ChatCompletion, latency: float, attempts: int) -> Comp
         if usage is not None and not isinstance(usage, CompletionUsage):
             raise TypeError(f"usage must be an object, got {repr(usage)[:200]}")
         calls = []
-        for call in message.tool_calls or []:
+        for index, call in enumerate(message.tool_calls or []):
             function = getattr(call, "function", None)
-            arguments = getattr(function, "arguments", None)
-            calls.append(ToolCall(getattr(call, "id", None), getattr(function, "name", None),
+            arguments, call_id = getattr(function, "arguments", None), getattr(call, "id", None)
+            # some servers leave the id out; the reply to the call needs one, and a fixed one keeps the next
+            # request (and so its cache key) the same on every rerun
+            calls.append(ToolCall(f"call_{index}" if call_id is None else call_id, getattr(function, "name", None),
                                   "" if arguments is None else arguments))
         finish = getattr(choice, "finish_reason", None)
         return Completion(message.content, tuple(calls), getattr(usage, "prompt_tokens", None) or 0,
