@@ -356,6 +356,9 @@ def test_a_degenerate_reply_is_not_decoded_at_each_brace(monkeypatch: pytest.Mon
     assert parse_answer('{"a": "' * 5000, [3]).reason == "invalid_json"
     assert len(decoded) <= 1  # json.loads of the whole text
     assert parse_answer('{"action_id": 3} then ' + '{"a": "' * 5000, [3]).action_id == 3
+    decoded.clear()  # braces before the key that no key or '}' follows: 10^5 characters of "{\n" took 4 s
+    assert parse_answer("{\n" * 5000 + '{ \n"action_id": 3} {}', [3]).action_id == 3
+    assert len(decoded) == 2  # the whole text, then the one object start
 
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
