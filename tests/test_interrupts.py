@@ -156,3 +156,17 @@ def test_ctrl_c_caught_after_it_left_exec_code_still_exits_130(tmp_path: Path, m
     proc = subprocess.run([sys.executable, "-m", "ctrl_c_in_exec"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": path})
     assert (proc.returncode, proc.stderr) == (130, err)
+
+
+def test_ctrl_c_before_a_scripts_handling_begins_prints_one_line(tmp_path: Path) -> None:
+    """Ctrl-C in a script's first second (its imports, Hydra's start-up) printed a traceback of wherever the import
+    was (numpy's, omegaconf's): one line now, and the interrupt's exit status."""
+    (tmp_path / "early_ctrl_c.py").write_text("import os, signal\nimport scripts\nos.kill(os.getpid(), signal.SIGINT)\n"
+                                              "import time\ntime.sleep(30)\n")
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-m", "early_ctrl_c"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": path})
+    assert (proc.returncode, proc.stderr) in {(-signal.SIGINT, "\ninterrupted\n"), (INTERRUPTED, "\ninterrupted\n")}
+    failing = subprocess.run([sys.executable, "-c", "import scripts\nraise ValueError('kept')"], capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "PYTHONPATH": path})
+    assert failing.returncode == 1 and "Traceback" in failing.stderr and "ValueError: kept" in failing.stderr
