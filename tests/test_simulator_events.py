@@ -233,11 +233,18 @@ def test_a_cold_kernel_cache_is_announced(tmp_path: Path, monkeypatch: pytest.Mo
     import numba
 
     from dynasched_gym.core import compile_note
+    from dynasched_gym.core._numba_cache import _kernel_subpaths
 
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "kernels"))
     assert "compiling the simulator's kernels" in compile_note() and str(tmp_path / "kernels") in compile_note()
-    (tmp_path / "kernels" / "core_1").mkdir(parents=True)
-    (tmp_path / "kernels" / "core_1" / "kernels.step-10.py311.nbi").write_bytes(b"")
+    # another checkout's kernels (a clone: numba names the folder by a hash of the sources' path) were read as
+    # this one's, and its first run compiled without the note
+    subpaths = _kernel_subpaths()
+    assert len(subpaths) == 2 and subpaths[0].startswith("core_") and subpaths[1].startswith("dfjsp_")
+    for subpath in ("core_1", "dfjsp_1", *subpaths):
+        (tmp_path / "kernels" / subpath).mkdir(parents=True)
+        assert compile_note() is not None
+        (tmp_path / "kernels" / subpath / "kernels.step-10.py311.nbi").write_bytes(b"")
     assert compile_note() is None
 
 

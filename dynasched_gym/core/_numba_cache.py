@@ -102,12 +102,27 @@ def prune(parent: Path, keep: Path, max_age_days: float = STALE_DAYS) -> list[Pa
     return deleted
 
 
+def _kernel_subpaths() -> list[str]:
+    """The folders below the cache directory where numba keeps this checkout's kernels (core's and the
+    environments'): one per source folder, named by a hash of its absolute path, so another checkout of the same
+    sources (a clone, a CI workspace) fills other ones and compiles again."""
+    import importlib.util
+
+    from numba.core.caching import _CacheLocator
+
+    folders = [Path(__file__).parent]  # as the modules' __file__, unresolved: numba hashes os.path.abspath of it
+    spec = importlib.util.find_spec("dynasched_gym.envs")
+    if spec is not None and spec.submodule_search_locations:
+        folders += [Path(location) / "dfjsp" for location in spec.submodule_search_locations]
+    return [_CacheLocator.get_suitable_cache_subpath(str(folder / "kernels.py")) for folder in folders]
+
+
 def compile_note() -> str | None:
     """A line for a long-running script to show before its first kernel call when the kernel cache is empty (the
     first run after an install or a kernel change), where numba compiles for a minute or two without output;
     ``None`` when compiled kernels are cached."""
     directory = Path(numba.config.CACHE_DIR)
-    if directory.is_dir() and any(directory.rglob("*.nbi")):
+    if all(any((directory / subpath).glob("*.nbi")) for subpath in _kernel_subpaths()):
         return None
     return (f"compiling the simulator's kernels (the first run after an install or a change of the kernels: a minute "
             f"or two without progress; cached in {directory} from then on)")
