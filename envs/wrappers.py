@@ -387,19 +387,23 @@ class ForecastReward(_PassMasks, gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._forecaster = _Forecaster(self.potential_rules, config.objective, self.hindsight, 1)
         self._scale = config.reward_scale
         self._phi = 0.0
+        self._ended = False
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """Reset the env and forecast from its first decision."""
         observation, info = self.env.reset(**kwargs)
         self._phi = self._forecaster(0, self.env.unwrapped.simulator)
+        self._ended = False
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Step the env; the reward is the change of the forecast."""
+        """Step the env; the reward is the change of the forecast (0 on a reset step of an ``Autoreset`` below)."""
         observation, _, terminated, truncated, info = self.env.step(action)
         phi = self._forecaster(0, self.env.unwrapped.simulator)
-        reward = self._scale * (self._phi - phi)  # as the env's: +0.0, not -0.0, for no change
-        self._phi = phi
+        # a step after the episode's end reset it below this wrapper (gymnasium's Autoreset): the new episode's first
+        # forecast is no change of the old one's final objective
+        reward = 0.0 if self._ended else self._scale * (self._phi - phi)  # +0.0, not -0.0, for no change
+        self._phi, self._ended = phi, terminated or truncated
         return observation, reward, terminated, truncated, info
 
 

@@ -218,3 +218,26 @@ def test_a_reset_by_hand_before_the_autoreset_step_is_a_new_episode_from_its_fir
         rewards.append(single.step(action)[1])
         assert float(vector_rewards[0]) == float(vector_rewards[1]) == pytest.approx(rewards[-1], rel=1e-12, abs=1e-12)
     assert rewards[0] != 0.0
+
+
+def test_an_autoreset_below_the_wrapper_starts_the_next_episode_at_no_reward():
+    """Under ``ForecastReward(Autoreset(env))`` the step after an episode's end resets it: that step earned the
+    final objective minus the next episode's first forecast (a large bogus reward), and the next episode's return
+    no longer telescoped."""
+    inst = tier_pool("hard", "small").instance(0)
+    env = ForecastReward(gym.wrappers.Autoreset(gym.make("DynaSched/DFJSP-v0", instance=inst,
+                                                         objective="tardiness")), "EDD:EET")
+    env.reset(seed=0)
+    returns, total, rewards_after_end, ended = [], 0.0, [], False
+    while len(returns) < 2:
+        _, reward, terminated, _, info = env.step(0)
+        if ended:
+            rewards_after_end.append(reward)
+        total += reward
+        ended = terminated
+        if terminated:
+            returns.append((total, info["metrics"]["total_tardiness"]))
+            total = 0.0
+    assert rewards_after_end == [0.0]
+    (first, objective), (second, again) = returns  # the same instance and play: the same forecasts and return
+    assert objective > 0 and again == objective and second == pytest.approx(first, abs=1e-9)
