@@ -75,13 +75,14 @@ def flatten(observation: dict[str, np.ndarray], keep_mask: bool, num_envs: int |
 DEFAULT_FORECAST_RULES = ("EDD:EET", "ATC:LWL")
 
 
-def dict_space(env: gym.Env, wrapper: str) -> spaces.Dict:
-    """``env``'s ``Dict`` observation space; a TypeError naming ``wrapper`` when it is flat already (a
-    ``FlattenDictObservation`` below the wrapper: it goes last)."""
-    if not isinstance(env.observation_space, spaces.Dict):
+def dict_space(space: spaces.Space, wrapper: str) -> spaces.Dict:
+    """``space`` (an env's observation space, a vector env's single one) as the ``Dict`` of the DFJSP envs; a
+    TypeError naming ``wrapper`` when it is flat already (a flattening wrapper below ``wrapper``: it goes last)."""
+    if not isinstance(space, spaces.Dict):
         raise TypeError(f"{wrapper} wraps an env with the Dict observations of the DFJSP envs, got "
-                        f"{type(env.observation_space).__name__} observations: wrap it before FlattenDictObservation")
-    return env.observation_space
+                        f"{type(space).__name__} observations: wrap it before FlattenDictObservation (or "
+                        "Gymnasium's FlattenObservation)")
+    return space
 
 
 class _PassMasks:
@@ -131,7 +132,7 @@ class FlattenDictObservation(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, keep_mask=keep_mask)
         _MaskedWrapper.__init__(self, env)
         self.keep_mask = check_bool("keep_mask", keep_mask)
-        self.observation_space = flat_space(dict_space(env, type(self).__name__), keep_mask)
+        self.observation_space = flat_space(dict_space(env.observation_space, type(self).__name__), keep_mask)
 
     def observation(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         """The flat vector of ``observation``."""
@@ -153,7 +154,7 @@ class ObservabilityWrapper(_MaskedWrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, observability: str) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, observability=observability)
         _MaskedWrapper.__init__(self, env)
-        dict_space(env, type(self).__name__)
+        dict_space(env.observation_space, type(self).__name__)
         check_choice("observability", observability, OBSERVABILITY)
         self.observability = observability
         level = OBSERVABILITY.index(observability)
@@ -302,7 +303,8 @@ class ForecastFeatures(_MaskedWrapper, gym.utils.RecordConstructorArgs):
         self._forecaster = forecaster(unwrapped, rules, futures, 1, future_pool, hindsight)  # checks them all
         self.rules, self.futures, self.key = rules, futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self.future_pool = self._forecaster.future_pool  # resolved: the env's pool when none is given
-        self.observation_space = with_forecast_space(dict_space(env, type(self).__name__), self.rules, self.key)
+        self.observation_space = with_forecast_space(dict_space(env.observation_space, type(self).__name__), self.rules,
+                                                     self.key)
 
     def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``observation`` with its forecast block."""
@@ -324,12 +326,13 @@ class ForecastFeaturesVector(_PassVectorMasks):
                  future_pool: tuple[str, str] | None = None, hindsight: bool = False) -> None:
         super().__init__(env)
         unwrapped = dfjsp_unwrapped(env, type(self).__name__, vector=True)
+        space = dict_space(env.single_observation_space, type(self).__name__)
         self._refuse_truncation()
         self.rules = rule_list(rules)
         self._forecaster = forecaster(unwrapped, self.rules, futures, env.num_envs, future_pool, hindsight)
         self.futures, self.key = futures, HINDSIGHT_KEY if hindsight else FORECASTS_KEY
         self.future_pool = self._forecaster.future_pool  # resolved: the env's pool when none is given
-        self.single_observation_space = with_forecast_space(env.single_observation_space, self.rules, self.key)
+        self.single_observation_space = with_forecast_space(space, self.rules, self.key)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
     def _add(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

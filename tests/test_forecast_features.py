@@ -185,3 +185,12 @@ def test_forecasts_are_clipped_to_their_space(futures):
                            futures=futures)
     observation, _ = env.reset(seed=0)
     assert np.abs(observation["forecasts"]).max() == BIG and env.observation_space.contains(observation)
+
+
+def test_the_vector_wrapper_over_flat_observations_is_refused_by_name():
+    """Over Gymnasium's vector ``FlattenObservation`` the vector wrapper failed with a bare "'Box' object is not
+    subscriptable"; it now names itself and the fix, as the single env's wrapper does."""
+    venv = gym.wrappers.vector.FlattenObservation(gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, instance="mk01",
+                                                               vectorization_mode="vector_entry_point"))
+    with pytest.raises(TypeError, match=r"ForecastFeaturesVector wraps an env with the Dict observations.*got Box"):
+        ForecastFeaturesVector(venv, RULES)
