@@ -260,6 +260,9 @@ def forecaster(env: Any, rules: Sequence[str], futures: int, num_envs: int,
                                     or len(future_pool) != 2):
         raise TypeError(f"future_pool must be a (tier, size) pair such as ('hard', 'small') or None, got "
                         f"{future_pool!r}")
+    if hindsight and futures:  # before the futures are sampled: an env without a tier failed with "no tier" first
+        raise ValueError(f"hindsight forecasts play the real future: they cannot also play futures={futures} "
+                         "sampled ones (futures must be 0)")
     sampled = SampledFutures(futures, *(future_pool or env.source.future_pool()), slots=num_envs) if futures else None
     return SlotForecaster(rules, env.config.objective, num_envs, sampled, hindsight)
 
