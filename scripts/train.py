@@ -211,9 +211,6 @@ def check_config(cfg: DictConfig) -> Resume | None:
     if ec.forecast_rule == AUTO and ec.forecast_auto_rules > len(rule_names()):
         raise ValueError(f"env.forecast_auto_rules must be at most {len(rule_names())} (the deterministic rules), got "
                          f"{ec.forecast_auto_rules}")
-    if ec.forecast_auto_rules != 1 and ec.forecast_rule != AUTO:  # it was ignored without a word
-        raise ValueError(f"env.forecast_auto_rules={ec.forecast_auto_rules} sets how many rules "
-                         f"env.forecast_rule=auto chooses, got env.forecast_rule={ec.forecast_rule}")
     if not OmegaConf.is_list(ec.forecast_features):
         raise ValueError(f"env.forecast_features must be a list of JOB:MACHINE rules ([] for none), got "
                          f"{ec.forecast_features!r}")

@@ -632,9 +632,6 @@ def test_a_run_folder_to_resume_is_an_error_listing_its_models(train_script, tmp
      r"^env\.critic_hindsight=true needs env\.forecast_features"),
     (["env.forecast_features=[]", "env.forecast_futures=3"],  # trained without futures, recorded with 3
      r"^env\.forecast_futures=3 samples futures for the env\.forecast_features rollouts, got \[\]$"),
-    (["env.forecast_rule=EDD:EET", "env.forecast_auto_rules=3"],  # ignored without a word
-     r"^env\.forecast_auto_rules=3 sets how many rules env\.forecast_rule=auto chooses, got "
-     r"env\.forecast_rule=EDD:EET$"),
     (["env.num_envs=1", "train.n_steps=129", "train.batch_size=64"],  # NaN logits after setup and a rollout
      r"^train\.n_steps=129 x env\.num_envs=1 leaves a last minibatch of one sample at train\.batch_size=64"),
     (["env.forecast_futures=2", "train.eval_seeds.start=900000"],
