@@ -23,6 +23,7 @@ import torch
 import yaml
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
+from stable_baselines3.common.preprocessing import preprocess_obs
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
@@ -340,12 +341,9 @@ class PPOAgent(Agent):
                  streams: list[torch.Tensor | None]) -> np.ndarray:
         """The policy's action(s), of one observation (``act``) or a batch (``play``); a sampled action of row ``i``
         draws from ``streams[i]``, its episode's stream (updated in place), never from torch's global one."""
+        probs = self._probs(observation, action_masks)
         if self.deterministic:
-            return self.model.predict(observation, deterministic=True, action_masks=action_masks)[0]
-        policy = self.model.policy
-        policy.set_training_mode(False)
-        with torch.no_grad():
-            probs = policy.get_distribution(policy.obs_to_tensor(observation)[0], action_masks).distribution.probs
+            return probs.argmax(dim=1).cpu().numpy()  # MaskableCategoricalDistribution.mode
         probs = probs.cpu()  # on a GPU, multinomial would draw from the device's generator, which ignores the seed
         actions = np.empty(len(streams), dtype=np.int64)
         with torch.random.fork_rng(devices=[]):
@@ -354,6 +352,29 @@ class PPOAgent(Agent):
                 actions[i] = int(torch.multinomial(probs[i:i + 1], 1, True))  # Categorical.sample's draw
                 streams[i] = torch.get_rng_state()
         return actions
+
+    def _probs(self, observation: dict[str, np.ndarray], action_masks: np.ndarray) -> torch.Tensor:
+        """The (B, K) action probabilities of one observation (B = 1) or a batch: those of ``MaskablePPO.predict``
+        and ``policy.get_distribution``, bit for bit (tests/test_ppo.py), without their per-call overheads, which
+        were half of a decision's time (the deep copy and checks of ``obs_to_tensor``, ``set_training_mode`` walking
+        every module, a masked distribution built and validated three times)."""
+        policy = self.model.policy
+        if policy.training:  # no layer of these policies depends on the mode; switching walks every module
+            policy.set_training_mode(False)
+        space, device = policy.observation_space, self.model.device  # policy.device walks the modules
+        with torch.inference_mode():
+            observation = {key: torch.as_tensor(value, device=device).reshape(-1, *space[key].shape)
+                           for key, value in observation.items()}
+            features = policy.pi_features_extractor(preprocess_obs(observation, space, policy.normalize_images))
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(features)).view(-1, policy.action_space.n)
+            # sb3-contrib's MaskableCategorical: the logits normalised, masked with -1e8, normalised again
+            logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+            if torch.isnan(logits).any():  # its argument validation refused them too
+                raise ValueError(f"the PPO policy {self.checkpoint or 'given'} gives NaN logits: its parameters or "
+                                 "this observation hold NaN or infinite values")
+            masks = torch.as_tensor(action_masks, dtype=torch.bool, device=logits.device).reshape(logits.shape)
+            logits = torch.where(masks, logits, torch.tensor(-1e8, dtype=logits.dtype, device=logits.device))
+            return torch.softmax(logits - logits.logsumexp(dim=-1, keepdim=True), dim=-1)
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "checkpoint": self.checkpoint, "sha256": self.sha256,

@@ -389,6 +389,53 @@ def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
         agent.play([resolve_instance("mk03")], "weighted_tardiness")
 
 
+def test_playing_gives_the_probabilities_and_actions_of_sb3s_predict_bit_for_bit(tmp_path, monkeypatch):
+    """``PPOAgent`` computes the masked action probabilities itself, not through ``MaskablePPO.predict`` (whose
+    overheads were half of a decision's time): one observation and a batch give exactly sb3-contrib's values."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    agent = make("ppo", checkpoint=shipped_checkpoint("hard"))
+    policy = agent.model.policy
+    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("hard", "small").instance(0),
+                   objective="weighted_tardiness", **agent.env_settings())
+    observation, info = env.reset(seed=0)
+    agent.reset(env)
+    policy.set_training_mode(True)  # as a training run leaves it between its evaluations
+    seen, done = [], False
+    while not done:
+        sim = env.unwrapped
+        full = {**observation, FORECASTS_KEY: agent._forecaster(0, sim.simulator, *sim.offered_pairs(),
+                                                                 sim.time_scale)}
+        masks = sim.action_masks()
+        with th.no_grad():
+            expected = policy.get_distribution(policy.obs_to_tensor(full)[0], masks).distribution.probs
+        assert th.equal(agent._probs(full, masks), expected)
+        action = agent.act(observation, info)
+        assert not policy.training
+        assert action == int(agent.model.predict(full, deterministic=True, action_masks=masks)[0])
+        seen.append((full, masks))
+        observation, _, done, _, info = env.step(action)
+    assert len(seen) > 20
+    batch = {key: np.stack([full[key] for full, _ in seen]) for key in seen[0][0]}
+    masks = np.stack([m for _, m in seen])
+    with th.no_grad():
+        expected = policy.get_distribution(policy.obs_to_tensor(batch)[0], masks).distribution.probs
+    assert th.equal(agent._probs(batch, masks), expected)
+    np.testing.assert_array_equal(agent._predict(batch, masks, [None] * len(seen)),
+                                  agent.model.predict(batch, deterministic=True, action_masks=masks)[0])
+
+
+def test_a_policy_giving_nan_logits_is_refused_naming_it(tmp_path, monkeypatch):
+    """NaN parameters: an error naming the checkpoint, not an argmax over NaN (sb3's validation refused them too)."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    agent = make("ppo", checkpoint=shipped_checkpoint("hard"))
+    with th.no_grad():
+        agent.model.policy.mlp_extractor.score_net[-1].bias.fill_(float("nan"))
+    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("hard", "small").instance(0),
+                   objective="weighted_tardiness", **agent.env_settings())
+    with pytest.raises(ValueError, match=r"^the PPO policy .*ppo-hard-small\.zip gives NaN logits: its parameters "):
+        run_episode(agent, env, seed=0)
+
+
 def test_batched_play_of_a_sampling_policy_equals_single_env_episodes(tmp_path, monkeypatch):
     """deterministic=False: ``play`` drew every sub-env's actions from one stream for the batch, so a schedule
     depended on ``num_envs`` and on the instances beside and before it, and none equalled ``run_episode``'s (all 5
