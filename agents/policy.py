@@ -104,6 +104,15 @@ class SlotEncoder(BaseFeaturesExtractor):
             self.hindsight_net = mlp([observation_space[HINDSIGHT_KEY].shape[1], hidden, hidden])
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        slots, valid, context = self.embed(observations)
+        features = [slots.flatten(1), masked_pool(slots, valid), context]
+        if self.with_hindsight:
+            features.append(masked_pool(self.hindsight_net(symlog(observations[HINDSIGHT_KEY])), valid))
+        return th.cat(features, dim=-1)
+
+    def embed(self, observations: dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """The slot embeddings after the interaction round (B, K, H), the valid slots (B, K) and the context (B, H):
+        all the actor reads (:meth:`SlotPolicy.actor_logits`)."""
         candidates = observations["candidates"]
         if self.with_forecasts:
             candidates = th.cat([candidates, observations[FORECASTS_KEY]], dim=-1)
@@ -113,11 +122,7 @@ class SlotEncoder(BaseFeaturesExtractor):
         context = self.context_net(th.cat([machines.mean(dim=1), machines.amax(dim=1),
                                            symlog(observations["global"])], dim=-1))
         slots = self.slot_net(th.cat([candidates, context.unsqueeze(1).expand(-1, self.num_slots, -1)], dim=-1))
-        slots = self.interact(slots, valid)
-        features = [slots.flatten(1), masked_pool(slots, valid), context]
-        if self.with_hindsight:
-            features.append(masked_pool(self.hindsight_net(symlog(observations[HINDSIGHT_KEY])), valid))
-        return th.cat(features, dim=-1)
+        return self.interact(slots, valid), valid, context
 
     def interact(self, slots: th.Tensor, valid: th.Tensor) -> th.Tensor:
         """One interaction round over the valid slots (module docstring); ``slots`` (B, K, H) -> (B, K, H)."""
@@ -146,7 +151,10 @@ class SlotHeads(nn.Module):
         return self.forward_actor(features), self.forward_critic(features)
 
     def forward_actor(self, features: th.Tensor) -> th.Tensor:
-        slots = features[:, : self.num_slots * self.hidden].reshape(-1, self.num_slots, self.hidden)
+        return self.score(features[:, : self.num_slots * self.hidden].reshape(-1, self.num_slots, self.hidden))
+
+    def score(self, slots: th.Tensor) -> th.Tensor:
+        """The logit of each slot embedding (B, K, H) -> (B, K)."""
         return self.score_net(slots).squeeze(-1)
 
     def forward_critic(self, features: th.Tensor) -> th.Tensor:
@@ -200,6 +208,13 @@ class SlotPolicy(MaskableActorCriticPolicy):
         if self.ortho_init:  # near-uniform first policy, like SB3's 0.01 gain on action_net
             self.mlp_extractor.score_net[-1].apply(lambda m: self.init_weights(m, gain=0.01))
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def actor_logits(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        """The (B, K) slot logits of preprocessed ``observations``, as ``forward`` gives them, bit for bit, but
+        without the critic's inputs (the pools of the slots and the hindsight rows, their concatenation): what
+        :class:`~dynasched_gym.agents.ppo.PPOAgent` plays."""
+        slots, _, _ = self.pi_features_extractor.embed(observations)
+        return self.action_net(self.mlp_extractor.score(slots))
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

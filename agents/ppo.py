@@ -27,6 +27,7 @@ from stable_baselines3.common.preprocessing import preprocess_obs
 from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
+from dynasched_gym.agents.policy import SlotPolicy
 from dynasched_gym.checks import check_bool, check_choice, check_path
 from dynasched_gym.core.rules import COMPOSITE_RULES, check_seed
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
@@ -365,8 +366,13 @@ class PPOAgent(Agent):
         with torch.inference_mode():
             observation = {key: torch.as_tensor(value, device=device).reshape(-1, *space[key].shape)
                            for key, value in observation.items()}
-            features = policy.pi_features_extractor(preprocess_obs(observation, space, policy.normalize_images))
-            logits = policy.action_net(policy.mlp_extractor.forward_actor(features)).view(-1, policy.action_space.n)
+            observation = preprocess_obs(observation, space, policy.normalize_images)
+            if isinstance(policy, SlotPolicy):  # its actor alone: the critic's inputs were ~15% of a decision
+                logits = policy.actor_logits(observation)
+            else:
+                features = policy.pi_features_extractor(observation)
+                logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+            logits = logits.view(-1, policy.action_space.n)
             # sb3-contrib's MaskableCategorical: the logits normalised, masked with -1e8, normalised again
             logits = logits - logits.logsumexp(dim=-1, keepdim=True)
             if torch.isnan(logits).any():  # its argument validation refused them too

@@ -117,6 +117,24 @@ def test_policy_logits_follow_a_permutation_of_the_candidates(interaction: str):
         assert th.isfinite(policy.extract_features(final, policy.features_extractor)).all()
 
 
+@pytest.mark.parametrize(("interaction", "hindsight"), [("deepsets", False), ("attention", False), ("deepsets", True)])
+def test_actor_logits_are_the_logits_of_the_whole_forward_bit_for_bit(interaction: str, hindsight: bool):
+    """``SlotPolicy.actor_logits`` (what PPOAgent plays) skips the critic's inputs and nothing else."""
+    rules = ("EDD:EET",)
+    env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8), rules)
+    env = ForecastFeatures(env, rules, hindsight=True) if hindsight else env
+    policy = SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, hidden=16, forecast_rules=rules,
+                        interaction=interaction, critic_hindsight=hindsight)
+    rng = np.random.default_rng(2)
+    for batch in (1, 5):
+        obs = {key: th.as_tensor(rng.normal(size=(batch, *space.shape)).astype(np.float32) * 100)
+               for key, space in env.observation_space.spaces.items()}
+        obs["action_mask"] = th.as_tensor((rng.random((batch, 8)) < 0.6).astype(np.float32))
+        with th.no_grad():
+            whole = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(obs)))
+            assert th.equal(policy.actor_logits(obs), whole)
+
+
 def test_asymmetric_critic_reads_the_hindsight_forecasts_and_the_actor_does_not():
     rules = ("EDD:EET",)
     env = ForecastFeatures(ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8), rules),
