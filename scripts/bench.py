@@ -15,6 +15,9 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``on
   from the medium/small tier pool, weighted tardiness; training draws from 1000), random valid actions,
   transitions/s bare, with the hindsight forecast reward (``EDD:EET``), with the rollout forecast features
   (``EDD:EET, ATC:LWL``) and with both; each as a ratio to the bare env of the same run (the wrappers' cost);
+- ``ppo``: the shipped PPO of the ``PPO_TIER`` tier on the first ``PPO_SEEDS`` test episodes of its small pool, played
+  as ``scripts.evaluate`` plays them (one torch thread), by ``PPOAgent`` and by the same policy through sb3-contrib's
+  ``MaskablePPO.predict`` (the schedules must be the same), ms per episode of each and their ratio;
 - ``sesc``: SESC calibration of one instance of the medium and of the large size preset, seconds;
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
@@ -72,6 +75,7 @@ from dynasched_gym.generation.stress_index import TIERS
 from dynasched_gym.generation.tiers import tier_pool
 from dynasched_gym.instance import Instance, write_text_atomic
 from dynasched_gym.io import dsbx_dir
+from dynasched_gym.schedule import Schedule
 from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
     check_added_keys,
@@ -86,7 +90,7 @@ from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 
 FORMAT = "dynasched-bench/1"
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("kernel", "env", "vector", "wrappers", "sesc", "cold", "memory", "peers")
+SECTIONS = ("kernel", "env", "vector", "wrappers", "ppo", "sesc", "cold", "memory", "peers")
 #: The sections that measure each of ``instances``.
 INSTANCE_SECTIONS = ("kernel", "env", "vector", "memory", "peers")
 EMBEDDED = ("ta01", "mk10", "dsbx-medium")
@@ -97,6 +101,9 @@ COLD_INSTANCE = "ta01"
 #: The ``wrappers`` section's env: scripts.train's defaults (conf/env/dfjsp.yaml), on 64 pool seeds.
 WRAPPED_ENV = {"num_envs": 16, "tier": "medium", "size": "small", "objective": "weighted_tardiness", "pool_size": 64}
 WRAPPED_RULES = {"forecast reward": "EDD:EET", "forecast features": ("EDD:EET", "ATC:LWL")}
+#: The ``ppo`` section's episodes: the shipped checkpoint of this tier on these seeds of its small pool (``quick``: the
+#: first 2), weighted tardiness, each reset with its seed, as ``scripts.evaluate`` plays them.
+PPO_TIER, PPO_SEEDS = "hard", range(10_000, 10_010)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +240,55 @@ def bench_wrappers(args: argparse.Namespace) -> dict[str, Any]:
         out[name] = medians(chunk, args.seconds, args.repeats)
         out[name]["ratio_to_bare"] = out[name]["steps_per_s"] / out["bare"]["steps_per_s"]
     return out
+
+
+def bench_ppo(args: argparse.Namespace) -> dict[str, Any]:
+    """The shipped PPO on the :data:`PPO_SEEDS` episodes, by ``PPOAgent`` and by the same policy through
+    ``MaskablePPO.predict`` (how ``PPOAgent`` played up to 2026-12), repeats alternating between the two after an
+    untimed warm-up: median wall and CPU (this process's) ms per episode, decisions per episode, and the ratios
+    (predict / agent; CPU time is the steadier one beside other jobs). A schedule that differs between the two is a
+    RuntimeError: the figure compares the same decisions."""
+    import torch
+
+    from dynasched_gym.agents import run_episode
+    from dynasched_gym.agents.ppo import PPOAgent, shipped_checkpoint
+
+    class PredictPPO(PPOAgent):
+        def _predict(self, observation: dict[str, np.ndarray], action_masks: np.ndarray,
+                     streams: list[Any]) -> np.ndarray:
+            return self.model.predict(observation, deterministic=True, action_masks=action_masks)[0]
+
+    seeds = PPO_SEEDS[:2] if args.quick else PPO_SEEDS
+    pool = tier_pool(PPO_TIER, "small")
+    instances = [pool.instance(seed) for seed in seeds]
+    players = {"agent": PPOAgent(shipped_checkpoint(PPO_TIER)), "sb3 predict": PredictPPO(shipped_checkpoint(PPO_TIER))}
+
+    def play(agent: PPOAgent) -> tuple[float, float, list[Schedule]]:
+        began, cpu = time.perf_counter(), time.process_time()
+        schedules = [run_episode(agent, gym.make(ENV_ID, instance=inst, tier=PPO_TIER, size="small",
+                                                 objective="weighted_tardiness", invalid_action="raise",
+                                                 **agent.env_settings()), seed=seed)
+                     for inst, seed in zip(instances, seeds)]
+        return (time.perf_counter() - began) / len(seeds), (time.process_time() - cpu) / len(seeds), schedules
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as scripts.evaluate plays (the small policy is fastest so)
+    try:
+        played = {name: play(agent)[2] for name, agent in players.items()}
+        if [s.to_json() for s in played["agent"]] != [s.to_json() for s in played["sb3 predict"]]:
+            raise RuntimeError("PPOAgent and MaskablePPO.predict played other schedules on the ppo section's episodes")
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in players}
+        for repeat in range(args.repeats):
+            for name in players if repeat % 2 == 0 else reversed(players):
+                times[name].append(tuple(seconds * 1e3 for seconds in play(players[name])[:2]))
+    finally:
+        torch.set_num_threads(threads)
+    ms = {name: statistics.median(wall for wall, _ in t) for name, t in times.items()}
+    cpu_ms = {name: statistics.median(cpu for _, cpu in t) for name, t in times.items()}
+    return {"tier": PPO_TIER, "size": "small", "seeds": [seeds.start, seeds.stop - 1],
+            "decisions_per_episode": statistics.mean(s.decisions for s in played["agent"]),
+            "ms_per_episode": ms, "cpu_ms_per_episode": cpu_ms, "repeats_ms": times,
+            "ratio": ms["sb3 predict"] / ms["agent"], "cpu_ratio": cpu_ms["sb3 predict"] / cpu_ms["agent"]}
 
 
 def bench_sesc(size: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -422,7 +478,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def report(results: dict[str, Any]) -> str:
     """The Markdown tables of ``results`` (each section that has figures)."""
     parts = [table(results) for table in (_instances_table, _ours_table, _peers_table, _ratios_table,
-                                          _wrappers_table, _sesc_table, _cold_table, _memory_table, _targets_table)]
+                                          _wrappers_table, _ppo_table, _sesc_table, _cold_table, _memory_table,
+                                          _targets_table)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -482,6 +539,19 @@ def _wrappers_table(results: dict[str, Any]) -> str:
     return (f"The training env ({settings}) and its forecast wrappers ({WRAPPED_RULES}), transitions/s:\n\n"
             + _table(["env", "transitions/s", "/ bare"], [[name, _si(r["steps_per_s"]), f"{r['ratio_to_bare']:.2f}"]
                                                           for name, r in wrapped.items()])) if wrapped else ""
+
+
+def _ppo_table(results: dict[str, Any]) -> str:
+    ppo = results["ours"].get("ppo")
+    if not ppo:
+        return ""
+    rows = [[label, f"{ppo['ms_per_episode'][key]:.1f}", f"{ppo['cpu_ms_per_episode'][key]:.1f}",
+             _si(ppo["decisions_per_episode"] / ppo["ms_per_episode"][key] * 1e3)]
+            for key, label in (("agent", "PPOAgent"), ("sb3 predict", "MaskablePPO.predict, same policy"))]
+    rows.append(["predict / agent", f"{ppo['ratio']:.2f}", f"{ppo['cpu_ratio']:.2f}", ""])
+    return (f"The shipped {ppo['tier']} PPO on {ppo['tier']}/{ppo['size']} pool seeds {ppo['seeds'][0]}.."
+            f"{ppo['seeds'][1]} ({ppo['decisions_per_episode']:.0f} decisions per episode, one torch thread):\n\n"
+            + _table(["player", "ms / episode", "CPU ms / episode", "decisions/s"], rows))
 
 
 def _sesc_table(results: dict[str, Any]) -> str:
@@ -690,6 +760,8 @@ def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:
             tasks += [(("ours", section, key), lambda m=measure, i=inst: m(i, args)) for key, inst in instances.items()]
     if "wrappers" in sections:
         tasks.append((("ours", "wrappers"), lambda: bench_wrappers(args)))
+    if "ppo" in sections:
+        tasks.append((("ours", "ppo"), lambda: bench_ppo(args)))
     if "sesc" in sections:
         tasks += [(("ours", "sesc", size), lambda s=size: bench_sesc(s, args)) for size in SESC_SIZES]
     if "cold" in sections:

@@ -80,6 +80,19 @@ def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_en
     assert "| forecast features |" in capsys.readouterr().out
 
 
+def test_the_ppo_section_times_the_agent_against_sb3s_predict_on_the_same_schedules(tmp_path: Path, monkeypatch,
+                                                                                     capsys) -> None:
+    monkeypatch.setattr(bench, "PPO_SEEDS", range(10_000, 10_001))
+    out = tmp_path / "bench.json"
+    _bench("quick=true", "only=[ppo]", "instances=[ta01]", f"out={out}")
+    ppo = json.loads(out.read_text())["ours"]["ppo"]
+    assert ppo["tier"] == bench.PPO_TIER and ppo["seeds"] == [10_000, 10_000] and ppo["decisions_per_episode"] > 0
+    assert {name: len(times) for name, times in ppo["repeats_ms"].items()} == {"agent": 1, "sb3 predict": 1}
+    for ms, ratio in (("ms_per_episode", "ratio"), ("cpu_ms_per_episode", "cpu_ratio")):
+        assert ppo[ratio] == pytest.approx(ppo[ms]["sb3 predict"] / ppo[ms]["agent"])
+    assert "| PPOAgent |" in capsys.readouterr().out
+
+
 def test_quick_run_writes_the_schema(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     _bench("quick=true", "only=[kernel,env,vector]", "instances=[ta01]", "num_envs=[1,3]", f"out={out}")
