@@ -73,6 +73,7 @@ from scripts.overrides import (
     output_file,
     setting_errors_exit,
     settings_checked,
+    single_run_overrides,
 )
 
 #: ``checkpoint`` value of the PPO agent meaning: the shipped checkpoint of each row's tier and size
@@ -785,9 +786,11 @@ def report_failures(failed: Sequence[Mapping[str, Any]]) -> None:
 
 
 def board_command(overrides: Sequence[str]) -> str:
-    """The line that says how to rank what the run stored: the leaderboard takes evaluate's ``overrides`` as they are,
-    and with ``run_missing=false`` plays nothing."""
-    return " ".join(["rank them: python -m scripts.leaderboard", *map(shlex.quote, overrides), "run_missing=false"])
+    """The line that says how to rank what the run stored: the leaderboard takes evaluate's ``overrides`` as they are
+    (a sweep job's without its launcher, :func:`~scripts.overrides.single_run_overrides`), and with
+    ``run_missing=false`` plays nothing."""
+    return " ".join(["rank them: python -m scripts.leaderboard", *map(shlex.quote, single_run_overrides(overrides)),
+                     "run_missing=false"])
 
 
 @checked_main("evaluate")

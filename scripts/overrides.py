@@ -244,6 +244,16 @@ def check_launcher(overrides: Sequence[str], multirun: bool = True) -> None:
                 raise missing_extra("dist", f"{override.key_or_group}={name}", package)
 
 
+def single_run_overrides(overrides: Sequence[str]) -> list[str]:
+    """A sweep job's ``overrides`` for a command that runs it alone, without ``-m``: those that pick a launcher
+    (``launcher=joblib``) left out, since :func:`check_launcher` refuses a launcher outside a sweep (the follow-up
+    commands that a job of ``-m launcher=joblib`` printed were refused when copied)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return [o.input_line for o in parsed if o.key_or_group not in ("launcher", "hydra/launcher")]
+
+
 def _chosen(value: Any) -> list[Any]:
     """The config names a config group override's value chooses: the value, a list's items, a choice sweep's values
     (each a name or a list of names)."""
@@ -609,4 +619,4 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides",
            "check_added_keys", "check_command_line", "check_config_groups", "check_launcher", "check_setting_keys",
            "checked_main", "file_errors_exit", "mapping_setting", "output_folder", "remove_empty_run_folder",
-           "setting_errors_exit", "settings_checked"]
+           "setting_errors_exit", "settings_checked", "single_run_overrides"]

@@ -94,6 +94,7 @@ from scripts.overrides import (
     output_folder,
     setting_errors_exit,
     settings_checked,
+    single_run_overrides,
 )
 
 ENV_ID = "DynaSched/DFJSP-v0"
@@ -353,9 +354,10 @@ def _validating_as(setting: Any, cfg: DictConfig) -> list[str]:
 
 def resume_command(path: Path, overrides: Sequence[str] | None) -> str:
     """The command line that resumes from ``path`` with the run's other ``overrides`` (None: unknown, a
-    placeholder says where they go)."""
-    kept = ["<the run's other overrides>"] if overrides is None else \
-        [shlex.quote(o) for o in overrides if not o.startswith(("train.resume=", "+train.resume="))]
+    placeholder says where they go; a sweep job's without its launcher, refused without -m)."""
+    resumed = ("train.resume=", "+train.resume=")
+    kept = ["<the run's other overrides>"] if overrides is None else [
+        shlex.quote(o) for o in single_run_overrides(overrides) if not o.startswith(resumed)]
     return " ".join(["python -m scripts.train", *kept, shlex.quote(f"train.resume={path}")])
 
 
@@ -792,12 +794,14 @@ def train(cfg: DictConfig, overrides: Sequence[str] | None = None) -> Path:
     return out / "model.zip"
 
 
-def next_steps(model: Path, env_cfg: DictConfig) -> str:
-    """What to do with a finished run's ``model``, printed after it: rank it beside the rules, or train it on."""
+def next_steps(model: Path, env_cfg: DictConfig, overrides: Sequence[str]) -> str:
+    """What to do with a finished run's ``model``, printed after it: rank it beside the rules, or train it on (the
+    run's ``overrides``, a sweep job's own: "this command" of a sweep would have resumed every job from this one's
+    model)."""
     board = [f"ppo={model}", f"tiers=[{env_cfg.tier}]", f"sizes=[{env_cfg.size}]", f"objective={env_cfg.objective}",
              "agent=[rules]", f"out={model.parent / 'leaderboard'}"]
     return (f"next: python -m scripts.leaderboard {' '.join(map(shlex.quote, board))}\n"
-            f"  or train on: this command with train.resume={shlex.quote(str(model.parent / 'last.zip'))} and a larger "
+            f"  or train on: {resume_command(model.parent / 'last.zip', overrides)}, with a larger "
             "train.total_timesteps")
 
 
@@ -812,10 +816,11 @@ def main(cfg: DictConfig) -> None:
             f"{cfg.out}/checkpoints). Rerun the same command to start again, or add train.resume=<checkpoint>")
     with setting_errors_exit(), interrupted_exit(kept):
         check_added_keys(cfg)
-        path = train(cfg, list(HydraConfig.get().overrides.task))
+        overrides = list(HydraConfig.get().overrides.task)
+        path = train(cfg, overrides)
     print((path.parent / "report.md").read_text(encoding="utf-8"))
     print(f"wrote {path}")
-    print(next_steps(path, cfg.env))
+    print(next_steps(path, cfg.env, overrides))
 
 
 if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name

@@ -1340,11 +1340,12 @@ def test_one_checkpoint_setting_names_a_model_per_tier_of_a_training_sweep(tmp_p
 
 def test_a_finished_evaluation_says_how_to_rank_what_it_stored(tmp_path: Path) -> None:
     """It ended with the store's path and the counts: the printed leaderboard command takes the run's overrides as
-    they are (quoting included) and selects the same episodes, playing none."""
+    they are (quoting included) and selects the same episodes, playing none. A job of ``-m launcher=joblib`` printed
+    its launcher too, and the command was refused when copied (a launcher outside a sweep)."""
     from scripts.overrides import check_command_line
 
     overrides = ["tiers=[easy]", "seeds.count=2", "agent=[rules]", "ppo=null", f"store={tmp_path / 'my store.jsonl'}"]
-    words = shlex.split(evaluate.board_command(overrides).removeprefix("rank them: "))
+    words = shlex.split(evaluate.board_command(["launcher=joblib", *overrides]).removeprefix("rank them: "))
     assert words[:3] == ["python", "-m", "scripts.leaderboard"] and words[-1] == "run_missing=false"
     check_command_line(words[3:], False, None, "leaderboard")
     board = config("leaderboard", *words[3:])

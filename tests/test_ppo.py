@@ -789,13 +789,17 @@ def test_a_save_killed_midway_leaves_no_partial_checkpoint(cache, train_script, 
 
 def test_a_finished_run_says_how_to_rank_its_model_and_to_train_it_on(train_script, tmp_path):
     """A run ended with "wrote .../model.zip" and no word of what to do with it: it names a leaderboard command
-    that ranks the model beside the rules on its tier, size and objective, and how to train it on."""
+    that ranks the model beside the rules on its tier, size and objective, and the command that trains it on. A job
+    of ``-m launcher=joblib env.tier=easy,hard`` said "this command with train.resume=...": the sweep's command, which
+    would resume every tier from this one's model; its command, with the launcher, was refused without -m."""
     import shlex
 
     from scripts.overrides import check_command_line
 
     model = tmp_path / "my run" / "model.zip"
-    board, resume = train_script.next_steps(model, _config(tmp_path / "run", "env.tier=easy").env).splitlines()
+    overrides = ["launcher=joblib", "env.tier=easy", "train.total_timesteps=2048"]
+    board, resume = train_script.next_steps(model, _config(tmp_path / "run", "env.tier=easy").env,
+                                            overrides).splitlines()
     words = shlex.split(board.removeprefix("next: "))
     assert words[:3] == ["python", "-m", "scripts.leaderboard"]
     check_command_line(words[3:], False, None, "leaderboard")  # every override one the leaderboard takes
@@ -804,7 +808,11 @@ def test_a_finished_run_says_how_to_rank_its_model_and_to_train_it_on(train_scri
     assert (cfg.ppo, list(cfg.tiers), list(cfg.sizes), cfg.objective, list(cfg.agent)) == (
         str(model), ["easy"], ["small"], "weighted_tardiness", ["rules"])
     assert cfg.out == str(model.parent / "leaderboard")
-    assert f"train.resume='{model.parent / 'last.zip'}'" in resume
+    command, _, note = resume.removeprefix("  or train on: ").rpartition(", ")
+    words = shlex.split(command)
+    assert words == ["python", "-m", "scripts.train", "env.tier=easy", "train.total_timesteps=2048",
+                     f"train.resume={model.parent / 'last.zip'}"] and note == "with a larger train.total_timesteps"
+    check_command_line(words[3:], False, None, "train/ppo")
 
 
 def test_forecast_auto_rules_is_bounded_only_where_it_is_used(train_script, tmp_path):
