@@ -702,13 +702,25 @@ def _report_failure(row: Mapping[str, Any]) -> str:
             f"({row['objective']}): {detail}")
 
 
+@settings_checked()
+def run_settings(cfg: DictConfig) -> tuple[int, bool, bool, ResultStore]:
+    """The run's ``workers``, ``validate`` and ``progress`` settings and its ``store``, checked (nothing written)."""
+    workers = check_integer("workers", cfg.workers, 1)
+    validate, progress = check_bool("validate", cfg.validate), check_bool("progress", cfg.progress)
+    return workers, validate, progress, ResultStore(output_file("store", cfg.store))
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """The checks :func:`run` makes of ``cfg`` before any episode, without playing or writing anything: a ``-m``
+    sweep's jobs are checked so before the first job runs (:func:`~scripts.overrides.check_sweep_jobs`)."""
+    run_settings(cfg)
+    plan(cfg)
+
+
 def run(cfg: DictConfig) -> Summary:
     """Evaluate what ``cfg`` asks for, appending the missing rows to ``cfg.store``; the selection's summary."""
     began = time.perf_counter()
-    with settings_checked():
-        workers = check_integer("workers", cfg.workers, 1)
-        validate, progress = check_bool("validate", cfg.validate), check_bool("progress", cfg.progress)
-        store = ResultStore(output_file("store", cfg.store))
+    workers, validate, progress, store = run_settings(cfg)
     _one_thread()
     the_plan = plan(cfg)
     _one_thread()  # plan() may have imported torch (PPO)
@@ -793,7 +805,7 @@ def board_command(overrides: Sequence[str]) -> str:
                      "run_missing=false"])
 
 
-@checked_main("evaluate")
+@checked_main("evaluate", check_settings)
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, or with the message of
     :class:`EvaluationStopped` when an agent stopped the run, or with status 130 on Ctrl-C or SIGTERM (the
@@ -812,7 +824,8 @@ def main(cfg: DictConfig) -> None:
 
 
 __all__ = ["KEY_FIELDS", "RESUME_NOTE", "EvaluationStopped", "Plan", "Summary", "agent_specs", "check_reused",
-           "existing_checkpoint", "is_shipped", "main", "plan", "play_episode", "report_failures", "run"]
+           "check_settings", "existing_checkpoint", "is_shipped", "main", "plan", "play_episode", "report_failures",
+           "run", "run_settings"]
 
 if __name__ == "__main__":  # run the importable module's main: launcher workers unpickle its functions by name
     from scripts.evaluate import main as entry

@@ -246,15 +246,30 @@ def board_folder(out: str) -> str:
     return str(Path(out) / str(HydraConfig.get().job.num))
 
 
+@settings_checked()
+def board_settings(cfg: DictConfig) -> tuple[int, bool, bool, Path, Path]:
+    """The board's own settings, checked before the evaluation (nothing written): ``resamples``, ``run_missing``,
+    ``all_rows``, the :func:`board_folder` and the store's path."""
+    resamples = check_integer("resamples", cfg.resamples, 1)
+    run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
+    out = output_folder("out", board_folder(cfg.out))
+    store_path = output_file("store", cfg.store, read_only=not run_missing)  # a published copy: only read
+    import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
+    return resamples, run_missing, all_rows, out, store_path
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """The checks :func:`run` makes of ``cfg`` before any episode (a ``-m`` sweep's jobs are checked so before the
+    first job runs): :func:`board_settings`, then evaluate's (:func:`scripts.evaluate.check_settings`; with
+    ``run_missing=false``, its plan)."""
+    run_missing = board_settings(cfg)[1]
+    (evaluate.check_settings if run_missing else evaluate.plan)(cfg)
+
+
 def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Evaluate what is missing (``cfg.run_missing``), aggregate, write into :func:`board_folder`; (board, failed
     rows, markdown)."""
-    with settings_checked():  # before the evaluation
-        resamples = check_integer("resamples", cfg.resamples, 1)
-        run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
-        out = output_folder("out", board_folder(cfg.out))
-        store_path = output_file("store", cfg.store, read_only=not run_missing)  # a published copy: only read
-        import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
+    resamples, run_missing, all_rows, out, store_path = board_settings(cfg)
     if run_missing:
         summary = evaluate.run(cfg)
         print(summary)
@@ -282,7 +297,7 @@ def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], st
     return board, failed, text
 
 
-@checked_main("leaderboard")
+@checked_main("leaderboard", check_settings)
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a selected row failed, 130 on Ctrl-C or SIGTERM (the message
     says how to resume), 2 on a bad setting."""

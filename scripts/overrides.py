@@ -512,16 +512,73 @@ def check_command_line(overrides: Sequence[str], multirun: bool, config_dir: str
         check_setting_keys(overrides, config_dir, config_name)
 
 
-def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], Callable[..., Any]]:
+def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_name: str, task_name: str,
+                     check: Callable[[DictConfig], Any]) -> None:
+    """Run a script's settings ``check`` on the config of every job of the ``-m`` sweep of ``overrides``, composed as
+    Hydra's basic sweeper and launchers compose it, with the job's ``hydra:`` settings (its number, its output folder)
+    set: a :class:`SettingError` of one job is raised naming the job (``sweep job #1 (seeds.count=abc ...):
+    seeds.count must be ...``) before any job runs, where Hydra ran the jobs before it (a training sweep's earlier
+    tiers: hours) and stopped at it. ``check`` must write nothing. A sweep that another sweeper expands
+    (``hydra/sweeper=...``), or that Hydra cannot compose, is left to Hydra to report, and any other error of a
+    check to the job, which reports it when it runs."""
+    import copy
+
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import JobRuntime, setup_globals
+    from hydra.errors import HydraException
+    from hydra.types import RunMode
+    from omegaconf import open_dict
+
+    found = _parsed_and_loader(overrides, config_dir)
+    if found is None or any(o.key_or_group == "hydra/sweeper" for o in found[0]):
+        return
+    parsed, loader = found
+    hydra_overrides = [o.input_line for o in parsed if o.is_hydra_override()]
+    try:
+        jobs = [job for batch in BasicSweeper.split_arguments([o for o in parsed if not o.is_hydra_override()], None)
+                for job in batch]
+    except HydraException:
+        return
+    setup_globals()  # the resolvers of ${now:...} and ${hydra:...}, as Hydra registers them for the run
+    JobRuntime.instance().set("name", task_name)
+    hydra_config = HydraConfig.instance()
+    for num, job in enumerate(jobs):
+        try:
+            cfg = loader.load_configuration(config_name, [*hydra_overrides, *job], RunMode.MULTIRUN)
+            with open_dict(cfg):
+                cfg.hydra.job.id = cfg.hydra.job.num = num
+                cfg.hydra.runtime.output_dir = os.path.abspath(os.path.join(str(cfg.hydra.sweep.dir),
+                                                                            str(cfg.hydra.sweep.subdir)))
+            task = copy.deepcopy(cfg)
+            with open_dict(task):
+                del task["hydra"]
+        except (HydraException, ValueError):
+            return
+        hydra_config.set_config(cfg)
+        try:
+            check(task)
+        except SettingError as exc:
+            raise SettingError(f"sweep job #{num} ({' '.join(job)}): {exc}") from exc
+        except Exception:  # not a setting the script refuses: the job meets it again, and reports it
+            return
+        finally:
+            hydra_config.cfg = None
+
+
+def checked_main(config_name: str, check: Callable[[DictConfig], Any] | None = None
+                 ) -> Callable[[Callable[[DictConfig], None]], Callable[..., Any]]:
     """Decorate a script's ``main(cfg)`` with this: ``hydra.main`` of the config ``config_name`` in
     :data:`CONFIG_PATH` (version base 1.3), which, run from the command line, first refuses a launcher whose plugin
     is missing, or a launcher without ``-m`` (:func:`check_launcher`), and a config group option that does not exist
     or that the config cannot take (:func:`check_config_groups`), and a key the config lacks
     (:func:`check_setting_keys`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
     where Hydra would print "Could not find 'hydra/launcher/...'" or "Could not override 'tier'" and exit with 1, or
-    ignore the launcher. A config passed in (Hydra's ``cfg_passthrough``) skips the check, as it skips the command
-    line; so does ``--config-path``, which replaces :data:`CONFIG_PATH`. ``--help`` prints the script's summary (its
-    docstring's first paragraph) above Hydra's help."""
+    ignore the launcher. In a ``-m`` sweep, ``check`` (the script's checks of its settings, writing nothing) runs on
+    every job's config before the first job: :func:`check_sweep_jobs`. A config passed in (Hydra's
+    ``cfg_passthrough``) skips the checks, as it skips the command line; so does ``--config-path``, which replaces
+    :data:`CONFIG_PATH`. ``--help`` prints the script's summary (its docstring's first paragraph) above Hydra's
+    help."""
 
     def decorate(main: Callable[[DictConfig], None]) -> Callable[..., Any]:
         import hydra
@@ -535,8 +592,12 @@ def checked_main(config_name: str) -> Callable[[Callable[[DictConfig], None]], C
 
                 try:
                     command_line = get_args_parser().parse_known_args()[0]
-                    check_command_line(command_line.overrides, command_line.multirun, command_line.config_dir,
-                                       command_line.config_name or config_name, command_line.config_path is None)
+                    name, own_configs = command_line.config_name or config_name, command_line.config_path is None
+                    check_command_line(command_line.overrides, command_line.multirun, command_line.config_dir, name,
+                                       own_configs)
+                    if check is not None and command_line.multirun and own_configs and not command_line.help:
+                        check_sweep_jobs(command_line.overrides, command_line.config_dir, name,
+                                         main.__module__.rpartition(".")[2], check)
                 except (MissingExtraError, SettingError) as exc:
                     _usage_error_exit(exc)
                 if command_line.help:  # Hydra's help (conf/hydra/help/script.yaml) follows: groups and config
@@ -618,5 +679,5 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides",
            "check_added_keys", "check_command_line", "check_config_groups", "check_launcher", "check_setting_keys",
-           "checked_main", "file_errors_exit", "mapping_setting", "output_folder", "remove_empty_run_folder",
-           "setting_errors_exit", "settings_checked", "single_run_overrides"]
+           "check_sweep_jobs", "checked_main", "file_errors_exit", "mapping_setting", "output_folder",
+           "remove_empty_run_folder", "setting_errors_exit", "settings_checked", "single_run_overrides"]

@@ -805,7 +805,7 @@ def next_steps(model: Path, env_cfg: DictConfig, overrides: Sequence[str]) -> st
             "train.total_timesteps")
 
 
-@checked_main("train/ppo")
+@checked_main("train/ppo", check_config)
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C or SIGTERM during training prints the resume command (during the final
     evaluation, where the trained policy is) and exits with status 130; exits with status 2 on a bad setting."""

@@ -442,24 +442,25 @@ def test_a_sweep_folder_that_is_the_launch_directory_is_kept(tmp_path: Path, mon
     assert not (tmp_path / "0").exists() and (tmp_path / "multirun.yaml").exists()
 
 
-def test_a_sweep_stopped_by_its_first_job_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """``-m`` with a bad first value: no sweep folder holding only ``multirun.yaml``; a later bad value keeps the
-    earlier jobs' folders and the sweep's ``multirun.yaml``."""
+def test_a_sweep_with_a_bad_value_is_refused_before_any_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``-m`` with a bad value in any job: refused before the first job runs, naming the job, leaving no sweep
+    folder. A bad value of a later job was found only when that job ran: the jobs before it had run (a training
+    sweep's earlier tiers: hours), and the sweep stopped there."""
     from scripts import evaluate
 
-    sweep = tmp_path / "sweep"
-    common = ["ppo=null", "agent=[random]", "seeds.count=1", "progress=false", f"store={tmp_path / 'r.jsonl'}",
+    sweep, store = tmp_path / "sweep", tmp_path / "r.jsonl"
+    common = ["ppo=null", "agent=[random]", "seeds.count=1", "progress=false", f"store={store}",
               f"hydra.sweep.dir={sweep}"]
-    monkeypatch.setattr(sys, "argv", ["evaluate", "-m", "tiers=nightmare,easy", *common])
-    with pytest.raises(SystemExit) as exit_info:
-        evaluate.main()
-    assert exit_info.value.code == 2 and not sweep.exists(), list(sweep.rglob("*"))
-    monkeypatch.setattr(sys, "argv", ["evaluate", "-m", "tiers=easy,nightmare", *common])
-    with pytest.raises(SystemExit):
-        evaluate.main()
-    assert sorted(p.name for p in sweep.iterdir()) == ["0", "multirun.yaml"]
-    assert "tiers must be one of" in capsys.readouterr().err
+    for tiers in ("tiers=nightmare,easy", "tiers=easy,nightmare"):
+        monkeypatch.setattr(sys, "argv", ["evaluate", "-m", tiers, *common])
+        with pytest.raises(SystemExit) as exit_info:
+            evaluate.main()
+        assert exit_info.value.code == 2 and not sweep.exists(), list(sweep.rglob("*"))
+        assert not store.exists()
+    err = capsys.readouterr().err
+    assert "error: sweep job #0 (tiers=nightmare " in err and "error: sweep job #1 (tiers=nightmare " in err
+    assert "tiers must be one of" in err
 
 
 class _OneSecond(datetime):

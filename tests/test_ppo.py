@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 import warnings
@@ -813,6 +814,23 @@ def test_a_finished_run_says_how_to_rank_its_model_and_to_train_it_on(train_scri
     assert words == ["python", "-m", "scripts.train", "env.tier=easy", "train.total_timesteps=2048",
                      f"train.resume={model.parent / 'last.zip'}"] and note == "with a larger train.total_timesteps"
     check_command_line(words[3:], False, None, "train/ppo")
+
+
+def test_a_training_sweep_with_a_bad_value_is_refused_before_any_job(train_script, tmp_path, monkeypatch, capsys):
+    """``-m env.tier=medium,hard train.total_timesteps=...,abc``: the first tier trained in full before the bad value
+    of a later job stopped the sweep; every job's settings are now checked first, and nothing runs or is written."""
+    sweep = tmp_path / "sweep"
+    monkeypatch.setattr(sys, "argv", [
+        "train", "-m", "env.tier=medium,hard", "train.total_timesteps=256,abc", "env.pool_size=2", "env.num_envs=2",
+        "train.n_steps=128", "train.batch_size=128", "train.hidden=8", "train.eval_every=0",
+        f"train.validation_seeds.start={VALIDATION_SEEDS.start}",
+        f"train.validation_seeds.count={len(VALIDATION_SEEDS)}",
+        f"train.eval_seeds.start={EVAL_SEEDS.start}", f"train.eval_seeds.count={len(EVAL_SEEDS)}",
+        "train.progress_bar=false", f"hydra.sweep.dir={sweep}"])
+    with pytest.raises(SystemExit) as exit_info:
+        train_script.main()
+    assert exit_info.value.code == 2 and not sweep.exists(), list(sweep.rglob("*"))
+    assert capsys.readouterr().err.startswith("error: sweep job #1 (env.tier=medium train.total_timesteps=abc ")
 
 
 def test_forecast_auto_rules_is_bounded_only_where_it_is_used(train_script, tmp_path):
