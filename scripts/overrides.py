@@ -29,6 +29,7 @@ import functools
 import importlib.util
 import inspect
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -139,6 +140,27 @@ def _sequential_sweep(hydra: Any) -> bool:
     from hydra.types import RunMode
 
     return hydra.mode == RunMode.MULTIRUN and str(hydra.launcher.get("_target_", "")).endswith(".BasicLauncher")
+
+
+def later_sweep_jobs(script: str) -> str | None:
+    """In a job of a ``-m`` sweep whose jobs run one after another (Hydra's basic launcher): the commands that run
+    each job after this one alone (``python -m <script> <its overrides>``), which the sweep does not run once this
+    job stops it, as a note to print with the job's own; None elsewhere, and for the sweep's last job. The sweep's
+    overrides are those of its ``multirun.yaml``."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not HydraConfig.initialized() or not _sequential_sweep(hydra := HydraConfig.get()):
+        return None
+    sweep = OmegaConf.load(Path(hydra.runtime.cwd, hydra.sweep.dir, "multirun.yaml")).hydra.overrides.task
+    parsed = OverridesParser.create().parse_overrides(list(sweep))
+    jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch][hydra.job.num + 1:]
+    if not jobs:
+        return None
+    commands = "\n".join(" ".join(["  python -m", script, *map(shlex.quote, single_run_overrides(job))])
+                         for job in jobs)
+    return f"the sweep's {len(jobs)} later job(s) did not run; each alone:\n{commands}"
 
 
 def remove_empty_run_folder() -> None:
@@ -679,5 +701,6 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides",
            "check_added_keys", "check_command_line", "check_config_groups", "check_launcher", "check_setting_keys",
-           "check_sweep_jobs", "checked_main", "file_errors_exit", "mapping_setting", "output_folder",
-           "remove_empty_run_folder", "setting_errors_exit", "settings_checked", "single_run_overrides"]
+           "check_sweep_jobs", "checked_main", "file_errors_exit", "later_sweep_jobs", "mapping_setting",
+           "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked",
+           "single_run_overrides"]

@@ -91,6 +91,7 @@ from scripts.interrupts import interrupted_exit, signal_handlers, sigterm_as_int
 from scripts.overrides import (
     check_added_keys,
     checked_main,
+    later_sweep_jobs,
     output_folder,
     setting_errors_exit,
     settings_checked,
@@ -817,7 +818,13 @@ def main(cfg: DictConfig) -> None:
     with setting_errors_exit(), interrupted_exit(kept):
         check_added_keys(cfg)
         overrides = list(HydraConfig.get().overrides.task)
-        path = train(cfg, overrides)
+        try:
+            path = train(cfg, overrides)
+        except KeyboardInterrupt as exc:  # in a sweep, also how to run the jobs that the stop left out
+            later = later_sweep_jobs("scripts.train")
+            if later is None:
+                raise
+            raise KeyboardInterrupt(f"{exc or f'interrupted: {kept}'}\n{later}") from None
     print((path.parent / "report.md").read_text(encoding="utf-8"))
     print(f"wrote {path}")
     print(next_steps(path, cfg.env, overrides))

@@ -8,6 +8,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import threading
@@ -816,21 +817,44 @@ def test_a_finished_run_says_how_to_rank_its_model_and_to_train_it_on(train_scri
     check_command_line(words[3:], False, None, "train/ppo")
 
 
+#: a training sweep's settings for a run of a few seconds on the pool seeds of the ``cache`` fixture
+SWEEP_RUN = ("env.pool_size=2", "env.num_envs=2", "train.n_steps=128", "train.batch_size=128", "train.hidden=8",
+             "train.eval_every=0", "env.forecast_features=[]", "env.forecast_rule=null", "env.reward_scale=1.0",
+             f"train.validation_seeds.start={VALIDATION_SEEDS.start}",
+             f"train.validation_seeds.count={len(VALIDATION_SEEDS)}", f"train.eval_seeds.start={EVAL_SEEDS.start}",
+             f"train.eval_seeds.count={len(EVAL_SEEDS)}", "train.progress_bar=false")
+
+
 def test_a_training_sweep_with_a_bad_value_is_refused_before_any_job(train_script, tmp_path, monkeypatch, capsys):
     """``-m env.tier=medium,hard train.total_timesteps=...,abc``: the first tier trained in full before the bad value
     of a later job stopped the sweep; every job's settings are now checked first, and nothing runs or is written."""
     sweep = tmp_path / "sweep"
-    monkeypatch.setattr(sys, "argv", [
-        "train", "-m", "env.tier=medium,hard", "train.total_timesteps=256,abc", "env.pool_size=2", "env.num_envs=2",
-        "train.n_steps=128", "train.batch_size=128", "train.hidden=8", "train.eval_every=0",
-        f"train.validation_seeds.start={VALIDATION_SEEDS.start}",
-        f"train.validation_seeds.count={len(VALIDATION_SEEDS)}",
-        f"train.eval_seeds.start={EVAL_SEEDS.start}", f"train.eval_seeds.count={len(EVAL_SEEDS)}",
-        "train.progress_bar=false", f"hydra.sweep.dir={sweep}"])
+    monkeypatch.setattr(sys, "argv", ["train", "-m", "env.tier=medium,hard", "train.total_timesteps=256,abc",
+                                      *SWEEP_RUN, f"hydra.sweep.dir={sweep}"])
     with pytest.raises(SystemExit) as exit_info:
         train_script.main()
     assert exit_info.value.code == 2 and not sweep.exists(), list(sweep.rglob("*"))
     assert capsys.readouterr().err.startswith("error: sweep job #1 (env.tier=medium train.total_timesteps=abc ")
+
+
+def test_a_ctrl_c_in_a_training_sweep_names_the_jobs_it_left_out(cache, train_script, tmp_path, monkeypatch, capsys):
+    """Ctrl-C in job #0 of ``-m seed=0,1,2`` printed the command resuming job #0 alone, and nothing of jobs #1 and #2,
+    which the stopped sweep never ran (rerunning the sweep trains job #0 again from the start)."""
+    from scripts.overrides import check_command_line
+
+    _ctrl_c_at(256, train_script, monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["train", "-m", "seed=0,1,2", "train.total_timesteps=512", *SWEEP_RUN,
+                                      f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    with pytest.raises(SystemExit) as exit_info:
+        train_script.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 130 and "Resume with:\n  python -m scripts.train seed=0 " in err
+    note, *commands = err[err.index("the sweep's"):].rstrip("\n").split("\n")
+    assert note == "the sweep's 2 later job(s) did not run; each alone:" and len(commands) == 2
+    for seed, command in zip((1, 2), commands):
+        words = shlex.split(command)
+        assert words[:4] == ["python", "-m", "scripts.train", f"seed={seed}"]
+        check_command_line(words[3:], False, None, "train/ppo")
 
 
 def test_forecast_auto_rules_is_bounded_only_where_it_is_used(train_script, tmp_path):
