@@ -55,6 +55,11 @@ HYDRA_LAUNCHER_PLUGINS = {"joblib": "hydra-joblib-launcher", "ray": "hydra-ray-l
                           "submitit_local": "hydra-submitit-launcher"}
 
 
+#: What a ``-m`` sweep stopped by Ctrl-C or SIGTERM outside its jobs (a parallel launcher waiting on them) says.
+SWEEP_STOPPED = ("the sweep was stopped; the jobs that had started say above what they kept and how to resume, and "
+                 "those not started did not run")
+
+
 class SettingError(ValueError):
     """A setting of a script's Hydra config that the script refuses; the message names the key and the value."""
 
@@ -628,6 +633,11 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Any] | None = N
                         return hydra_main(*args, **kwargs)
                     except BrokenPipeError:  # --help | head: Hydra's print raised a traceback
                         sys.exit(reader_gone())
+                if command_line.multirun:  # a launcher's process (joblib's) met Ctrl-C with a traceback
+                    from scripts.interrupts import interrupted_exit
+
+                    with interrupted_exit(SWEEP_STOPPED):
+                        return hydra_main(*args, **kwargs)
             return hydra_main(*args, **kwargs)
 
         return checked
@@ -699,8 +709,8 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
                      "one without +")
 
 
-__all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SettingError", "added_keys", "base_overrides",
-           "check_added_keys", "check_command_line", "check_config_groups", "check_launcher", "check_setting_keys",
-           "check_sweep_jobs", "checked_main", "file_errors_exit", "later_sweep_jobs", "mapping_setting",
-           "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked",
+__all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SWEEP_STOPPED", "SettingError", "added_keys",
+           "base_overrides", "check_added_keys", "check_command_line", "check_config_groups", "check_launcher",
+           "check_setting_keys", "check_sweep_jobs", "checked_main", "file_errors_exit", "later_sweep_jobs",
+           "mapping_setting", "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked",
            "single_run_overrides"]

@@ -48,7 +48,7 @@ from dynasched_gym.results import (
 )
 from scripts import evaluate, leaderboard
 from scripts.journal import JournalWarning
-from scripts.overrides import SettingError
+from scripts.overrides import SWEEP_STOPPED, SettingError
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = 9  # conf/agent/rules.yaml
@@ -1100,6 +1100,24 @@ def test_joblib_sweep_stores_overlapping_jobs_once(cache: Path, tmp_path: Path) 
     rows = [json.loads(line) for line in store.read_text().splitlines()]
     assert len(rows) == len({row_key(r) for r in rows}) == 2 * 3 * RULES
     assert {r["tier"] for r in rows} == {"easy", "medium"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
+                    reason="hydra-joblib-launcher is not installed (pip install 'dynasched-gym[dist]')")
+def test_ctrl_c_in_a_parallel_sweeps_launcher_ends_it_with_a_line(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group: each job of ``-m launcher=joblib`` said what it kept, but the launching
+    process, waiting in joblib, ended in a KeyboardInterrupt traceback, status 1. The interrupt comes here inside
+    joblib's wait, as Ctrl-C would."""
+    code = ("import sys, joblib\n"
+            "def stopped(self, iterable): raise KeyboardInterrupt\n"
+            "joblib.Parallel.__call__ = stopped\n"
+            "from scripts.evaluate import main\n"
+            f"sys.argv = ['evaluate', '-m', 'launcher=joblib', 'tiers=easy,hard', 'seeds.count=1', 'agent=[random]', "
+            f"'ppo=null', 'store={tmp_path / 'r.jsonl'}', 'hydra.sweep.dir={tmp_path / 'sweep'}']\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.strip().endswith(f"interrupted: {SWEEP_STOPPED}")
 
 
 def test_shipped_ppo_plays_its_tier_with_its_training_env(cache: Path, tmp_path: Path) -> None:
