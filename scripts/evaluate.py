@@ -712,7 +712,8 @@ def run_settings(cfg: DictConfig) -> tuple[int, bool, bool, ResultStore]:
 
 def check_settings(cfg: DictConfig) -> None:
     """The checks :func:`run` makes of ``cfg`` before any episode, without playing or writing anything: a ``-m``
-    sweep's jobs are checked so before the first job runs (:func:`~scripts.overrides.check_sweep_jobs`)."""
+    sweep's jobs are checked so before the first job runs (:func:`~scripts.overrides.check_sweep_jobs`; the jobs share
+    the store, and write nothing else)."""
     run_settings(cfg)
     plan(cfg)
 

@@ -258,12 +258,13 @@ def board_settings(cfg: DictConfig) -> tuple[int, bool, bool, Path, Path]:
     return resamples, run_missing, all_rows, out, store_path
 
 
-def check_settings(cfg: DictConfig) -> None:
+def check_settings(cfg: DictConfig) -> Path:
     """The checks :func:`run` makes of ``cfg`` before any episode (a ``-m`` sweep's jobs are checked so before the
     first job runs): :func:`board_settings`, then evaluate's (:func:`scripts.evaluate.check_settings`; with
-    ``run_missing=false``, its plan)."""
-    run_missing = board_settings(cfg)[1]
+    ``run_missing=false``, its plan); the job's own board folder."""
+    _, run_missing, _, out, _ = board_settings(cfg)
     (evaluate.check_settings if run_missing else evaluate.plan)(cfg)
+    return out
 
 
 def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:

@@ -540,12 +540,14 @@ def check_command_line(overrides: Sequence[str], multirun: bool, config_dir: str
 
 
 def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_name: str, task_name: str,
-                     check: Callable[[DictConfig], Any]) -> None:
+                     check: Callable[[DictConfig], Path | None]) -> None:
     """Run a script's settings ``check`` on the config of every job of the ``-m`` sweep of ``overrides``, composed as
     Hydra's basic sweeper and launchers compose it, with the job's ``hydra:`` settings (its number, its output folder)
     set: a :class:`SettingError` of one job is raised naming the job (``sweep job #1 (seeds.count=abc ...):
     seeds.count must be ...``) before any job runs, where Hydra ran the jobs before it (a training sweep's earlier
-    tiers: hours) and stopped at it. ``check`` must write nothing. A sweep that another sweeper expands
+    tiers: hours) and stopped at it. ``check`` must write nothing; it returns the folder (``out``) the job writes
+    into as its own, or None, and two jobs given one such folder are refused too (each would overwrite the other's
+    files: ``train -m seed=0,1 out=runs/x`` kept only the last job's model). A sweep that another sweeper expands
     (``hydra/sweeper=...``), or that Hydra cannot compose, is left to Hydra to report, and any other error of a
     check to the job, which reports it when it runs."""
     import copy
@@ -561,7 +563,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
     if found is None or any(o.key_or_group == "hydra/sweeper" for o in found[0]):
         return
     parsed, loader = found
-    hydra_overrides = [o.input_line for o in parsed if o.is_hydra_override()]
+    hydra_overrides = ["hydra.mode=MULTIRUN", *(o.input_line for o in parsed if o.is_hydra_override())]  # as Hydra's
     try:
         jobs = [job for batch in BasicSweeper.split_arguments([o for o in parsed if not o.is_hydra_override()], None)
                 for job in batch]
@@ -570,6 +572,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
     setup_globals()  # the resolvers of ${now:...} and ${hydra:...}, as Hydra registers them for the run
     JobRuntime.instance().set("name", task_name)
     hydra_config = HydraConfig.instance()
+    owners: dict[Path, int] = {}  # a job's own folder -> the job
     for num, job in enumerate(jobs):
         try:
             cfg = loader.load_configuration(config_name, [*hydra_overrides, *job], RunMode.MULTIRUN)
@@ -584,16 +587,33 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
             return
         hydra_config.set_config(cfg)
         try:
-            check(task)
+            own = check(task)
         except SettingError as exc:
             raise SettingError(f"sweep job #{num} ({' '.join(job)}): {exc}") from exc
         except Exception:  # not a setting the script refuses: the job meets it again, and reports it
             return
         finally:
             hydra_config.cfg = None
+        if own is not None and owners.setdefault(own, num) != num:
+            raise SettingError(f"sweep jobs #{owners[own]} and #{num} ({' '.join(job)}) would both write into "
+                               f"out={own}, each over the other's files; give each job its own (leave out to the "
+                               "sweep's job folders, or put ${hydra:job.num} in it)")
 
 
-def checked_main(config_name: str, check: Callable[[DictConfig], Any] | None = None
+def check_one_mode(command_line: Any) -> None:
+    """Raise a :class:`SettingError` where the parsed ``command_line`` asks Hydra for more than one of ``--run``,
+    ``--multirun``, ``--cfg``, ``--info`` and ``--shell-completion`` (``-m ... --cfg job``), which Hydra refused with a
+    ValueError traceback."""
+    given = {"--run": command_line.run, "--multirun": command_line.multirun, "--cfg": command_line.cfg is not None,
+             "--info": command_line.info is not None, "--shell-completion": command_line.shell_completion}
+    modes = [flag for flag, on in given.items() if on]
+    if len(modes) > 1:
+        raise SettingError(f"{' and '.join(modes)}: Hydra takes one of --run, --multirun, --cfg, --info and "
+                           "--shell-completion at a time (a sweep job's config: --cfg job with that job's values, "
+                           "without -m)")
+
+
+def checked_main(config_name: str, check: Callable[[DictConfig], Path | None] | None = None
                  ) -> Callable[[Callable[[DictConfig], None]], Callable[..., Any]]:
     """Decorate a script's ``main(cfg)`` with this: ``hydra.main`` of the config ``config_name`` in
     :data:`CONFIG_PATH` (version base 1.3), which, run from the command line, first refuses a launcher whose plugin
@@ -601,8 +621,9 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Any] | None = N
     or that the config cannot take (:func:`check_config_groups`), and a key the config lacks
     (:func:`check_setting_keys`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
     where Hydra would print "Could not find 'hydra/launcher/...'" or "Could not override 'tier'" and exit with 1, or
-    ignore the launcher. In a ``-m`` sweep, ``check`` (the script's checks of its settings, writing nothing) runs on
-    every job's config before the first job: :func:`check_sweep_jobs`. A config passed in (Hydra's
+    ignore the launcher. In a ``-m`` sweep, ``check`` (the script's checks of its settings, writing nothing; it
+    returns the folder a job writes into alone, or None) runs on every job's config before the first job:
+    :func:`check_sweep_jobs`. A config passed in (Hydra's
     ``cfg_passthrough``) skips the checks, as it skips the command line; so does ``--config-path``, which replaces
     :data:`CONFIG_PATH`. ``--help`` prints the script's summary (its docstring's first paragraph) above Hydra's
     help."""
@@ -619,6 +640,7 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Any] | None = N
 
                 try:
                     command_line = get_args_parser().parse_known_args()[0]
+                    check_one_mode(command_line)
                     name, own_configs = command_line.config_name or config_name, command_line.config_path is None
                     check_command_line(command_line.overrides, command_line.multirun, command_line.config_dir, name,
                                        own_configs)
@@ -711,6 +733,6 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SWEEP_STOPPED", "SettingError", "added_keys",
            "base_overrides", "check_added_keys", "check_command_line", "check_config_groups", "check_launcher",
-           "check_setting_keys", "check_sweep_jobs", "checked_main", "file_errors_exit", "later_sweep_jobs",
-           "mapping_setting", "output_folder", "remove_empty_run_folder", "setting_errors_exit", "settings_checked",
-           "single_run_overrides"]
+           "check_one_mode", "check_setting_keys", "check_sweep_jobs", "checked_main", "file_errors_exit",
+           "later_sweep_jobs", "mapping_setting", "output_folder", "remove_empty_run_folder", "setting_errors_exit",
+           "settings_checked", "single_run_overrides"]

@@ -806,7 +806,14 @@ def next_steps(model: Path, env_cfg: DictConfig, overrides: Sequence[str]) -> st
             "train.total_timesteps")
 
 
-@checked_main("train/ppo", check_config)
+def check_job(cfg: DictConfig) -> Path:
+    """:func:`check_config`, for a job of a ``-m`` sweep checked before the first job runs; the folder the job writes
+    into (``out``), which no other job of the sweep may share."""
+    check_config(cfg)
+    return output_folder("out", cfg.out)
+
+
+@checked_main("train/ppo", check_job)
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; on Ctrl-C or SIGTERM during training prints the resume command (during the final
     evaluation, where the trained policy is) and exits with status 130; exits with status 2 on a bad setting."""

@@ -463,6 +463,23 @@ def test_a_sweep_with_a_bad_value_is_refused_before_any_job(tmp_path: Path, monk
     assert "tiers must be one of" in err
 
 
+@pytest.mark.parametrize("mode", [["--cfg", "job"], ["--info"]])
+def test_a_sweep_with_cfg_or_info_is_refused_in_one_line(mode: list[str], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``-m tiers=easy,hard --cfg job`` (to see a sweep's configs): Hydra raised a ValueError traceback."""
+    from scripts import evaluate
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["evaluate", "-m", "tiers=easy,hard", *mode])
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main()
+    assert exit_info.value.code == 2 and not (tmp_path / "outputs").exists()
+    assert capsys.readouterr().err == (f"error: --multirun and {mode[0]}: Hydra takes one of --run, --multirun, --cfg, "
+                                       "--info and --shell-completion at a time (a sweep job's config: --cfg job with "
+                                       "that job's values, without -m)\n")
+
+
 class _OneSecond(datetime):
     """The clock of Hydra's ``now`` resolver: each reading a microsecond after the last, all in one second."""
 

@@ -837,6 +837,24 @@ def test_a_training_sweep_with_a_bad_value_is_refused_before_any_job(train_scrip
     assert capsys.readouterr().err.startswith("error: sweep job #1 (env.tier=medium train.total_timesteps=abc ")
 
 
+def test_training_sweep_jobs_given_one_out_folder_are_refused(cache, train_script, tmp_path, monkeypatch, capsys):
+    """``-m seed=0,1 out=runs/x``: both jobs trained into one folder, the second overwriting the first's model.zip,
+    report and checkpoints, without a word. Refused before any job; an ``out`` of one folder per job is taken."""
+    out = tmp_path / "runs"
+    monkeypatch.setattr(sys, "argv", ["train", "-m", "seed=0,1", f"out={out}", "train.total_timesteps=256", *SWEEP_RUN])
+    with pytest.raises(SystemExit) as exit_info:
+        train_script.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and not out.exists()
+    assert err.startswith(f"error: sweep jobs #0 and #1 (seed=1 out={out} ")
+    assert f"would both write into out={out}, each over the other's files" in err
+    monkeypatch.setattr(sys, "argv", ["train", "-m", "seed=0,1", f"out={out}/${{hydra:job.num}}", "env.tier=nightmare",
+                                      *SWEEP_RUN])
+    with pytest.raises(SystemExit):
+        train_script.main()
+    assert "error: sweep job #0 " in capsys.readouterr().err  # no shared folder: the tier is what is refused
+
+
 def test_a_ctrl_c_in_a_training_sweep_names_the_jobs_it_left_out(cache, train_script, tmp_path, monkeypatch, capsys):
     """Ctrl-C in job #0 of ``-m seed=0,1,2`` printed the command resuming job #0 alone, and nothing of jobs #1 and #2,
     which the stopped sweep never ran (rerunning the sweep trains job #0 again from the start)."""
