@@ -269,33 +269,48 @@ def abandon(out: Path) -> None:
         out.rmdir()
 
 
+@settings_checked()
+def run_settings(cfg: DictConfig) -> tuple[Path, dict[str, Any], int, bool, Scenario]:
+    """The run's ``out`` folder, solver ``options``, ``seed``, ``progress`` and scenario (the size preset under the
+    ``targets``), checked before any work and writing nothing (a ``-m`` sweep's jobs are checked so before the first
+    job runs)."""
+    out = output_folder("out", cfg.out)
+    options = mapping_setting(cfg, "options")
+    seed = check_calibration(cfg.method, cfg.seed, **options)
+    progress = check_bool("progress", cfg.progress)
+    import_matplotlib("matplotlib.figure")  # before the calibration: its convergence figure is drawn at the end
+    extra = sorted(set(mapping_setting(cfg, "size")) - {"scenario"})
+    if extra:  # a key of conf/size/<size>.yaml beside scenario (targets one level too high) was ignored
+        raise SettingError(f"size.{extra[0]} is no setting: a size preset file holds only scenario, got "
+                           f"{OmegaConf.select(cfg, f'size.{extra[0]}')!r:.80}")
+    try:
+        scenario = Scenario.from_dict(mapping_setting(cfg, "size.scenario"))
+    except InstanceFormatError as exc:
+        raise exc.located("size.scenario") from None  # its fields are paths below size.scenario
+    targets = {k: v for k, v in mapping_setting(cfg, "targets").items() if v is not None}
+    try:
+        scenario = replace_targets(scenario, **targets)
+    except InstanceFormatError as exc:  # named as the user gave it, not as a field of an unnamed "<scenario>"
+        if exc.field in {f"targets.{name}" for name in targets}:
+            raise SettingError(f"{exc.field} {exc.reason}, got {exc.value!r:.80}") from None
+        raise exc.located("size.scenario") from None  # a field of size.scenario, out of bounds under new targets
+    return out, options, seed, progress, scenario
+
+
+def check_job(cfg: DictConfig) -> Path:
+    """:func:`run_settings`, for a job of a ``-m`` sweep; the folder it writes (``out``), which no other job may
+    share."""
+    return run_settings(cfg)[0]
+
+
 def run(cfg: DictConfig, written: Callable[[Path], Any] = lambda out: None) -> Path:
     """Calibrate as configured and write the outputs atomically into ``cfg.out``; returns that directory.
 
     ``seed`` must be an integer >= 0 (``seed=1.7`` is refused, not truncated). ``written`` is called with that
     directory as the outputs are renamed onto it, with no interrupt in between: what an interrupt left is then known.
     """
+    out, options, seed, progress, scenario = run_settings(cfg)
     with settings_checked():
-        out = output_folder("out", cfg.out)
-        options = mapping_setting(cfg, "options")
-        seed = check_calibration(cfg.method, cfg.seed, **options)
-        progress = check_bool("progress", cfg.progress)
-        import_matplotlib("matplotlib.figure")  # before the calibration: its convergence figure is drawn at the end
-        extra = sorted(set(mapping_setting(cfg, "size")) - {"scenario"})
-        if extra:  # a key of conf/size/<size>.yaml beside scenario (targets one level too high) was ignored
-            raise SettingError(f"size.{extra[0]} is no setting: a size preset file holds only scenario, got "
-                               f"{OmegaConf.select(cfg, f'size.{extra[0]}')!r:.80}")
-        try:
-            scenario = Scenario.from_dict(mapping_setting(cfg, "size.scenario"))
-        except InstanceFormatError as exc:
-            raise exc.located("size.scenario") from None  # its fields are paths below size.scenario
-        targets = {k: v for k, v in mapping_setting(cfg, "targets").items() if v is not None}
-        try:
-            scenario = replace_targets(scenario, **targets)
-        except InstanceFormatError as exc:  # named as the user gave it, not as a field of an unnamed "<scenario>"
-            if exc.field in {f"targets.{name}" for name in targets}:
-                raise SettingError(f"{exc.field} {exc.reason}, got {exc.value!r:.80}") from None
-            raise exc.located("size.scenario") from None  # a field of size.scenario, out of bounds under new targets
         out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")  # renamed onto the claimed out when complete
     owned, claimed = None, False
@@ -327,7 +342,7 @@ def run(cfg: DictConfig, written: Callable[[Path], Any] = lambda out: None) -> P
     return out
 
 
-@checked_main("calibrate")
+@checked_main("calibrate", check_job)
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM, saying whether the outputs
     were written; where they were not, the run folder goes too if it holds only Hydra's files."""

@@ -710,3 +710,24 @@ def test_validate_ssi_without_a_usable_matplotlib_stops_before_any_instance(tmp_
         validate_ssi.main(["--out", str(tmp_path / "ssi"), "--instances", "2"])
     assert caught.value.code == 2 and "pip install 'dynasched-gym[viz]'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("sweep", "message"), [
+    (["seed=1,abc", "size=small"], "error: sweep job #1 (seed=abc size=small): seed must be an integer >= 0, got "
+                                   "'abc'\n"),
+    (["seed=1,2", "size=small", "out=cal"], "error: sweep jobs #0 and #1 (seed=2 size=small out=cal) would both write "
+                                            "into out={out}; give each job its own (leave out to the sweep's job "
+                                            "folders, or put ${{hydra:job.num}} in it)\n"),
+])
+def test_a_sweep_is_refused_before_its_first_job(sweep: list[str], message: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``-m seed=1,abc``: job #0 calibrated and wrote its outputs before job #1 was refused; ``-m seed=1,2 out=cal``:
+    job #0 wrote ``cal``, job #1 was refused after (``out=cal exists``). Both are refused before any job now."""
+    script = importlib.import_module("scripts.calibrate")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["calibrate", "-m", *sweep])
+    with pytest.raises(SystemExit) as exit_info:
+        script.main()
+    assert exit_info.value.code == 2 and list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err == message.format(out=tmp_path / "cal")

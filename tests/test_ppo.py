@@ -847,7 +847,7 @@ def test_training_sweep_jobs_given_one_out_folder_are_refused(cache, train_scrip
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and not out.exists()
     assert err.startswith(f"error: sweep jobs #0 and #1 (seed=1 out={out} ")
-    assert f"would both write into out={out}, each over the other's files" in err
+    assert f"would both write into out={out}; give each job its own" in err
     monkeypatch.setattr(sys, "argv", ["train", "-m", "seed=0,1", f"out={out}/${{hydra:job.num}}", "env.tier=nightmare",
                                       *SWEEP_RUN])
     with pytest.raises(SystemExit):
