@@ -45,6 +45,7 @@ from scripts.overrides import (
     SettingError,
     check_added_keys,
     checked_main,
+    job_folder,
     output_file,
     output_folder,
     setting_errors_exit,
@@ -234,25 +235,13 @@ def write(board: Sequence[Entry], rows: Sequence[Mapping[str, Any]], failed: Seq
     return text
 
 
-def board_folder(out: str) -> str:
-    """Where the board goes: ``out``, or in a sweep (``-m``) ``out/<job number>`` (as Hydra numbers the sweep's job
-    folders, whose ``.hydra/overrides.yaml`` says what each job ran), so that the jobs do not write their boards
-    over one another."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
-        return out
-    return str(Path(out) / str(HydraConfig.get().job.num))
-
-
 @settings_checked()
 def board_settings(cfg: DictConfig) -> tuple[int, bool, bool, Path, Path]:
     """The board's own settings, checked before the evaluation (nothing written): ``resamples``, ``run_missing``,
-    ``all_rows``, the :func:`board_folder` and the store's path."""
+    ``all_rows``, the :func:`~scripts.overrides.job_folder` and the store's path."""
     resamples = check_integer("resamples", cfg.resamples, 1)
     run_missing, all_rows = check_bool("run_missing", cfg.run_missing), check_bool("all_rows", cfg.all_rows)
-    out = output_folder("out", board_folder(cfg.out))
+    out = output_folder("out", job_folder(cfg.out))
     store_path = output_file("store", cfg.store, read_only=not run_missing)  # a published copy: only read
     import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
     return resamples, run_missing, all_rows, out, store_path
@@ -268,8 +257,8 @@ def check_settings(cfg: DictConfig) -> Path:
 
 
 def run(cfg: DictConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
-    """Evaluate what is missing (``cfg.run_missing``), aggregate, write into :func:`board_folder`; (board, failed
-    rows, markdown)."""
+    """Evaluate what is missing (``cfg.run_missing``), aggregate, write into
+    :func:`~scripts.overrides.job_folder`; (board, failed rows, markdown)."""
     resamples, run_missing, all_rows, out, store_path = board_settings(cfg)
     if run_missing:
         summary = evaluate.run(cfg)
@@ -306,7 +295,7 @@ def main(cfg: DictConfig) -> None:
         check_added_keys(cfg, free=evaluate.FREE_FORM)
         _, failed, text = run(cfg)
     print(text)
-    print(f"wrote {hydra.utils.to_absolute_path(board_folder(cfg.out))}/leaderboard.md, .csv and plots")
+    print(f"wrote {hydra.utils.to_absolute_path(job_folder(cfg.out))}/leaderboard.md, .csv and plots")
     if failed:
         evaluate.report_failures(failed)
         sys.exit(1)

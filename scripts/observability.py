@@ -45,6 +45,7 @@ from scripts.interrupts import interrupted_exit
 from scripts.overrides import (
     check_added_keys,
     checked_main,
+    job_folder,
     mapping_setting,
     output_folder,
     setting_errors_exit,
@@ -298,14 +299,15 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
 
 
 def run(cfg: DictConfig) -> Report:
-    """Run (or resume) the experiment of ``cfg`` and write its report into ``cfg.out``."""
+    """Run (or resume) the experiment of ``cfg`` and write its report into ``cfg.out`` (a sweep job's into
+    ``cfg.out/<job number>``: :func:`~scripts.overrides.job_folder`)."""
     notes: list[str] = []
     configs: dict[str, tuple[int, DictConfig]] = {}  # tier -> (agents, its scripts.evaluate configuration)
     with settings_checked():  # every tier's, before the first evaluation
         resamples = check_integer("resamples", cfg.resamples, 1)
         mapping_setting(cfg, "seeds")  # read as mappings below; null failed naming neither
         mapping_setting(cfg, "ppo", " (ppo.concise=null ppo.full=null: no PPO)")
-        out = output_folder("out", cfg.out)
+        out = output_folder("out", job_folder(cfg.out))
         import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
         choices = {"tiers": TIERS, "sizes": size_presets(), "levels": LEVELS, "variants": tuple(VARIANT_LEVEL)}
         for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters

@@ -147,6 +147,18 @@ def _sequential_sweep(hydra: Any) -> bool:
     return hydra.mode == RunMode.MULTIRUN and str(hydra.launcher.get("_target_", "")).endswith(".BasicLauncher")
 
 
+def job_folder(out: str) -> str:
+    """Where a script writes its report (``out``): ``out``, or in a sweep (``-m``) ``out/<job number>`` (as Hydra
+    numbers the sweep's job folders, whose ``.hydra/overrides.yaml`` says what each job ran), so that the jobs do not
+    write their reports over one another (a sweep of ``scripts.observability`` kept only its last job's)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return out
+    return str(Path(out) / str(HydraConfig.get().job.num))
+
+
 def later_sweep_jobs(script: str) -> str | None:
     """In a job of a ``-m`` sweep whose jobs run one after another (Hydra's basic launcher): the commands that run
     each job after this one alone (``python -m <script> <its overrides>``), which the sweep does not run once this
@@ -734,5 +746,5 @@ def check_added_keys(cfg: DictConfig, free: Sequence[str] = ()) -> None:
 __all__ = ["CONFIG_PATH", "HYDRA_LAUNCHER_PLUGINS", "LAUNCHER_PLUGINS", "SWEEP_STOPPED", "SettingError", "added_keys",
            "base_overrides", "check_added_keys", "check_command_line", "check_config_groups", "check_launcher",
            "check_one_mode", "check_setting_keys", "check_sweep_jobs", "checked_main", "file_errors_exit",
-           "later_sweep_jobs", "mapping_setting", "output_folder", "remove_empty_run_folder", "setting_errors_exit",
-           "settings_checked", "single_run_overrides"]
+           "job_folder", "later_sweep_jobs", "mapping_setting", "output_folder", "remove_empty_run_folder",
+           "setting_errors_exit", "settings_checked", "single_run_overrides"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,19 @@ def test_each_size_plots_the_prompt_tokens_of_that_size(tmp_path: Path, server: 
                              "ppo.full=null"))
     assert {size: cost["llm:L1"]["prompt_tokens_per_decision"] for size, cost in plotted.items()} == {
         "small": 10.0, "medium": 100.0}
+
+
+def test_each_job_of_a_sweep_writes_its_own_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every job of ``-m objective=makespan,weighted_tardiness`` (or a sweep over models) wrote observability.md and
+    .csv into the one ``out``: only the last job's report was left. Each job's goes to ``out/<job number>``, as the
+    leaderboard's boards."""
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["observability", "-m", "objective=makespan,weighted_tardiness", "tiers=[easy]",
+                                      "seeds.count=1", "levels=[]", "variants=[]", "ppo.concise=null", "ppo.full=null",
+                                      "progress=false", "resamples=200", f"store={tmp_path / 'store.jsonl'}",
+                                      f"out={out}", f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    observability.main()
+    assert sorted(p.name for p in out.iterdir()) == ["0", "1"]
+    for job, objective in enumerate(("makespan", "weighted_tardiness")):
+        assert f"Objective `{objective}`" in (out / str(job) / "observability.md").read_text()
+        assert (out / str(job) / "observability.csv").is_file()
