@@ -298,28 +298,46 @@ def plot(cfg: DictConfig, entries: Sequence[Mapping[str, Any]], cost: Mapping[st
     return save_figure(fig, path)
 
 
+@settings_checked()
+def run_settings(cfg: DictConfig) -> tuple[int, Path, list[str], dict[str, tuple[int, DictConfig]]]:
+    """Every tier's settings, checked before the first evaluation, writing nothing (a ``-m`` sweep's jobs are checked
+    so before the first job runs): ``resamples``, the report's folder (:func:`~scripts.overrides.job_folder`), the
+    notes on the entrants, and per tier its number of agents and its ``scripts.evaluate`` configuration. ``cfg``'s
+    lists are made lists (``tiers=easy``: one tier)."""
+    notes: list[str] = []
+    configs: dict[str, tuple[int, DictConfig]] = {}  # tier -> (agents, its scripts.evaluate configuration)
+    resamples = check_integer("resamples", cfg.resamples, 1)
+    mapping_setting(cfg, "seeds")  # read as mappings below; null failed naming neither
+    mapping_setting(cfg, "ppo", " (ppo.concise=null ppo.full=null: no PPO)")
+    out = output_folder("out", job_folder(cfg.out))
+    import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
+    choices = {"tiers": TIERS, "sizes": size_presets(), "levels": LEVELS, "variants": tuple(VARIANT_LEVEL)}
+    for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
+        cfg[key] = check_choices(key, cfg[key], choices[key]) if key in choices else as_list(cfg[key])
+    for key in ("tiers", "sizes"):  # as scripts.evaluate's: tiers=[] evaluated nothing, an empty report, status 0
+        if not cfg[key]:
+            raise ValueError(f"{key} must name at least one of {tuple(choices[key])}, got []")
+    for tier in cfg.tiers:
+        groups, tier_notes = entrants(cfg, tier)
+        notes += tier_notes
+        _check_ppo(cfg, tier, groups)
+        configs[tier] = len(groups), evaluation_config(cfg, tier, groups)
+    return resamples, out, notes, configs
+
+
+def check_job(cfg: DictConfig) -> Path:
+    """:func:`run_settings` and each tier's evaluation's (:func:`scripts.evaluate.check_settings`: no agent makes a
+    request before it plays), for a job of a ``-m`` sweep; the job's report folder."""
+    _, out, _, configs = run_settings(cfg)
+    for _, ecfg in configs.values():
+        evaluate.check_settings(ecfg)
+    return out
+
+
 def run(cfg: DictConfig) -> Report:
     """Run (or resume) the experiment of ``cfg`` and write its report into ``cfg.out`` (a sweep job's into
     ``cfg.out/<job number>``: :func:`~scripts.overrides.job_folder`)."""
-    notes: list[str] = []
-    configs: dict[str, tuple[int, DictConfig]] = {}  # tier -> (agents, its scripts.evaluate configuration)
-    with settings_checked():  # every tier's, before the first evaluation
-        resamples = check_integer("resamples", cfg.resamples, 1)
-        mapping_setting(cfg, "seeds")  # read as mappings below; null failed naming neither
-        mapping_setting(cfg, "ppo", " (ppo.concise=null ppo.full=null: no PPO)")
-        out = output_folder("out", job_folder(cfg.out))
-        import_matplotlib("matplotlib.figure")  # before the evaluation: the figures are drawn at its end
-        choices = {"tiers": TIERS, "sizes": size_presets(), "levels": LEVELS, "variants": tuple(VARIANT_LEVEL)}
-        for key in LISTS:  # one value given alone (tiers=easy) is a list of one, not of its letters
-            cfg[key] = check_choices(key, cfg[key], choices[key]) if key in choices else as_list(cfg[key])
-        for key in ("tiers", "sizes"):  # as scripts.evaluate's: tiers=[] evaluated nothing, an empty report, status 0
-            if not cfg[key]:
-                raise ValueError(f"{key} must name at least one of {tuple(choices[key])}, got []")
-        for tier in cfg.tiers:
-            groups, tier_notes = entrants(cfg, tier)
-            notes += tier_notes
-            _check_ppo(cfg, tier, groups)
-            configs[tier] = len(groups), evaluation_config(cfg, tier, groups)
+    resamples, out, notes, configs = run_settings(cfg)
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for tier, (agents, ecfg) in configs.items():
@@ -343,7 +361,7 @@ def run(cfg: DictConfig) -> Report:
     return Report(rows, entries, cost, notes, text, files)
 
 
-@checked_main("observability")
+@checked_main("observability", check_job)
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; exits with status 1 when a row failed (listed on stderr) or the evaluation stopped
     (:class:`scripts.evaluate.EvaluationStopped`, e.g. the LLM endpoint is unreachable: the message says why), with

@@ -213,3 +213,17 @@ def test_each_job_of_a_sweep_writes_its_own_report(tmp_path: Path, monkeypatch: 
     for job, objective in enumerate(("makespan", "weighted_tardiness")):
         assert f"Objective `{objective}`" in (out / str(job) / "observability.md").read_text()
         assert (out / str(job) / "observability.csv").is_file()
+
+
+def test_a_sweep_with_a_bad_value_is_refused_before_any_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``-m objective=makespan,bogus``: job #0 played and wrote its report before job #1 was refused."""
+    monkeypatch.setattr(sys, "argv", ["observability", "-m", "objective=makespan,bogus", "tiers=[easy]",
+                                      "seeds.count=1", "levels=[]", "variants=[]", "ppo.concise=null", "ppo.full=null",
+                                      "progress=false",
+                                      f"store={tmp_path / 'store.jsonl'}", f"out={tmp_path / 'out'}",
+                                      f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    with pytest.raises(SystemExit) as exit_info:
+        observability.main()
+    assert exit_info.value.code == 2 and list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err.startswith("error: sweep job #1 (objective=bogus ")
