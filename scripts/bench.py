@@ -700,6 +700,12 @@ def settings(cfg: DictConfig) -> argparse.Namespace:
     return args
 
 
+def check_job(cfg: DictConfig) -> Path:
+    """:func:`settings`, for a job of a ``-m`` sweep checked before the first job runs; the job's results file
+    (``out``), which no other job may share (each wrote its results over the one before)."""
+    return Path(settings(cfg).out)
+
+
 def measure(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Run the bench of ``cfg`` (given on the command line as ``overrides``), print the tables, write the JSON;
     returns the results (exit 130 when interrupted)."""
@@ -731,7 +737,7 @@ def measure(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, Any]:
     return results
 
 
-@checked_main("bench")
+@checked_main("bench", check_job)
 def main(cfg: DictConfig) -> None:
     """Hydra entry point (conf/bench.yaml); exits with status 2 on a bad setting, 130 on Ctrl-C or SIGTERM (the
     sections measured are written first)."""

@@ -608,8 +608,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
             hydra_config.cfg = None
         if own is not None and owners.setdefault(own, num) != num:
             raise SettingError(f"sweep jobs #{owners[own]} and #{num} ({' '.join(job)}) would both write into "
-                               f"out={own}; give each job its own (leave out to the sweep's job folders, or put "
-                               "${hydra:job.num} in it)")
+                               f"out={own}; give each job its own, e.g. with ${{hydra:job.num}} in it")
 
 
 def check_one_mode(command_line: Any) -> None:

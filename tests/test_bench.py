@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import stat
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -239,3 +240,23 @@ def test_uniform_picker_stays_in_the_mask() -> None:
     rows = pick.valid_rows(np.array([[1, 1, 0], [0, 0, 1], [1, 0, 1]]))
     assert rows[1] == 2 and rows[0] in (0, 1) and rows[2] in (0, 2)
 
+
+
+def test_a_sweep_writing_one_results_file_is_refused_before_any_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``-m seed=0,1``: every job wrote its results to the one ``out``, each over the one before; refused before any
+    measurement, and a per-job ``out`` is taken."""
+    out = tmp_path / "bench.json"
+    quick = ["quick=true", "only=[kernel]", "instances=[ta01]", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    monkeypatch.setattr(sys, "argv", ["bench", "-m", "seed=0,1", f"out={out}", *quick])
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main()
+    assert exit_info.value.code == 2 and list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err == (f"error: sweep jobs #0 and #1 (seed=1 out={out} quick=True only=[kernel] "
+                                       "instances=[ta01]) would "
+                                       f"both write into out={out}; give each job its own, e.g. with "
+                                       "${hydra:job.num} in it\n")
+    monkeypatch.setattr(sys, "argv", ["bench", "-m", "seed=0,abc", f"out={tmp_path}/${{hydra:job.num}}.json", *quick])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert capsys.readouterr().err.startswith("error: sweep job #1 (seed=abc ")

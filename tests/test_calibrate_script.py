@@ -716,8 +716,8 @@ def test_validate_ssi_without_a_usable_matplotlib_stops_before_any_instance(tmp_
     (["seed=1,abc", "size=small"], "error: sweep job #1 (seed=abc size=small): seed must be an integer >= 0, got "
                                    "'abc'\n"),
     (["seed=1,2", "size=small", "out=cal"], "error: sweep jobs #0 and #1 (seed=2 size=small out=cal) would both write "
-                                            "into out={out}; give each job its own (leave out to the sweep's job "
-                                            "folders, or put ${{hydra:job.num}} in it)\n"),
+                                            "into out={out}; give each job its own, e.g. with ${{hydra:job.num}} "
+                                            "in it\n"),
 ])
 def test_a_sweep_is_refused_before_its_first_job(sweep: list[str], message: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
