@@ -20,6 +20,10 @@ config group lacks (``size=huge``, ``agent=[rules,nosuch]``, ``-m size=small,hug
 multi-line error or a traceback (leaving a sweep's folder behind), one choosing or deleting a config of a group the
 script's config does not select (``tier=hard`` for train, ``~tier``), and one deleting a config the script reads
 (``~env``): :func:`check_config_groups`.
+
+In a ``-m`` sweep, every job's settings are checked before the first job runs, with the script's own checks
+(:func:`check_sweep_jobs`), where Hydra ran the jobs before a bad one; a job's follow-up commands leave its launcher
+out (:func:`single_run_overrides`), and its report goes to a folder of its own (:func:`job_folder`).
 """
 
 from __future__ import annotations
@@ -584,6 +588,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
     setup_globals()  # the resolvers of ${now:...} and ${hydra:...}, as Hydra registers them for the run
     JobRuntime.instance().set("name", task_name)
     hydra_config = HydraConfig.instance()
+    previous = hydra_config.cfg
     owners: dict[Path, int] = {}  # a job's own folder -> the job
     for num, job in enumerate(jobs):
         try:
@@ -605,7 +610,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
         except Exception:  # not a setting the script refuses: the job meets it again, and reports it
             return
         finally:
-            hydra_config.cfg = None
+            hydra_config.cfg = previous
         if own is not None and owners.setdefault(own, num) != num:
             raise SettingError(f"sweep jobs #{owners[own]} and #{num} ({' '.join(job)}) would both write into "
                                f"out={own}; give each job its own, e.g. with ${{hydra:job.num}} in it")
@@ -633,11 +638,11 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Path | None] | 
     (:func:`check_setting_keys`), with ``error: <message>`` and status 2 (the traceback with ``HYDRA_FULL_ERROR=1``),
     where Hydra would print "Could not find 'hydra/launcher/...'" or "Could not override 'tier'" and exit with 1, or
     ignore the launcher. In a ``-m`` sweep, ``check`` (the script's checks of its settings, writing nothing; it
-    returns the folder a job writes into alone, or None) runs on every job's config before the first job:
-    :func:`check_sweep_jobs`. A config passed in (Hydra's
-    ``cfg_passthrough``) skips the checks, as it skips the command line; so does ``--config-path``, which replaces
-    :data:`CONFIG_PATH`. ``--help`` prints the script's summary (its docstring's first paragraph) above Hydra's
-    help."""
+    returns the folder a job writes into alone, or None) runs on every job's config before the first job
+    (:func:`check_sweep_jobs`), and a Ctrl-C outside the jobs ends the sweep with one line (:data:`SWEEP_STOPPED`). A
+    config passed in (Hydra's ``cfg_passthrough``) skips the checks, as it skips the command line; so does
+    ``--config-path``, which replaces :data:`CONFIG_PATH`. ``--help`` prints the script's summary (its docstring's
+    first paragraph) above Hydra's help."""
 
     def decorate(main: Callable[[DictConfig], None]) -> Callable[..., Any]:
         import hydra
@@ -656,8 +661,11 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Path | None] | 
                     check_command_line(command_line.overrides, command_line.multirun, command_line.config_dir, name,
                                        own_configs)
                     if check is not None and command_line.multirun and own_configs and not command_line.help:
-                        check_sweep_jobs(command_line.overrides, command_line.config_dir, name,
-                                         main.__module__.rpartition(".")[2], check)
+                        from scripts.interrupts import interrupted_exit
+
+                        with interrupted_exit("nothing ran: the sweep's jobs were being checked"):
+                            check_sweep_jobs(command_line.overrides, command_line.config_dir, name,
+                                             main.__module__.rpartition(".")[2], check)
                 except (MissingExtraError, SettingError) as exc:
                     _usage_error_exit(exc)
                 if command_line.help:  # Hydra's help (conf/hydra/help/script.yaml) follows: groups and config
