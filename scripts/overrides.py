@@ -557,63 +557,74 @@ def check_command_line(overrides: Sequence[str], multirun: bool, config_dir: str
 
 def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_name: str, task_name: str,
                      check: Callable[[DictConfig], Path | None]) -> None:
-    """Run a script's settings ``check`` on the config of every job of the ``-m`` sweep of ``overrides``, composed as
-    Hydra's basic sweeper and launchers compose it, with the job's ``hydra:`` settings (its number, its output folder)
-    set: a :class:`SettingError` of one job is raised naming the job (``sweep job #1 (seeds.count=abc ...):
-    seeds.count must be ...``) before any job runs, where Hydra ran the jobs before it (a training sweep's earlier
-    tiers: hours) and stopped at it. ``check`` must write nothing; it returns the folder (``out``) the job writes
-    into as its own, or None, and two jobs given one such folder are refused too (each would overwrite the other's
-    files: ``train -m seed=0,1 out=runs/x`` kept only the last job's model). A sweep that another sweeper expands
-    (``hydra/sweeper=...``), or that Hydra cannot compose, is left to Hydra to report, and any other error of a
-    check to the job, which reports it when it runs."""
+    """Run a script's settings ``check`` on the config of every job of the ``-m`` sweep of ``overrides``, composed
+    as Hydra's basic sweeper and launchers compose it (the config's ``hydra.sweeper.params`` swept too, a ``glob``
+    over a config group expanded, and each job's ``${now:...}`` the sweep's, as Hydra copies it), with the job's
+    ``hydra:`` settings (its number, its output folder) set: a :class:`SettingError` of one job is raised
+    naming the job (``sweep job #1 (seeds.count=abc ...): seeds.count must be ...``) before any job runs, where
+    Hydra ran the jobs before it (a training sweep's earlier tiers: hours) and stopped at it. ``check`` must write
+    nothing; it returns the folder (``out``) the job writes into as its own, or None, and two jobs given one such
+    folder are refused too (each would overwrite the other's files: ``train -m seed=0,1 out=runs/x`` kept only the
+    last job's model). A sweep that another sweeper expands (``hydra/sweeper=...``, on the command line or in a
+    config), or that Hydra cannot compose, is left to Hydra to report, and any other error of a check to the job,
+    which reports it when it runs."""
     import copy
 
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.utils import JobRuntime, setup_globals
     from hydra.errors import HydraException
     from hydra.types import RunMode
-    from omegaconf import open_dict
+    from omegaconf import open_dict, read_write
 
     found = _parsed_and_loader(overrides, config_dir)
-    if found is None or any(o.key_or_group == "hydra/sweeper" for o in found[0]):
+    if found is None:
         return
-    parsed, loader = found
-    hydra_overrides = ["hydra.mode=MULTIRUN", *(o.input_line for o in parsed if o.is_hydra_override())]  # as Hydra's
-    try:
-        jobs = [job for batch in BasicSweeper.split_arguments([o for o in parsed if not o.is_hydra_override()], None)
-                for job in batch]
-    except HydraException:
-        return
+    loader = found[1]
     setup_globals()  # the resolvers of ${now:...} and ${hydra:...}, as Hydra registers them for the run
     JobRuntime.instance().set("name", task_name)
+    try:  # the sweep's config, its jobs and theirs as Hydra's multirun, BasicSweeper and BasicLauncher make them
+        sweep = loader.load_configuration(config_name, [*overrides, "hydra.mode=MULTIRUN"], RunMode.MULTIRUN)
+        if not str(sweep.hydra.sweeper.get("_target_", "")).endswith(".BasicSweeper"):
+            return
+        str(sweep.hydra.sweep.dir)  # resolved once: each job's ${now:...} reads the sweep's (copied below)
+        params = [f"{key}={value}" for key, value in (sweep.hydra.sweeper.get("params") or {}).items()]
+        task = OmegaConf.to_container(sweep.hydra.overrides.task, resolve=False)  # as given: ${...} unresolved
+        parsed = OverridesParser.create(config_loader=loader).parse_overrides([*params, *task])
+        jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    except (HydraException, ValueError):
+        return
     hydra_config = HydraConfig.instance()
     previous = hydra_config.cfg
     owners: dict[Path, int] = {}  # a job's own folder -> the job
-    for num, job in enumerate(jobs):
-        try:
-            cfg = loader.load_configuration(config_name, [*hydra_overrides, *job], RunMode.MULTIRUN)
-            with open_dict(cfg):
-                cfg.hydra.job.id = cfg.hydra.job.num = num
-                cfg.hydra.runtime.output_dir = os.path.abspath(os.path.join(str(cfg.hydra.sweep.dir),
-                                                                            str(cfg.hydra.sweep.subdir)))
-            task = copy.deepcopy(cfg)
-            with open_dict(task):
-                del task["hydra"]
-        except (HydraException, ValueError):
-            return
-        hydra_config.set_config(cfg)
-        try:
-            own = check(task)
-        except SettingError as exc:
-            raise SettingError(f"sweep job #{num} ({' '.join(job)}): {exc}") from exc
-        except Exception:  # not a setting the script refuses: the job meets it again, and reports it
-            return
-        finally:
-            hydra_config.cfg = previous
-        if own is not None and owners.setdefault(own, num) != num:
-            raise SettingError(f"sweep jobs #{owners[own]} and #{num} ({' '.join(job)}) would both write into "
-                               f"out={own}; give each job its own, e.g. with ${{hydra:job.num}} in it")
+    try:
+        for num, job in enumerate(jobs):
+            try:
+                cfg = loader.load_sweep_config(sweep, list(job))
+                with open_dict(cfg):
+                    cfg.hydra.job.id = cfg.hydra.job.num = num
+                hydra_config.set_config(cfg)  # before its folder, which may read ${hydra:...}, as in Hydra's run_job
+                with read_write(cfg.hydra.runtime), open_dict(cfg.hydra.runtime):
+                    cfg.hydra.runtime.output_dir = os.path.abspath(os.path.join(str(cfg.hydra.sweep.dir),
+                                                                                str(cfg.hydra.sweep.subdir)))
+                hydra_config.set_config(cfg)
+                task = copy.deepcopy(cfg)
+                with open_dict(task):
+                    del task["hydra"]
+            except (HydraException, ValueError):
+                return
+            try:
+                own = check(task)
+            except SettingError as exc:
+                raise SettingError(f"sweep job #{num} ({' '.join(job)}): {exc}") from exc
+            except Exception:  # not a setting the script refuses: the job meets it again, and reports it
+                return
+            if own is not None and owners.setdefault(own, num) != num:
+                raise SettingError(f"sweep jobs #{owners[own]} and #{num} ({' '.join(job)}) would both write into "
+                                   f"out={own}; give each job its own, e.g. with ${{hydra:job.num}} in it")
+    finally:
+        hydra_config.cfg = previous
 
 
 def check_one_mode(command_line: Any) -> None:

@@ -716,3 +716,44 @@ def test_script_help_says_what_the_script_does_and_stops_quietly_when_its_reader
     finally:
         os.close(write)
     assert gone.returncode == 141 and gone.stderr == "", (gone.returncode, gone.stderr[-3000:])
+
+
+def _sweep_jobs(overrides: list[str], config_name: str = "calibrate", config_dir: str | None = None,
+                task_name: str = "calibrate") -> list[DictConfig]:
+    """The job configs that :func:`~scripts.overrides.check_sweep_jobs` checks for ``-m <overrides>``, each job's own
+    folder its ``out``."""
+    from scripts.overrides import check_sweep_jobs
+
+    seen: list[DictConfig] = []
+
+    def check(cfg: DictConfig) -> Path | None:
+        seen.append(cfg)
+        return Path(cfg.out) if "out" in cfg else None
+
+    check_sweep_jobs(overrides, config_dir, config_name, task_name, check)
+    return seen
+
+
+def test_the_sweep_pre_check_reads_the_sweep_folder_that_all_jobs_share() -> None:
+    """-m seed=0,1 out=${hydra:sweep.dir}/cal: both jobs write into the one sweep folder (Hydra resolves its
+    ${now:...} once for the sweep), yet the pre-check composed each job afresh, a microsecond apart, and let the
+    sweep run (the second job then found the first's out)."""
+    with pytest.raises(SettingError, match=r"sweep jobs #0 and #1 .* would both write into out=.*/cal;"):
+        _sweep_jobs(["seed=0,1", "out=${hydra:sweep.dir}/cal"])
+
+
+def test_the_sweep_pre_check_expands_the_sweeper_params_of_a_config(tmp_path: Path) -> None:
+    """hydra.sweeper.params of a config (Hydra's BasicSweeper sweeps them before the command line's): the pre-check
+    saw one job with the config's defaults, and a bad value of a later job was met only when that job ran."""
+    (tmp_path / "mine.yaml").write_text("defaults:\n  - calibrate\n  - _self_\nhydra:\n  sweeper:\n    params:\n"
+                                        "      seed: 3,4\n", encoding="utf-8")
+    jobs = _sweep_jobs(["method=sesc"], "mine", str(tmp_path))
+    assert [job.seed for job in jobs] == [3, 4]
+
+
+def test_the_sweep_pre_check_expands_a_glob_over_a_config_group() -> None:
+    """-m 'agent=glob(r*)': Hydra sweeps over the agent configs the glob matches; the pre-check, parsing without
+    Hydra's config loader, could not expand it and checked no job."""
+    jobs = _sweep_jobs(["agent=glob(r*)", "ppo=null"], "evaluate", task_name="evaluate")
+    assert sorted(next(iter(job.agent)) for job in jobs) == ["random", "rules"]
+
