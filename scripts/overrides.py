@@ -560,7 +560,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
     """Run a script's settings ``check`` on the config of every job of the ``-m`` sweep of ``overrides``, composed
     as Hydra's basic sweeper and launchers compose it (the config's ``hydra.sweeper.params`` swept too, a ``glob``
     over a config group expanded, and each job's ``${now:...}`` the sweep's, as Hydra copies it), with the job's
-    ``hydra:`` settings (its number, its output folder) set: a :class:`SettingError` of one job is raised
+    ``hydra:`` settings (its name, its number, its output folder) set: a :class:`SettingError` of one job is raised
     naming the job (``sweep job #1 (seeds.count=abc ...): seeds.count must be ...``) before any job runs, where
     Hydra ran the jobs before it (a training sweep's earlier tiers: hours) and stopped at it. ``check`` must write
     nothing; it returns the folder (``out``) the job writes into as its own, or None, and two jobs given one such
@@ -663,7 +663,11 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Path | None] | 
         @functools.wraps(main)
         def checked(*args: Any, **kwargs: Any) -> Any:
             if not args and not kwargs:
-                from hydra._internal.utils import get_args_parser
+                from hydra._internal.utils import (
+                    detect_calling_file_or_module_from_task_function,
+                    detect_task_name,
+                    get_args_parser,
+                )
 
                 try:
                     command_line = get_args_parser().parse_known_args()[0]
@@ -676,7 +680,8 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Path | None] | 
 
                         with interrupted_exit("nothing ran: the sweep's jobs were being checked"):
                             check_sweep_jobs(command_line.overrides, command_line.config_dir, name,
-                                             main.__module__.rpartition(".")[2], check)
+                                             detect_task_name(*detect_calling_file_or_module_from_task_function(main)),
+                                             check)  # Hydra's name: __main__ under python -m
                 except (MissingExtraError, SettingError) as exc:
                     _usage_error_exit(exc)
                 if command_line.help:  # Hydra's help (conf/hydra/help/script.yaml) follows: groups and config

@@ -757,3 +757,14 @@ def test_the_sweep_pre_check_expands_a_glob_over_a_config_group() -> None:
     jobs = _sweep_jobs(["agent=glob(r*)", "ppo=null"], "evaluate", task_name="evaluate")
     assert sorted(next(iter(job.agent)) for job in jobs) == ["random", "rules"]
 
+
+def test_the_sweep_pre_check_names_the_job_as_hydra_does(tmp_path: Path) -> None:
+    """Under ``python -m scripts.calibrate`` the task function's module is __main__, which the pre-check took for
+    the job's name (${hydra:job.name}): out=x/${hydra:job.name} was checked as x/__main__, where the jobs write
+    x/calibrate."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    result = subprocess.run([sys.executable, "-m", "scripts.calibrate", "-m", "seed=0,1",
+                             f"out={tmp_path}/${{hydra:job.name}}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                            capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert result.returncode == 2, result.stderr
+    assert f"would both write into out={tmp_path}/calibrate;" in result.stderr, result.stderr
