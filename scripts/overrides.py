@@ -573,6 +573,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import IntervalSweep
     from hydra.core.utils import JobRuntime, setup_globals
     from hydra.errors import HydraException
     from hydra.types import RunMode
@@ -592,8 +593,15 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
         params = [f"{key}={value}" for key, value in (sweep.hydra.sweeper.get("params") or {}).items()]
         task = OmegaConf.to_container(sweep.hydra.overrides.task, resolve=False)  # as given: ${...} unresolved
         parsed = OverridesParser.create(config_loader=loader).parse_overrides([*params, *task])
-        jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
     except (HydraException, ValueError):
+        return
+    for override in parsed:  # Hydra: a traceback ending "BasicSweeper does not support sweep type : INTERVAL_SWEEP"
+        if isinstance(override.value(), IntervalSweep):
+            raise SettingError(f"{override.input_line}: Hydra's basic sweeper cannot sweep an interval (a sampling "
+                               "sweeper's); list the values, e.g. key=1,2,3, or give range(start,stop,step)")
+    try:
+        jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    except HydraException:
         return
     hydra_config = HydraConfig.instance()
     previous = hydra_config.cfg

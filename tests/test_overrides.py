@@ -768,3 +768,13 @@ def test_the_sweep_pre_check_names_the_job_as_hydra_does(tmp_path: Path) -> None
                             capture_output=True, text=True, env=env, timeout=60, check=False)
     assert result.returncode == 2, result.stderr
     assert f"would both write into out={tmp_path}/calibrate;" in result.stderr, result.stderr
+
+
+def test_an_interval_sweep_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """-m seeds.start='interval(0,1)', which Hydra's basic sweeper cannot expand: Hydra's traceback, status 1."""
+    err = _usage_error("evaluate", ["-m", "seeds.start=interval(0,1)", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                       tmp_path, monkeypatch, capsys)
+    assert err == ("error: seeds.start=interval(0,1): Hydra's basic sweeper cannot sweep an interval (a sampling "
+                   "sweeper's); list the values, e.g. key=1,2,3, or give range(start,stop,step)\n")
+    assert not (tmp_path / "sweep").exists()
