@@ -567,7 +567,8 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
     folder are refused too (each would overwrite the other's files: ``train -m seed=0,1 out=runs/x`` kept only the
     last job's model). A sweep that another sweeper expands (``hydra/sweeper=...``, on the command line or in a
     config), or that Hydra cannot compose, is left to Hydra to report, and any other error of a check to the job,
-    which reports it when it runs."""
+    which reports it when it runs. An ``interval(...)``, which the basic sweeper cannot expand (Hydra: a traceback),
+    is refused."""
     import copy
 
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
