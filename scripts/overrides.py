@@ -167,21 +167,33 @@ def later_sweep_jobs(script: str) -> str | None:
     """In a job of a ``-m`` sweep whose jobs run one after another (Hydra's basic launcher): the commands that run
     each job after this one alone (``python -m <script> <its overrides>``), which the sweep does not run once this
     job stops it, as a note to print with the job's own; None elsewhere, and for the sweep's last job. The sweep's
-    overrides are those of its ``multirun.yaml``."""
+    overrides are those of its ``multirun.yaml`` (:func:`_sweep_overrides`)."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     if not HydraConfig.initialized() or not _sequential_sweep(hydra := HydraConfig.get()):
         return None
-    sweep = OmegaConf.load(Path(hydra.runtime.cwd, hydra.sweep.dir, "multirun.yaml")).hydra.overrides.task
-    parsed = OverridesParser.create().parse_overrides(list(sweep))
+    sweep = OmegaConf.load(Path(hydra.runtime.cwd, hydra.sweep.dir, "multirun.yaml"))
+    loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
+    parsed = _sweep_overrides(sweep, loader)
     jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch][hydra.job.num + 1:]
     if not jobs:
         return None
     commands = "\n".join(" ".join(["  python -m", script, *map(shlex.quote, single_run_overrides(job))])
                          for job in jobs)
     return f"the sweep's {len(jobs)} later job(s) did not run; each alone:\n{commands}"
+
+
+def _sweep_overrides(sweep: DictConfig, loader: Any) -> list[Any]:
+    """The overrides that Hydra's BasicSweeper expands into the jobs of the sweep whose config is ``sweep``: its
+    ``hydra.sweeper.params``, then the command line's (unresolved: ``out=runs/${hydra:job.num}`` is not the running
+    job's folder), parsed with Hydra's config ``loader`` (None: no ``glob`` over a config group)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    params = [f"{key}={value}" for key, value in (sweep.hydra.sweeper.get("params") or {}).items()]
+    task = OmegaConf.to_container(sweep.hydra.overrides.task, resolve=False)
+    return OverridesParser.create(config_loader=loader).parse_overrides([*params, *task])
 
 
 def remove_empty_run_folder() -> None:
@@ -573,7 +585,6 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
 
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.hydra_config import HydraConfig
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import IntervalSweep
     from hydra.core.utils import JobRuntime, setup_globals
     from hydra.errors import HydraException
@@ -591,9 +602,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
         if not str(sweep.hydra.sweeper.get("_target_", "")).endswith(".BasicSweeper"):
             return
         str(sweep.hydra.sweep.dir)  # resolved once: each job's ${now:...} reads the sweep's (copied below)
-        params = [f"{key}={value}" for key, value in (sweep.hydra.sweeper.get("params") or {}).items()]
-        task = OmegaConf.to_container(sweep.hydra.overrides.task, resolve=False)  # as given: ${...} unresolved
-        parsed = OverridesParser.create(config_loader=loader).parse_overrides([*params, *task])
+        parsed = _sweep_overrides(sweep, loader)
     except (HydraException, ValueError):
         return
     for override in parsed:  # Hydra: a traceback ending "BasicSweeper does not support sweep type : INTERVAL_SWEEP"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hydra import compose, initialize_config_module
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from test_evaluate import config
 
 from dynasched_gym.errors import MissingExtraError
@@ -778,3 +778,28 @@ def test_an_interval_sweep_is_refused_in_one_line(tmp_path: Path, monkeypatch: p
     assert err == ("error: seeds.start=interval(0,1): Hydra's basic sweeper cannot sweep an interval (a sampling "
                    "sweeper's); list the values, e.g. key=1,2,3, or give range(start,stop,step)\n")
     assert not (tmp_path / "sweep").exists()
+
+
+def test_the_later_jobs_of_a_stopped_sweep_are_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands of the jobs a stopped sweep left out: its config's hydra.sweeper.params were left out (job #0
+    of params seed: 0,1 and tiers=easy,hard was followed by "tiers=hard" alone, where Hydra runs seed=0 tiers=hard,
+    then seed=1 ...), and ${hydra:job.num} was resolved as the stopped job's (job #1 was told out=runs/0, job #0's)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import setup_globals
+
+    from scripts.overrides import later_sweep_jobs
+
+    (tmp_path / "multirun.yaml").write_text(
+        "hydra:\n  sweeper: {params: {seed: '0,1'}}\n"
+        "  overrides: {task: ['tiers=easy,hard', 'out=runs/${hydra:job.num}']}\n", encoding="utf-8")
+    fake = OmegaConf.create({"mode": RunMode.MULTIRUN, "job": {"num": 0}, "sweep": {"dir": str(tmp_path)},
+                             "runtime": {"cwd": str(tmp_path)},
+                             "launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"}})
+    setup_globals()
+    monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: True))
+    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: fake))
+    later = later_sweep_jobs("scripts.train")
+    assert later is not None and later.splitlines()[1:] == [
+        r"  python -m scripts.train seed=0 tiers=hard 'out=runs/$\{hydra\:job.num\}'",
+        r"  python -m scripts.train seed=1 tiers=easy 'out=runs/$\{hydra\:job.num\}'",
+        r"  python -m scripts.train seed=1 tiers=hard 'out=runs/$\{hydra\:job.num\}'"]
