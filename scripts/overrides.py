@@ -603,7 +603,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
             return
         str(sweep.hydra.sweep.dir)  # resolved once: each job's ${now:...} reads the sweep's (copied below)
         parsed = _sweep_overrides(sweep, loader)
-    except (HydraException, ValueError):
+    except Exception:  # what Hydra cannot compose (omegaconf's errors too), Hydra reports as it runs
         return
     for override in parsed:  # Hydra: a traceback ending "BasicSweeper does not support sweep type : INTERVAL_SWEEP"
         if isinstance(override.value(), IntervalSweep):
@@ -638,9 +638,10 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
                 raise SettingError(f"sweep job #{num} ({' '.join(job)}): {exc}") from exc
             except Exception:  # not a setting the script refuses: the job meets it again, and reports it
                 return
-            if own is not None and owners.setdefault(own, num) != num:
-                raise SettingError(f"sweep jobs #{owners[own]} and #{num} ({' '.join(job)}) would both write into "
-                                   f"out={own}; give each job its own, e.g. with ${{hydra:job.num}} in it")
+            # resolved: runs/../runs/x (or a symlink to it) is runs/x
+            if own is not None and owners.setdefault(own.resolve(), num) != num:
+                raise SettingError(f"sweep jobs #{owners[own.resolve()]} and #{num} ({' '.join(job)}) would both write "
+                                   f"into out={own}; give each job its own, e.g. with ${{hydra:job.num}} in it")
     finally:
         hydra_config.cfg = previous
 

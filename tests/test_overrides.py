@@ -758,6 +758,18 @@ def test_the_sweep_pre_check_expands_a_glob_over_a_config_group() -> None:
     assert sorted(next(iter(job.agent)) for job in jobs) == ["random", "rules"]
 
 
+def test_the_sweep_pre_check_compares_the_jobs_folders_resolved(tmp_path: Path) -> None:
+    """out=runs/x for one job and runs/../runs/x for the other: the same folder, read as two."""
+    with pytest.raises(SettingError, match=r"sweep jobs #0 and #1 .* would both write into out="):
+        _sweep_jobs([f"out={tmp_path}/runs/x,{tmp_path}/runs/../runs/x"])
+
+
+def test_the_sweep_pre_check_leaves_a_sweep_hydra_cannot_compose_to_hydra() -> None:
+    """-m 'hydra.sweeper.params={seed:"0,1"}' (omegaconf cannot merge a dict into the None default): the pre-check
+    raised omegaconf's AttributeError traceback itself; Hydra reports it when it composes the sweep."""
+    assert _sweep_jobs(['hydra.sweeper.params={seed:"0,1"}']) == []
+
+
 def test_the_sweep_pre_check_names_the_job_as_hydra_does(tmp_path: Path) -> None:
     """Under ``python -m scripts.calibrate`` the task function's module is __main__, which the pre-check took for
     the job's name (${hydra:job.name}): out=x/${hydra:job.name} was checked as x/__main__, where the jobs write
