@@ -246,6 +246,10 @@ def test_a_cold_kernel_cache_is_announced(tmp_path: Path, monkeypatch: pytest.Mo
         assert compile_note() is not None
         (tmp_path / "kernels" / subpath / "kernels.step-10.py311.nbi").write_bytes(b"")
     assert compile_note() is None
+    import numba.core.caching
+
+    monkeypatch.delattr(numba.core.caching, "_CacheLocator")  # a private API of numba: any kernel cached then counts
+    assert _kernel_subpaths() == ["."] and compile_note() is None
 
 
 def test_kernel_directories_unused_for_a_month_are_pruned(tmp_path: Path) -> None:

@@ -105,16 +105,21 @@ def prune(parent: Path, keep: Path, max_age_days: float = STALE_DAYS) -> list[Pa
 def _kernel_subpaths() -> list[str]:
     """The folders below the cache directory where numba keeps this checkout's kernels (core's and the
     environments'): one per source folder, named by a hash of its absolute path, so another checkout of the same
-    sources (a clone, a CI workspace) fills other ones and compiles again."""
+    sources (a clone, a CI workspace) fills other ones and compiles again; ``["."]`` (any kernel cached) where numba
+    no longer names them so."""
     import importlib.util
 
-    from numba.core.caching import _CacheLocator
+    try:
+        from numba.core.caching import _CacheLocator
 
+        subpath = _CacheLocator.get_suitable_cache_subpath
+    except (ImportError, AttributeError):  # a private API: the note must not break a script
+        return ["."]
     folders = [Path(__file__).parent]  # as the modules' __file__, unresolved: numba hashes os.path.abspath of it
     spec = importlib.util.find_spec("dynasched_gym.envs")
     if spec is not None and spec.submodule_search_locations:
         folders += [Path(location) / "dfjsp" for location in spec.submodule_search_locations]
-    return [_CacheLocator.get_suitable_cache_subpath(str(folder / "kernels.py")) for folder in folders]
+    return [subpath(str(folder / "kernels.py")) for folder in folders]
 
 
 def compile_note() -> str | None:
@@ -122,7 +127,7 @@ def compile_note() -> str | None:
     first run after an install or a kernel change), where numba compiles for a minute or two without output;
     ``None`` when compiled kernels are cached."""
     directory = Path(numba.config.CACHE_DIR)
-    if all(any((directory / subpath).glob("*.nbi")) for subpath in _kernel_subpaths()):
+    if all(any((directory / subpath).rglob("*.nbi")) for subpath in _kernel_subpaths()):
         return None
     return (f"compiling the simulator's kernels (the first run after an install or a change of the kernels: a minute "
             f"or two without progress; cached in {directory} from then on)")
