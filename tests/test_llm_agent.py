@@ -168,7 +168,9 @@ def test_reflection_repairs_an_invalid_answer(server: ChatServer) -> None:
 
 
 def test_best_of_n_majority_vote_with_distinct_seeds(server: ChatServer) -> None:
-    agent = agent_for(server, refinement="best-of-n", samples=3, seed=10)
+    # three concurrent requests: on a loaded machine one can pass the default test timeout of 0.5 s, and its retry
+    # then takes another sample's scripted answer (failed once in the suite on 2 cores while kernels compiled)
+    agent = agent_for(server, refinement="best-of-n", samples=3, seed=10, timeout=5.0)
     _env, obs, info, slots = first_decision(agent)
     server.push(answer(slots[0]), answer(slots[1]), answer(slots[1]))
     assert agent.act(obs, info) == slots[1]
@@ -193,7 +195,7 @@ def test_best_of_n_without_a_seed_replays_each_sample_from_the_cache(server: Cha
 
 
 def test_best_of_n_tie_goes_to_the_better_rollout(server: ChatServer) -> None:
-    agent = agent_for(server, refinement="best-of-n", samples=3)
+    agent = agent_for(server, refinement="best-of-n", samples=3, timeout=5.0)  # concurrent: as above
     env, obs, info, slots = first_decision(agent, static_instance())
     a, b = slots[0], slots[-1]
     server.push(answer(a), answer(b), {"content": "{"})
