@@ -45,6 +45,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dynasched_gym.cli import doc_summary, reader_gone
 from dynasched_gym.errors import MissingExtraError, missing_extra
+from scripts.interrupts import interrupted_exit
 
 #: The config path of every script's ``hydra.main`` (:func:`checked_main`), where it looks up config groups.
 CONFIG_PATH = "pkg://dynasched_gym.conf"
@@ -630,7 +631,7 @@ def check_sweep_jobs(overrides: Sequence[str], config_dir: str | None, config_na
                 task = copy.deepcopy(cfg)
                 with open_dict(task):
                     del task["hydra"]
-            except (HydraException, ValueError):
+            except Exception:  # as the sweep's config above: a job Hydra cannot compose, Hydra reports as it runs
                 return
             try:
                 own = check(task)
@@ -695,8 +696,6 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Path | None] | 
                     check_command_line(command_line.overrides, command_line.multirun, command_line.config_dir, name,
                                        own_configs)
                     if check is not None and command_line.multirun and own_configs and not command_line.help:
-                        from scripts.interrupts import interrupted_exit
-
                         with interrupted_exit("nothing ran: the sweep's jobs were being checked"):
                             check_sweep_jobs(command_line.overrides, command_line.config_dir, name,
                                              detect_task_name(*detect_calling_file_or_module_from_task_function(main)),
@@ -710,8 +709,6 @@ def checked_main(config_name: str, check: Callable[[DictConfig], Path | None] | 
                     except BrokenPipeError:  # --help | head: Hydra's print raised a traceback
                         sys.exit(reader_gone())
                 if command_line.multirun:  # a launcher's process (joblib's) met Ctrl-C with a traceback
-                    from scripts.interrupts import interrupted_exit
-
                     with interrupted_exit(SWEEP_STOPPED):
                         return hydra_main(*args, **kwargs)
             return hydra_main(*args, **kwargs)
