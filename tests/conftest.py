@@ -17,6 +17,16 @@ if os.environ.get("CI"):
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pid_running(pid: int) -> bool:
+    """Whether process ``pid`` exists. ``Process.exitcode`` and ``is_alive`` can read a pool worker as running
+    when the pool's manager thread reaped it at the same moment (their ``waitpid`` then fails, read as "not ended")."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def shared_dir() -> Path:
     """The project's shared/ folder: $DYNASCHED_SHARED, else ../shared beside the checkout."""
     path = Path(os.environ.get("DYNASCHED_SHARED", REPO.parent / "shared"))

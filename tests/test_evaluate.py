@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import pid_running
 from hydra import compose, initialize_config_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -889,16 +890,6 @@ def ctrl_c_raises():
     signal.signal(signal.SIGINT, previous)
 
 
-def _pid_running(pid: int) -> bool:
-    """Whether process ``pid`` exists. ``Process.is_alive`` can say True of a worker that the pool's manager thread
-    reaped at the same moment (its ``waitpid`` then fails, read as "still running")."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _slow_task(jobs, objective, validate):
     if jobs[0] == "slow":
         time.sleep(20)
@@ -942,7 +933,7 @@ def test_ctrl_c_with_workers_ends_them_at_once_keeping_the_finished_tasks(monkey
     assert processes or created[0]._processes is None  # the workers (ended by 3.14's terminate_workers)
     for process in processes:  # Python waits for them at exit: they must end now, not after their 20 s episodes
         process.join(5)
-        assert not (process.is_alive() and _pid_running(process.pid))
+        assert not (process.is_alive() and pid_running(process.pid))
     assert time.monotonic() - began < 15
 
 
