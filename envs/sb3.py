@@ -32,6 +32,23 @@ with needs_extra("rl", "dynasched_gym.envs.sb3"):
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 
+def env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
+    """Sub-environment ``i``'s info from Gymnasium's vector ``infos`` (arrays over sub-environments, dicts of them
+    nested; a ``_key`` mask, where there is one, says which hold ``key``): its row of each, NumPy scalars as Python
+    ones."""
+    info: dict[str, Any] = {}
+    for key, value in infos.items():
+        mask = infos.get(f"_{key}")
+        if key.startswith("_") or (mask is not None and not mask[i]):
+            continue
+        if isinstance(value, dict):  # RecordEpisodeStatistics' episode masks only the dict, not its arrays
+            info[key] = env_info(value, i)
+        else:
+            item = value[i] if isinstance(value, np.ndarray) else value
+            info[key] = item.item() if isinstance(item, np.generic) else item
+    return info
+
+
 class SB3VecEnv(VecEnv):
     """A :class:`~dynasched_gym.envs.dfjsp.vector.DFJSPVectorEnv` behind SB3's ``VecEnv`` API.
 
@@ -39,7 +56,8 @@ class SB3VecEnv(VecEnv):
     ``info["terminal_observation"]``, so the wrapped vector env must use
     ``autoreset_mode=SAME_STEP`` (:func:`make_sb3_vec_env` sets it). Per-env infos carry
     ``invalid_actions``, and at an episode's end ``TimeLimit.truncated`` (``True`` only for an episode cut by the
-    vector env's ``max_episode_steps``) and, when it terminated, ``metrics`` (the schedule's metrics) and ``ssi``.
+    vector env's ``max_episode_steps``) and, when it terminated, ``metrics`` (the schedule's metrics) and ``ssi``, and
+    the keys a Gymnasium vector wrapper adds (``RecordEpisodeStatistics``' ``episode``), each sub-environment's row.
 
     ``env_method(name)`` calls the vector env's method once and returns its per-env results (rows),
     so ``env_method("action_masks")`` gives the masks sb3-contrib's ``MaskablePPO`` needs; a method of one
@@ -103,18 +121,14 @@ class SB3VecEnv(VecEnv):
         """Step every sub-environment; finished ones are reset (SB3 semantics)."""
         observation, rewards, terminated, truncated, infos = self.venv.step(self._actions)
         dones = terminated | truncated
-        invalid = infos["invalid_actions"]
-        env_infos: list[dict[str, Any]] = [{"invalid_actions": int(invalid[i])} for i in range(self.num_envs)]
+        # every key, those a wrapper adds too (RecordEpisodeStatistics' episode); the reset's go to reset_infos
+        step_infos = {key: value for key, value in infos.items() if key not in ("final_obs", "final_info", "tier")}
+        env_infos = [env_info(step_infos, i) for i in range(self.num_envs)]
         for i in np.flatnonzero(dones):
-            final_info = infos["final_info"]
-            # the finished episode's count (the top level's belongs to the episode that just began)
-            env_infos[i]["invalid_actions"] = int(final_info["invalid_actions"][i])
+            # the finished episode's last info (the top level's invalid_actions belong to the episode that began)
+            env_infos[i].update(env_info(infos["final_info"], i))
             env_infos[i]["terminal_observation"] = self._observation(infos["final_obs"][i], batched=False)
             env_infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-            if "_metrics" in final_info and final_info["_metrics"][i]:  # not for a truncated episode
-                env_infos[i]["metrics"] = {key: values[i].item() for key, values in final_info["metrics"].items()
-                                           if not key.startswith("_")}
-                env_infos[i]["ssi"] = None if final_info["ssi"][i] is None else float(final_info["ssi"][i])
             self.reset_infos[i] = {"tier": infos["tier"][i]}
         return self._observation(observation), rewards.astype(np.float32), dones, env_infos
 

@@ -455,6 +455,28 @@ def test_sb3_adapter_finds_the_action_masks_under_gymnasiums_vector_wrappers():
         venv.env_method("no_such_method")
 
 
+def test_sb3_adapter_passes_on_the_infos_of_gymnasiums_vector_wrappers():
+    """The adapter built each sub-environment's info from the keys it knew: RecordEpisodeStatistics' ``episode``
+    (and any key a wrapper added) was dropped without a word."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    from dynasched_gym.envs.sb3 import SB3VecEnv
+
+    base = DFJSPVectorEnv(num_envs=2, instance="mk01", autoreset_mode=AutoresetMode.SAME_STEP)
+    venv = SB3VecEnv(RecordEpisodeStatistics(base))
+    venv.reset()
+    dones, steps = np.zeros(2, dtype=bool), 0
+    while not dones.any():
+        _, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))
+        steps += 1
+        assert dones.all() or all("episode" not in info for info in infos)
+    for info in infos:
+        assert info["episode"]["l"] == steps and isinstance(info["episode"]["l"], int)
+        assert info["episode"]["r"] == pytest.approx(-info["metrics"]["makespan"])
+        assert isinstance(info["metrics"]["makespan"], float) and isinstance(info["ssi"], float)
+    assert venv.reset_infos == [{"tier": None}] * 2
+
+
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
     ({"forecast_futures": 3}, ValueError, r"forecast_futures=3 samples futures for the forecast_features rollouts"),
     ({"forecast_futures": -1}, ValueError, r"forecast_futures must be an integer >= 0, got -1"),
