@@ -373,6 +373,13 @@ def test_bad_arguments_raise_helpful_errors():
                           autoreset_mod="same_step"), "DFJSPVectorEnv got an unknown argument 'autoreset_mod' (did "
      "you mean 'autoreset_mode'?); its arguments are num_envs, autoreset_mode, copy, parallel, max_episode_steps, "
      "tier, size,"),
+    # a vector env's argument given to the single envs of the sync and async modes: "did you mean 'render_mode'?"
+    (lambda: gym.make_vec("DynaSched/DFJSP-v0", num_envs=2, vectorization_mode="sync", instance="mk01",
+                          autoreset_mode="same_step"), "DFJSPEnv got 'autoreset_mode', an argument of the vector env "
+     "DFJSPVectorEnv, not of a single env: gym.make_vec(..., vectorization_mode='vector_entry_point') passes it on; "
+     "the 'sync' and 'async' modes take Gymnasium's autoreset_mode and copy in vector_kwargs={...}"),
+    (lambda: gym.make("DynaSched/DFJSP-Rules-v0", num_envs=4), "DFJSPRulesEnv got 'num_envs', an argument of the "
+     "vector env DFJSPRulesVectorEnv, not of a single env: gym.make_vec"),
 ])
 def test_an_unknown_argument_names_the_nearest_and_the_envs_arguments(make, message):
     """Python's "DFJSPEnv.__init__() got an unexpected keyword argument 'teir'" named none of the env's arguments."""

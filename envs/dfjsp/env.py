@@ -66,6 +66,22 @@ def copy_refused(env: object, instance: str, simulator: str) -> TypeError:
                      f"branch.restore({simulator}.snapshot()), then step the branch")
 
 
+def _refuse_vector_arguments(cls: type, kwargs: dict[str, Any]) -> None:
+    """Raise a TypeError naming the first of ``kwargs`` that belongs to ``cls``'s vector env and where it goes: the
+    nearest of the single env's arguments misled (make_vec(..., vectorization_mode="sync", autoreset_mode=...): "did
+    you mean 'render_mode'?")."""
+    from dynasched_gym.envs.dfjsp import vector  # it imports this module
+
+    base = vector.DFJSPVectorEnv
+    vector_class = next((c for c in base.__subclasses__() if c.env_class is cls), base)
+    for name in kwargs:
+        if name in keyword_arguments(vector_class):
+            raise TypeError(f"{cls.__name__} got {name!r}, an argument of the vector env {vector_class.__name__}, "
+                            "not of a single env: gym.make_vec(..., vectorization_mode='vector_entry_point') passes it "
+                            "on; the 'sync' and 'async' modes take Gymnasium's autoreset_mode and copy in "
+                            "vector_kwargs={...}")
+
+
 def _block(table: tuple[Feature, ...], level: int, rows: int | None) -> spaces.Box:
     low, high = bounds(table, level)
     if rows is not None:
@@ -156,7 +172,10 @@ class DFJSPEnv(gym.Env[Observation, np.int64]):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> DFJSPEnv:
         # Python's TypeError names an unknown argument (gym.make(..., teir="hard")) but not the env's arguments
-        check_arguments(cls.__name__, kwargs, keyword_arguments(DFJSPEnv), ENV_ARGUMENTS_DOCS)
+        arguments = keyword_arguments(DFJSPEnv)
+        if any(name not in arguments for name in kwargs):
+            _refuse_vector_arguments(cls, kwargs)
+        check_arguments(cls.__name__, kwargs, arguments, ENV_ARGUMENTS_DOCS)
         return super().__new__(cls)
 
     def __init__(
