@@ -40,6 +40,9 @@ def _environments(namespace: dict[str, Any], folder: Path) -> None:
     assert (folder / "episode.json").is_file()
     assert namespace["rewards"].shape == (256,)
     assert namespace["model"].num_timesteps >= 64
+    namespace["masker"].reset(seed=0)
+    assert namespace["masker"].action_masks().tolist() == namespace["mk01"].unwrapped.action_masks().tolist()
+    assert namespace["normalized"].norm_obs_keys == ["candidates", "machines", "global"]
 
 
 def _generation(namespace: dict[str, Any], folder: Path) -> None:
