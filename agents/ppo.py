@@ -171,6 +171,7 @@ class PPOAgent(Agent):
                              "DynaSched/DFJSP-v0 (SlotPolicy, MultiInputPolicy); play one trained on flattened "
                              "observations with model.predict on an env with the same flattening")
         _check_pair_policy(self.model, self.checkpoint or "given")
+        _check_fair_actor(self.model, self.checkpoint or "given")
         trained_on = {} if self.checkpoint is None else training_env(Path(self.checkpoint))
         self.trained_objective = trained_on.get("objective")
         if self.trained_objective is not None:  # else accepted here and refused at the first play()
@@ -413,6 +414,17 @@ def _check_pair_policy(model: MaskablePPO, label: str) -> None:
                      f"its observations: it was trained on {trained}, and PPOAgent plays pair-selection policies of "
                      "DynaSched/DFJSP-v0 (no env setting changes that); play it with model.predict(observation, "
                      "action_masks=env.action_masks()) on the env it was trained on")
+
+
+def _check_fair_actor(model: MaskablePPO, label: str) -> None:
+    """Refuse a policy with ``hindsight_forecasts`` in its observations whose actor reads them (any but
+    ``SlotPolicy(critic_hindsight=True)``): it learned to act on the real future, which the agent replaces by zeros."""
+    policy = model.policy
+    if HINDSIGHT_KEY in model.observation_space.spaces and not getattr(policy, "critic_hindsight", False):
+        raise ValueError(f"the PPO policy {label} reads {HINDSIGHT_KEY!r}, the real future, in its actor too: "
+                         f"{type(policy).__name__} feeds every observation key to both actor and critic, and only "
+                         "SlotPolicy(critic_hindsight=True) keeps that block from its actor; train it with that "
+                         "policy, or without critic_hindsight")
 
 
 def _check_space(actual: spaces.Dict, expected: spaces.Dict) -> None:

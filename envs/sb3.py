@@ -199,7 +199,8 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     (:class:`~dynasched_gym.envs.wrappers.ForecastFeaturesVector`), rolled out in ``forecast_futures``
     futures sampled from the env's tier pool (``0``: the future forgotten). With ``critic_hindsight``
     they also carry the same rules' rollouts in the real future (``hindsight_forecasts``), the privileged
-    input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only).
+    input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only: any other
+    policy, ``"MultiInputPolicy"`` too, feeds them to its actor).
     """
     # the vector env's own check names neither the adapter's arguments nor their nearest (flaten=True)
     own = [name for name in inspect.signature(make_sb3_vec_env).parameters if name not in ("env_id", "kwargs")]

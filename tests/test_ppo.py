@@ -1081,3 +1081,16 @@ def test_a_json_record_beside_a_checkpoint_that_is_none_is_ignored(tmp_path):
     shutil.copy(shipped_checkpoint("medium"), tmp_path / "m.zip")
     (tmp_path / "m.json").write_text('{"validation": 3}', encoding="utf-8")
     assert make("ppo", checkpoint=tmp_path / "m.zip").trained_objective is None
+
+
+def test_a_policy_whose_actor_read_the_hindsight_forecasts_is_refused():
+    """SB3's MultiInputPolicy on make_sb3_vec_env(critic_hindsight=True) reads hindsight_forecasts (the real future) in
+    its actor: PPOAgent played it with zeros there, an actor trained on the future fed what it never saw."""
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=1, instance="mk01", forecast_features=["EDD:EET"],
+                            critic_hindsight=True)
+    model = MaskablePPO("MultiInputPolicy", venv, n_steps=8, batch_size=8)
+    with pytest.raises(ValueError, match=re.escape(f"reads {HINDSIGHT_KEY!r}, the real future, in its actor too: "
+                                                   "MaskableMultiInputActorCriticPolicy feeds every")):
+        make("ppo", checkpoint=model)
