@@ -26,6 +26,7 @@ from dynasched_gym.envs.dfjsp.env import ENV_ARGUMENTS_DOCS, DFJSPEnv
 from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions, dfjsp_unwrapped
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 from dynasched_gym.errors import needs_extra
+from dynasched_gym.registration import ENV_SPECS
 
 with needs_extra("rl", "dynasched_gym.envs.sb3"):
     from stable_baselines3.common.vec_env import VecMonitor
@@ -202,6 +203,13 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only: any other
     policy, ``"MultiInputPolicy"`` too, feeds them to its actor).
     """
+    spec = gym.registry.get(env_id.split(":")[-1])  # a "module:" prefix imports the module, imported here already
+    entry = None if spec is None else spec.vector_entry_point
+    if spec is not None and entry not in [vector for _, vector, _ in ENV_SPECS.values()] and not (
+            isinstance(entry, type) and issubclass(entry, DFJSPVectorEnv)):
+        # another env's vector class failed on the autoreset_mode passed below, which the caller never gave
+        raise TypeError(f"make_sb3_vec_env adapts the vector envs of {', '.join(ENV_SPECS)}; got {env_id!r}: SB3's "
+                        "make_vec_env vectorizes any other")
     # the vector env's own check names neither the adapter's arguments nor their nearest (flaten=True)
     own = [name for name in inspect.signature(make_sb3_vec_env).parameters if name not in ("env_id", "kwargs")]
     arguments = list(dict.fromkeys([*own, *keyword_arguments(DFJSPVectorEnv), *keyword_arguments(DFJSPEnv)]))

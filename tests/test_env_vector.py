@@ -662,6 +662,17 @@ def test_a_misspelt_sb3_adapter_argument_names_the_nearest_of_the_adapters_and_t
         make_sb3_vec_env(num_envs=2, **{name: "mk01"})
 
 
+def test_the_sb3_adapter_of_another_env_id_says_it_adapts_the_dynasched_ones():
+    """make_sb3_vec_env("CartPole-v1") failed in CartPole's vector env: "got an unexpected keyword argument
+    'autoreset_mode'", an argument the caller never gave."""
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    with pytest.raises(TypeError, match=re.escape("make_sb3_vec_env adapts the vector envs of DynaSched/DFJSP-v0, "
+                                                  "DynaSched/DFJSP-Rules-v0, DynaSched/FJSP-v0; got 'CartPole-v1'")):
+        make_sb3_vec_env("CartPole-v1", num_envs=2)
+    assert make_sb3_vec_env("dynasched_gym:DynaSched/FJSP-v0", num_envs=1).num_envs == 1
+
+
 def test_actions_reach_the_kernel_as_one_contiguous_writeable_array():
     """A column of a table (actions[:, t]) or a read-only array was handed on as is: numba compiled another version
     of the step kernel for it, a ~25 s stall on the first step."""
