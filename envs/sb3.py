@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
 import dynasched_gym  # noqa: F401  (registers the ids)
@@ -185,7 +186,7 @@ class SB3VecEnv(VecEnv):
         return [None] * self.num_envs if frames is None else list(frames)
 
 
-def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
+def make_sb3_vec_env(env_id: str | EnvSpec = "DynaSched/DFJSP-v0", num_envs: int = 8, flatten: bool = False,
                      keep_mask: bool = True, forecast_rule: str | Sequence[str] | None = None, hindsight: bool = False,
                      forecast_features: Sequence[str] = (), forecast_futures: int = 0, critic_hindsight: bool = False,
                      **kwargs: Any) -> VecMonitor:
@@ -203,12 +204,13 @@ def make_sb3_vec_env(env_id: str = "DynaSched/DFJSP-v0", num_envs: int = 8, flat
     input of an asymmetric critic (``SlotPolicy(critic_hindsight=True)``; ``Dict`` observations only: any other
     policy, ``"MultiInputPolicy"`` too, feeds them to its actor).
     """
-    spec = gym.registry.get(env_id.split(":")[-1])  # a "module:" prefix imports the module, imported here already
+    # gym.make_vec takes an EnvSpec too; a "module:" prefix imports the module, imported here already
+    spec = env_id if isinstance(env_id, EnvSpec) else gym.registry.get(env_id.split(":")[-1])
     entry = None if spec is None else spec.vector_entry_point
     if spec is not None and entry not in [vector for _, vector, _ in ENV_SPECS.values()] and not (
             isinstance(entry, type) and issubclass(entry, DFJSPVectorEnv)):
         # another env's vector class failed on the autoreset_mode passed below, which the caller never gave
-        raise TypeError(f"make_sb3_vec_env adapts the vector envs of {', '.join(ENV_SPECS)}; got {env_id!r}: SB3's "
+        raise TypeError(f"make_sb3_vec_env adapts the vector envs of {', '.join(ENV_SPECS)}; got {spec.id!r}: SB3's "
                         "make_vec_env vectorizes any other")
     # the vector env's own check names neither the adapter's arguments nor their nearest (flaten=True)
     own = [name for name in inspect.signature(make_sb3_vec_env).parameters if name not in ("env_id", "kwargs")]
