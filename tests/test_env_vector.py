@@ -671,6 +671,7 @@ def test_the_sb3_adapter_of_another_env_id_says_it_adapts_the_dynasched_ones():
                                                   "DynaSched/DFJSP-Rules-v0, DynaSched/FJSP-v0; got 'CartPole-v1'")):
         make_sb3_vec_env("CartPole-v1", num_envs=2)
     assert make_sb3_vec_env("dynasched_gym:DynaSched/FJSP-v0", num_envs=1).num_envs == 1
+    assert make_sb3_vec_env(gym.spec("DynaSched/FJSP-v0"), num_envs=1).num_envs == 1  # as gym.make_vec takes it
 
 
 def test_actions_reach_the_kernel_as_one_contiguous_writeable_array():
