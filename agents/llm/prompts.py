@@ -44,6 +44,7 @@ state); ``priors`` (L2 plus only the design priors); ``priors_tagged`` (L3 with 
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -288,17 +289,27 @@ def upcoming(sim: Simulator, limit: int, concerns: Callable[[int | None, int | N
     instance, state = sim.instance, sim.state
     keep = concerns or (lambda job, machine: True)
     events = pending_events(sim)
-    lines = [(e.time, describe_event(e, instance)) for e in events if keep(e.job, e.machine)]
-    cancelled = {}  # a hidden job cancelled before its release never arrives; at its release it arrives first
-    for e in events:
+    # (time, event or arriving job); only the shown ones are described: describing all of them made each oracle
+    # prompt cost time linear in the instance's events and hidden jobs for a list cut to ``limit``
+    items: list[tuple[float, Event | int]] = [(e.time, e) for e in events if keep(e.job, e.machine)]
+    cancelled = np.full(instance.num_jobs, math.inf)  # a hidden job cancelled before its release never arrives; at
+    for e in reversed(events):  # its release it arrives first; the first pending cancellation of a job counts
         if e.type == EventType.CANCELLATION:
-            cancelled.setdefault(e.job, e.time)
-    lines += [(float(instance.job_release[j]), f"t={fmt(float(instance.job_release[j]))} ARRIVAL job "
-               f"{instance.job_names[j]} ({len(instance.job_ops(j))} operation(s), due "
-               f"{fmt(float(instance.job_due[j]))}, weight {fmt(float(instance.job_weight[j]))})")
-              for j in np.flatnonzero(state.job_status == JOB_HIDDEN)
-              if keep(int(j), None) and instance.job_release[j] <= cancelled.get(int(j), math.inf) + EPS]
-    return [text for _, text in sorted(lines, key=lambda x: x[0])[:limit]], len(lines)
+            cancelled[e.job] = e.time
+    hidden = np.flatnonzero(state.job_status == JOB_HIDDEN)
+    hidden = hidden[instance.job_release[hidden] <= cancelled[hidden] + EPS]
+    items += [(t, j) for t, j in zip(instance.job_release[hidden].tolist(), hidden.tolist()) if keep(j, None)]
+    shown = heapq.nsmallest(limit, items, key=lambda x: x[0])  # sorted(items, key=...)[:limit], as stable
+    lines = [describe_event(x, instance) if isinstance(x, Event) else _arrival(x, instance) for _, x in shown]
+    return lines, len(items)
+
+
+def _arrival(j: int, instance: Instance) -> str:
+    """The line announcing hidden job ``j``'s arrival (oracle prompts only)."""
+    release = float(instance.job_release[j])
+    ops = int(instance.job_op_ptr[j + 1] - instance.job_op_ptr[j])
+    return (f"t={fmt(release)} ARRIVAL job {instance.job_names[j]} ({ops} operation(s), due "
+            f"{fmt(float(instance.job_due[j]))}, weight {fmt(float(instance.job_weight[j]))})")
 
 
 def future_section(heading: str, future: Sequence[str], total: int, limit: int) -> list[str]:
