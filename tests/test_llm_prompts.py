@@ -354,6 +354,31 @@ def test_the_oracle_describes_only_the_future_lines_it_shows(monkeypatch: pytest
     assert "t=102 ARRIVAL job L2 (1 operation(s), due 200, weight 1)" in mine[0] and len(described) == 20
 
 
+def test_the_events_so_far_are_counted_without_a_pass_over_them_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every prompt named the type of each event applied so far, one by one: prompts grew slower through an episode
+    (3.1 ms a decision mid-episode on 19,352 jobs, 0.4 ms at 313). The counts are those of the applied events."""
+    from dynasched_gym.agents.llm import prompts
+
+    base = dynamic_instance()
+    events = (*base.events, *(Event(1.0 + k / 10, EventType.PRIORITY_CHANGE, job=k % 4, weight=1.0 + k)
+                              for k in range(30)))
+    env = env_of(base.replace(events=tuple(sorted(events, key=lambda e: e.time))))
+    _advance(env, 12.0)  # the 30 priority changes, the one at 6 and the breakdown at 8 applied
+    named = []
+
+    class Counted:  # EventType, counting the events it names
+        def __getattr__(self, name: str) -> Any:
+            return getattr(EventType, name)
+
+        def __call__(self, value: int) -> EventType:
+            named.append(value)
+            return EventType(value)
+
+    monkeypatch.setattr(prompts, "EventType", Counted())
+    view = _view(env)
+    assert view.events_so_far == {"breakdown": 1, "priority_change": 31} and len(named) == 2
+
+
 def test_the_oracle_system_prompt_says_how_many_future_events_are_shown() -> None:
     """The oracle's system prompt said "You are also shown the future events" also with ``future_events=0``, where
     its user prompt says they are not shown; it now says so too, and names the limit of a list that may be cut."""
