@@ -15,7 +15,7 @@ from dynasched_gym import Event, EventType, Instance, Job, Machine, data, load_i
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
 from dynasched_gym.agents.rules import complementary_rules
-from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.core.rules import parse_rule, select
 from dynasched_gym.errors import MissingExtraError, TruncatedEpisodeWarning
 
 
@@ -245,6 +245,44 @@ def test_without_emergency_first_the_fallback_ranks_by_the_job_rule_alone():
         agent.reset(env)
         slot = agent.act(observation, info)
         assert (jobs[slot], machines[slot]) == expected
+
+
+@pytest.mark.parametrize("rule", ["ATC:LWL", "SPT:EET"])
+def test_the_rule_agents_fallback_ranks_the_offered_jobs_in_one_kernel_call(rule: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback called the job-priority kernel once per offered job, ~11 us of argument unboxing each (and for
+    ATC a pass over all jobs each): 48 % of the decisions of a 4,826-job episode, half its time. It plays the offered
+    pair of the lowest priority, the first of equals, as before."""
+    from dynasched_gym.agents import rules as agent_rules
+    from dynasched_gym.core.rules import job_priority
+
+    jobs = [Job(f"J{k}", [{0: 1.0 + k % 5, 1: 2.0 + k % 3}, {0: 1.0 + k % 2}], due=8.0 + k % 7) for k in range(12)]
+    env = gym.make("DynaSched/DFJSP-v0", instance=Instance.build("queue", [Machine("M0"), Machine("M1")], jobs),
+                   max_candidates=3)
+    calls = []
+
+    def counted(kernel):
+        return lambda *args: calls.append(kernel) or kernel(*args)
+
+    for name in ("job_priority", "job_priorities"):  # whichever the agent calls
+        if hasattr(agent_rules, name):
+            monkeypatch.setattr(agent_rules, name, counted(getattr(agent_rules, name)))
+    observation, info = env.reset(seed=0)
+    agent = make(f"rule:{rule}")
+    agent.reset(env)
+    fallbacks, done = 0, False
+    while not done:
+        sim = env.unwrapped.simulator
+        offered_jobs, offered_machines = env.unwrapped.offered_pairs()
+        chosen = select(sim.static, sim.state, agent.job_rule, agent.machine_rule)
+        offered = chosen in set(zip(offered_jobs.tolist(), offered_machines.tolist()))
+        priorities = [job_priority(sim.static, sim.state, int(j), agent.job_rule) for j in offered_jobs if j >= 0]
+        slot = agent.act(observation, info)
+        if not offered:
+            fallbacks += 1
+            assert slot == priorities.index(min(priorities))
+        observation, _, done, _, info = env.step(slot)
+    assert fallbacks >= 8 and len(calls) == fallbacks
 
 
 def test_a_rule_agent_plays_slot_0_when_nothing_can_start():
