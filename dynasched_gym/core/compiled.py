@@ -99,7 +99,12 @@ C_SEGMENTS = 2
 C_DOWNTIMES = 3
 C_OPEN_JOBS = 4  # jobs neither completed nor cancelled
 C_DECISIONS = 5
-NUM_COUNTERS = 6
+# Every active job's index lies in [C_ACTIVE_FIRST, C_ACTIVE_END): the scans for startable jobs walk that window, not
+# all jobs, so an episode's cost does not grow with the jobs finished (or not yet arrived) at either end. A superset:
+# an arrival widens it, and it narrows only past jobs no longer active (arrivals in index order keep it tight).
+C_ACTIVE_FIRST = 6
+C_ACTIVE_END = 7
+NUM_COUNTERS = 8
 
 JOB_HIDDEN, JOB_ACTIVE, JOB_COMPLETED, JOB_CANCELLED = 0, 1, 2, 3
 DOWN_NONE, DOWN_BREAKDOWN, DOWN_MAINTENANCE = 0, 1, 2

@@ -13,6 +13,8 @@ import numpy as np
 from numba import njit
 
 from dynasched_gym.core.compiled import (
+    C_ACTIVE_END,
+    C_ACTIVE_FIRST,
     C_DECISIONS,
     C_DOWNTIMES,
     C_EVENT,
@@ -133,6 +135,32 @@ def _stop_running(T, m, t, status):
 
 
 @njit(cache=True, _nrt=False)
+def _widen_active(counters, j):
+    """Job ``j`` has arrived: widen the window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` to it (an empty one starts at it)."""
+    if counters[C_ACTIVE_FIRST] >= counters[C_ACTIVE_END]:
+        counters[C_ACTIVE_FIRST], counters[C_ACTIVE_END] = j, j + 1
+    else:
+        counters[C_ACTIVE_FIRST] = min(counters[C_ACTIVE_FIRST], j)
+        counters[C_ACTIVE_END] = max(counters[C_ACTIVE_END], j + 1)
+
+
+@njit(cache=True, _nrt=False)
+def _narrow_active(T, j):
+    """Job ``j`` is no longer active: narrow the window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` past inactive jobs."""
+    counters = T.counters
+    status = T.job_status
+    first, end = counters[C_ACTIVE_FIRST], counters[C_ACTIVE_END]
+    if j == first:
+        while first < end and status[first] != JOB_ACTIVE:
+            first += 1
+    if j == end - 1:
+        while end > first and status[end - 1] != JOB_ACTIVE:
+            end -= 1
+    counters[C_ACTIVE_FIRST] = first
+    counters[C_ACTIVE_END] = end
+
+
+@njit(cache=True, _nrt=False)
 def _complete(S, T, m):
     machine_job = T.machine_job
     job_pos = T.job_pos
@@ -148,6 +176,7 @@ def _complete(S, T, m):
         T.job_status[j] = JOB_COMPLETED
         T.job_completion[j] = end
         T.counters[C_OPEN_JOBS] -= 1
+        _narrow_active(T, j)
     _start_queued_maintenance(T, m, end)
 
 
@@ -242,6 +271,7 @@ def _apply_job_event(S, T, e, t):
         T.counters[C_OPEN_JOBS] -= 1
         job_status[j] = JOB_CANCELLED
         T.job_cancelled_at[j] = t
+        _narrow_active(T, j)
     elif kind == EV_REWORK:
         k = S.event_op[e]
         if k < T.job_pos[j]:
@@ -303,6 +333,7 @@ def _process_time(S, T, t):
         j = release_order[r]
         if job_status[j] == JOB_HIDDEN:
             job_status[j] = JOB_ACTIVE
+            _widen_active(counters, j)
         r += 1
     counters[C_RELEASE] = r
     # 4. the other stream events at t
@@ -354,7 +385,7 @@ def nth_candidate(S, T, k):
     machine_down = T.machine_down
     maintenance = T.machine_maintenance
     n = 0
-    for j in range(job_status.shape[0]):
+    for j in range(T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END]):
         if job_status[j] == JOB_ACTIVE and job_machine[j] < 0:
             op = slot_op[slot_ptr[j] + job_pos[j]]
             for i in range(elig_ptr[op], elig_ptr[op + 1]):
@@ -407,6 +438,7 @@ def reset(S, T):
     T.now[0] = 0.0
     _fill(T.counters, 0)
     T.counters[C_OPEN_JOBS] = num_jobs
+    T.counters[C_ACTIVE_FIRST] = T.job_status.shape[0]  # an empty window: no job has arrived
     _fill(T.job_status, JOB_HIDDEN)
     _fill(T.job_pos, 0)
     _copy(T.job_num_slots, S.job_num_ops)
@@ -499,7 +531,7 @@ def fill_candidates(S, T, out_job, out_machine, out_time):
     maintenance = T.machine_maintenance
     n = 0
     cap = out_job.shape[0]
-    for j in range(job_status.shape[0]):
+    for j in range(T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END]):
         if job_status[j] == JOB_ACTIVE and job_machine[j] < 0:
             slot = slot_ptr[j] + job_pos[j]
             op = slot_op[slot]

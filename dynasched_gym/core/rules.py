@@ -49,7 +49,7 @@ import numpy as np
 from numba import _helperlib, njit
 
 from dynasched_gym.checks import is_integer
-from dynasched_gym.core.compiled import C_DECISIONS, JOB_ACTIVE
+from dynasched_gym.core.compiled import C_ACTIVE_END, C_ACTIVE_FIRST, C_DECISIONS, JOB_ACTIVE
 from dynasched_gym.core.kernels import DECISION, advance, machine_available, nth_candidate, reset, slot_time, start
 from dynasched_gym.instance import EMERGENCY_WEIGHT
 
@@ -143,7 +143,7 @@ def atc_scale(S, T):
     """ATC's ``p_mean``: the mean p of the jobs waiting now (released, open, not running); NaN when none waits.
     What waits now is the present only, so the rule reads nothing of jobs still to come."""
     total, count = 0.0, 0
-    for j in range(T.job_status.shape[0]):
+    for j in range(T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END]):
         if T.job_status[j] == JOB_ACTIVE and T.job_machine[j] < 0:
             total += _current_time(S, T, j)
             count += 1
@@ -278,7 +278,7 @@ def select(S, T, job_rule, machine_rule):
     best_key, best_rank, job_ties = np.inf, 1, 0
     base_rule = job_rule & _BASE
     p_mean = atc_scale(S, T) if base_rule == _ATC else np.nan  # once per decision, not per job
-    for j in range(job_status.shape[0]):
+    for j in range(T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END]):
         if job_status[j] != JOB_ACTIVE or job_machine[j] >= 0:
             continue
         slot = slot_ptr[j] + job_pos[j]

@@ -34,6 +34,8 @@ from numba import njit, prange
 from numba.typed import List
 
 from dynasched_gym.core.compiled import (
+    C_ACTIVE_END,
+    C_ACTIVE_FIRST,
     C_DOWNTIMES,
     C_EVENT,
     C_RELEASE,
@@ -321,14 +323,15 @@ def machine_stats(S, T, W, level, now):
     job_pos = T.job_pos
     slot_ptr = S.job_slot_ptr
     slot_work = T.slot_work
-    for j in range(status.shape[0]):
+    active = range(T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END])
+    for j in active:
         if status[j] == JOB_ACTIVE and job_machine[j] < 0:
             slot = slot_ptr[j] + job_pos[j]
             _add_eligible_work(S, T, MS_QUEUE, stat, slot, slot_work[slot])
     if level >= FULL:
         machine_end = T.machine_end
         num_slots = T.job_num_slots
-        for j in range(status.shape[0]):
+        for j in active:
             if status[j] != JOB_ACTIVE:
                 continue
             first = job_pos[j]
