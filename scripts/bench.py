@@ -19,6 +19,10 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``on
   as ``scripts.evaluate`` plays them (one torch thread), by ``PPOAgent`` and by the same policy through sb3-contrib's
   ``MaskablePPO.predict`` (the schedules must be the same), ms per episode of each and their ratio;
 - ``sesc``: SESC calibration of one instance of the medium and of the large size preset, seconds;
+- ``scaling``: in-kernel episodes (as ``kernel``) of uncalibrated instances of the large preset with
+  ``scale.num_jobs`` 250, 1000 and 4000 (x4 steps) at a utilisation target of 0.2 (queues stay short) and 0.8,
+  microseconds per decision and its ratio to the next smaller instance's: about 1 when an episode's cost grows
+  with its decisions only, about 4 when every decision walks every job of the instance;
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
 - ``memory``: peak RSS of a fresh process that plays one episode in one env, and one in each of the
@@ -70,7 +74,7 @@ from dynasched_gym.checks import check_bool, check_choice, check_choices, check_
 from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector
-from dynasched_gym.generation import Scenario, calibrate
+from dynasched_gym.generation import Scenario, calibrate, generate
 from dynasched_gym.generation.stress_index import TIERS
 from dynasched_gym.generation.tiers import tier_pool
 from dynasched_gym.instance import Instance, write_text_atomic
@@ -90,13 +94,15 @@ from scripts.peers.run_dynasched import ENV_ID, EnvDriver, VectorDriver
 
 FORMAT = "dynasched-bench/1"
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("kernel", "env", "vector", "wrappers", "ppo", "sesc", "cold", "memory", "peers")
+SECTIONS = ("kernel", "env", "vector", "wrappers", "ppo", "sesc", "scaling", "cold", "memory", "peers")
 #: The sections that measure each of ``instances``.
 INSTANCE_SECTIONS = ("kernel", "env", "vector", "memory", "peers")
 EMBEDDED = ("ta01", "mk10", "dsbx-medium")
 TIER_SIZES = {"tier-medium": "medium", "tier-large": "large"}
 INSTANCES = (*EMBEDDED, *TIER_SIZES)
 SESC_SIZES = ("medium", "large")
+SCALING_JOBS = (250, 1000, 4000)  # the large preset's scale.num_jobs
+SCALING_UTILIZATIONS = (0.2, 0.8)
 COLD_INSTANCE = "ta01"
 #: The ``wrappers`` section's env: scripts.train's defaults (conf/env/dfjsp.yaml), on 64 pool seeds.
 WRAPPED_ENV = {"num_envs": 16, "tier": "medium", "size": "small", "objective": "weighted_tardiness", "pool_size": 64}
@@ -301,6 +307,16 @@ def bench_sesc(size: str, args: argparse.Namespace) -> dict[str, Any]:
             "jobs": statistics.median(r.instance.num_jobs for r in runs)}
 
 
+def bench_scaling(num_jobs: int, utilization: float, args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`bench_kernel` on the large preset's uncalibrated seed-0 instance of ``num_jobs`` and ``utilization``."""
+    scenario = Scenario.preset("large")
+    scenario = dataclasses.replace(scenario, scale=dataclasses.replace(scenario.scale, num_jobs=num_jobs),
+                                   targets=dataclasses.replace(scenario.targets, utilization=utilization))
+    instance = generate(scenario, 0)
+    result = bench_kernel(instance, args)
+    return {**result, "jobs": instance.num_jobs, "us_per_decision": 1e6 / result["decisions_per_s"]}
+
+
 def run_runner(python: str, runner: str, instance: Path, options: Sequence[str], timeout: float,
                env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``scripts/peers/<runner>`` under ``python`` from the repository root; its JSON, or ``{"error": reason}``.
@@ -478,8 +494,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def report(results: dict[str, Any]) -> str:
     """The Markdown tables of ``results`` (each section that has figures)."""
     parts = [table(results) for table in (_instances_table, _ours_table, _peers_table, _ratios_table,
-                                          _wrappers_table, _ppo_table, _sesc_table, _cold_table, _memory_table,
-                                          _targets_table)]
+                                          _wrappers_table, _ppo_table, _sesc_table, _scaling_table, _cold_table,
+                                          _memory_table, _targets_table)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -560,6 +576,22 @@ def _sesc_table(results: dict[str, Any]) -> str:
         ["preset", "median s", "converged", "jobs"],
         [[size, f"{r['seconds']:.3f}", f"{r['converged']}/{r['runs']}", f"{r['jobs']:.0f}"]
          for size, r in sesc.items()]) if sesc else ""
+
+
+def _scaling_table(results: dict[str, Any]) -> str:
+    scaling = results["ours"].get("scaling")
+    if not scaling:
+        return ""
+    rows = []
+    for utilization, by_jobs in scaling.items():
+        previous = None
+        for r in by_jobs.values():
+            ratio = "" if previous is None else f"{r['us_per_decision'] / previous:.2f}"
+            rows.append([utilization, r["jobs"], f"{r['us_per_decision']:.2f}", ratio])
+            previous = r["us_per_decision"]
+    rule = results["settings"]["rule"]
+    return f"In-kernel {rule} episodes of growing instances (large preset, uncalibrated, seed 0):\n\n" + _table(
+        ["utilisation target", "jobs", "us per decision", "ratio to the smaller (x4 jobs)"], rows)
 
 
 def _cold_table(results: dict[str, Any]) -> str:
@@ -770,6 +802,9 @@ def run(args: argparse.Namespace, results: dict[str, Any], tmp: Path) -> None:
         tasks.append((("ours", "ppo"), lambda: bench_ppo(args)))
     if "sesc" in sections:
         tasks += [(("ours", "sesc", size), lambda s=size: bench_sesc(s, args)) for size in SESC_SIZES]
+    if "scaling" in sections:
+        tasks += [(("ours", "scaling", f"{u:g}", str(n)), lambda n=n, u=u: bench_scaling(n, u, args))
+                  for u in SCALING_UTILIZATIONS for n in SCALING_JOBS]
     if "cold" in sections:
         tasks.append((("ours", "cold"), lambda: bench_cold(data.path(COLD_INSTANCE), args)))
     if "memory" in sections:

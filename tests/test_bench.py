@@ -81,6 +81,22 @@ def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_en
     assert "| forecast features |" in capsys.readouterr().out
 
 
+def test_the_scaling_section_gives_each_instances_cost_per_decision_and_its_ratio_to_the_smaller(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(bench, "SCALING_JOBS", (20, 80))
+    out = tmp_path / "bench.json"
+    _bench("quick=true", "only=[scaling]", "instances=[ta01]", "seconds=0.01", f"out={out}")
+    scaling = json.loads(out.read_text())["ours"]["scaling"]
+    assert list(scaling) == ["0.2", "0.8"] and all(list(by_jobs) == ["20", "80"] for by_jobs in scaling.values())
+    printed = capsys.readouterr().out
+    for utilization, by_jobs in scaling.items():
+        small, large = by_jobs["20"], by_jobs["80"]
+        assert small["jobs"] < large["jobs"]
+        assert large["us_per_decision"] == pytest.approx(1e6 / large["decisions_per_s"])
+        ratio = large["us_per_decision"] / small["us_per_decision"]
+        assert f"| {utilization} | {large['jobs']} | {large['us_per_decision']:.2f} | {ratio:.2f} |" in printed
+
+
 def test_the_ppo_section_times_the_agent_against_sb3s_predict_on_the_same_schedules(tmp_path: Path, monkeypatch,
                                                                                      capsys) -> None:
     monkeypatch.setattr(bench, "PPO_SEEDS", range(10_000, 10_001))
