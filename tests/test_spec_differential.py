@@ -1,0 +1,167 @@
+"""Differential test: the simulator against the clean-room reference of tests/spec_simulator.py.
+
+At every decision the clock and the offered (job, op, machine) pairs with their remaining times must agree;
+at the end the segments, downtime, job records and metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from spec_simulator import ReferenceSimulator
+from strategies import instances
+
+from dynasched_gym.core import Simulator
+from dynasched_gym.instance import STREAM_EVENT_TYPES, Event, EventType, Instance, Job, Machine
+
+TOL = 1e-9
+
+
+def _close(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= TOL * max(1.0, abs(a))
+
+
+def _records(rows: list[dict], keys: tuple[str, ...]) -> list[tuple]:
+    return sorted(tuple(round(r[k], 6) if isinstance(r[k], float) else r[k] for k in keys) for r in rows)
+
+
+def play_both(inst: Instance, seed: int) -> tuple[Simulator, ReferenceSimulator]:
+    """Play random pairs on both; compare every decision point."""
+    rng = np.random.default_rng(seed)
+    sim, ref = Simulator(inst), ReferenceSimulator(inst)
+    sim.reset()
+    while True:
+        assert sim.done == ref.done, (sim.now, ref.now)
+        if sim.done:
+            return sim, ref
+        assert _close(sim.now, ref.now), (sim.now, ref.now)
+        jobs, machines, remaining = sim.candidates()
+        offered = {(int(j), int(m)): float(r) for j, m, r in zip(jobs, machines, remaining)}
+        expected = {(j, m): r for (j, _, m), r in ref.candidates().items()}
+        assert offered.keys() == expected.keys(), (sim.now, offered, expected)
+        for pair, r in offered.items():
+            assert _close(r, expected[pair]), (sim.now, pair, r, expected[pair])
+        j, m = sorted(offered)[int(rng.integers(len(offered)))]
+        ref.step(j, ref.jobs[j].pos, m)
+        sim.step(j, m)
+
+
+def assert_same_records(inst: Instance, seed: int) -> None:
+    sim, ref = play_both(inst, seed)
+    out = sim.schedule().to_dict()
+    seg_keys = ("job", "op", "machine", "start", "end", "work", "status")
+    assert _records(out["segments"], seg_keys) == _records(ref.segments, seg_keys)
+    down_keys = ("machine", "start", "end", "kind")
+    assert _records(out["downtime"], down_keys) == _records(ref.downtime, down_keys)
+    for j, (row, js) in enumerate(zip(out["jobs"], ref.jobs)):
+        for key, want in (("due", js.due), ("weight", js.weight), ("completion", js.completion),
+                          ("cancelled_at", js.cancelled_at)):
+            got = math.nan if row[key] is None else row[key]
+            assert _close(got, want), (j, key, got, want)
+    for key, want in ref.metrics().items():
+        assert out["metrics"][key] == pytest.approx(want, rel=1e-9, abs=1e-9), key
+
+
+@st.composite
+def _instances(draw: st.DrawFn, jitter: bool) -> Instance:
+    """The shared strategy, with times crowded or not, and event op indices also past the static chain (slots that
+    only a ROUTE_CHANGE or a REWORK can add)."""
+    inst = draw(instances(max_jobs=5, max_machines=3, max_events=16, max_time=draw(st.sampled_from([5, 30])),
+                          jitter=jitter))
+    shift = draw(st.integers(0, 3))
+    return inst.replace(events=tuple(e if e.op is None else dataclasses.replace(e, op=e.op + shift)
+                                     for e in inst.events))
+
+
+@pytest.mark.filterwarnings("ignore::dynasched_gym.errors.IgnoredEventWarning")
+@pytest.mark.parametrize("jitter", [False, True])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_random_play_matches_the_reference(jitter, data, seed):
+    assert_same_records(data.draw(_instances(jitter)), seed)
+
+
+def _event(kind: EventType, t: float, target: int) -> Event:
+    """An event of ``kind`` at ``t`` on machine ``target`` or job ``target``."""
+    payload = {
+        EventType.BREAKDOWN: {"machine": target, "duration": 2.0},
+        EventType.REPAIR: {"machine": target},
+        EventType.MAINTENANCE: {"machine": target, "duration": 3.0},
+        EventType.PTIME_CHANGE: {"job": target, "op": 1, "factor": 2.0},
+        EventType.ROUTE_CHANGE: {"job": target, "ops": ({1: 2.0},)},
+        EventType.PRIORITY_CHANGE: {"job": target, "weight": 10.0},
+        EventType.DUE_DATE_CHANGE: {"job": target, "due": 4.0},
+        EventType.CANCELLATION: {"job": target},
+        EventType.REWORK: {"job": target, "op": 0},
+    }[kind]
+    return Event(time=t, type=kind, **payload)
+
+
+@pytest.mark.parametrize("first", STREAM_EVENT_TYPES, ids=lambda k: k.name)
+@pytest.mark.parametrize("second", STREAM_EVENT_TYPES, ids=lambda k: k.name)
+def test_simultaneous_events_match_the_reference(first, second):
+    # job 1 arrives with the events; the ops of job 0 end at 2, 3 or 4 depending on the machines chosen, so the
+    # events also meet completions, and a BREAKDOWN at 2 (the first event) downs M0 when the second comes
+    machines = [Machine("M0"), Machine("M1", speed=2.0)]
+    for t, target, policy in itertools.product((2.0, 3.0, 4.0), (0, 1), ("resume", "restart")):
+        jobs = [Job("J0", [{0: 3.0, 1: 4.0}, {0: 2.0}, {0: 1.0, 1: 1.0}], due=6.0),
+                Job("J1", [{0: 1.0}, {1: 3.0}], release=t)]
+        events = [_event(first, 2.0, target), _event(second, t, target)]
+        inst = Instance.build("pair", machines, jobs, events, policy)
+        for seed in range(4):
+            assert_same_records(inst, seed)
+
+
+M1 = [Machine("M0")]
+B, C, RW, RC, PT, PR, MT = (EventType.BREAKDOWN, EventType.CANCELLATION, EventType.REWORK, EventType.ROUTE_CHANGE,
+                            EventType.PTIME_CHANGE, EventType.PRIORITY_CHANGE, EventType.MAINTENANCE)
+EDGE_CASES = {
+    # a breakdown at an op's end: the COMPLETION comes first, nothing is preempted
+    "breakdown at op end": ([Job("J0", [{0: 2.0}, {0: 1.0}])], [Event(2.0, B, machine=0, duration=3.0)],
+                            [(0, 0, 0.0, 2.0, "completed"), (0, 1, 5.0, 6.0, "completed")]),
+    # a cancelled running op frees its machine at once for the waiting job
+    "cancel running op": ([Job("J0", [{0: 4.0}]), Job("J1", [{0: 1.0}], release=0.5)], [Event(1.0, C, job=0)],
+                          [(0, 0, 0.0, 1.0, "aborted"), (1, 0, 1.0, 2.0, "completed")]),
+    # REWORK of the last op at its completion: the job completed first, so it is ignored
+    "rework of last op": ([Job("J0", [{0: 2.0}])], [Event(2.0, RW, job=0, op=0)], [(0, 0, 0.0, 2.0, "completed")]),
+    # REWORK while the job runs op 1: the copy of op 0 comes after the running op, before op 2
+    "rework while running": ([Job("J0", [{0: 2.0}, {0: 3.0}, {0: 1.0}])], [Event(3.0, RW, job=0, op=0)],
+                             [(0, 0, 0.0, 2.0, "completed"), (0, 1, 2.0, 5.0, "completed"),
+                              (0, 2, 5.0, 7.0, "completed"), (0, 3, 7.0, 8.0, "completed")]),
+    # ROUTE_CHANGE mid-op replaces the ops after the running one; a PTIME_CHANGE of the running op is ignored
+    "route change mid-op": ([Job("J0", [{0: 2.0}, {0: 3.0}])],
+                            [Event(1.0, PT, job=0, op=0, factor=2.0), Event(1.0, RC, job=0, ops=({0: 5.0},))],
+                            [(0, 0, 0.0, 2.0, "completed"), (0, 1, 2.0, 7.0, "completed")]),
+    # a queued maintenance waits for the breakdown that preempts the running op
+    "maintenance after breakdown": ([Job("J0", [{0: 5.0}])],
+                                    [Event(1.0, MT, machine=0, duration=2.0), Event(3.0, B, machine=0, duration=1.0)],
+                                    [(0, 0, 0.0, 3.0, "preempted"), (0, 0, 6.0, 8.0, "completed")]),
+}
+
+
+@pytest.mark.parametrize("case", EDGE_CASES)
+def test_edge_cases_match_the_reference_and_the_docs(case):
+    jobs, events, segments = EDGE_CASES[case]
+    inst = Instance.build(case, M1, jobs, events)
+    assert_same_records(inst, 0)
+    sim, _ = play_both(inst, 0)
+    got = sorted((s["job"], s["op"], s["machine"], s["start"], s["end"], s["status"])
+                 for s in sim.schedule().to_dict()["segments"])
+    assert got == sorted((j, k, 0, s, e, status) for j, k, s, e, status in segments)
+
+
+def test_an_event_after_completion_is_ignored_and_metrics_skip_cancelled_work():
+    # the weight in force at completion counts; the cancelled job's work after the makespan is not busy time
+    jobs = [Job("J0", [{0: 5.0}], due=1.0, weight=2.0), Job("J1", [{1: 10.0}])]
+    events = [Event(6.0, PR, job=0, weight=10.0), Event(8.0, C, job=1)]
+    inst = Instance.build("after", [Machine("M0"), Machine("M1"), Machine("M2")], jobs, events)
+    assert_same_records(inst, 0)
+    metrics = play_both(inst, 0)[0].schedule().metrics
+    assert metrics["total_weighted_tardiness"] == 8.0
+    assert metrics["utilization"] == pytest.approx(10.0 / 15.0)
