@@ -115,10 +115,10 @@ class ReferenceSimulator:
         if self.next_instant < len(self.instants) and self.instants[self.next_instant][0].time <= t + EPS:
             batch = sorted(self.instants[self.next_instant], key=lambda e: int(e.type))  # stable: file order
             self.next_instant += 1
-        repairs = {e.machine: e.time for e in reversed(batch) if e.type == EventType.REPAIR}  # the first counts
+        repairs = {e.machine for e in batch if e.type == EventType.REPAIR}
         for m, mach in enumerate(self.machines):  # 1. REPAIR
             if m in repairs and mach.down == "breakdown":
-                mach.down_end = repairs[m]
+                mach.down_end = t
             if mach.down and mach.down_end <= t + EPS:
                 mach.record["end"], mach.down = mach.down_end, None
                 self.start_queued(m, mach.down_end)
@@ -133,14 +133,14 @@ class ReferenceSimulator:
         for js in self.jobs:  # 3. ARRIVAL
             if js.release <= t + EPS and math.isnan(js.cancelled_at):
                 js.visible = True
-        for e in batch:  # 4. stream events, by type, each at its own time
+        for e in batch:  # 4. stream events, by type, at the instant's time
             if e.type in JOB_EVENTS:
                 if self.jobs[e.job].open:
-                    self.job_event(e, e.time)
+                    self.job_event(e, t)
             elif e.type == EventType.MAINTENANCE:
-                self.maintenance(e.machine, e.duration, e.time)
+                self.maintenance(e.machine, e.duration, t)
             elif e.type == EventType.BREAKDOWN:
-                self.breakdown(e.machine, e.duration, e.time)
+                self.breakdown(e.machine, e.duration, t)
 
     # -- machines -----------------------------------------------------------------------------------
     def stop(self, m: int, t: float, status: str, work: float, idle: bool = True) -> None:
