@@ -92,6 +92,13 @@ def _nearest(name: str) -> str:
     if name.lower().replace("_", "-") in ("cpsat-oracle", "oracle"):  # a name of the leaderboard, no agent
         return (" (the clairvoyant CP-SAT reference plays no env and is no agent: "
                 "dynasched_gym.oracle.solve_clairvoyant(instance, objective), or agent=cpsat_oracle in the scripts)")
+    if name.lower() == "llm-scheduler":  # the reference package's (dsbx) name of its LLM dispatching agent
+        return " (did you mean 'llm'?)"
+    from dynasched_gym.core.rules import JOB_RULES, MACHINE_RULES, rule_name
+
+    job, colon, machine = name.upper().partition(":")
+    if job in JOB_RULES and (not colon or machine in MACHINE_RULES):  # a rule without its prefix: dsbx's "spt"
+        return f" (did you mean 'rule:{rule_name(name)}'?)"
     head, colon, _ = name.lower().partition(":")
     close = difflib.get_close_matches(head + colon, list(REGISTRY), n=1)
     if not close:

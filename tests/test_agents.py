@@ -421,6 +421,9 @@ def test_a_rule_agents_rule_is_its_name_not_an_argument():
     ("lookahed", "(did you mean 'lookahead'?)"), ("Lookahead-Oracle", "(did you mean 'lookahead-oracle'?)"),
     ("RULE:MWKR:EET", "(did you mean 'rule:MWKR:EET'?)"), ("rules:EDD", "(did you mean 'rule:EDD'?)"),
     ("pdr", "(did you mean 'pdr:<JOB>:<MACHINE>'?)"),
+    # the reference package's (dsbx) agent names
+    ("spt", "(did you mean 'rule:SPT:EET'?)"), ("MWKR:LWL", "(did you mean 'rule:MWKR:LWL'?)"),
+    ("llm-scheduler", "(did you mean 'llm'?)"),
     ("cpsat-oracle", "(the clairvoyant CP-SAT reference plays no env and is no agent: "
                      "dynasched_gym.oracle.solve_clairvoyant(instance, objective)"),
 ])
