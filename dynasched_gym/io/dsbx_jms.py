@@ -25,7 +25,10 @@ Mapping (a contract):
   evicts a running operation) is not modelled: here an emergency job is just a heavy job.
 - ``machine_break`` and ``machine_repair`` entries are paired per machine in time order (k-th break
   with k-th repair) into ``BREAKDOWN(m, duration = repair - break)``; a break without a later repair
-  (or a repair without a break) raises :class:`InstanceFormatError`.
+  (or a repair without a break) raises :class:`InstanceFormatError`. The instance keeps the ``resume`` policy:
+  the preempted operation's remaining work may finish on any eligible machine. The reference resumes it only on
+  the same machine; elsewhere it costs its full time (a policy between ``resume`` and ``restart``, which we do
+  not model), so an episode that moves a preempted operation can be shorter here than there.
 - ``job_cancel`` -> ``CANCELLATION``. Any other ``dynamic_events`` key raises.
 - Events are stably sorted by time. The file groups events by kind, so we list breakdowns (by
   machine, then time) before cancellations (file order); equal-time events therefore come out
