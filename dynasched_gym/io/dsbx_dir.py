@@ -34,7 +34,10 @@ Mapping (a contract: the writer inverts it):
   ``dynamic_scenarios.emergency_priority``, default -1) else 1.0, mirroring dsbx's ×10 tardiness weight
   for emergency jobs; ``DUE_DATE_CHANGE(new_due_date)`` -> DUE_DATE_CHANGE(due);
   ``ORDER_CANCELLATION`` -> CANCELLATION. ``arrival_type``, ``job_family``, ``batch_id``, ``reason``
-  and ``maintenance_type`` are not kept.
+  and ``maintenance_type`` are not kept. So an ``arrival_type="emergency"`` job weighs 1 until its
+  emergency ``PRIORITY_CHANGE``, as in dsbx's simulator and metrics (only dsbx's CLI shows such jobs to its
+  rules as emergencies from arrival); the shipped Grid data draw that change uniformly up to the horizon, so
+  most such jobs complete before it and end with weight 1 there as here.
 - Errors: any other ``event_type``, an unsorted line, unknown job or machine ids and bad values
   raise :class:`InstanceFormatError` naming the file, the 1-based line and the field.
 
