@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import instances
 from test_env import assert_same_observations, valid_action
+from test_simulator_properties import assert_active_window
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine, Simulator, load_instance, ssi
 from dynasched_gym.data import path as embedded_path
@@ -91,14 +92,23 @@ def test_vector_env_equals_independent_envs_on_random_instances(inst, seed):
     run_against_single_envs(venv, envs, steps=40, seed=seed, rng_seed=seed)
 
 
+def repeated(instance: Instance, times: int) -> Instance:
+    """``instance`` with its jobs ``times`` over (the copies after the originals)."""
+    k = np.arange(times)
+    return instance.replace(job_names=instance.job_names * times, **{
+        name: np.concatenate([getattr(instance, name)] * times) for name in ("job_release", "job_due", "job_weight")
+    }, job_op_ptr=np.concatenate([instance.job_op_ptr[:1], (instance.job_op_ptr[1:] + instance.num_ops * k[:, None])
+                                                             .ravel()]),
+        op_elig_ptr=np.concatenate([instance.op_elig_ptr[:1], (instance.op_elig_ptr[1:]
+                                                               + len(instance.elig_machine) * k[:, None]).ravel()]),
+        elig_machine=np.concatenate([instance.elig_machine] * times),
+        elig_time=np.concatenate([instance.elig_time] * times))
+
+
 def test_instances_of_other_sizes_grow_the_batch_and_still_match():
     small, large = load_instance(embedded_path("mk01")), load_instance(embedded_path("mk02"))
     assert small.num_machines == large.num_machines and large.num_jobs == small.num_jobs
-    bigger = large.replace(job_names=large.job_names + large.job_names, **{
-        name: np.concatenate([getattr(large, name)] * 2) for name in ("job_release", "job_due", "job_weight")
-    }, job_op_ptr=np.concatenate([large.job_op_ptr, large.job_op_ptr[1:] + large.num_ops]),
-        op_elig_ptr=np.concatenate([large.op_elig_ptr, large.op_elig_ptr[1:] + len(large.elig_machine)]),
-        elig_machine=np.concatenate([large.elig_machine] * 2), elig_time=np.concatenate([large.elig_time] * 2))
+    bigger = repeated(large, 2)
     venv = DFJSPVectorEnv(2, instance=small)
     venv.reset(seed=0, options={"instance": bigger})
     env = DFJSPEnv(instance=small)
@@ -111,6 +121,40 @@ def test_instances_of_other_sizes_grow_the_batch_and_still_match():
         vector_observation, *_ = venv.step(np.array([action, action]))
         single, *_ = env.step(action)
         assert_same_observations([row(vector_observation, 0), row(vector_observation, 1)], [single, single])
+
+
+def test_each_rows_scanned_window_holds_its_active_jobs_through_growth_and_reloads():
+    """The scans for startable jobs walk each row's window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` (core/compiled.py):
+    rows reset to smaller instances, rows re-laid out mid-episode when another env loads a larger one, and jobs
+    released in reverse index order (each arrival widens the window downwards) keep it at the first and last active
+    job at every step."""
+    mk01, mk02 = load_instance(embedded_path("mk01")), load_instance(embedded_path("mk02"))
+
+    def late_first(instance: Instance, times: int) -> Instance:  # job 0 arrives last
+        more = repeated(instance, times)
+        return more.replace(name=f"{instance.name}-x{times}", job_release=np.arange(more.num_jobs)[::-1] * 4.0)
+
+    venv = DFJSPVectorEnv(3, instance=mk01)
+    rng = np.random.default_rng(0)
+    observation, _ = venv.reset(seed=0)
+    finished = 0
+    for options in ({"instance": [late_first(mk02, 2), None, None], "reset_mask": [True, False, False]},
+                    {"instance": [mk01, late_first(mk01, 4), late_first(mk02, 3)]}):
+        for _ in range(40):
+            observation, _, terminated, *_ = venv.step(np.array([valid_action(row(observation, i), rng)
+                                                                 for i in range(3)]))
+            finished += terminated.sum()
+            for i in range(3):
+                assert_active_window(venv._batch.state(i))
+        sizes = venv._batch.capacity.copy()
+        observation, _ = venv.reset(options=options)
+        assert (venv._batch.capacity > sizes).any()  # grown: every row laid out anew
+    for _ in range(400):
+        observation, _, terminated, *_ = venv.step(np.array([valid_action(row(observation, i), rng) for i in range(3)]))
+        finished += terminated.sum()
+        for i in range(3):
+            assert_active_window(venv._batch.state(i))
+    assert finished >= 6
 
 
 def test_a_list_of_instances_gives_each_sub_environment_its_own():

@@ -13,7 +13,15 @@ from strategies import instances
 
 from dynasched_gym import load_instance, rollout, validate_schedule
 from dynasched_gym.core import Simulator
-from dynasched_gym.core.compiled import C_ACTIVE_END, C_ACTIVE_FIRST, C_DOWNTIMES, C_SEGMENTS, DOWN_NONE, JOB_ACTIVE
+from dynasched_gym.core.compiled import (
+    C_ACTIVE_END,
+    C_ACTIVE_FIRST,
+    C_DOWNTIMES,
+    C_SEGMENTS,
+    DOWN_NONE,
+    JOB_ACTIVE,
+    State,
+)
 from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -158,17 +166,23 @@ def test_reference_directory_rollout_is_valid(reference_dir):
         assert schedule.finished
 
 
+def assert_active_window(state: State) -> None:
+    """The window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` that the scans for startable jobs walk runs from the first active
+    job to the last (one left out is never offered; a window left wider made each decision cost more as jobs
+    finished: 150 ms episodes of 4,826 jobs, 11 ms)."""
+    active = np.flatnonzero(state.job_status == JOB_ACTIVE)
+    first, end = int(state.counters[C_ACTIVE_FIRST]), int(state.counters[C_ACTIVE_END])
+    assert (first, end) == (active[0], active[-1] + 1) if len(active) else first >= end, (first, end, active)
+
+
 def assert_rule_bookkeeping(sim: Simulator) -> None:
     """The state the rules and observations read agrees with the segment and downtime logs (compiled.py):
     ``machine_workload`` is the processing time assigned so far (stopped segments count what they ran),
     ``machine_free_since`` of an up, idle machine is when it last became idle and up, and ``job_ready`` of a
-    waiting job is when its current slot became startable (release, or its last segment's end), and the window
-    ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` that the scans for startable jobs walk runs from the first active job to the
-    last (a window left wider made each decision cost more as jobs finished: 150 ms episodes of 4,826 jobs, 11 ms)."""
+    waiting job is when its current slot became startable (release, or its last segment's end); and the scans'
+    window is tight (:func:`assert_active_window`)."""
     st_ = sim.state
-    active = np.flatnonzero(st_.job_status == JOB_ACTIVE)
-    first, end = int(st_.counters[C_ACTIVE_FIRST]), int(st_.counters[C_ACTIVE_END])
-    assert (first, end) == (active[0], active[-1] + 1) if len(active) else first >= end, (first, end, active)
+    assert_active_window(st_)
     n, d = int(st_.counters[C_SEGMENTS]), int(st_.counters[C_DOWNTIMES])
     seg_m, seg_j = st_.segment_machine[:n], st_.segment_job[:n]
     length = st_.segment_end[:n] - st_.segment_start[:n]
