@@ -6,13 +6,25 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from sb3_contrib import MaskablePPO
+from test_simulator_properties import assert_active_window
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import Event, EventType, Instance, data, load_instance, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
 from dynasched_gym.agents.policy import SlotPolicy
-from dynasched_gym.core.compiled import C_OPEN_JOBS, JOB_CANCELLED, JOB_HIDDEN, allocate_state, compile_instance
+from dynasched_gym.core.compiled import (
+    C_ACTIVE_END,
+    C_ACTIVE_FIRST,
+    C_OPEN_JOBS,
+    C_SEGMENTS,
+    JOB_CANCELLED,
+    JOB_COMPLETED,
+    JOB_HIDDEN,
+    allocate_state,
+    compile_instance,
+)
+from dynasched_gym.core.kernels import DECISION
 from dynasched_gym.core.lookahead import (
     graft_future,
     objective_value,
@@ -20,7 +32,7 @@ from dynasched_gym.core.lookahead import (
     sampled_pair_values,
     with_sampled_future,
 )
-from dynasched_gym.core.rules import parse_rule
+from dynasched_gym.core.rules import parse_rule, run_rule
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector
@@ -92,6 +104,33 @@ def test_a_sampled_future_adds_its_later_arrivals_only(pool):
     np.testing.assert_array_equal(grafted.job_status[num_jobs:], np.where(later, JOB_HIDDEN, JOB_CANCELLED))
     open_now = sim.state.counters[C_OPEN_JOBS] - real_hidden.sum()
     assert grafted.counters[C_OPEN_JOBS] == open_now + later.sum()
+
+
+def test_a_grafted_rollout_scans_every_active_job_the_samples_included(pool):
+    """A grafted state takes the present's scan window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` (core/compiled.py), and the
+    sample's jobs, numbered after the real ones, widen it as they arrive: at every decision of a rollout it runs from
+    the first active job to the last, and the rollout plays as one that scans every job."""
+    env = _mid_episode(pool.instance(3), 12)
+    sim = env.unwrapped.simulator
+    future = with_sampled_future(sim.static, compile_instance(pool.instance(4)))
+    num_jobs = sim.static.job_release.shape[0]
+    rollouts = []
+    for scan_all in (False, True):
+        grafted = allocate_state(future)
+        graft_future(sim.static, sim.state, future, grafted)
+        if scan_all:  # a wider window is allowed (a superset); this one holds every job
+            grafted.counters[C_ACTIVE_FIRST], grafted.counters[C_ACTIVE_END] = 0, future.job_release.shape[0]
+        code = DECISION
+        while code == DECISION:
+            if not scan_all:
+                assert_active_window(grafted)
+            code = run_rule(future, grafted, *parse_rule("ATC:LWL"), 1)
+        rollouts.append(grafted)
+    assert (rollouts[0].job_status[num_jobs:] == JOB_COMPLETED).any()  # the sample's arrivals were played
+    n = int(rollouts[0].counters[C_SEGMENTS])
+    assert n == rollouts[1].counters[C_SEGMENTS]
+    for field in ("segment_job", "segment_machine", "segment_start", "segment_end"):
+        np.testing.assert_array_equal(getattr(rollouts[0], field)[:n], getattr(rollouts[1], field)[:n])
 
 
 def test_the_sampled_lookahead_decides_from_the_past_only(pool):
