@@ -50,13 +50,14 @@ def play_both(inst: Instance, seed: int) -> tuple[Simulator, ReferenceSimulator]
             return sim, ref
         assert _close(sim.now, ref.now), (sim.now, ref.now)
         jobs, machines, remaining = sim.candidates()
-        offered = {(int(j), int(m)): float(r) for j, m, r in zip(jobs, machines, remaining)}
-        expected = {(j, m): r for (j, _, m), r in ref.candidates().items()}
+        pos = sim.state.job_pos  # the op: the job's current slot, after its reworks and route changes
+        offered = {(int(j), int(pos[j]), int(m)): float(r) for j, m, r in zip(jobs, machines, remaining)}
+        expected = ref.candidates()
         assert offered.keys() == expected.keys(), (sim.now, offered, expected)
-        for pair, r in offered.items():
-            assert _close(r, expected[pair]), (sim.now, pair, r, expected[pair])
-        j, m = sorted(offered)[int(rng.integers(len(offered)))]
-        ref.step(j, ref.jobs[j].pos, m)
+        for triple, r in offered.items():
+            assert _close(r, expected[triple]), (sim.now, triple, r, expected[triple])
+        j, k, m = sorted(offered)[int(rng.integers(len(offered)))]
+        ref.step(j, k, m)
         sim.step(j, m)
 
 
