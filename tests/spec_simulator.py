@@ -104,8 +104,9 @@ class ReferenceSimulator:
     def advance(self) -> None:
         while not self.done and not self.candidates():
             times = [m.run[4] for m in self.machines if m.run] + [m.down_end for m in self.machines if m.down]
-            # every release is a happening, also of a job cancelled before it (an instant, though nothing arrives)
-            times += [j.release for j in self.jobs if not j.visible and j.release > self.now]
+            # every release is a happening, also of a job cancelled before it (an instant, though nothing arrives),
+            # unless the instant at now took it in (within EPS after now)
+            times += [j.release for j in self.jobs if not j.visible and j.release > self.now + EPS]
             if self.next_instant < len(self.instants):
                 times.append(self.instants[self.next_instant][0].time)
             self.now = max(self.now, min(times))

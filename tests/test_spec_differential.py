@@ -169,6 +169,17 @@ def test_edge_cases_match_the_reference_and_the_docs(case):
     assert got == sorted((j, k, 0, s, e, status) for j, k, s, e, status in segments)
 
 
+def test_a_release_an_earlier_instant_took_in_opens_none_also_of_a_cancelled_job():
+    """J1, cancelled before its release, is released 3e-10 after J0's completion: the release joins that instant
+    (docs/semantics.md, "Instants"), so the BREAKDOWN 1.2e-9 after the completion opens its own and happens at its
+    time. The reference opened an instant at the release, took the BREAKDOWN into it and started it 9e-10 early."""
+    jobs = [Job("J0", [{0: 5.0}]), Job("J1", [{0: 1.0}], release=5.0 + 3e-10), Job("J2", [{0: 1.0}], release=10.0)]
+    events = [Event(1.0, C, job=1), Event(5.0 + 1.2e-9, B, machine=0, duration=2.0)]
+    inst = Instance.build("taken-in release", M1, jobs, events)
+    assert_same_records(inst, 0)
+    assert [d["start"] for d in play_both(inst, 0)[0].schedule().to_dict()["downtime"]] == [5.0 + 1.2e-9]
+
+
 def test_an_event_after_completion_is_ignored_and_metrics_skip_cancelled_work():
     # the weight in force at completion counts; the cancelled job's work after the makespan is not busy time
     jobs = [Job("J0", [{0: 5.0}], due=1.0, weight=2.0), Job("J1", [{1: 10.0}])]
