@@ -100,8 +100,9 @@ C_DOWNTIMES = 3
 C_OPEN_JOBS = 4  # jobs neither completed nor cancelled
 C_DECISIONS = 5
 # Every active job's index lies in [C_ACTIVE_FIRST, C_ACTIVE_END): the scans for startable jobs walk that window, not
-# all jobs, so an episode's cost does not grow with the jobs finished (or not yet arrived) at either end. A superset:
-# an arrival widens it, and it narrows only past jobs no longer active (arrivals in index order keep it tight).
+# all jobs, so an episode's cost does not grow with the jobs finished (or not yet arrived) at either end. An arrival
+# widens it to the job and the end of its first or last job narrows it to the next active one, so it runs from the
+# first active job to the last in any arrival order; jobs numbered in release order leave few inactive ones inside.
 C_ACTIVE_FIRST = 6
 C_ACTIVE_END = 7
 NUM_COUNTERS = 8
