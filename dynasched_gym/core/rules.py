@@ -252,6 +252,13 @@ def _wins(key, best_key, ties, random_ties, lower_id):
     return False, ties
 
 
+# Every index select takes is >= 0, but LLVM cannot prove it of one read from an array (the window's first job, a
+# slot, a machine): numba then adds a negative-index wraparound fixup (sign, mask, add) to each access through it, and
+# the masks live across the machine loop cost registers (spills, moves) there. ``x & _NONNEG`` changes no such index
+# and proves it, so the fixups go. range(shape[0]) proved it for j by starting at 0; the window's start does not.
+_NONNEG = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
 @njit(cache=True, _nrt=False)
 def select(S, T, job_rule, machine_rule):
     """The (job, machine) pair the rule dispatches now; (-1, -1) when nothing can start."""
@@ -279,13 +286,14 @@ def select(S, T, job_rule, machine_rule):
     base_rule = job_rule & _BASE
     p_mean = atc_scale(S, T) if base_rule == _ATC else np.nan  # once per decision, not per job
     for j in range(T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END]):
+        j &= _NONNEG  # no wraparound fixups (see _NONNEG)
         if job_status[j] != JOB_ACTIVE or job_machine[j] >= 0:
             continue
-        slot = slot_ptr[j] + job_pos[j]
+        slot = (slot_ptr[j] + job_pos[j]) & _NONNEG
         op = slot_op[slot]
         machine, machine_key, machine_ties = -1, np.inf, 0
         for i in range(elig_ptr[op], elig_ptr[op + 1]):
-            m = elig_machine[i]
+            m = elig_machine[i] & _NONNEG
             if machine_available(machine_job, machine_down, maintenance, m):
                 key = _machine_key(T, slot_time(op_time, speed, slot_op, slot_factor, slot_nominal, slot, m), m,
                                    machine_rule)
