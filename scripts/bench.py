@@ -75,6 +75,7 @@ from dynasched_gym.core import Simulator
 from dynasched_gym.core.rules import parse_rule, run_episodes
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector
 from dynasched_gym.generation import Scenario, calibrate, generate
+from dynasched_gym.generation.scenario import replace_targets
 from dynasched_gym.generation.stress_index import TIERS
 from dynasched_gym.generation.tiers import tier_pool
 from dynasched_gym.instance import Instance, write_text_atomic
@@ -310,9 +311,8 @@ def bench_sesc(size: str, args: argparse.Namespace) -> dict[str, Any]:
 def bench_scaling(num_jobs: int, utilization: float, args: argparse.Namespace) -> dict[str, Any]:
     """:func:`bench_kernel` on the large preset's uncalibrated seed-0 instance of ``num_jobs`` and ``utilization``."""
     scenario = Scenario.preset("large")
-    scenario = dataclasses.replace(scenario, scale=dataclasses.replace(scenario.scale, num_jobs=num_jobs),
-                                   targets=dataclasses.replace(scenario.targets, utilization=utilization))
-    instance = generate(scenario, 0)
+    scenario = dataclasses.replace(scenario, scale=dataclasses.replace(scenario.scale, num_jobs=num_jobs))
+    instance = generate(replace_targets(scenario, utilization=utilization), 0)
     result = bench_kernel(instance, args)
     return {**result, "jobs": instance.num_jobs, "us_per_decision": 1e6 / result["decisions_per_s"]}
 
