@@ -24,7 +24,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.checks import check_arguments, check_bool, check_integer, keyword_arguments
 from dynasched_gym.core.rules import rule_list
 from dynasched_gym.envs.dfjsp.env import ENV_ARGUMENTS_DOCS, DFJSPEnv
-from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions, dfjsp_unwrapped
+from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions, dfjsp_unwrapped, sub_env_results
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 from dynasched_gym.errors import needs_extra
 from dynasched_gym.registration import ENV_SPECS
@@ -166,15 +166,9 @@ class SB3VecEnv(VecEnv):
         """The results of the vector env's method ``method_name`` at ``indices``: a sub-environment's method (its first
         parameter is ``index``: ``schedule``, ``offered_pairs``, ``time_scale``, ...) is called for each index; any
         other once, giving one row per sub-environment (``action_masks``)."""
-        method, indices = self._lookup(method_name), self._get_indices(indices)
-        if next(iter(inspect.signature(method).parameters), None) == "index":
-            return [method(i, *method_args, **method_kwargs) for i in indices]
-        result = method(*method_args, **method_kwargs)
-        if not hasattr(result, "__getitem__") or not hasattr(result, "__len__") or len(result) != self.num_envs:
-            raise TypeError(f"env_method({method_name!r}) called the vector env's {method_name}() once and got "
-                            f"{type(result).__name__}, not one result per sub-environment ({self.num_envs}): call it "
-                            f"on the vector env itself (venv.unwrapped.venv.{method_name})")
-        return [result[i] for i in indices]
+        return sub_env_results(self._lookup(method_name), method_name, self._get_indices(indices), self.num_envs,
+                               method_args, method_kwargs, f"env_method({method_name!r})",
+                               f"venv.unwrapped.venv.{method_name}")
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """Sub-environments are not gymnasium envs, so they are never wrapped."""

@@ -730,3 +730,43 @@ def test_actions_reach_the_kernel_as_one_contiguous_writeable_array():
         actions = check_actions(passed, 3)
         assert actions.dtype == np.int64 and actions.flags.c_contiguous and actions.flags.writeable
         assert actions.tolist() == expected
+
+
+@pytest.mark.parametrize("mode", ["sync", "vector_entry_point"])
+def test_call_get_attr_and_set_attr_answer_as_sync_vector_envs_do(mode):
+    """venv.call("action_masks"), get_attr and set_attr, which SyncVectorEnv users call, were AttributeErrors on the
+    vector entry point: 'DFJSPVectorEnv' object has no attribute 'call'."""
+    venv = gym.make_vec("DynaSched/FJSP-v0", num_envs=3, vectorization_mode=mode)
+    venv.reset(seed=0, options={"instance": [None, embedded_path("mk02"), None]} if mode != "sync" else None)
+    observation, *_ = venv.step(np.zeros(3, dtype=np.int64))
+    masks = venv.call("action_masks")
+    assert isinstance(masks, tuple) and [m.tolist() for m in masks] == [(m != 0).tolist() for m in
+                                                                         observation["action_mask"]]
+    scales = venv.get_attr("time_scale")
+    assert len(scales) == 3 and all(isinstance(s, float) and s > 0 for s in scales)
+    assert venv.get_attr("observation_space") == (venv.single_observation_space,) * 3
+    assert venv.get_attr("action_space") == (venv.single_action_space,) * 3
+    assert venv.get_attr("render_mode") == (None,) * 3
+    venv.set_attr("label", "a")
+    assert venv.get_attr("label") == ("a",) * 3
+    venv.set_attr("label", ["b"] * 3)
+    assert venv.get_attr("label") == ("b",) * 3
+    if mode == "vector_entry_point":  # the sub-environments are rows of one env: they share its attributes
+        assert [s.instance.name for s in venv.call("schedule")] == ["mk01", "mk02", "mk01"]
+        with pytest.raises(ValueError, match=r"set_attr\('label'\): the 3 sub-environments share the vector env's "
+                                             r"attributes; got different values \['c', None, 'c'\]"):
+            venv.set_attr("label", ["c", None, "c"])
+        with pytest.raises(ValueError, match=r"set_attr\('label'\) takes one value or 3 \(one per "
+                                             r"sub-environment\), got 2"):
+            venv.set_attr("label", ["c", "c"])
+        assert venv.get_attr("label") == ("b",) * 3
+        with pytest.raises(ValueError, match=r"set_attr\('schedule'\) would replace the vector env's own schedule"):
+            venv.set_attr("schedule", None)
+        with pytest.raises(ValueError, match=r"call\('reset'\) would reset the vector env as a whole"):
+            venv.call("reset")
+        with pytest.raises(AttributeError, match=r"np_random.*reset\(seed=s\) seeds sub-environment i with s \+ i"):
+            venv.get_attr("np_random")
+        with pytest.raises(TypeError, match=r"call\('close'\) called the vector env's close\(\) once and got "
+                                            r"NoneType, not one result per sub-environment \(3\)"):
+            venv.call("close")
+    venv.close()

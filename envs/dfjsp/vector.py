@@ -7,7 +7,8 @@ reset with seed ``seed + i`` (and reset again without a seed after each episode)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,6 +40,8 @@ from dynasched_gym.schedule import Schedule
 MAX_NUM_ENVS = 2**16
 #: How many refused sub-environments an InvalidActionError lists the valid actions of.
 MAX_SHOWN = 3
+#: The vector env's attributes that are batched where a sub-environment's are single: call and get_attr give these.
+SINGLE_ATTRIBUTES = {"observation_space": "single_observation_space", "action_space": "single_action_space"}
 
 
 class DFJSPVectorEnv(VectorEnv):
@@ -60,6 +63,9 @@ class DFJSPVectorEnv(VectorEnv):
 
     Info (arrays over sub-environments, each with its ``_key`` mask): ``invalid_actions``; after
     a reset, ``tier``; for a sub-environment whose episode ended, ``metrics`` and ``ssi`` (as ``DFJSP-v0``).
+
+    ``call``, ``get_attr`` and ``set_attr`` answer as ``SyncVectorEnv``'s, one item per sub-environment; the
+    sub-environments are rows of this env, so they share its attributes (``set_attr`` sets one value for all).
 
     Args:
         num_envs: number of sub-environments.
@@ -240,6 +246,42 @@ class DFJSPVectorEnv(VectorEnv):
         """Sub-environment ``index``'s simulator, to read its state (never to step it directly)."""
         return self._batch.simulator(self._index(index))
 
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """As ``SyncVectorEnv.call``: for each sub-environment, the result of its method ``name`` (``action_masks``,
+        ``schedule``, ``offered_pairs``, ...) or the value of its attribute (``time_scale``, ``instance``, the single
+        ``observation_space``, ``render_mode``, ...)."""
+        if name in ("reset", "step"):
+            raise ValueError(f"call({name!r}) would {name} the vector env as a whole, not each sub-environment: call "
+                             f"venv.{name}(...)")
+        if name in ("np_random", "np_random_seed"):  # the vector env's own are not its sub-environments'
+            raise AttributeError(f"the sub-environments' {name} are internal to {type(self).__name__}: "
+                                 "reset(seed=s) seeds sub-environment i with s + i")
+        value = getattr(self, SINGLE_ATTRIBUTES.get(name, name))
+        if not callable(value):
+            return (value,) * self.num_envs
+        return tuple(sub_env_results(value, name, range(self.num_envs), self.num_envs, args, kwargs,
+                                     f"call({name!r})", f"venv.unwrapped.{name}"))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """As ``SyncVectorEnv.get_attr``: :meth:`call` without arguments."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """As ``SyncVectorEnv.set_attr``, for the attribute ``name`` the sub-environments share: one value, or a list
+        or tuple of ``num_envs`` equal ones."""
+        own = getattr(type(self), name, None)  # a method or property (a callable set on the instance may be replaced)
+        if name in SINGLE_ATTRIBUTES or callable(own) or isinstance(own, property):
+            raise ValueError(f"set_attr({name!r}) would replace the vector env's own {name}")
+        if isinstance(values, (list, tuple)):
+            if len(values) != self.num_envs:
+                raise ValueError(f"set_attr({name!r}) takes one value or {self.num_envs} (one per sub-environment), "
+                                 f"got {len(values)}: {values!r}")
+            if not all(same(value, values[0]) for value in values):
+                raise ValueError(f"set_attr({name!r}): the {self.num_envs} sub-environments share the vector env's "
+                                 f"attributes; got different values {list(values)!r}")
+            values = values[0]
+        setattr(self, name, values)
+
     # ------------------------------------------------------------------------- helpers
     def _index(self, index: Any) -> int:
         """``index`` of a sub-environment, checked: NumPy's indexing would take -1 as the last, True as 1 and None as
@@ -305,6 +347,29 @@ class DFJSPVectorEnv(VectorEnv):
                     "action_mask": w.action_mask.copy()}
         return {"candidates": w.candidates, "machines": w.machines, "global": w.global_,
                 "action_mask": w.action_mask}
+
+
+def same(a: Any, b: Any) -> bool:
+    """``a`` is ``b`` or equals it (an array's elementwise ``==`` is no answer: False)."""
+    try:
+        return a is b or bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def sub_env_results(method: Callable[..., Any], name: str, indices: Sequence[int], num_envs: int,
+                    args: Sequence[Any], kwargs: dict[str, Any], caller: str, hint: str) -> list[Any]:
+    """The results of a vector env's method ``name`` for the sub-environments ``indices``: a method of one
+    sub-environment (its first parameter is ``index``: ``schedule``, ``time_scale``, ...) is called for each index, any
+    other once, its result cut into one row per sub-environment (``action_masks``); a TypeError naming ``caller`` and
+    ``hint`` (where to call it instead) when the result has no such rows."""
+    if next(iter(inspect.signature(method).parameters), None) == "index":
+        return [method(i, *args, **kwargs) for i in indices]
+    result = method(*args, **kwargs)
+    if not hasattr(result, "__getitem__") or not hasattr(result, "__len__") or len(result) != num_envs:
+        raise TypeError(f"{caller} called the vector env's {name}() once and got {type(result).__name__}, not one "
+                        f"result per sub-environment ({num_envs}): call it on the vector env itself ({hint})")
+    return [result[i] for i in indices]
 
 
 def per_env_seeds(seed: Any, num_envs: int) -> list[int | None]:
