@@ -24,7 +24,14 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym.checks import check_arguments, check_bool, check_integer, keyword_arguments
 from dynasched_gym.core.rules import rule_list
 from dynasched_gym.envs.dfjsp.env import ENV_ARGUMENTS_DOCS, DFJSPEnv
-from dynasched_gym.envs.dfjsp.vector import DFJSPVectorEnv, check_actions, dfjsp_unwrapped, sub_env_results
+from dynasched_gym.envs.dfjsp.vector import (
+    SINGLE_ATTRIBUTES,
+    DFJSPVectorEnv,
+    check_actions,
+    dfjsp_unwrapped,
+    is_sub_env_method,
+    sub_env_results,
+)
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 from dynasched_gym.errors import needs_extra
 from dynasched_gym.registration import ENV_SPECS
@@ -64,7 +71,8 @@ class SB3VecEnv(VecEnv):
     ``env_method(name)`` calls the vector env's method once and returns its per-env results (rows),
     so ``env_method("action_masks")`` gives the masks sb3-contrib's ``MaskablePPO`` needs; a method of one
     sub-environment (``schedule(index)``, ``offered_pairs(index)``, ...) is called for each index.
-    ``get_attr`` returns the vector env's attribute for every index; ``set_attr`` sets it for all of them.
+    ``get_attr`` returns each sub-environment's value (``time_scale``, ``instance``, ...) or the vector env's attribute
+    for every index; ``set_attr`` sets the vector env's attribute for all of them.
 
     Args:
         venv: the vector env (``SAME_STEP`` autoreset).
@@ -149,9 +157,16 @@ class SB3VecEnv(VecEnv):
         return getattr(venv, name)
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """The vector env's attribute ``attr_name``, once per index."""
+        """Each sub-environment's attribute ``attr_name`` at ``indices``, as ``DummyVecEnv`` gives a Gymnasium env's:
+        the value of a method of one sub-environment (``time_scale``, ``instance``, ...) for each index, this adapter's
+        ``observation_space`` and ``action_space``, any other attribute of the vector env once per index."""
+        indices = self._get_indices(indices)
+        if attr_name in SINGLE_ATTRIBUTES:
+            return [getattr(self, attr_name) for _ in indices]
         value = self._lookup(attr_name)
-        return [value for _ in self._get_indices(indices)]
+        if is_sub_env_method(value):
+            return [value(i) for i in indices]
+        return [value for _ in indices]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         """Set an attribute of the vector env, shared by every sub-environment (so ``indices`` must name them all:

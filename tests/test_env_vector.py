@@ -770,3 +770,21 @@ def test_call_get_attr_and_set_attr_answer_as_sync_vector_envs_do(mode):
                                             r"NoneType, not one result per sub-environment \(3\)"):
             venv.call("close")
     venv.close()
+
+
+def test_sb3_get_attr_gives_each_sub_environments_value_as_dummy_vec_env_does():
+    """get_attr("time_scale") gave the vector env's bound method time_scale(index) for every index, and
+    get_attr("observation_space") the batched Dict of the vector env, where DummyVecEnv over gym.make envs gives each
+    env's float and the adapter's own (here flat) observation space."""
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env("DynaSched/FJSP-v0", num_envs=2, flatten=True)
+    venv.set_options([{}, {"instance": embedded_path("mk02")}])
+    venv.reset()
+    vector = venv.unwrapped.venv
+    assert venv.get_attr("time_scale") == [vector.time_scale(0), vector.time_scale(1)]
+    assert [i.name for i in venv.get_attr("instance", indices=[1])] == ["mk02"]
+    assert venv.get_attr("observation_space") == [venv.observation_space] * 2
+    assert venv.get_attr("action_space") == [venv.action_space] * 2
+    assert venv.get_attr("render_mode") == [None] * 2

@@ -357,13 +357,18 @@ def same(a: Any, b: Any) -> bool:
         return False
 
 
+def is_sub_env_method(value: Any) -> bool:
+    """Whether ``value`` is a vector env's method of one sub-environment: its first parameter is ``index``."""
+    return callable(value) and next(iter(inspect.signature(value).parameters), None) == "index"
+
+
 def sub_env_results(method: Callable[..., Any], name: str, indices: Sequence[int], num_envs: int,
                     args: Sequence[Any], kwargs: dict[str, Any], caller: str, hint: str) -> list[Any]:
     """The results of a vector env's method ``name`` for the sub-environments ``indices``: a method of one
     sub-environment (its first parameter is ``index``: ``schedule``, ``time_scale``, ...) is called for each index, any
     other once, its result cut into one row per sub-environment (``action_masks``); a TypeError naming ``caller`` and
     ``hint`` (where to call it instead) when the result has no such rows."""
-    if next(iter(inspect.signature(method).parameters), None) == "index":
+    if is_sub_env_method(method):
         return [method(i, *args, **kwargs) for i in indices]
     result = method(*args, **kwargs)
     if not hasattr(result, "__getitem__") or not hasattr(result, "__len__") or len(result) != num_envs:
