@@ -788,3 +788,5 @@ def test_sb3_get_attr_gives_each_sub_environments_value_as_dummy_vec_env_does():
     assert venv.get_attr("observation_space") == [venv.observation_space] * 2
     assert venv.get_attr("action_space") == [venv.action_space] * 2
     assert venv.get_attr("render_mode") == [None] * 2
+    vector.kind = dict  # a callable that is no method: inspect.signature has none for a builtin type
+    assert venv.get_attr("kind") == [dict, dict]

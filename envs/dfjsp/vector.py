@@ -359,7 +359,8 @@ def same(a: Any, b: Any) -> bool:
 
 def is_sub_env_method(value: Any) -> bool:
     """Whether ``value`` is a vector env's method of one sub-environment: its first parameter is ``index``."""
-    return callable(value) and next(iter(inspect.signature(value).parameters), None) == "index"
+    # a bound method only: inspect.signature raises ValueError on builtin types (an attribute holding dict)
+    return inspect.ismethod(value) and next(iter(inspect.signature(value).parameters), None) == "index"
 
 
 def sub_env_results(method: Callable[..., Any], name: str, indices: Sequence[int], num_envs: int,
