@@ -85,8 +85,9 @@ VIOLATION_KINDS: dict[str, str] = {
             "restart: its last segment), or a slot performs more than 1",
     "status": "a slot has more than one completed segment, or segments after its completed one, or a "
               "preempted or aborted segment stops where its operation completes",
-    "cancellation": "a segment runs after its job's cancellation, an aborted segment does not end at it, or "
-                    "cancelled_at differs from the first CANCELLATION that applies",
+    "cancellation": "a segment runs after its job's cancellation, an aborted segment does not end at it, one "
+                    "running at it is preempted by a BREAKDOWN of that instant instead of aborted, or cancelled_at "
+                    "differs from the first CANCELLATION that applies",
     "completion": "a job's reported completion differs from the end of its last slot's completed segment",
     "due": "a job record's due date differs from the one in force at completion (or cancellation)",
     "weight": "a job record's weight differs from the one in force at completion (or cancellation)",
@@ -628,10 +629,11 @@ class _Checker:
         # job events after this time are not applied (inf: the episode is over, every event up to its end applies)
         self.cut = self.now if self.now is not None else math.inf if self.require_finished else self.latest
 
-    def _has_time(self, times: list[float], t: float) -> bool:
-        """Whether sorted ``times`` holds one equal to ``t`` (within tolerance)."""
-        i = bisect_left(times, t - self.eps(t))
-        return i < len(times) and times[i] <= t + self.eps(t)
+    def _breakdown_near(self, s: _Seg) -> float:
+        """The time of the BREAKDOWN of ``s``'s machine nearest to its end (inf: none), the one that preempts it."""
+        times = self.breakdown_times[s.machine]
+        i = bisect_left(times, s.end)
+        return min(times[max(0, i - 1):i + 1], key=lambda t: abs(t - s.end), default=math.inf)
 
     def _check_now(self) -> None:
         """A clock passed as ``now`` must not precede what the records show."""
@@ -728,7 +730,7 @@ class _Checker:
                     if d.end > s.start + self.eps(s.start):
                         self.add("downtime", f"{s} runs while machine {m} is down: {d}", s.index, s.job)
                     i -= 1
-                if s.status == "preempted" and not self._has_time(self.breakdown_times[m], s.end):
+                if s.status == "preempted" and not abs(self._breakdown_near(s) - s.end) <= self.eps(s.end):
                     self.add("preemption", f"{s} is preempted but machine {m} has no BREAKDOWN at {_f(s.end)}",
                              s.index, s.job)
 
@@ -906,6 +908,9 @@ class _Checker:
                     self.add("cancellation", f"{s} is aborted but job {j} {what}", s.index, j)
                 elif c is not None and s.end > c + self.eps(c):
                     self.add("cancellation", f"{s} runs after job {j} is cancelled at {_f(c)}", s.index, j)
+                elif c is not None and s.status == "preempted" and abs(self._breakdown_near(s) - c) <= EPS:
+                    self.add("cancellation", f"{s} runs when job {j} is cancelled at {_f(c)}: the CANCELLATION applies "
+                             f"before the BREAKDOWN of that instant and aborts it", s.index, j)
             rec = self.records.get(j)
             if rec is None:
                 continue

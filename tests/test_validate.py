@@ -890,3 +890,22 @@ def test_a_slot_that_never_completes_cannot_perform_more_than_its_work() -> None
     report = validate_schedule(data, require_finished=False, now=12.0)
     assert report.kinds().get("work") == 1
     assert any("perform work 1.2 > 1 (resume policy)" in m for m in messages(report))
+
+
+@pytest.mark.parametrize("offset", [0.0, 5e-10])
+def test_a_segment_running_at_its_jobs_cancellation_is_aborted_not_preempted_by_a_breakdown_of_that_instant(
+        offset: float) -> None:
+    """A CANCELLATION applies before a BREAKDOWN of its instant (same time, or 5e-10 apart): the running slot is
+    aborted, so a segment recorded as preempted there is wrong; one preempted at an earlier instant stays valid."""
+    i = inst(Job("J0", [{0: 10}]), events=[Event(4, E.CANCELLATION, job=0),
+                                           Event(4 + offset, E.BREAKDOWN, machine=0, duration=3)])
+    down = [(0, 4, 7, "breakdown")]  # the breakdown takes effect at the instant's time, 4
+    assert validate_schedule(make(i, [(0, 0, 0, 0, 4, 0.4, "aborted")], down, {0: {"cancelled_at": 4}})).ok
+    report = validate_schedule(make(i, [(0, 0, 0, 0, 4, 0.4, "preempted")], down, {0: {"cancelled_at": 4}}))
+    assert report.kinds() == {"cancellation": 1}
+    assert messages(report) == ["segment 0 (job 0 op 0 on machine 0, 0-4, preempted) runs when job 0 is cancelled "
+                                "at 4: the CANCELLATION applies before the BREAKDOWN of that instant and aborts it"]
+    earlier = inst(Job("J0", [{0: 10, 1: 10}]), events=[Event(4, E.BREAKDOWN, machine=0, duration=3),
+                                                        Event(6, E.CANCELLATION, job=0)])
+    assert validate_schedule(make(earlier, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 4, 6, 0.2, "aborted")],
+                                  [(0, 4, 7, "breakdown")], {0: {"cancelled_at": 6}})).ok
