@@ -70,6 +70,13 @@ def compute_metrics(
     if cancelled.dtype != np.bool_:  # ~ of an int array is no negation: ~1 == -2 counted a cancelled job as done
         raise TypeError(f"cancelled must be a bool array (one per job), got dtype {cancelled.dtype}: {cancelled!r:.80}")
     num_machines = check_integer("num_machines", num_machines, 1)
+    # arrays that do not pair up would broadcast: one busy_end against two starts counted busy time twice
+    for group in ({"release": release, "due": due, "weight": weight, "completion": completion, "cancelled": cancelled},
+                  {"busy_start": busy_start, "busy_end": busy_end}, {"down_start": down_start, "down_end": down_end}):
+        shapes = {name: np.shape(a) for name, a in group.items()}
+        if len(set(shapes.values())) > 1 or any(len(s) != 1 for s in shapes.values()):
+            raise ValueError(f"{', '.join(group)} must be 1-D arrays of one length, got shapes "
+                             + ", ".join(f"{name} {s}" for name, s in shapes.items()))
     done = ~cancelled & ~np.isnan(completion)
     c, r, d, w = completion[done], release[done], due[done], weight[done]
     makespan = float(c.max()) if c.size else 0.0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,19 @@ def test_nothing_completed_gives_zeros():
                               busy_start=np.array([0.0]), busy_end=np.array([1.0]), down_start=empty, down_end=empty,
                               num_machines=3)
     assert metrics == dict.fromkeys(METRIC_KEYS, 0) | {"num_cancelled_jobs": 1}
+
+
+@pytest.mark.parametrize(("field", "value", "shapes"), [
+    ("busy_end", np.array([4.0]), "busy_start (2,), busy_end (1,)"),
+    ("down_end", np.array([[2.0, 3.0]]), "down_start (1,), down_end (1, 2)"),
+    ("due", np.array([1.0, 2.0]), "release (1,), due (2,), weight (1,), completion (1,), cancelled (1,)"),
+])
+def test_arrays_that_do_not_pair_up_are_refused(field, value, shapes):
+    """Arrays that do not pair up were broadcast: a busy_end of one value against two starts counted busy time 4 + 2 on
+    a 4-long segment list (utilization 0.75 instead of an error); a due per job too many passed unnoticed."""
+    args = dict(release=np.zeros(1), due=np.array([NAN]), weight=np.ones(1), completion=np.array([4.0]),
+                cancelled=np.zeros(1, dtype=bool), busy_start=np.array([0.0, 2.0]), busy_end=np.array([2.0, 4.0]),
+                down_start=np.array([1.0]), down_end=np.array([1.0]), num_machines=2)
+    assert compute_metrics(**args)["utilization"] == 0.5
+    with pytest.raises(ValueError, match=re.escape(f"must be 1-D arrays of one length, got shapes {shapes}")):
+        compute_metrics(**{**args, field: value})
