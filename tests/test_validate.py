@@ -909,3 +909,22 @@ def test_a_segment_running_at_its_jobs_cancellation_is_aborted_not_preempted_by_
                                                         Event(6, E.CANCELLATION, job=0)])
     assert validate_schedule(make(earlier, [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 4, 6, 0.2, "aborted")],
                                   [(0, 4, 7, "breakdown")], {0: {"cancelled_at": 6}})).ok
+
+
+def test_a_mid_episode_job_record_holds_the_due_date_and_weight_in_force_at_the_clock() -> None:
+    """A job still running at a known clock reports the due date and weight in force then (docs/semantics.md, "at the
+    end"): the values the changes at 2 replaced, or a due date dropped, are wrong. Without ``now`` the clock is only
+    known to be at or after the records, where a later change may have applied: nothing is compared."""
+    i = inst(Job("J0", [{0: 5.0}, {0: 5.0}], due=20.0), Job("J1", [{0: 5.0}], due=3.0), machines=ONE,
+             events=[Event(2.0, E.DUE_DATE_CHANGE, job=0, due=9.0), Event(2.0, E.PRIORITY_CHANGE, job=0, weight=4.0)])
+    sim = Simulator(i)
+    sim.reset()
+    sim.step(0, 0)
+    data = sim.schedule().to_dict()
+    assert sim.now == 5.0 and validate_schedule(data, require_finished=False, now=5.0).ok
+    data["jobs"][0].update(due=20.0, weight=1.0)
+    data["jobs"][1]["due"] = None
+    assert messages(validate_schedule(data, require_finished=False, now=5.0)) == [
+        "job 0: reported due 20, but 9 is in force", "job 0: reported weight 1, but 4 is in force",
+        "job 1: reported due null, but 3 is in force"]
+    assert validate_schedule(data, require_finished=False).ok
