@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -928,3 +929,115 @@ def test_a_mid_episode_job_record_holds_the_due_date_and_weight_in_force_at_the_
         "job 0: reported due 20, but 9 is in force", "job 0: reported weight 1, but 4 is in force",
         "job 1: reported due null, but 3 is in force"]
     assert validate_schedule(data, require_finished=False).ok
+
+
+def _route_machines(instance: Instance, job: int) -> set[int]:
+    """Every machine some operation of ``job`` may ever run on (its static ops and its route changes')."""
+    ops = [*instance.job_ops(job), *(op for e in instance.events if e.job == job and e.ops for op in e.ops)]
+    return {m for op in ops for m in op}
+
+
+def _mutations(data: dict[str, Any], instance: Instance) -> dict[str, Callable[[st.DataObject], tuple[str, Any]]]:
+    """Edits of a valid schedule ``data`` that each break one rule, by name; each edits ``data`` and returns the
+    violation kind it must raise and the segment index or job id that violation names (None: not checked)."""
+    segs, jobs, downs = data["segments"], data["jobs"], data["downtime"]
+    out: dict[str, Callable[[st.DataObject], tuple[str, Any]]] = {}
+
+    def pick(draw: st.DataObject, items: list[int]) -> int:
+        return draw.draw(st.sampled_from(items))
+
+    def ineligible(draw: st.DataObject) -> tuple[str, Any]:
+        i = pick(draw, foreign)
+        segs[i]["machine"] = min(every - _route_machines(instance, segs[i]["job"]))
+        return "eligibility", i
+
+    def longer(draw: st.DataObject) -> tuple[str, Any]:
+        i = pick(draw, list(range(len(segs))))
+        segs[i]["end"] += 0.5
+        return "duration", i
+
+    def twice(draw: st.DataObject) -> tuple[str, Any]:
+        segs.append(dict(segs[pick(draw, completed)]))
+        return "status", None
+
+    def overlap(draw: st.DataObject) -> tuple[str, Any]:
+        a, b = pick(draw, pairs)
+        length = segs[b]["end"] - segs[b]["start"]
+        segs[b]["start"] = (segs[a]["start"] + segs[a]["end"]) / 2
+        segs[b]["end"] = segs[b]["start"] + length
+        return "overlap", b
+
+    def early(draw: st.DataObject) -> tuple[str, Any]:
+        i, done = follow[pick(draw, list(follow))]
+        shift = segs[i]["start"] - done + 0.5
+        segs[i]["start"] -= shift
+        segs[i]["end"] -= shift
+        return "precedence", i
+
+    def record(name: str, kind: str, change: Callable[[Any], Any], which: list[int]) -> None:
+        def edit(draw: st.DataObject) -> tuple[str, Any]:
+            j = pick(draw, which)
+            jobs[j][name] = change(jobs[j][name])
+            return kind, j
+        if which:
+            out[f"record-{name}"] = edit
+
+    def drop_downtime(draw: st.DataObject) -> tuple[str, Any]:
+        del downs[pick(draw, [k for k, d in enumerate(downs) if d["end"] > d["start"]])]
+        return "downtime", None
+
+    def metric(draw: st.DataObject) -> tuple[str, Any]:
+        data["metrics"][draw.draw(st.sampled_from(sorted(data["metrics"])))] += 0.5
+        return "metrics", None
+
+    every = set(range(instance.num_machines))
+    foreign = [i for i, s in enumerate(segs) if _route_machines(instance, s["job"]) != every]
+    completed = [i for i, s in enumerate(segs) if s["status"] == "completed"]
+    by_machine: dict[int, list[int]] = {}
+    for i in sorted(range(len(segs)), key=lambda i: segs[i]["start"]):
+        by_machine.setdefault(segs[i]["machine"], []).append(i)
+    pairs = [(a, b) for ids in by_machine.values() for a, b in itertools.pairwise(ids)]
+    done = {(s["job"], s["op"]): s["end"] for s in segs if s["status"] == "completed"}
+    first: dict[tuple[int, int], int] = {}
+    for i in sorted(range(len(segs)), key=lambda i: segs[i]["start"]):
+        first.setdefault((segs[i]["job"], segs[i]["op"]), i)
+    follow = {i: (i, done[j, k - 1]) for (j, k), i in first.items() if k > 0 and (j, k - 1) in done}
+    ended = [j for j, r in enumerate(jobs) if r["completion"] is not None or r["cancelled_at"] is not None]
+    for name, edit, ok in (("ineligible", ineligible, foreign), ("longer", longer, segs), ("twice", twice, completed),
+                           ("overlap", overlap, pairs), ("early", early, follow), ("metric", metric, True),
+                           ("drop-downtime", drop_downtime, [d for d in downs if d["end"] > d["start"]])):
+        if ok:
+            out[name] = edit
+    completions = [j for j, r in enumerate(jobs) if r["completion"] is not None]
+    record("completion", "completion", lambda c: c + 0.5, completions)
+    record("cancelled_at", "cancellation", lambda c: 0.5 if c is None else c + 0.5, list(range(len(jobs))))
+    record("release", "release", lambda r: r + 0.5, list(range(len(jobs))))
+    record("due", "due", lambda d: 0.5 if d is None else d + 0.5, ended)
+    record("weight", "weight", lambda w: w + 0.5, ended)
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instance=instances(max_jobs=5, max_machines=3, max_events=10, jitter=True), seed=st.integers(0, 2**32 - 1),
+       draw=st.data())
+def test_every_single_rule_broken_in_a_simulated_schedule_is_reported(instance: Instance, seed: int,
+                                                                      draw: st.DataObject) -> None:
+    """A schedule played with random decisions validates; one edit that breaks one rule (a segment on a machine no
+    operation of its job may use, longer than its work, a completed segment twice, overlapping its machine's previous
+    one, starting before its slot's previous one completes, a metric, completion, cancellation, release, due date or
+    weight off, a downtime record dropped) is reported with that kind, naming the segment or job."""
+    sim = Simulator(instance)
+    sim.reset()
+    rng = np.random.default_rng(seed)
+    while not sim.done:
+        jobs, machines, _ = sim.candidates()
+        k = int(rng.integers(len(jobs)))
+        sim.step(jobs[k], machines[k])
+    data = sim.schedule().to_dict()
+    assert validate_schedule(data).ok
+    mutations = _mutations(data, instance)
+    kind, named = mutations[draw.draw(st.sampled_from(sorted(mutations)))](draw)
+    report = validate_schedule(data)
+    assert kind in report.kinds(), f"{kind} expected\n{report}"
+    if named is not None:
+        assert any(named in (v.segment, v.job) for v in report.violations if v.kind == kind), str(report)
