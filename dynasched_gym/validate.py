@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import os
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -74,7 +74,8 @@ VIOLATION_KINDS: dict[str, str] = {
     "downtime": "a segment runs while its machine is down; a machine's downtime records differ from the "
                 "downtime its BREAKDOWN, REPAIR and MAINTENANCE events imply (an interval missing, unexplained, "
                 "or with another end)",
-    "preemption": "a preempted segment does not end at a BREAKDOWN of its machine",
+    "preemption": "a preempted segment does not end at a BREAKDOWN of its machine, or a segment runs through one "
+                  "(which preempts it)",
     "operation": "a segment names an operation slot its job does not have when it starts",
     "eligibility": "a segment runs on a machine that is not eligible for its operation",
     "duration": "a segment's length differs from work x processing time (the time in force when its slot "
@@ -735,6 +736,13 @@ class _Checker:
                 if s.status == "preempted" and not abs(self._breakdown_near(s) - s.end) <= self.eps(s.end):
                     self.add("preemption", f"{s} is preempted but machine {m} has no BREAKDOWN at {_f(s.end)}",
                              s.index, s.job)
+                # checked on the events, not only on the downtime: a downtime within the tolerance is no interval
+                # to compare, yet its BREAKDOWN preempts the operation all the same
+                b = self.breakdown_times[m]
+                k = bisect_right(b, s.start + self.eps(s.start))
+                if k < len(b) and b[k] < s.end - self.eps(s.end):
+                    self.add("preemption", f"{s} runs through machine {m}'s BREAKDOWN at {_f(b[k])}, which preempts "
+                             f"the operation running then", s.index, s.job)
 
     # ------------------------------------------------ 6. downtime: the timeline the events imply
     def _merged(self, spans: Sequence[_Span]) -> list[_Span]:

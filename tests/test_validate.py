@@ -1041,3 +1041,22 @@ def test_every_single_rule_broken_in_a_simulated_schedule_is_reported(instance: 
     assert kind in report.kinds(), f"{kind} expected\n{report}"
     if named is not None:
         assert any(named in (v.segment, v.job) for v in report.violations if v.kind == kind), str(report)
+
+
+@pytest.mark.parametrize(("base", "duration"), [(0.0, 2e-6), (1e6, 0.5)])
+@pytest.mark.parametrize("policy", ["resume", "restart"])
+def test_a_breakdown_shorter_than_the_tolerance_still_preempts_the_operation_it_hits(base: float, duration: float,
+                                                                                     policy: str) -> None:
+    """A BREAKDOWN 4 units into a 10-unit operation preempts it, however short its downtime. Downtime within the record
+    tolerance (2e-6 at t = 4, 0.5 at t = 1e6) was dropped from the timeline the records are compared with, so a segment
+    completing straight through the breakdown, with no downtime record, validated (under restart hiding a rerun of the
+    4 units done)."""
+    i = inst(Job("J0", [{0: 10.0}], release=base), machines=ONE, policy=policy,
+             events=[Event(base + 4, E.BREAKDOWN, machine=0, duration=duration)])
+    assert validate_schedule(rollout(i, "FIFO")).ok
+    report = validate_schedule(make(i, [(0, 0, 0, base, base + 10)], [], {0: {"completion": base + 10}}))
+    assert report.kinds() == {"preemption": 1}
+    assert report.violations[0].segment == 0
+    assert messages(report) == [f"segment 0 (job 0 op 0 on machine 0, {base:.10g}-{base + 10:.10g}, completed) runs "
+                                f"through machine 0's BREAKDOWN at {base + 4:.10g}, which preempts the operation "
+                                f"running then"]
