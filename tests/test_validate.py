@@ -968,8 +968,8 @@ def _mutations(data: dict[str, Any], instance: Instance) -> dict[str, Callable[[
         return "overlap", b
 
     def early(draw: st.DataObject) -> tuple[str, Any]:
-        i, done = follow[pick(draw, list(follow))]
-        shift = segs[i]["start"] - done + 0.5
+        i = pick(draw, list(follow))
+        shift = segs[i]["start"] - follow[i] + 0.5
         segs[i]["start"] -= shift
         segs[i]["end"] -= shift
         return "precedence", i
@@ -983,7 +983,7 @@ def _mutations(data: dict[str, Any], instance: Instance) -> dict[str, Callable[[
             out[f"record-{name}"] = edit
 
     def drop_downtime(draw: st.DataObject) -> tuple[str, Any]:
-        del downs[pick(draw, [k for k, d in enumerate(downs) if d["end"] > d["start"]])]
+        del downs[pick(draw, long_downs)]
         return "downtime", None
 
     def metric(draw: st.DataObject) -> tuple[str, Any]:
@@ -996,16 +996,19 @@ def _mutations(data: dict[str, Any], instance: Instance) -> dict[str, Callable[[
     by_machine: dict[int, list[int]] = {}
     for i in sorted(range(len(segs)), key=lambda i: segs[i]["start"]):
         by_machine.setdefault(segs[i]["machine"], []).append(i)
-    pairs = [(a, b) for ids in by_machine.values() for a, b in itertools.pairwise(ids)]
+    # lengths well beyond the tolerance: a preempted segment can be as short as EPS
+    pairs = [(a, b) for ids in by_machine.values() for a, b in itertools.pairwise(ids)
+             if segs[a]["end"] - segs[a]["start"] > 0.01]
+    long_downs = [k for k, d in enumerate(downs) if d["end"] - d["start"] > 0.01]
     done = {(s["job"], s["op"]): s["end"] for s in segs if s["status"] == "completed"}
     first: dict[tuple[int, int], int] = {}
     for i in sorted(range(len(segs)), key=lambda i: segs[i]["start"]):
         first.setdefault((segs[i]["job"], segs[i]["op"]), i)
-    follow = {i: (i, done[j, k - 1]) for (j, k), i in first.items() if k > 0 and (j, k - 1) in done}
+    follow = {i: done[j, k - 1] for (j, k), i in first.items() if k > 0 and (j, k - 1) in done}  # -> previous end
     ended = [j for j, r in enumerate(jobs) if r["completion"] is not None or r["cancelled_at"] is not None]
     for name, edit, ok in (("ineligible", ineligible, foreign), ("longer", longer, segs), ("twice", twice, completed),
                            ("overlap", overlap, pairs), ("early", early, follow), ("metric", metric, True),
-                           ("drop-downtime", drop_downtime, [d for d in downs if d["end"] > d["start"]])):
+                           ("drop-downtime", drop_downtime, long_downs)):
         if ok:
             out[name] = edit
     completions = [j for j, r in enumerate(jobs) if r["completion"] is not None]
