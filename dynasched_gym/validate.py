@@ -34,7 +34,7 @@ after that time, so job events up to it have applied and later ones are left out
 downtime must be the replay stopped at some time at or after it. Either way a machine's replay may
 also stop where the machine was idle and started an operation that still runs (unseen in the
 records, it holds later MAINTENANCE back), provided no BREAKDOWN of the machine falls between that
-point and the clock.
+point and the clock, the clock included (its events have applied).
 """
 
 from __future__ import annotations
@@ -765,8 +765,8 @@ class _Checker:
         Finished (``clock`` is the episode's end): one, the replay stopped at the end. Unfinished (``clock`` is
         ``now``, or the latest recorded time when ``now`` is unknown): the replay stopped at the clock (any time
         at or after it when unknown), and each stop where the machine may have started an operation that still
-        runs: idle, after its last recorded segment, with no BREAKDOWN from there to the clock (it would have
-        preempted the operation, which would then be recorded).
+        runs: idle, after its last recorded segment, with no BREAKDOWN from there to the clock, included (it would
+        have preempted the operation, which would then be recorded).
         """
         known = finished or self.now is not None
         e = EPS if known else self.eps(clock)  # a known clock is a simulator time; else a lower bound of it
@@ -776,7 +776,7 @@ class _Checker:
             at_clock = hi > clock + EPS and (lo <= clock + e or not known)
             start = max(lo, 0.0, last_seg)  # the earliest an unseen operation could start in [lo, hi)
             unseen_op = (not finished and replay.idle and start + EPS < hi and start <= clock + e
-                         and replay.pending > max(start, clock) - e)
+                         and replay.pending > max(start, clock) + EPS)
             if at_clock or unseen_op:
                 spans = self._merged(replay.spans())
                 yield spans

@@ -1063,3 +1063,24 @@ def test_a_breakdown_shorter_than_the_tolerance_still_preempts_the_operation_it_
     assert messages(report) == [f"segment 0 (job 0 op 0 on machine 0, {base:.10g}-{base + 10:.10g}, completed) runs "
                                 f"through machine 0's BREAKDOWN at {base + 4:.10g}, which preempts the operation "
                                 f"running then"]
+
+
+def test_a_breakdown_at_the_clock_has_applied_to_a_mid_episode_schedule() -> None:
+    """Events at the clock have applied (only later ones have not), so a BREAKDOWN of M1 at now = 5 is in the downtime.
+    Dropping its record validated: the replay may stop where M1 was idle and started an operation still running, as
+    long as no BREAKDOWN falls before the clock, and one at the clock counted as after it. Such an operation would
+    have been preempted at 5 and recorded."""
+    i = inst(Job("J0", [{0: 5.0}]), Job("J1", [{0: 3.0}]), events=[Event(5.0, E.BREAKDOWN, machine=1, duration=2.0)])
+    sim = Simulator(i)
+    sim.reset()
+    sim.step(0, 0)
+    data = sim.schedule().to_dict()
+    assert sim.now == 5.0 and data["downtime"] == [{"machine": 1, "start": 5.0, "end": 7.0, "kind": "breakdown"}]
+    for now in (None, 5.0):
+        assert validate_schedule(data, require_finished=False, now=now).ok
+    data["downtime"] = []
+    data["metrics"] = validate_schedule(data, require_finished=False).metrics
+    for now in (None, 5.0):
+        assert messages(validate_schedule(data, require_finished=False, now=now)) == [
+            "machine 1: expected breakdown downtime 5-7 (BREAKDOWN at 5 for 2), found no breakdown downtime starting "
+            "at 5"], now
