@@ -70,7 +70,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     # loaded here, not by validate_schedule (which reports a load error as a violation): a file that is no schedule,
     # or whose instance does not load, is bad input (2), not an invalid schedule (1)
     report = validate_schedule(load_schedule_dict(args.schedule))
-    print(report)
+    print(report.describe(args.limit or None))
     return 0 if report.ok else 1
 
 
@@ -266,6 +266,14 @@ def _bins(text: str) -> int:
     return value
 
 
+def _limit(text: str) -> int:
+    """An argparse type: how many violations to list, 0 for all."""
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 (0: all), got {value}")
+    return value
+
+
 def _seed(text: str) -> int:
     """An argparse type: a seed of the kernels' random stream."""
     seed = _integer(text)
@@ -299,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_rollout)
     p = sub.add_parser("validate", help="check a schedule JSON file with the independent validator")
     p.add_argument("schedule", type=_schedule_file, help="schedule JSON file (from rollout --out)")
+    p.add_argument("--limit", type=_limit, default=20, help="list at most this many violations (0: all; default 20)")
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("convert", help="write an instance in another format")
     p.add_argument("instance", type=_instance, help=instance_help)

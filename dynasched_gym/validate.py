@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_bool, check_real, is_finite_real, is_integer, is_real
+from dynasched_gym.checks import check_bool, check_integer, check_real, is_finite_real, is_integer, is_real
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import Event, EventType, Instance
 from dynasched_gym.metrics import EPS, compute_metrics
@@ -132,10 +132,7 @@ class ScheduleInvalidError(ValueError):
 
     def __init__(self, report: ValidationReport, limit: int = 10) -> None:
         self.report = report
-        lines = [str(v) for v in report.violations[:limit]]
-        if len(report.violations) > limit:
-            lines.append(f"... and {len(report.violations) - limit} more")
-        super().__init__(f"invalid schedule, {len(report.violations)} violation(s):\n  " + "\n  ".join(lines))
+        super().__init__(report.describe(limit))
 
 
 @dataclass(frozen=True)
@@ -162,11 +159,24 @@ class ValidationReport:
         if self.violations:
             raise ScheduleInvalidError(self)
 
+    def describe(self, limit: int | None = 10) -> str:
+        """The counts of each kind, then one indented line per violation, the first ``limit`` of them (None: all)."""
+        if self.ok:
+            return str(self)
+        shown = self.violations if limit is None else self.violations[:check_integer("limit", limit, 0)]
+        lines = [f"{self._counts()}:", *(f"  {v}" for v in shown)]
+        if len(shown) < len(self.violations):
+            lines.append(f"  ... and {len(self.violations) - len(shown)} more")
+        return "\n".join(lines)
+
+    def _counts(self) -> str:
+        counts = ", ".join(f"{k} x{n}" for k, n in self.kinds().items())
+        return f"invalid schedule: {len(self.violations)} violation(s) ({counts})"
+
     def __str__(self) -> str:
         if self.ok:
             return "valid schedule (" + ", ".join(f"{k}={_f(v)}" for k, v in self.metrics.items()) + ")"
-        counts = ", ".join(f"{k} x{n}" for k, n in self.kinds().items())
-        return f"invalid schedule: {len(self.violations)} violation(s) ({counts}); first: {self.violations[0]}"
+        return f"{self._counts()}; first: {self.violations[0]}"
 
 
 def validate_schedule(

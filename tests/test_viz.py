@@ -684,6 +684,26 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     assert main(["validate", str(bad)]) == 1  # readable, with an invalid record
 
 
+def test_cli_validate_lists_every_violation_up_to_its_limit(tmp_path, capsys):
+    """validate printed the counts and only the first violation: a schedule with three broken segments showed one."""
+    sched = tmp_path / "s.json"
+    main(["rollout", "mk01", "--out", str(sched)])
+    data = json.loads(sched.read_text())
+    for segment in data["segments"][:3]:
+        segment["start"] -= 1000.0  # each now starts before its job's release
+    sched.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["validate", str(sched)]) == 1
+    shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  [")]
+    assert len(shown) >= 3 and all(f"segment {i} " in "".join(shown) for i in range(3))
+    assert main(["validate", str(sched), "--limit", "2"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("  [") for line in out) == 2 and re.fullmatch(r"  \.\.\. and \d+ more", out[-1])
+    with pytest.raises(SystemExit):
+        main(["validate", str(sched), "--limit", "-1"])
+    assert "must be at least 0 (0: all), got -1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("ref, reason", [
     ("nowhere.json", "nowhere.json: no such file or directory"),
     ("broken.json", "broken.json, line 1: invalid JSON"),
