@@ -14,6 +14,8 @@ from strategies import instances
 from test_env import assert_same_observations, valid_action
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine
+from dynasched_gym.agents.llm.prompts import MachineStats
+from dynasched_gym.core.compiled import C_RELEASE, JOB_ACTIVE, JOB_COMPLETED
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv
 from dynasched_gym.envs.dfjsp.features import (
     BIG,
@@ -23,13 +25,17 @@ from dynasched_gym.envs.dfjsp.features import (
     G_JOBS_COMPLETED,
     G_OBJECTIVE_SO_FAR,
     G_OPEN_JOBS,
+    G_OPEN_JOBS_TARDY,
     G_PENDING_ARRIVALS,
+    G_WAITING_JOBS,
     M_BOTTLENECK,
     M_DOWN_ELAPSED,
     M_UTILIZATION,
     OBSERVABILITY,
     num_columns,
 )
+from dynasched_gym.envs.dfjsp.kernels import potential
+from dynasched_gym.envs.dfjsp.types import S_PHI
 from dynasched_gym.envs.wrappers import (
     FlattenDictObservation,
     ForecastFeatures,
@@ -38,6 +44,7 @@ from dynasched_gym.envs.wrappers import (
 )
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "environments.md"
+OBJECTIVES = ("makespan", "tardiness", "weighted_tardiness", "flow_time")
 
 
 def future_variant(inst: Instance, t: float) -> Instance:
@@ -251,3 +258,39 @@ def test_columns_by_hand_before_the_first_decision_and_at_the_end():
     assert observation["global"][G_JOBS_COMPLETED] == pytest.approx(1 / 2)  # J1 in the denominator
     assert observation["machines"][:, M_UTILIZATION].tolist() == [1.0, 0.0]  # busy 2 of M0's 2 up time units
     assert observation["machines"][:, M_BOTTLENECK].tolist() == [0.0, 0.0]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=8, max_machines=3, max_events=14), objective=st.sampled_from(OBJECTIVES),
+       seed=st.integers(0, 2**32 - 1))
+def test_folded_history_gives_what_walking_every_job_segment_and_downtime_gives(inst, objective, seed):
+    """A step walks only the jobs, segments and downtimes that can still change (kernels.py, "Folded history"): the
+    potential, the global job counts and the utilisation equal, to the bit, those of a walk over all of them (the
+    stateless potential and machine statistics, NumPy counts), at every decision of two episodes on one env. The
+    instances release jobs out of index order, cancel, rework and break machines down: a fold that missed a job
+    arriving among the folded ones, a completed job past the active window, or a running segment gave other values."""
+    env = DFJSPEnv(instance=inst, objective=objective, observability="full", time_scale=7.0)
+    stats = MachineStats(inst.num_jobs, inst.num_machines)
+    rng = np.random.default_rng(seed)
+    num_m = np.float64(inst.num_machines)
+    for _ in range(2):
+        observation, _ = env.reset(seed=seed)
+        stepped = terminated = False
+        while True:
+            sim = env.simulator
+            state, now = sim.state, sim.now
+            phi = potential(sim.static, state, OBJECTIVES.index(objective))
+            assert observation["global"][G_OBJECTIVE_SO_FAR] == np.float32(min(math.log1p(max(phi, 0.0) / 7.0), BIG))
+            assert not stepped or env._scalars[S_PHI] == phi  # the reward's potential (0 at reset)
+            active = state.job_status == JOB_ACTIVE
+            open_jobs, completed = active.sum(), np.count_nonzero(state.job_status == JOB_COMPLETED)
+            counts = {G_OPEN_JOBS: open_jobs / num_m, G_WAITING_JOBS: (active & (state.job_machine < 0)).sum() / num_m,
+                      G_JOBS_COMPLETED: completed / max(int(state.counters[C_RELEASE]), 1),
+                      G_OPEN_JOBS_TARDY: (active & (now > state.job_due)).sum() / max(open_jobs, 1)}
+            for column, value in counts.items():
+                assert observation["global"][column] == np.float32(value), column
+            np.testing.assert_array_equal(observation["machines"][:, M_UTILIZATION], stats(sim)[2].astype(np.float32))
+            if terminated:
+                break
+            observation, _, terminated, _, _ = env.step(valid_action(observation, rng))
+            stepped = True

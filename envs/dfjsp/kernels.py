@@ -135,17 +135,25 @@ from dynasched_gym.envs.dfjsp.types import (
     D_SLOTS,
     K_CANDIDATES,
     K_CODE,
+    K_DOWNTIMES_FOLDED,
+    K_FOLDED_COMPLETED,
     K_INVALID,
+    K_JOBS_FOLDED,
+    K_JOBS_SEEN,
     K_LAST_INVALID,
+    K_SEGMENTS_FOLDED,
     MS_BOTTLENECK,
     MS_BREAKDOWN_SOON,
+    MS_BUSY_FOLDED,
     MS_DOWN,
+    MS_DOWN_FOLDED,
     MS_MAINTENANCE_SOON,
     MS_QUEUE,
     MS_UTILIZATION,
     OBJ_FLOW_TIME,
     OBJ_MAKESPAN,
     OBJ_WEIGHTED_TARDINESS,
+    S_FOLDED,
     S_OPS_SCALE,
     S_PHI,
     S_REWARD,
@@ -185,6 +193,54 @@ def _soon(dt, tau):
 
 
 @njit(cache=True, _nrt=False, inline="always")
+def _fold_jobs(S, T, objective, lo, hi, total, count):
+    """Fold jobs ``lo .. hi - 1``, in index order, into the potential's running ``total``; returns it and ``count``
+    plus the jobs it counts (completed or active; cancelled and hidden jobs count nowhere)."""
+    status = T.job_status
+    completion = T.job_completion
+    release = S.job_release
+    due = T.job_due
+    weight = T.job_weight
+    now = T.now[0]
+    weighted = objective == OBJ_WEIGHTED_TARDINESS
+    for j in range(lo, hi):
+        if status[j] == JOB_COMPLETED:
+            end = completion[j]
+        elif status[j] == JOB_ACTIVE:
+            end = now
+        else:
+            continue
+        count += 1
+        if objective == OBJ_MAKESPAN:
+            if status[j] == JOB_COMPLETED:
+                total = max(total, end)
+        elif objective == OBJ_FLOW_TIME:
+            total += end - release[j]
+        else:
+            d = due[j]
+            if d == d:
+                late = max(0.0, end - d)
+                total += late * weight[j] if weighted else late
+    return total, count
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _finish_potential(T, objective, total, count):
+    """The potential from the fold of every job (:func:`_fold_jobs`): makespan adds the running operations' planned
+    ends, flow time divides by the jobs counted."""
+    if objective == OBJ_MAKESPAN:
+        machine_job = T.machine_job
+        machine_end = T.machine_end
+        for m in range(machine_job.shape[0]):
+            if machine_job[m] >= 0:
+                total = max(total, machine_end[m])
+        return total
+    if objective == OBJ_FLOW_TIME:
+        return total / max(count, 1)
+    return total
+
+
+@njit(cache=True, _nrt=False, inline="always")
 def potential(S, T, objective):
     """The objective's potential now; at the end of an episode it equals the objective's metric.
 
@@ -196,46 +252,99 @@ def potential(S, T, objective):
 
     Cancelled jobs never count, as in :func:`dynasched_gym.metrics.compute_metrics`.
     """
-    status = T.job_status
-    completion = T.job_completion
-    now = T.now[0]
-    total = 0.0
-    if objective == OBJ_MAKESPAN:
-        for j in range(status.shape[0]):
-            if status[j] == JOB_COMPLETED:
-                total = max(total, completion[j])
-        machine_job = T.machine_job
-        machine_end = T.machine_end
-        for m in range(machine_job.shape[0]):
-            if machine_job[m] >= 0:
-                total = max(total, machine_end[m])
-        return total
-    if objective == OBJ_FLOW_TIME:
-        release = S.job_release
-        count = 0
-        for j in range(status.shape[0]):
-            if status[j] == JOB_COMPLETED:
-                total += completion[j] - release[j]
-                count += 1
-            elif status[j] == JOB_ACTIVE:
-                total += now - release[j]
-                count += 1
-        return total / max(count, 1)
-    due = T.job_due
-    weight = T.job_weight
-    weighted = objective == OBJ_WEIGHTED_TARDINESS
-    for j in range(status.shape[0]):
-        d = due[j]
-        if d != d:
-            continue
-        if status[j] == JOB_COMPLETED:
-            late = max(0.0, completion[j] - d)
-        elif status[j] == JOB_ACTIVE:
-            late = max(0.0, now - d)
-        else:
-            continue
-        total += late * weight[j] if weighted else late
-    return total
+    total, count = _fold_jobs(S, T, objective, 0, T.job_status.shape[0], 0.0, 0)
+    return _finish_potential(T, objective, total, count)
+
+
+# ---------------------------------------------------------------------------- folded history
+# An env walks every job (the potential, the global job counts) and every segment and downtime so far (the machines'
+# utilisation) at every step. Most of them can no longer change: a job before the active window that is not active
+# (completed, cancelled, or not arrived yet: the window widens to it when it arrives), a job past every window so far
+# (not arrived yet, or cancelled: one that arrives cannot finish before the next step shows it in the window), and a
+# segment or downtime that is over and ended by now. The workspace keeps the fold of such a
+# prefix (Workspace.counters K_JOBS_FOLDED .. K_DOWNTIMES_FOLDED, scalars S_FOLDED, machine_stat MS_*_FOLDED), so a
+# step folds only the rest, in the same order: the same float operations as the whole walk, so the same bits.
+@njit(cache=True, _nrt=False, inline="always")
+def _forget_folds(W):
+    """Empty the folds (a new episode)."""
+    counters = W.counters
+    for k in (K_JOBS_FOLDED, K_FOLDED_COMPLETED, K_JOBS_SEEN, K_SEGMENTS_FOLDED, K_DOWNTIMES_FOLDED):
+        counters[k] = 0
+    W.scalars[S_FOLDED] = 0.0
+    stat = W.machine_stat
+    for m in range(stat.shape[1]):
+        stat[MS_BUSY_FOLDED, m] = 0.0
+        stat[MS_DOWN_FOLDED, m] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def _fold_finished_jobs(S, T, W, objective):
+    """Fold the jobs before the active window into the workspace's job fold, and note the window's end."""
+    counters = W.counters
+    seen = max(counters[K_JOBS_SEEN], T.counters[C_ACTIVE_END])
+    counters[K_JOBS_SEEN] = seen
+    lo = counters[K_JOBS_FOLDED]
+    hi = min(T.counters[C_ACTIVE_FIRST], seen)  # reset leaves an empty window past the jobs: [num_jobs, 0)
+    if hi < lo:  # a folded job has arrived since (it is active, so it cannot have finished yet): fold again
+        lo = 0
+        W.scalars[S_FOLDED] = 0.0
+        counters[K_FOLDED_COMPLETED] = 0
+    # none of jobs lo .. hi - 1 is active: the jobs counted are the completed ones
+    total, completed = _fold_jobs(S, T, objective, lo, hi, W.scalars[S_FOLDED], counters[K_FOLDED_COMPLETED])
+    W.scalars[S_FOLDED] = total
+    counters[K_FOLDED_COMPLETED] = completed
+    counters[K_JOBS_FOLDED] = hi
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _env_potential(S, T, W):
+    """:func:`potential` of the env's state: its job fold advanced (:func:`_fold_finished_jobs`), then the jobs from
+    there to the last window's end folded on (the jobs past it count nowhere)."""
+    objective = W.config[CFG_OBJECTIVE]
+    _fold_finished_jobs(S, T, W, objective)
+    counters = W.counters
+    total, count = _fold_jobs(S, T, objective, counters[K_JOBS_FOLDED], counters[K_JOBS_SEEN], W.scalars[S_FOLDED],
+                              counters[K_FOLDED_COMPLETED])
+    return _finish_potential(T, objective, total, count)
+
+
+@njit(cache=True, _nrt=False)
+def _elapsed(start, end, now):
+    """The part of ``[start, end)`` before ``now``."""
+    return max(0.0, min(end, now) - start)
+
+
+@njit(cache=True, _nrt=False)
+def _fold_history(T, W, now):
+    """Fold the segments and downtimes that can no longer change into ``MS_BUSY_FOLDED`` and ``MS_DOWN_FOLDED``, in
+    record order up to the first that still can: one running (a cut or a repair may end it otherwise) or ending after
+    ``now`` (its part before ``now`` still grows)."""
+    stat = W.machine_stat
+    counters = W.counters
+    machine_job = T.machine_job
+    machine_segment = T.machine_segment
+    seg_machine = T.segment_machine
+    seg_end = T.segment_end
+    s = counters[K_SEGMENTS_FOLDED]
+    while s < T.counters[C_SEGMENTS]:
+        m = seg_machine[s]
+        if seg_end[s] > now or (machine_job[m] >= 0 and machine_segment[m] == s):
+            break
+        stat[MS_BUSY_FOLDED, m] += _elapsed(T.segment_start[s], seg_end[s], now)
+        s += 1
+    counters[K_SEGMENTS_FOLDED] = s
+    machine_down = T.machine_down
+    machine_downtime = T.machine_downtime
+    down_machine = T.downtime_machine
+    down_end = T.downtime_end
+    d = counters[K_DOWNTIMES_FOLDED]
+    while d < T.counters[C_DOWNTIMES]:
+        m = down_machine[d]
+        if down_end[d] > now or (machine_down[m] != DOWN_NONE and machine_downtime[m] == d):
+            break
+        stat[MS_DOWN_FOLDED, m] += _elapsed(T.downtime_start[d], down_end[d], now)
+        d += 1
+    counters[K_DOWNTIMES_FOLDED] = d
 
 
 # ------------------------------------------------------------------------- action slots
@@ -314,10 +423,17 @@ def _add_eligible_work(S, T, row, stat, slot, work):
 
 @njit(cache=True, _nrt=False)
 def machine_stats(S, T, W, level, now):
-    """Fill ``W.machine_stat`` (and ``W.job_stat`` at oracle level) for the current state."""
+    """Fill ``W.machine_stat`` (and ``W.job_stat`` at oracle level) for any state (no folded history)."""
+    _machine_stats(S, T, W, level, now, False)
+
+
+@njit(cache=True, _nrt=False)
+def _machine_stats(S, T, W, level, now, folded):
+    """:func:`machine_stats`; ``folded``: an env's state, whose folded history (:func:`_fold_history`) is advanced
+    and used."""
     stat = W.machine_stat
     num_m = stat.shape[1]
-    _zero_rows(stat, MS_QUEUE + 1 if level < FULL else MS_DOWN + 1 if level < ORACLE else stat.shape[0])
+    _zero_rows(stat, MS_QUEUE + 1 if level < FULL else MS_DOWN + 1 if level < ORACLE else MS_MAINTENANCE_SOON + 1)
     status = T.job_status
     job_machine = T.job_machine
     job_pos = T.job_pos
@@ -347,16 +463,25 @@ def machine_stats(S, T, W, level, now):
         if total > 0.0:
             for m in range(num_m):
                 stat[MS_BOTTLENECK, m] *= num_m / total
+        first_segment = 0
+        first_downtime = 0
+        if folded:
+            _fold_history(T, W, now)
+            first_segment = W.counters[K_SEGMENTS_FOLDED]
+            first_downtime = W.counters[K_DOWNTIMES_FOLDED]
+            for m in range(num_m):
+                stat[MS_UTILIZATION, m] = stat[MS_BUSY_FOLDED, m]
+                stat[MS_DOWN, m] = stat[MS_DOWN_FOLDED, m]
         seg_machine = T.segment_machine
         seg_start = T.segment_start
         seg_end = T.segment_end
-        for s in range(T.counters[C_SEGMENTS]):
-            stat[MS_UTILIZATION, seg_machine[s]] += max(0.0, min(seg_end[s], now) - seg_start[s])
+        for s in range(first_segment, T.counters[C_SEGMENTS]):
+            stat[MS_UTILIZATION, seg_machine[s]] += _elapsed(seg_start[s], seg_end[s], now)
         down_machine = T.downtime_machine
         down_start = T.downtime_start
         down_end = T.downtime_end
-        for d in range(T.counters[C_DOWNTIMES]):
-            stat[MS_DOWN, down_machine[d]] += max(0.0, min(down_end[d], now) - down_start[d])
+        for d in range(first_downtime, T.counters[C_DOWNTIMES]):
+            stat[MS_DOWN, down_machine[d]] += _elapsed(down_start[d], down_end[d], now)
         for m in range(num_m):
             available = now - stat[MS_DOWN, m]
             stat[MS_UTILIZATION, m] = min(1.0, stat[MS_UTILIZATION, m] / available) if available > EPS else 0.0
@@ -491,9 +616,9 @@ def _write_global(S, T, W, num_pairs, offered, available, down, phi, now):
     due = T.job_due
     open_jobs = 0
     waiting = 0
-    completed = 0
+    completed = W.counters[K_FOLDED_COMPLETED]
     tardy = 0
-    for j in range(status.shape[0]):
+    for j in range(W.counters[K_JOBS_FOLDED], W.counters[K_JOBS_SEEN]):  # the jobs not folded by _env_potential
         if status[j] == JOB_ACTIVE:
             open_jobs += 1
             if job_machine[j] < 0:
@@ -547,7 +672,7 @@ def observe(S, T, W, phi):
     num_pairs = offer(S, T, W)
     W.counters[K_CANDIDATES] = num_pairs
     offered = min(num_pairs, cap)
-    machine_stats(S, T, W, W.config[CFG_LEVEL], now)
+    _machine_stats(S, T, W, W.config[CFG_LEVEL], now, True)
     _write_candidates(S, T, W, offered, previous, now)
     available, down = _write_machines(S, T, W, now)
     _write_global(S, T, W, num_pairs, offered, available, down, phi, now)
@@ -563,7 +688,7 @@ def _settle(S, T, W, code):
     """Record ``code``, the reward against the previous potential, and the new observation."""
     W.counters[K_CODE] = code
     scalars = W.scalars
-    phi = potential(S, T, W.config[CFG_OBJECTIVE])
+    phi = _env_potential(S, T, W)
     scalars[S_REWARD] = scalars[S_REWARD_SCALE] * (scalars[S_PHI] - phi)  # not -scale * (phi - prev): no -0.0
     scalars[S_PHI] = phi
     observe(S, T, W, phi)
@@ -579,7 +704,8 @@ def env_reset(S, T, W):
     W.counters[K_LAST_INVALID] = 0
     W.scalars[S_PHI] = 0.0
     W.scalars[S_REWARD] = 0.0
-    observe(S, T, W, potential(S, T, W.config[CFG_OBJECTIVE]))
+    _forget_folds(W)
+    observe(S, T, W, _env_potential(S, T, W))
     return code
 
 

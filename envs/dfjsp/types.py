@@ -44,14 +44,21 @@ S_REWARD = 1  # the reward of the last step (0 after reset)
 S_TIME_SCALE = 2  # tau
 S_OPS_SCALE = 3  # mean operations per job
 S_REWARD_SCALE = 4
-NUM_SCALARS = 5
+S_FOLDED = 5  # the potential's fold over the folded jobs (K_JOBS_FOLDED)
+NUM_SCALARS = 6
 
 # Workspace.counters
 K_CODE = 0  # return code of the last reset / step (kernels.DECISION, DONE or an error)
 K_CANDIDATES = 1  # pairs that can start now (may exceed max_candidates)
 K_INVALID = 2  # invalid actions replaced in this episode
 K_LAST_INVALID = 3  # 1 when the last action was invalid
-NUM_COUNTERS = 4
+# The per-step scans skip what can no longer change (kernels.py, "Folded history"):
+K_JOBS_FOLDED = 4  # jobs 0 .. K_JOBS_FOLDED - 1 (none active) are folded into S_FOLDED and K_FOLDED_COMPLETED
+K_FOLDED_COMPLETED = 5  # completed jobs among the folded ones
+K_JOBS_SEEN = 6  # the largest active-window end at a step so far: the jobs from it on are hidden or cancelled
+K_SEGMENTS_FOLDED = 7  # segments 0 .. K_SEGMENTS_FOLDED - 1 are folded into MS_BUSY_FOLDED
+K_DOWNTIMES_FOLDED = 8  # downtimes 0 .. K_DOWNTIMES_FOLDED - 1 are folded into MS_DOWN_FOLDED
+NUM_COUNTERS = 9
 
 # Workspace.config
 CFG_ACTION_KIND = 0  # ACTION_PAIR | ACTION_RULE
@@ -67,7 +74,9 @@ MS_UTILIZATION = 2  # utilization so far
 MS_DOWN = 3  # downtime so far (time units)
 MS_BREAKDOWN_SOON = 4  # soon(next BREAKDOWN), 0 = none
 MS_MAINTENANCE_SOON = 5  # soon(next MAINTENANCE), 0 = none
-NUM_MACHINE_STATS = 6
+MS_BUSY_FOLDED = 6  # busy time of the folded segments (K_SEGMENTS_FOLDED)
+MS_DOWN_FOLDED = 7  # downtime of the folded downtimes (K_DOWNTIMES_FOLDED)
+NUM_MACHINE_STATS = 8
 
 Observation = TypedDict(
     "Observation",
