@@ -22,7 +22,9 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``on
 - ``scaling``: in-kernel episodes (as ``kernel``) of uncalibrated instances of the large preset with
   ``scale.num_jobs`` 250, 1000 and 4000 (x4 steps) at a utilisation target of 0.2 (queues stay short) and 0.8,
   microseconds per decision and its ratio to the next smaller instance's: about 1 when an episode's cost grows
-  with its decisions only, about 4 when every decision walks every job of the instance;
+  with its decisions only, about 4 when every decision walks every job of the instance; and the same for whole
+  episodes of the single env (``DFJSP-v0`` class, :data:`SCALING_ENV`) taking action 0 (the longest-waiting pair),
+  microseconds per ``step``;
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
 - ``memory``: peak RSS of a fresh process that plays one episode in one env, and one in each of the
@@ -104,6 +106,9 @@ INSTANCES = (*EMBEDDED, *TIER_SIZES)
 SESC_SIZES = ("medium", "large")
 SCALING_JOBS = (250, 1000, 4000)  # the large preset's scale.num_jobs
 SCALING_UTILIZATIONS = (0.2, 0.8)
+#: The ``scaling`` section's env: the training objective (conf/env/dfjsp.yaml), at the level whose step walks the most
+#: (the utilisation reads the segments and downtimes so far).
+SCALING_ENV = {"objective": "weighted_tardiness", "observability": "full"}
 COLD_INSTANCE = "ta01"
 #: The ``wrappers`` section's env: scripts.train's defaults (conf/env/dfjsp.yaml), on 64 pool seeds.
 WRAPPED_ENV = {"num_envs": 16, "tier": "medium", "size": "small", "objective": "weighted_tardiness", "pool_size": 64}
@@ -308,13 +313,34 @@ def bench_sesc(size: str, args: argparse.Namespace) -> dict[str, Any]:
             "jobs": statistics.median(r.instance.num_jobs for r in runs)}
 
 
+def env_episode_rate(env: Any, seconds: float) -> float:
+    """Steps per second of whole episodes of ``env`` taking action 0 (resets not timed), at least ``seconds`` long."""
+    steps, elapsed = 0, 0.0
+    while elapsed < seconds:
+        env.reset(seed=0)
+        began = time.perf_counter()
+        terminated = False
+        while not terminated:
+            terminated = env.step(0)[2]
+            steps += 1
+        elapsed += time.perf_counter() - began
+    return steps / elapsed
+
+
 def bench_scaling(num_jobs: int, utilization: float, args: argparse.Namespace) -> dict[str, Any]:
-    """:func:`bench_kernel` on the large preset's uncalibrated seed-0 instance of ``num_jobs`` and ``utilization``."""
+    """:func:`bench_kernel` on the large preset's uncalibrated seed-0 instance of ``num_jobs`` and ``utilization``,
+    and the single env's median steps/s (:func:`env_episode_rate`, :data:`SCALING_ENV`)."""
     scenario = Scenario.preset("large")
     scenario = dataclasses.replace(scenario, scale=dataclasses.replace(scenario.scale, num_jobs=num_jobs))
     instance = generate(replace_targets(scenario, utilization=utilization), 0)
     result = bench_kernel(instance, args)
-    return {**result, "jobs": instance.num_jobs, "us_per_decision": 1e6 / result["decisions_per_s"]}
+    env = gym.make(ENV_ID, instance=instance, **SCALING_ENV).unwrapped
+    env.reset(seed=0)
+    env.step(0)  # warm-up
+    rates = [env_episode_rate(env, args.seconds) for _ in range(args.repeats)]
+    steps_per_s = statistics.median(rates)
+    return {**result, "jobs": instance.num_jobs, "us_per_decision": 1e6 / result["decisions_per_s"],
+            "env": {**SCALING_ENV, "steps_per_s": steps_per_s, "repeats": rates, "us_per_step": 1e6 / steps_per_s}}
 
 
 def run_runner(python: str, runner: str, instance: Path, options: Sequence[str], timeout: float,
@@ -586,12 +612,16 @@ def _scaling_table(results: dict[str, Any]) -> str:
     for utilization, by_jobs in scaling.items():
         previous = None
         for r in by_jobs.values():
-            ratio = "" if previous is None else f"{r['us_per_decision'] / previous:.2f}"
-            rows.append([utilization, r["jobs"], f"{r['us_per_decision']:.2f}", ratio])
-            previous = r["us_per_decision"]
+            now = (r["us_per_decision"], r["env"]["us_per_step"])
+            ratios = ["", ""] if previous is None else [f"{a / b:.2f}" for a, b in zip(now, previous)]
+            rows.append([utilization, r["jobs"], f"{now[0]:.2f}", ratios[0], f"{now[1]:.2f}", ratios[1]])
+            previous = now
     rule = results["settings"]["rule"]
-    return f"In-kernel {rule} episodes of growing instances (large preset, uncalibrated, seed 0):\n\n" + _table(
-        ["utilisation target", "jobs", "us per decision", "ratio to the smaller (x4 jobs)"], rows)
+    env = ", ".join(f"{key}={value}" for key, value in SCALING_ENV.items())
+    return (f"Episodes of growing instances (large preset, uncalibrated, seed 0): in-kernel {rule}, and the env "
+            f"({env}) taking action 0:\n\n" + _table(
+                ["utilisation target", "jobs", "kernel us per decision", "ratio to the smaller (x4 jobs)",
+                 "env us per step", "env ratio to the smaller"], rows))
 
 
 def _cold_table(results: dict[str, Any]) -> str:

@@ -81,7 +81,7 @@ def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_en
     assert "| forecast features |" in capsys.readouterr().out
 
 
-def test_the_scaling_section_gives_each_instances_cost_per_decision_and_its_ratio_to_the_smaller(
+def test_the_scaling_section_gives_each_instances_cost_per_decision_and_env_step_and_their_ratios(
         tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(bench, "SCALING_JOBS", (20, 80))
     out = tmp_path / "bench.json"
@@ -93,8 +93,13 @@ def test_the_scaling_section_gives_each_instances_cost_per_decision_and_its_rati
         small, large = by_jobs["20"], by_jobs["80"]
         assert small["jobs"] < large["jobs"]
         assert large["us_per_decision"] == pytest.approx(1e6 / large["decisions_per_s"])
+        env = large["env"]
+        assert {key: env[key] for key in bench.SCALING_ENV} == bench.SCALING_ENV
+        assert env["us_per_step"] == pytest.approx(1e6 / env["steps_per_s"]) and len(env["repeats"]) == 1
         ratio = large["us_per_decision"] / small["us_per_decision"]
-        assert f"| {utilization} | {large['jobs']} | {large['us_per_decision']:.2f} | {ratio:.2f} |" in printed
+        env_ratio = env["us_per_step"] / small["env"]["us_per_step"]
+        assert (f"| {utilization} | {large['jobs']} | {large['us_per_decision']:.2f} | {ratio:.2f} | "
+                f"{env['us_per_step']:.2f} | {env_ratio:.2f} |") in printed
 
 
 def test_the_ppo_section_times_the_agent_against_sb3s_predict_on_the_same_schedules(tmp_path: Path, monkeypatch,
