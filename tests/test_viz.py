@@ -879,3 +879,23 @@ def test_pictures_name_an_argument_of_the_wrong_kind(tmp_path: Path) -> None:
             draw("mk01")
     report = validate_schedule(inst)
     assert not report.ok and "an Instance, not a schedule" in str(report)
+
+
+def test_the_timeline_of_a_schedule_taken_before_anything_happened_is_empty(tmp_path):
+    """A schedule taken right after reset records nothing (its clock is 0) while the first release is later: its
+    timeline has no event, and drawing it failed with "TypeError: 'float' object is not iterable" (the CLI printed
+    a traceback and exit status 1). It is an empty chart."""
+    from dynasched_gym import Simulator
+
+    sim = Simulator(Instance.build("later", [Machine("M0")], [Job("a", [{0: 1.0}], release=2.0)]))
+    sim.reset()
+    schedule = sim.schedule()
+    assert schedule.clock == 0.0 and event_times(schedule) == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # equal y limits and a legend of no entry would warn
+        fig = timeline_figure(schedule)
+        figure_rgb(fig)
+    assert fig.axes[1].get_xlim() == (0.0, 1.0) and fig.axes[0].get_legend() is None
+    path = tmp_path / "s.json"
+    schedule.to_json(path)
+    assert main(["timeline", str(path), "--out", str(tmp_path / "t.png")]) == 0

@@ -55,7 +55,7 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
     bins = check_integer("bins", bins, 1, MAX_BINS)  # 2.5 and True failed inside NumPy and matplotlib
     events = event_times(source)
     colours = dict(zip((t.name for t in EventType), palette(len(EventType))))
-    horizon = max(1.0, *(float(v[-1]) for v in events.values()))
+    horizon = max([1.0, *(float(v[-1]) for v in events.values())])  # no event: a schedule taken before the first
     edges = np.linspace(0.0, horizon, bins + 1)
     fig = blank_figure(fig, 10.0, 3.2 + 0.25 * len(events), dpi)
     hist, rug = fig.subplots(2, 1, sharex=True, height_ratios=(2.0, 0.4 + 0.25 * len(events)))
@@ -67,10 +67,11 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
         bottom += counts
         rug.plot(times, np.full(len(times), row), linestyle="none", marker="|", markersize=8, color=colours[name])
     hist.set_ylabel(f"events per bin (width {edges[1]:.3g})", fontsize=8)
-    # beside the axes: inside, it hid the tallest bins, often the last ones (completions as the episode ends)
-    hist.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if events:  # a legend of no entry warns
+        # beside the axes: inside, it hid the tallest bins, often the last ones (completions as the episode ends)
+        hist.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     rug.set_yticks(range(len(events)), list(events), fontsize=7)
-    rug.set_ylim(len(events) - 0.5, -0.5)
+    rug.set_ylim(max(len(events), 1) - 0.5, -0.5)  # no row: equal limits would warn
     rug.set_xlim(0.0, horizon)
     rug.set_xlabel("time")
     fig.suptitle(f"{(source.instance if isinstance(source, Schedule) else source).name}: event timeline",
