@@ -95,7 +95,7 @@ def gantt_figure(
         sel = run_row >= 0
         _bars(ax, run_row[sel], start[sel], end[sel], 0.7, facecolors=colours[run_colour[sel]], alpha=0.45,
               edgecolors="black", linewidths=edge)
-    horizon = _horizon(schedule, now, running)
+    horizon = _horizon(schedule, by, now, running)
     cancel = schedule.job_cancelled_at
     if machine_view:
         down_end = schedule.downtime_end if now is None else np.minimum(
@@ -161,7 +161,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
     row_h = 20 if machine_view else 12
     top = row_h if machine_view else 0  # machine view: strips above and below the rows for the markers
     height = 2 * top + len(names) * row_h
-    horizon = 1.01 * _horizon(schedule)
+    horizon = 1.01 * _horizon(schedule, by)
     colours = palette(inst.num_jobs if machine_view else inst.num_machines)
 
     def y(row: int, frac: float) -> float:  # top of a bar filling `frac` of row `row`
@@ -235,12 +235,15 @@ def _row_and_colour(
     return (row_of[machine], job) if machine_view else (row_of[job], machine)
 
 
-def _horizon(schedule: Schedule, now: float | None = None, running: Running | None = None) -> float:
-    """The last time anything in the chart happens (at least 1); while running, nothing after ``now`` but
-    the planned ends of the running operations (future arrivals and due dates are not shown)."""
+def _horizon(schedule: Schedule, by: str, now: float | None = None, running: Running | None = None) -> float:
+    """The last time anything in the chart happens (at least 1): due dates in the job view only, the one that draws
+    them; while running, nothing after ``now`` but the planned ends of the running operations (future arrivals and
+    due dates are not shown)."""
     times = [schedule.segment_end, [1.0]]
     if now is None:
-        times += [schedule.downtime_end, schedule.job_arrival, schedule.job_due, schedule.job_cancelled_at]
+        times += [schedule.downtime_end, schedule.job_arrival, schedule.job_cancelled_at]
+        if by == "job":
+            times.append(schedule.job_due)
     else:
         times.append([now])
     if running is not None:
