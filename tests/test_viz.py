@@ -137,7 +137,7 @@ def test_a_job_cancelled_before_its_release_never_arrives_in_the_curves():
     schedule = rollout(inst, "SPT")
     t, v = metric_curves(schedule)["jobs_arrived"]
     assert (t.tolist(), v.tolist()) == ([0.0], [1])
-    assert curves_figure(schedule).axes[-1].get_xlim() == (0.0, 2.0)
+    assert curves_figure(schedule).axes[-1].get_xlim() == (0.0, 1.01 * 2.0)
 
 
 def integral(curve: tuple[np.ndarray, np.ndarray], end: float) -> float:
@@ -911,3 +911,19 @@ def test_the_machine_view_time_axis_ends_with_what_it_draws():
     assert gantt_figure(schedule, by="job").axes[0].get_xlim() == (0.0, 1.01 * 100.0)
     assert f'viewBox="0 0 {1.01 * 4.0:.10g} ' in gantt_html(schedule)
     assert f'viewBox="0 0 {1.01 * 100.0:.10g} ' in gantt_html(schedule, by="job")
+
+
+def test_the_curves_final_values_are_drawn():
+    """Every curve's last step drew zero-long at the end of the time axis, where the episode ends, on the axes' edge:
+    the final drop was hidden under the frame, so the curves of a finished episode (small-seed3 under MWKR) ended
+    reading one job in the system and one busy machine where the metrics have none. The time axis now runs on a
+    little past the end, and each curve's final value is drawn there."""
+    curves = metric_curves(hand_schedule())
+    fig = curves_figure(hand_schedule())
+    lines = {line.get_label(): line for ax in fig.axes for line in ax.get_lines()}
+    assert set(lines) == set(curves)
+    end = fig.axes[-1].get_xlim()[1]
+    assert end > 7.0  # the last change: M0's maintenance ends
+    for name, (t, v) in curves.items():
+        x, y = lines[name].get_xdata(), lines[name].get_ydata()
+        assert x[-1] == end and x[-2] == t[-1] < end and y[-1] == y[-2] == v[-1], name

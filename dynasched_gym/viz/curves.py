@@ -60,18 +60,19 @@ def metric_curves(schedule: Schedule) -> dict[str, Curve]:
 def curves_figure(schedule: Schedule, fig: Any = None, dpi: float = 100) -> Any:
     """Plot the curves in four stacked panels sharing the time axis (see :data:`PANELS`)."""
     curves = metric_curves(schedule)
-    horizon = max(1.0, *(float(t[-1]) for t, _ in curves.values()))
+    # a little past the last change: a curve's final value drawn from there to the axes' edge hid under the frame
+    end = 1.01 * max(1.0, *(float(t[-1]) for t, _ in curves.values()))
     fig = blank_figure(fig, 10.0, 2.0 * len(PANELS) + 0.6, dpi)
     axes = fig.subplots(len(PANELS), 1, sharex=True)
     for ax, (label, names) in zip(axes, PANELS):
         for name in names:
             t, v = curves[name]
-            ax.step(np.append(t, horizon), np.append(v, v[-1]), where="post", label=name, linewidth=1.0)
+            ax.step(np.append(t, end), np.append(v, v[-1]), where="post", label=name, linewidth=1.0)
         ax.set_ylabel(label, fontsize=8)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # inside, it hid the cumulative curves' ends
         ax.grid(alpha=0.3)
     axes[-1].set_ylim(0.0, 1.05)
-    axes[-1].set_xlim(0.0, horizon)
+    axes[-1].set_xlim(0.0, end)
     axes[-1].set_xlabel("time")
     fig.suptitle(f"{schedule.instance.name}: metric curves", fontsize=9, x=0.01, ha="left")
     return plain_text(fig)
