@@ -331,7 +331,7 @@ def test_timeline_and_curves_figures(small):
     assert set(event_times(small.instance)) == set(counts) - {"COMPLETION"}
     fig = timeline_figure(small, bins=10)
     assert [tick.get_text() for tick in fig.axes[1].get_yticklabels()] == list(counts)
-    assert sum(len(c) for c in fig.axes[0].containers) == 10 * len(counts)
+    assert len(fig.axes[0].patches) == len(counts)
     assert len(curves_figure(small).axes) == 4
     for bad in (0, 1001):
         with pytest.raises(ValueError, match="bins"):
@@ -927,3 +927,19 @@ def test_the_curves_final_values_are_drawn():
     for name, (t, v) in curves.items():
         x, y = lines[name].get_xdata(), lines[name].get_ydata()
         assert x[-1] == end and x[-2] == t[-1] < end and y[-1] == y[-2] == v[-1], name
+
+
+def test_the_timeline_histogram_is_one_stacked_patch_per_event_type(small):
+    """The histogram drew a rectangle per bin and type, empty ones too: at the most bins (1000) the timeline of
+    small-seed3 (24 jobs) took 14 s to write and its SVG held 2 MB of rectangles. Each type is one stepped patch from
+    the top of the types below it, whatever the bins."""
+    events = event_times(small)
+    hist = timeline_figure(small, bins=1000).axes[0]
+    assert len(hist.patches) == len(events)
+    edges = np.linspace(0.0, max(v[-1] for v in events.values()), 1001)
+    below = np.zeros(1000)
+    for patch, (name, times) in zip(hist.patches, events.items()):
+        values, patch_edges, baseline = patch.get_data()
+        assert np.array_equal(patch_edges, edges) and np.array_equal(baseline, below), name
+        below = below + np.histogram(times, edges)[0]
+        assert np.array_equal(values, below) and patch.get_label() == f"{name} ({len(times)})", name

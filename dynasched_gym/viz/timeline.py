@@ -45,8 +45,8 @@ def event_times(source: Instance | Schedule) -> dict[str, np.ndarray]:
     return {t.name: np.sort(np.asarray(v, dtype=np.float64)) for t, v in times.items() if v}
 
 
-#: The most time bins: more than the default figure's 1,000 pixel columns draw nothing more, 10,000 took 45 s with
-#: every event type, and 10**12 ran out of memory.
+#: The most time bins: more than the default figure's 1,000 pixel columns draw nothing more, and 10**12 ran out of
+#: memory.
 MAX_BINS = 1000
 
 
@@ -61,10 +61,10 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
     hist, rug = fig.subplots(2, 1, sharex=True, height_ratios=(2.0, 0.4 + 0.25 * len(events)))
     bottom = np.zeros(bins)
     for row, (name, times) in enumerate(events.items()):
-        counts = np.histogram(times, edges)[0]
-        hist.bar(edges[:-1], counts, width=np.diff(edges), bottom=bottom, align="edge", color=colours[name],
-                 label=f"{name} ({len(times)})")
-        bottom += counts
+        top = bottom + np.histogram(times, edges)[0]
+        # one patch per type: a bar per bin took 14 s to draw at 1000 bins, empty bins included
+        hist.stairs(top, edges, baseline=bottom, fill=True, color=colours[name], label=f"{name} ({len(times)})")
+        bottom = top
         rug.plot(times, np.full(len(times), row), linestyle="none", marker="|", markersize=8, color=colours[name])
     hist.set_ylabel(f"events per bin (width {edges[1]:.3g})", fontsize=8)
     if events:  # a legend of no entry warns
