@@ -367,7 +367,7 @@ def test_a_schedules_timeline_leaves_out_what_came_after_the_episode():
     assert schedule.clock == 2.0 and list(schedule.downtime_start) == [2.0]
     assert {k: len(v) for k, v in event_times(inst).items()} == {
         "ARRIVAL": 2, "CANCELLATION": 1, "MAINTENANCE": 1, "BREAKDOWN": 1, "REPAIR": 1}  # an instance: all
-    assert timeline_figure(schedule).axes[1].get_xlim() == (0.0, 2.0)
+    assert timeline_figure(schedule).axes[1].get_xlim() == (-0.01 * 2.0, 1.01 * 2.0)
 
 
 def test_figure_now_and_dpi_are_checked(small):
@@ -895,7 +895,7 @@ def test_the_timeline_of_a_schedule_taken_before_anything_happened_is_empty(tmp_
         warnings.simplefilter("error")  # equal y limits and a legend of no entry would warn
         fig = timeline_figure(schedule)
         figure_rgb(fig)
-    assert fig.axes[1].get_xlim() == (0.0, 1.0) and fig.axes[0].get_legend() is None
+    assert fig.axes[1].get_xlim() == (-0.01, 1.01) and fig.axes[0].get_legend() is None
     path = tmp_path / "s.json"
     schedule.to_json(path)
     assert main(["timeline", str(path), "--out", str(tmp_path / "t.png")]) == 0
@@ -943,3 +943,13 @@ def test_the_timeline_histogram_is_one_stacked_patch_per_event_type(small):
         assert np.array_equal(patch_edges, edges) and np.array_equal(baseline, below), name
         below = below + np.histogram(times, edges)[0]
         assert np.array_equal(values, below) and patch.get_label() == f"{name} ({len(times)})", name
+
+
+def test_the_timeline_rug_draws_no_tick_on_the_frame(small):
+    """The time axis ran from 0 to the last event exactly, so the rug's first and last ticks (releases at 0, the
+    completion that ends the episode) sat on the axes' frame, drawn over by it. The axis now has a margin each side."""
+    rug = timeline_figure(small).axes[1]
+    low, high = rug.get_xlim()
+    ticks = np.concatenate([line.get_xdata() for line in rug.get_lines()])
+    assert ticks.min() == 0.0 and ticks.max() == small.clock
+    assert low < ticks.min() and ticks.max() < high

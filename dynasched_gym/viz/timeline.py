@@ -72,7 +72,7 @@ def timeline_figure(source: Instance | Schedule, bins: int = 60, fig: Any = None
         hist.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     rug.set_yticks(range(len(events)), list(events), fontsize=7)
     rug.set_ylim(max(len(events), 1) - 0.5, -0.5)  # no row: equal limits would warn
-    rug.set_xlim(0.0, horizon)
+    rug.set_xlim(-0.01 * horizon, 1.01 * horizon)  # the first and last ticks (at 0, the end) hid under the frame
     rug.set_xlabel("time")
     fig.suptitle(f"{(source.instance if isinstance(source, Schedule) else source).name}: event timeline",
                  fontsize=9, x=0.01, ha="left")
