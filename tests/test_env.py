@@ -440,6 +440,24 @@ def test_render_modes():
         DFJSPEnv(instance="mk01", render_mode="video")
 
 
+def test_render_tells_the_times_of_a_long_horizon_apart():
+    """The text and the Gantt chart's title wrote times with :g, 6 significant digits: from 1e6 on, the clock at
+    1000001.5 and a machine busy until 1000004 read "t=1e+06" and "until 1e+06" (the charts' tooltips and titles
+    already wrote such times with the digits that tell them apart)."""
+    from dynasched_gym import Simulator
+    from dynasched_gym.envs.dfjsp import viewer
+
+    inst = Instance.build("long", [Machine("M0"), Machine("M1")], [
+        Job("a", [{0: 2.0}], release=1e6), Job("b", [{1: 4.0}], release=1e6), Job("c", [{0: 1.5}], release=1e6)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.run("SPT", max_decisions=2)  # c on M0 until 1000001.5, b on M1 until 1000004; a waits for M0
+    assert sim.now == 1000001.5
+    text = viewer.render_text(sim, "makespan")
+    assert text.startswith("t=1000001.5 ") and "M1: job 1 until 1000004\n" in text + "\n"
+    assert viewer._figure(sim).get_suptitle().startswith("long  t=1000001.5  decisions=2")
+
+
 def test_human_render_draws_a_window_figure(monkeypatch):
     import matplotlib
 

@@ -174,7 +174,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
                                     schedule.segment_status):
         status = SEGMENT_STATUSES[st]
         tip = (f"{inst.job_names[j]} (job {j}), op {k} on {inst.machine_names[m]}\n"
-               f"{_num(s)} – {_num(e)}, {w:.0%} of the op's work, {status}")
+               f"{time_text(s)} – {time_text(e)}, {w:.0%} of the op's work, {status}")
         out.append(_rect(f"seg {status}", s, e, y(m if machine_view else j, 0.7), 0.7 * row_h,
                          tip, colours[j if machine_view else m]))
     if machine_view:
@@ -182,7 +182,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
                                  schedule.downtime_kind):
             name = DOWNTIME_KINDS[kind]
             out.append(_rect(f"down {name}", s, e, y(m, 0.35), 0.35 * row_h,
-                             f"{name} of {inst.machine_names[m]}\n{_num(s)} – {_num(e)}", DOWN_COLOURS[name]))
+                             f"{name} of {inst.machine_names[m]}\n{time_text(s)} – {time_text(e)}", DOWN_COLOURS[name]))
     late, arrival = _late(schedule), schedule.job_arrival
     for j in range(inst.num_jobs):
         r0, r1 = (2, top - 2) if machine_view else (y(j, 0.9), y(j, 0.9) + 0.9 * row_h)
@@ -314,13 +314,15 @@ def _add_legend(fig: Any, handles: list[Any], fontsize: float = 7) -> None:
 
 def _title(schedule: Schedule, by: str) -> str:
     m = schedule.metrics
-    return (f"{schedule.instance.name} by {by}: makespan {_num(m['makespan'])}, total tardiness "
-            f"{_num(m['total_tardiness'])}, {m['num_cancelled_jobs']} cancelled, utilisation {m['utilization']:.1%}")
+    return (f"{schedule.instance.name} by {by}: makespan {time_text(m['makespan'])}, total tardiness "
+            f"{time_text(m['total_tardiness'])}, {m['num_cancelled_jobs']} cancelled, "
+            f"utilisation {m['utilization']:.1%}")
 
 
-def _num(x: float) -> str:
+def time_text(x: float) -> str:
     """``x`` to 6 significant digits, and to one decimal at least up to 15 digits: ``:g`` wrote 1000001.5 and
-    1000004 alike as 1e+06, so a long horizon's tooltips and title told no time apart."""
+    1000004 alike as 1e+06, so a long horizon's tooltips and titles (and the environments' renderings) told no
+    time apart."""
     digits = int(np.floor(np.log10(abs(x)))) + 1 if np.isfinite(x) and x != 0 else 0  # of the integer part
     return f"{x:.{min(15, max(6, digits + 1))}g}"
 
@@ -332,7 +334,7 @@ def _rect(cls: str, start: float, end: float, top: float, height: float, tip: st
 
 def _tick(cls: str, t: float, y0: float, y1: float, tip: str) -> str:
     return (f'<line class="{cls}" x1="{t:.10g}" x2="{t:.10g}" y1="{y0:g}" y2="{y1:g}" '
-            f'data-tip="{html.escape(tip)} at {_num(t)}"/>')
+            f'data-tip="{html.escape(tip)} at {time_text(t)}"/>')
 
 
 _PAGE = Template("""<!DOCTYPE html>

@@ -16,7 +16,7 @@ from dynasched_gym.core.compiled import DOWN_BREAKDOWN, DOWN_MAINTENANCE, JOB_AC
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.viz import figure_rgb, gantt_figure
 from dynasched_gym.viz._mpl import import_matplotlib
-from dynasched_gym.viz.gantt import gantt_size
+from dynasched_gym.viz.gantt import gantt_size, time_text
 
 
 def warn_no_render_mode() -> None:
@@ -31,14 +31,14 @@ def render_text(sim: Simulator, objective: str) -> str:
     st = sim.state
     status = st.job_status
     lines = [
-        f"t={sim.now:g}  decisions={sim.decisions}  objective={objective}  "
+        f"t={time_text(sim.now)}  decisions={sim.decisions}  objective={objective}  "
         f"jobs: {int(np.sum(status == JOB_ACTIVE))} open, {int(np.sum(status == JOB_COMPLETED))} completed, "
         f"{int(np.sum(~np.isnan(st.job_cancelled_at)))} cancelled"
     ]
     names = sim.instance.machine_names
     for m in range(sim.instance.num_machines):
         if st.machine_job[m] >= 0:
-            what = f"job {st.machine_job[m]} until {st.machine_end[m]:g}"
+            what = f"job {st.machine_job[m]} until {time_text(st.machine_end[m])}"
         elif st.machine_down[m] == DOWN_BREAKDOWN:
             what = "breakdown"
         elif st.machine_down[m] == DOWN_MAINTENANCE:
@@ -56,7 +56,7 @@ def _figure(sim: Simulator, fig: Any = None) -> Any:
     busy = np.flatnonzero(st.machine_job >= 0)
     running = (st.machine_job[busy], busy, st.machine_start[busy], st.machine_end[busy])
     return gantt_figure(sim.schedule(), now=sim.now, running=running, fig=fig, dpi=80,
-                        title=f"{sim.instance.name}  t={sim.now:g}  decisions={sim.decisions}")
+                        title=f"{sim.instance.name}  t={time_text(sim.now)}  decisions={sim.decisions}")
 
 
 def render_gantt(sim: Simulator) -> np.ndarray:
