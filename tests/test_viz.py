@@ -953,3 +953,22 @@ def test_the_timeline_rug_draws_no_tick_on_the_frame(small):
     ticks = np.concatenate([line.get_xdata() for line in rug.get_lines()])
     assert ticks.min() == 0.0 and ticks.max() == small.clock
     assert low < ticks.min() and ticks.max() < high
+
+
+def test_a_due_date_before_0_is_drawn_on_the_time_axis():
+    """A due date before 0 (a job overdue when the episode starts; DESIGN section 3 allows it) lay left of the time
+    axis, which started at 0: in the figure its late tick was drawn out of sight, and constrained layout squeezed the
+    axes into the right four fifths of the figure to make room for it; in the HTML it lay outside the SVG's view. The
+    axis now starts a little before it, in the job view, the one that draws due dates."""
+    inst = Instance.build("overdue", [Machine("M0")], [Job("a", [{0: 3.0}], due=-5.0), Job("b", [{0: 2.0}], due=2.0)])
+    schedule = rollout(inst, "SPT")
+    fig = gantt_figure(schedule, by="job")
+    figure_rgb(fig)
+    ax = fig.axes[0]
+    low, high = ax.get_xlim()
+    assert low < -5.0 < 0.0 and high == 1.01 * 5.0 and ax.get_position().x0 < 0.1
+    view = re.search(r'id="plot" [^>]*viewBox="([^"]+)"', gantt_html(schedule, by="job"))[1]
+    x0, _, width, _ = map(float, view.split())
+    assert x0 < -5.0 and x0 + width == pytest.approx(1.01 * 5.0)
+    assert gantt_figure(schedule).axes[0].get_xlim()[0] == 0.0  # no due date drawn by machine
+    assert 'viewBox="0 0 ' in gantt_html(schedule)

@@ -105,12 +105,14 @@ def gantt_figure(
         _marks(ax, arrival[arrived], -0.8, "^", "tab:green", 5)
         _marks(ax, cancel[~np.isnan(cancel)], rows - 0.2, "x", "tab:red", 6)
         ax.set_ylim(rows - 0.2, -1.0)
+        start = 0.0
     else:
         size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / max(rows, 1), 1.0, 6.0))
         row = np.arange(rows)
         due = schedule.job_due[shown]
         late = _late(schedule, now)[shown]
         on_time = ~late & (due <= horizon)  # with now, a later due date would be drawn beyond the time axis
+        start = _start(due[on_time | late], horizon)
         released, cancelled = arrived[shown], ~np.isnan(cancel[shown])
         _marks(ax, arrival[shown][released], row[released], ">", "tab:green", size)
         _marks(ax, due[on_time], row[on_time], "|", "black", 1.6 * size)
@@ -119,7 +121,7 @@ def gantt_figure(
         ax.set_ylim(max(rows, 1) - 0.5, -0.5)  # no row (nothing released yet): equal limits would warn
     if now is not None:
         ax.axvline(now, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xlim(0.0, 1.01 * horizon)
+    ax.set_xlim(start, 1.01 * horizon)
     if rows <= 60:
         ax.set_yticks(range(rows), [names[i] for i in shown], fontsize=8 if rows <= 30 else 6)
     else:  # too many rows to name: the ticks number them, by job index where rows are left out
@@ -162,12 +164,13 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
     top = row_h if machine_view else 0  # machine view: strips above and below the rows for the markers
     height = 2 * top + len(names) * row_h
     horizon = 1.01 * _horizon(schedule, by)
+    start = 0.0 if machine_view else _start(schedule.job_due, horizon)
     colours = palette(inst.num_jobs if machine_view else inst.num_machines)
 
     def y(row: int, frac: float) -> float:  # top of a bar filling `frac` of row `row`
         return top + (row + (1 - frac) / 2) * row_h
 
-    out = [f'<rect class="stripe" x="0" y="{y(r, 1)}" width="{horizon:.10g}" height="{row_h}"/>'
+    out = [f'<rect class="stripe" x="{start:.10g}" y="{y(r, 1)}" width="{horizon - start:.10g}" height="{row_h}"/>'
            for r in range(1, len(names), 2)]
     for j, k, m, s, e, w, st in zip(schedule.segment_job, schedule.segment_op, schedule.segment_machine,
                                     schedule.segment_start, schedule.segment_end, schedule.segment_work,
@@ -206,7 +209,8 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
         legend += [f'<span><i style="background:{c}"></i>{html.escape(n)}</span>'
                    for c, n in _colour_key(inst.machine_names)]
     return _PAGE.substitute(title=html.escape(title or _title(schedule, by)), legend="".join(legend),
-                            label_w=label_w, height=height, horizon=f"{horizon:.10g}", labels=labels,
+                            label_w=label_w, height=height, start=f"{start:.10g}", horizon=f"{horizon:.10g}",
+                            span=f"{horizon - start:.10g}", labels=labels,
                             body="\n".join(out))
 
 
@@ -249,6 +253,14 @@ def _horizon(schedule: Schedule, by: str, now: float | None = None, running: Run
     if running is not None:
         times.append(running[3])
     return float(np.nanmax(np.concatenate([np.asarray(t, dtype=np.float64) for t in times])))
+
+
+def _start(due: np.ndarray, end: float) -> float:
+    """Where the time axis starts: at 0, or, when a due date drawn lies before 0 (a job overdue from the start),
+    a little before the earliest: beyond the axis its tick was out of sight, and constrained layout squeezed the axes
+    to make room for it."""
+    first = float(np.nanmin(due, initial=0.0))
+    return first - 0.01 * (end - first) if first < 0 else 0.0
 
 
 def _bars(ax: Any, row: np.ndarray, start: np.ndarray, end: np.ndarray, height: float, **style: Any) -> None:
@@ -374,7 +386,7 @@ hover: details</p>
 <div class="chart">
 <div class="rows">
 <svg class="labels" width="$label_w" height="$height">$labels</svg>
-<svg id="plot" height="$height" viewBox="0 0 $horizon $height" preserveAspectRatio="none">
+<svg id="plot" height="$height" viewBox="$start 0 $span $height" preserveAspectRatio="none">
 $body
 </svg>
 </div>
@@ -385,7 +397,7 @@ $body
 (function () {
   var plot = document.getElementById("plot"), axis = document.getElementById("axis");
   var tip = document.getElementById("tip"), NS = "http://www.w3.org/2000/svg";
-  var H = $height, T = $horizon, a = 0, b = T, drag = null;
+  var H = $height, T0 = $start, T = $horizon, a = T0, b = T, drag = null;
   function nice(x) {
     var p = Math.pow(10, Math.floor(Math.log10(x))), f = x / p;
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
@@ -408,8 +420,8 @@ $body
     }
   }
   function show(lo, span) {
-    span = Math.max(T * 1e-5, Math.min(T, span));
-    a = Math.max(0, Math.min(lo, T - span));
+    span = Math.max((T - T0) * 1e-5, Math.min(T - T0, span));
+    a = Math.max(T0, Math.min(lo, T - span));
     b = a + span;
     draw();
   }
@@ -424,7 +436,7 @@ $body
   window.addEventListener("mousemove", function (e) {
     if (drag) show(drag.a - (e.clientX - drag.x) / plot.getBoundingClientRect().width * (b - a), b - a);
   });
-  plot.addEventListener("dblclick", function () { show(0, T); });
+  plot.addEventListener("dblclick", function () { show(T0, T - T0); });
   plot.addEventListener("mousemove", function (e) {
     var text = e.target.getAttribute("data-tip");
     if (!text || drag) { tip.style.display = "none"; return; }
