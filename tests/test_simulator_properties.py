@@ -21,7 +21,9 @@ from dynasched_gym.core.compiled import (
     DOWN_NONE,
     JOB_ACTIVE,
     State,
+    allocate_state,
 )
+from dynasched_gym.core.lookahead import _prepare, _reprepare, _rollout
 from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -237,3 +239,31 @@ def test_a_second_episode_on_the_same_simulator_repeats_the_first(inst, seed):
                     "machine_workload")
     for name in reset_fields:
         assert getattr(sim.state, name).tobytes() == getattr(fresh.state, name).tobytes(), name
+
+
+def assert_same_state(a: State, b: State) -> None:
+    for name in State._fields:
+        assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=14), seed=st.integers(0, 2**32 - 1),
+       clairvoyant=st.booleans())
+def test_a_lookahead_rollout_is_undone_to_the_prepared_state(inst, seed, clairvoyant):
+    """A rollout writes outside the active window only what ``_reprepare`` copies back: after it the scratch state
+    is, to the bit, a fresh copy with the future forgotten (jobs not released yet lie inside the window here)."""
+    sim = Simulator(inst)
+    sim.reset()
+    rng = np.random.default_rng(seed)
+    prepared, scratch = allocate_state(sim.static), allocate_state(sim.static)
+    rule = JOB_RULES.index("FIFO")
+    while not sim.done:
+        jobs, machines, _ = sim.candidates()
+        forgotten = _prepare(sim.static, sim.state, prepared, clairvoyant)
+        _prepare(sim.static, sim.state, scratch, clairvoyant)
+        for j, m in zip(jobs.tolist(), machines.tolist()):
+            _rollout(sim.static, scratch, j, m, rule, 0, int(rng.integers(-1, 4)))
+            _reprepare(sim.static, sim.state, scratch, forgotten, clairvoyant)
+            assert_same_state(scratch, prepared)
+        k = int(rng.integers(len(jobs)))
+        sim.step(jobs[k], machines[k])

@@ -31,16 +31,21 @@ import numpy as np
 from numba import njit
 
 from dynasched_gym.core.compiled import (
+    C_ACTIVE_END,
+    C_ACTIVE_FIRST,
+    C_DOWNTIMES,
     C_EVENT,
     C_OPEN_JOBS,
     C_RELEASE,
+    C_SEGMENTS,
+    DOWN_NONE,
     EPS,
     JOB_CANCELLED,
     JOB_COMPLETED,
     JOB_HIDDEN,
     Static,
 )
-from dynasched_gym.core.kernels import DONE, advance, copy_into, fill_candidates, start
+from dynasched_gym.core.kernels import DONE, _copy, advance, copy_into, fill_candidates, start
 from dynasched_gym.core.rules import JOB_RULES, job_priorities, job_priority, run_rule
 
 _MWKR, _SPT = JOB_RULES.index("MWKR"), JOB_RULES.index("SPT")
@@ -159,10 +164,18 @@ def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant, horiz
     of the same instance) after forgetting the future unless ``clairvoyant``, for at most ``horizon``
     further decisions (``-1``: to the end) and valued by :func:`rollout_value`; ``T`` is unchanged.
     """
+    forgotten = _prepare(S, T, scratch, clairvoyant)
+    return _prepared_pair_value(S, T, scratch, forgotten, j, m, rollout_rules, objective, clairvoyant, horizon)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prepared_pair_value(S, T, scratch, forgotten, j, m, rollout_rules, objective, clairvoyant, horizon):
+    """:func:`pair_value` with ``scratch`` prepared (:func:`_prepare`, which returned ``forgotten``); it is again."""
     value, tie = np.inf, np.inf
     for r in range(rollout_rules.shape[0]):
-        _pair_rollout(S, T, scratch, j, m, rollout_rules[r, 0], rollout_rules[r, 1], clairvoyant, horizon)
+        _rollout(S, scratch, j, m, rollout_rules[r, 0], rollout_rules[r, 1], horizon)
         v, t = rollout_value(S, scratch, objective)
+        _reprepare(S, T, scratch, forgotten, clairvoyant)
         if v < value or (v == value and t < tie):
             value, tie = v, t
     return value, tie
@@ -183,14 +196,15 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
     """
     out[:] = 0.0
     accrued = objective_value(S, T, objective)
+    forgotten = _prepare(S, T, scratch, clairvoyant)
     for r in range(rollout_rules.shape[0]):
         lowest = np.inf
         for k in range(slot_job.shape[0]):
             if slot_job[k] < 0:
                 continue
-            _pair_rollout(S, T, scratch, slot_job[k], slot_machine[k], rollout_rules[r, 0], rollout_rules[r, 1],
-                          clairvoyant, -1)
+            _rollout(S, scratch, slot_job[k], slot_machine[k], rollout_rules[r, 0], rollout_rules[r, 1], -1)
             v = objective_value(S, scratch, objective)
+            _reprepare(S, T, scratch, forgotten, clairvoyant)
             out[k, 2 * r] = v
             out[k, 2 * r + 1] = (v - accrued) / time_scale
             lowest = min(lowest, out[k, 2 * r])  # as stored (float32), so that the best pair's gap is exactly 0
@@ -200,12 +214,86 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _pair_rollout(S, T, scratch, j, m, job_rule, machine_rule, clairvoyant, horizon):
-    """Copy ``T`` into ``scratch``, start pair (j, m) there and go on under the rule for ``horizon`` decisions
-    (``-1``: to the end of the schedule)."""
+def _prepare(S, T, scratch, clairvoyant):
+    """Copy ``T`` into ``scratch`` and forget the future there unless ``clairvoyant``; returns the jobs forgotten."""
     copy_into(T, scratch)
-    if not clairvoyant:
-        forget_future(S, scratch)
+    if clairvoyant:
+        return 0
+    open_jobs = scratch.counters[C_OPEN_JOBS]
+    forget_future(S, scratch)
+    return open_jobs - scratch.counters[C_OPEN_JOBS]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _reprepare(S, T, scratch, forgotten, clairvoyant):
+    """Make ``scratch``, after a rollout from ``_prepare(S, T, scratch, clairvoyant)``, that prepared state again.
+
+    A clairvoyant rollout's events and arrivals may change any job: the whole state is copied. Without them
+    (:func:`forget_future`) a rollout writes only the clock and counters, the jobs of ``T``'s active window and
+    their slots, the machines, the segments and downtimes it appends, and the end of each downtime under way in
+    ``T``: only those are copied back, so a rollout costs the active jobs, not all jobs of the instance.
+    """
+    if clairvoyant:
+        copy_into(T, scratch)
+        return
+    counters = scratch.counters
+    segments, downtimes = counters[C_SEGMENTS], counters[C_DOWNTIMES]  # the rollout appended up to these
+    _copy(scratch.now, T.now)
+    _copy(counters, T.counters)
+    counters[C_EVENT] = S.event_time.shape[0]  # as forget_future leaves them
+    counters[C_RELEASE] = S.release_order.shape[0]
+    counters[C_OPEN_JOBS] -= forgotten
+    first, end = T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END]
+    for j in range(first, end):
+        # a job not released yet may lie inside the window (jobs numbered out of release order): forgotten
+        scratch.job_status[j] = JOB_CANCELLED if T.job_status[j] == JOB_HIDDEN else T.job_status[j]
+        scratch.job_pos[j] = T.job_pos[j]
+        scratch.job_num_slots[j] = T.job_num_slots[j]
+        scratch.job_machine[j] = T.job_machine[j]
+        scratch.job_ready[j] = T.job_ready[j]
+        scratch.job_due[j] = T.job_due[j]
+        scratch.job_weight[j] = T.job_weight[j]
+        scratch.job_completion[j] = T.job_completion[j]
+        scratch.job_cancelled_at[j] = T.job_cancelled_at[j]
+    for s in range(S.job_slot_ptr[first], S.job_slot_ptr[end]):
+        scratch.slot_op[s] = T.slot_op[s]
+        scratch.slot_factor[s] = T.slot_factor[s]
+        scratch.slot_nominal[s] = T.slot_nominal[s]
+        scratch.slot_work[s] = T.slot_work[s]
+        scratch.slot_touched[s] = T.slot_touched[s]
+    _copy(scratch.machine_job, T.machine_job)
+    _copy(scratch.machine_start, T.machine_start)
+    _copy(scratch.machine_end, T.machine_end)
+    _copy(scratch.machine_ptime, T.machine_ptime)
+    _copy(scratch.machine_segment, T.machine_segment)
+    _copy(scratch.machine_down, T.machine_down)
+    _copy(scratch.machine_down_until, T.machine_down_until)
+    _copy(scratch.machine_downtime, T.machine_downtime)
+    _copy(scratch.machine_maintenance, T.machine_maintenance)
+    _copy(scratch.machine_free_since, T.machine_free_since)
+    _copy(scratch.machine_workload, T.machine_workload)
+    for g in range(T.counters[C_SEGMENTS], segments):
+        scratch.segment_job[g] = T.segment_job[g]
+        scratch.segment_op[g] = T.segment_op[g]
+        scratch.segment_machine[g] = T.segment_machine[g]
+        scratch.segment_start[g] = T.segment_start[g]
+        scratch.segment_end[g] = T.segment_end[g]
+        scratch.segment_work[g] = T.segment_work[g]
+        scratch.segment_status[g] = T.segment_status[g]
+    for d in range(T.counters[C_DOWNTIMES], downtimes):
+        scratch.downtime_machine[d] = T.downtime_machine[d]
+        scratch.downtime_start[d] = T.downtime_start[d]
+        scratch.downtime_end[d] = T.downtime_end[d]
+        scratch.downtime_kind[d] = T.downtime_kind[d]
+    for m in range(T.machine_down.shape[0]):
+        if T.machine_down[m] != DOWN_NONE:  # the rollout may end it (downtimes it opens are appended)
+            scratch.downtime_end[T.machine_downtime[m]] = T.downtime_end[T.machine_downtime[m]]
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _rollout(S, scratch, j, m, job_rule, machine_rule, horizon):
+    """Start pair (j, m) in the prepared ``scratch`` and go on under the rule for ``horizon`` decisions
+    (``-1``: to the end of the schedule)."""
     start(S, scratch, j, m)
     if advance(S, scratch) != DONE and horizon != 0:
         run_rule(S, scratch, job_rule, machine_rule, horizon)
@@ -222,9 +310,10 @@ def lookahead_select(S, T, scratch, job_rule, rollout_rules, top_k, objective, c
     """
     n = ranked_candidates(S, T, job_rule, buf_job, buf_machine, buf_key, buf_time)
     best_j, best_m, best_value, best_tie = -1, -1, np.inf, np.inf
+    forgotten = _prepare(S, T, scratch, clairvoyant) if n > 0 else 0
     for i in range(min(n, top_k)):
-        value, tie = pair_value(S, T, scratch, buf_job[i], buf_machine[i], rollout_rules, objective, clairvoyant,
-                                horizon)
+        value, tie = _prepared_pair_value(S, T, scratch, forgotten, buf_job[i], buf_machine[i], rollout_rules,
+                                          objective, clairvoyant, horizon)
         if value < best_value or (value == best_value and tie < best_tie):
             best_j, best_m, best_value, best_tie = buf_job[i], buf_machine[i], value, tie
     return best_j, best_m
