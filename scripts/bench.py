@@ -24,7 +24,8 @@ the large size preset, ``tier-medium`` and ``tier-large``), these sections (``on
   microseconds per decision and its ratio to the next smaller instance's: about 1 when an episode's cost grows
   with its decisions only, about 4 when every decision walks every job of the instance; and the same for whole
   episodes of the single env (``DFJSP-v0`` class, :data:`SCALING_ENV`) taking action 0 (the longest-waiting pair),
-  microseconds per ``step``;
+  microseconds per ``step``; and at the lowest utilisation target, the lookahead agent's (:data:`SCALING_LOOKAHEAD`)
+  microseconds per decision in that env;
 - ``cold``: a fresh process imports, makes the env on ta01, resets it and takes the first step,
   with an empty and with a warm numba cache (``$NUMBA_CACHE_DIR`` pointed at a temporary directory);
 - ``memory``: peak RSS of a fresh process that plays one episode in one env, and one in each of the
@@ -109,6 +110,9 @@ SCALING_UTILIZATIONS = (0.2, 0.8)
 #: The ``scaling`` section's env: the training objective (conf/env/dfjsp.yaml), at the level whose step walks the most
 #: (the utilisation reads the segments and downtimes so far).
 SCALING_ENV = {"objective": "weighted_tardiness", "observability": "full"}
+#: The ``scaling`` section's lookahead agent, played in that env at the lowest utilisation target only (at 0.8
+#: hundreds of jobs wait at once, and one 4826-job episode takes minutes).
+SCALING_LOOKAHEAD = {"top_k": 4, "horizon": 20}
 COLD_INSTANCE = "ta01"
 #: The ``wrappers`` section's env: scripts.train's defaults (conf/env/dfjsp.yaml), on 64 pool seeds.
 WRAPPED_ENV = {"num_envs": 16, "tier": "medium", "size": "small", "objective": "weighted_tardiness", "pool_size": 64}
@@ -339,8 +343,26 @@ def bench_scaling(num_jobs: int, utilization: float, args: argparse.Namespace) -
     env.step(0)  # warm-up
     rates = [env_episode_rate(env, args.seconds) for _ in range(args.repeats)]
     steps_per_s = statistics.median(rates)
-    return {**result, "jobs": instance.num_jobs, "us_per_decision": 1e6 / result["decisions_per_s"],
-            "env": {**SCALING_ENV, "steps_per_s": steps_per_s, "repeats": rates, "us_per_step": 1e6 / steps_per_s}}
+    result = {**result, "jobs": instance.num_jobs, "us_per_decision": 1e6 / result["decisions_per_s"],
+              "env": {**SCALING_ENV, "steps_per_s": steps_per_s, "repeats": rates, "us_per_step": 1e6 / steps_per_s}}
+    if utilization == min(SCALING_UTILIZATIONS):
+        result["lookahead"] = lookahead_cost(env, args.repeats)
+    return result
+
+
+def lookahead_cost(env: Any, repeats: int) -> dict[str, Any]:
+    """Median µs per decision of whole episodes of the lookahead agent (:data:`SCALING_LOOKAHEAD`) in ``env`` (seed
+    0), after an untimed one (numba's loading)."""
+    from dynasched_gym.agents import make, run_episode
+
+    agent = make("lookahead", **SCALING_LOOKAHEAD)
+    run_episode(agent, env, seed=0)
+    costs = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        decisions = run_episode(agent, env, seed=0).decisions
+        costs.append(1e6 * (time.perf_counter() - began) / decisions)
+    return {**SCALING_LOOKAHEAD, "us_per_decision": statistics.median(costs), "repeats": costs}
 
 
 def run_runner(python: str, runner: str, instance: Path, options: Sequence[str], timeout: float,
@@ -612,16 +634,21 @@ def _scaling_table(results: dict[str, Any]) -> str:
     for utilization, by_jobs in scaling.items():
         previous = None
         for r in by_jobs.values():
-            now = (r["us_per_decision"], r["env"]["us_per_step"])
-            ratios = ["", ""] if previous is None else [f"{a / b:.2f}" for a, b in zip(now, previous)]
-            rows.append([utilization, r["jobs"], f"{now[0]:.2f}", ratios[0], f"{now[1]:.2f}", ratios[1]])
+            now = (r["us_per_decision"], r["env"]["us_per_step"], r.get("lookahead", {}).get("us_per_decision"))
+            row = [utilization, r["jobs"]]
+            for i, cost in enumerate(now):
+                last = None if previous is None else previous[i]
+                row += ["-", "-"] if cost is None else [f"{cost:.2f}", "" if last is None else f"{cost / last:.2f}"]
+            rows.append(row)
             previous = now
     rule = results["settings"]["rule"]
     env = ", ".join(f"{key}={value}" for key, value in SCALING_ENV.items())
-    return (f"Episodes of growing instances (large preset, uncalibrated, seed 0): in-kernel {rule}, and the env "
-            f"({env}) taking action 0:\n\n" + _table(
+    lookahead = ", ".join(f"{key}={value}" for key, value in SCALING_LOOKAHEAD.items())
+    return (f"Episodes of growing instances (large preset, uncalibrated, seed 0): in-kernel {rule}, the env ({env}) "
+            f"taking action 0, and the lookahead ({lookahead}) in that env:\n\n" + _table(
                 ["utilisation target", "jobs", "kernel us per decision", "ratio to the smaller (x4 jobs)",
-                 "env us per step", "env ratio to the smaller"], rows))
+                 "env us per step", "env ratio to the smaller", "lookahead us per decision",
+                 "lookahead ratio to the smaller"], rows))
 
 
 def _cold_table(results: dict[str, Any]) -> str:

@@ -81,7 +81,7 @@ def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_en
     assert "| forecast features |" in capsys.readouterr().out
 
 
-def test_the_scaling_section_gives_each_instances_cost_per_decision_and_env_step_and_their_ratios(
+def test_the_scaling_section_gives_each_instances_cost_per_decision_env_step_and_lookahead_and_ratios(
         tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(bench, "SCALING_JOBS", (20, 80))
     out = tmp_path / "bench.json"
@@ -98,8 +98,18 @@ def test_the_scaling_section_gives_each_instances_cost_per_decision_and_env_step
         assert env["us_per_step"] == pytest.approx(1e6 / env["steps_per_s"]) and len(env["repeats"]) == 1
         ratio = large["us_per_decision"] / small["us_per_decision"]
         env_ratio = env["us_per_step"] / small["env"]["us_per_step"]
-        assert (f"| {utilization} | {large['jobs']} | {large['us_per_decision']:.2f} | {ratio:.2f} | "
-                f"{env['us_per_step']:.2f} | {env_ratio:.2f} |") in printed
+        row = (f"| {utilization} | {large['jobs']} | {large['us_per_decision']:.2f} | {ratio:.2f} | "
+               f"{env['us_per_step']:.2f} | {env_ratio:.2f} |")
+        if utilization == "0.2":  # the lookahead's episodes: at the lowest utilisation target only
+            lookahead = large["lookahead"]
+            assert {key: lookahead[key] for key in bench.SCALING_LOOKAHEAD} == bench.SCALING_LOOKAHEAD
+            assert lookahead["us_per_decision"] > 0 and len(lookahead["repeats"]) == 1
+            row += (f" {lookahead['us_per_decision']:.2f} | "
+                    f"{lookahead['us_per_decision'] / small['lookahead']['us_per_decision']:.2f} |")
+        else:
+            assert "lookahead" not in large
+            row += " - | - |"
+        assert row in printed
 
 
 def test_the_ppo_section_times_the_agent_against_sb3s_predict_on_the_same_schedules(tmp_path: Path, monkeypatch,
