@@ -53,8 +53,8 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
     inst = resolve_instance(args.instance)
     began = time.perf_counter()
-    # numba loads the compiled kernels on their first call in a process, which took 100 times the simulation of a
-    # 500-decision instance: a warm-up on an embedded one takes it, so that the time printed is the simulation's
+    # numba loads the compiled kernels on their first call in a process, which takes far longer than simulating a
+    # mid-sized instance: a warm-up on an embedded one takes it, so that the time printed is the simulation's
     rollout(resolve_instance(WARM_UP_INSTANCE), rule=args.rule)
     loading = time.perf_counter() - began
     began = time.perf_counter()

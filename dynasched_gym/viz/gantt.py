@@ -105,14 +105,14 @@ def gantt_figure(
         _marks(ax, arrival[arrived], -0.8, "^", "tab:green", 5)
         _marks(ax, cancel[~np.isnan(cancel)], rows - 0.2, "x", "tab:red", 6)
         ax.set_ylim(rows - 0.2, -1.0)
-        start = 0.0
+        axis_start = 0.0
     else:
         size = float(np.clip(0.8 * 72 * (fig.get_figheight() - 1.2) / max(rows, 1), 1.0, 6.0))
         row = np.arange(rows)
         due = schedule.job_due[shown]
         late = _late(schedule, now)[shown]
         on_time = ~late & (due <= horizon)  # with now, a later due date would be drawn beyond the time axis
-        start = _start(due[on_time | late], horizon)
+        axis_start = _start(due[on_time | late], horizon)
         released, cancelled = arrived[shown], ~np.isnan(cancel[shown])
         _marks(ax, arrival[shown][released], row[released], ">", "tab:green", size)
         _marks(ax, due[on_time], row[on_time], "|", "black", 1.6 * size)
@@ -121,7 +121,7 @@ def gantt_figure(
         ax.set_ylim(max(rows, 1) - 0.5, -0.5)  # no row (nothing released yet): equal limits would warn
     if now is not None:
         ax.axvline(now, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xlim(start, 1.01 * horizon)
+    ax.set_xlim(axis_start, 1.01 * horizon)
     if rows <= 60:
         ax.set_yticks(range(rows), [names[i] for i in shown], fontsize=8 if rows <= 30 else 6)
     else:  # too many rows to name: the ticks number them, by job index where rows are left out
