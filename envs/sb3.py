@@ -180,7 +180,8 @@ class SB3VecEnv(VecEnv):
                    **method_kwargs: Any) -> list[Any]:
         """The results of the vector env's method ``method_name`` at ``indices``: a sub-environment's method (its first
         parameter is ``index``: ``schedule``, ``offered_pairs``, ``time_scale``, ...) is called for each index; any
-        other once, giving one row per sub-environment (``action_masks``)."""
+        other once for all of them, whatever ``indices``, giving one row per sub-environment (``action_masks``) or
+        one None each (``close``)."""
         return sub_env_results(self._lookup(method_name), method_name, self._get_indices(indices), self.num_envs,
                                method_args, method_kwargs, f"env_method({method_name!r})",
                                f"venv.unwrapped.venv.{method_name}")

@@ -683,13 +683,11 @@ def test_sb3_env_method_reaches_each_sub_environment_and_set_attr_all_of_them():
     jobs, machines = venv.env_method("offered_pairs")[2]
     assert (jobs.tolist(), machines.tolist()) == tuple(a.tolist() for a in vector.offered_pairs(2))
     assert [m.tolist() for m in venv.env_method("action_masks", indices=[0])] == [vector.action_masks()[0].tolist()]
-    with pytest.raises(TypeError, match=r"env_method\('close'\) called the vector env's close\(\) once and got "
-                                        r"NoneType, not one result per sub-environment \(3\)"):
-        venv.env_method("close")
     with pytest.raises(ValueError, match=r"shared by its 3 sub-environments: it cannot be set for indices=\[0\] only"):
         venv.set_attr("render_mode", "ansi", indices=[0])
     venv.set_attr("render_mode", "ansi", indices=[2, 0, 1])
     assert venv.get_attr("render_mode") == ["ansi"] * 3
+    assert venv.env_method("close") == [None] * 3  # as DummyVecEnv's, whose envs' close() return None
 
 
 @pytest.mark.parametrize(("name", "nearest"), [("flaten", "flatten"), ("forecast_rules", "forecast_rule"),
@@ -766,10 +764,21 @@ def test_call_get_attr_and_set_attr_answer_as_sync_vector_envs_do(mode):
             venv.call("reset")
         with pytest.raises(AttributeError, match=r"np_random.*reset\(seed=s\) seeds sub-environment i with s \+ i"):
             venv.get_attr("np_random")
-        with pytest.raises(TypeError, match=r"call\('close'\) called the vector env's close\(\) once and got "
-                                            r"NoneType, not one result per sub-environment \(3\)"):
-            venv.call("close")
+        venv.unwrapped.total = lambda: 7  # a callable of the whole vector env, with no row per sub-environment
+        with pytest.raises(TypeError, match=r"call\('total'\) called the vector env's total\(\) once and got int, "
+                                            r"not one result per sub-environment \(3\)"):
+            venv.call("total")
     venv.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "vector_entry_point"])
+def test_call_of_a_method_returning_nothing_gives_one_none_per_sub_environment(mode):
+    """call("render") without a render mode, which SyncVectorEnv answers with one None per sub-environment, was a
+    TypeError on the vector entry point (render() returns one None for the whole vector env); so was call("close")."""
+    venv = gym.make_vec("DynaSched/FJSP-v0", num_envs=3, vectorization_mode=mode)
+    venv.reset(seed=0)
+    assert venv.call("render") == (None,) * 3
+    assert venv.call("close") == (None,) * 3
 
 
 def test_sb3_get_attr_gives_each_sub_environments_value_as_dummy_vec_env_does():

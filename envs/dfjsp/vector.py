@@ -367,11 +367,14 @@ def sub_env_results(method: Callable[..., Any], name: str, indices: Sequence[int
                     args: Sequence[Any], kwargs: dict[str, Any], caller: str, hint: str) -> list[Any]:
     """The results of a vector env's method ``name`` for the sub-environments ``indices``: a method of one
     sub-environment (its first parameter is ``index``: ``schedule``, ``time_scale``, ...) is called for each index, any
-    other once, its result cut into one row per sub-environment (``action_masks``); a TypeError naming ``caller`` and
-    ``hint`` (where to call it instead) when the result has no such rows."""
+    other once, its result cut into one row per sub-environment (``action_masks``), or one None each when it returns
+    nothing (``render`` without a render mode, ``close``), as each of a SyncVectorEnv's envs would; a TypeError naming
+    ``caller`` and ``hint`` (where to call it instead) when the result has no such rows."""
     if is_sub_env_method(method):
         return [method(i, *args, **kwargs) for i in indices]
     result = method(*args, **kwargs)
+    if result is None:
+        return [None] * len(indices)
     if not hasattr(result, "__getitem__") or not hasattr(result, "__len__") or len(result) != num_envs:
         raise TypeError(f"{caller} called the vector env's {name}() once and got {type(result).__name__}, not one "
                         f"result per sub-environment ({num_envs}): call it on the vector env itself ({hint})")
