@@ -993,3 +993,15 @@ def test_a_due_date_before_0_is_drawn_on_the_time_axis():
     assert x0 < -5.0 and x0 + width == pytest.approx(1.01 * 5.0)
     assert gantt_figure(schedule).axes[0].get_xlim()[0] == 0.0  # no due date drawn by machine
     assert 'viewBox="0 0 ' in gantt_html(schedule)
+
+
+def test_an_html_tooltip_never_rounds_a_sliver_of_work_to_0_or_100_percent():
+    """A breakdown 1 time unit into a 1000-unit operation left a segment with 0.1 % of the op's work, and its tooltip
+    read "0% of the op's work" (the resumed rest, 99.9 %, read "100%")."""
+    jobs = [Job("a", [{0: 1000.0}], release=0.0)]
+    inst = Instance.build("sliver", [Machine("M0")], jobs, [Event(1.0, E.BREAKDOWN, machine=0, duration=3.0)])
+    schedule = rollout(inst, "SPT")
+    assert sorted(schedule.segment_work.tolist()) == pytest.approx([0.001, 0.999])
+    page = gantt_html(schedule)
+    assert "&lt;1% of the op&#x27;s work" in page and "&gt;99% of the op&#x27;s work" in page
+    assert "0% of the op" not in page.replace("&lt;1%", "") and "100% of the op" not in page

@@ -177,7 +177,7 @@ def gantt_html(schedule: Schedule, by: str = "machine", title: str | None = None
                                     schedule.segment_status):
         status = SEGMENT_STATUSES[st]
         tip = (f"{inst.job_names[j]} (job {j}), op {k} on {inst.machine_names[m]}\n"
-               f"{time_text(s)} – {time_text(e)}, {w:.0%} of the op's work, {status}")
+               f"{time_text(s)} – {time_text(e)}, {_share_text(w)} of the op's work, {status}")
         out.append(_rect(f"seg {status}", s, e, y(m if machine_view else j, 0.7), 0.7 * row_h,
                          tip, colours[j if machine_view else m]))
     if machine_view:
@@ -337,6 +337,16 @@ def time_text(x: float) -> str:
     time apart."""
     digits = int(np.floor(np.log10(abs(x)))) + 1 if np.isfinite(x) and x != 0 else 0  # of the integer part
     return f"{x:.{min(15, max(6, digits + 1))}g}"
+
+
+def _share_text(share: float) -> str:
+    """``share`` (0 to 1) as a whole percentage that reads 0 % or 100 % only when it is: ``:.0%`` wrote a segment
+    holding 0.1 % of its operation's work as 0 %."""
+    if 0 < share < 0.005:
+        return "<1%"
+    if 0.995 <= share < 1:
+        return ">99%"
+    return f"{share:.0%}"
 
 
 def _rect(cls: str, start: float, end: float, top: float, height: float, tip: str, fill: str) -> str:
