@@ -745,12 +745,15 @@ def test_call_get_attr_and_set_attr_answer_as_sync_vector_envs_do(mode):
     assert venv.get_attr("observation_space") == (venv.single_observation_space,) * 3
     assert venv.get_attr("action_space") == (venv.single_action_space,) * 3
     assert venv.get_attr("render_mode") == (None,) * 3
+    clocks = venv.call("now")  # was an AttributeError on the vector entry point, whose sub-environments' is now(i)
+    assert len(clocks) == 3 and all(isinstance(t, float) and t >= 0 for t in clocks)
     venv.set_attr("label", "a")
     assert venv.get_attr("label") == ("a",) * 3
     venv.set_attr("label", ["b"] * 3)
     assert venv.get_attr("label") == ("b",) * 3
     if mode == "vector_entry_point":  # the sub-environments are rows of one env: they share its attributes
         assert [s.instance.name for s in venv.call("schedule")] == ["mk01", "mk02", "mk01"]
+        assert clocks == tuple(venv.unwrapped.simulator(i).now for i in range(3))
         with pytest.raises(ValueError, match=r"set_attr\('label'\): the 3 sub-environments share the vector env's "
                                              r"attributes; got different values \['c', None, 'c'\]"):
             venv.set_attr("label", ["c", None, "c"])

@@ -234,6 +234,10 @@ class DFJSPVectorEnv(VectorEnv):
         """The unit of the features' operation counts in sub-environment ``index``'s episode."""
         return float(self._batch.works.scalars[self._index(index), S_OPS_SCALE])
 
+    def now(self, index: int) -> float:
+        """The simulation clock of sub-environment ``index``."""
+        return float(self._batch.states.now[self._index(index), 0])
+
     def schedule(self, index: int) -> Schedule:
         """The schedule so far of sub-environment ``index``."""
         return self._batch.simulator(self._index(index)).schedule()
