@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -291,3 +292,17 @@ def test_a_sweep_writing_one_results_file_is_refused_before_any_job(tmp_path: Pa
     with pytest.raises(SystemExit):
         bench.main()
     assert capsys.readouterr().err.startswith("error: sweep job #1 (seed=abc ")
+
+
+def _runner(*arguments: str) -> tuple[int, str]:
+    """``python -m scripts.peers.run_dynasched <arguments>``: (exit status, last stdout line)."""
+    proc = subprocess.run([sys.executable, "-m", "scripts.peers.run_dynasched", *arguments], cwd=bench.ROOT,
+                          capture_output=True, text=True, timeout=60)
+    return proc.returncode, proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+
+
+def test_a_runner_given_bad_arguments_fails_by_the_protocol() -> None:
+    """argparse's own error left no JSON line and exit status 2, where the protocol says {"error": ...} and 1."""
+    status, last = _runner("--seconds", "1")
+    assert status == 1
+    assert json.loads(last) == {"error": "bad arguments: the following arguments are required: --instance"}

@@ -14,7 +14,7 @@ measures us. It is called as ``python -m scripts.peers.run_<package> --instance 
   (resets inside the timed loop; ``null`` when ``--repeats 0``); ``repeats``: every repeat;
 - ``rss_import_mb``, ``rss_peak_mb``: peak resident set size after the imports and at the end.
 
-A runner that fails prints ``{"error": "..."}`` and exits with status 1.
+A runner that fails prints ``{"error": "..."}`` and exits with status 1, bad arguments included.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -149,9 +149,18 @@ def chunk_of(driver: Driver, steps: int, done: bool = False) -> Chunk:
     return chunk
 
 
+class ArgumentsError(Exception):
+    """A bad command line: reported by the protocol (``{"error": ...}``, status 1), not by argparse's usage and 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ArgumentsError(message)
+
+
 def parser(description: str) -> argparse.ArgumentParser:
-    """The runners' common arguments."""
-    p = argparse.ArgumentParser(description=description)
+    """The runners' common arguments; a bad one raises :class:`ArgumentsError`."""
+    p = _Parser(description=description)
     p.add_argument("--instance", required=True, help="instance file or directory, in the package's format")
     p.add_argument("--seconds", type=float, default=0.5, help="minimum duration of one timed repeat")
     p.add_argument("--repeats", type=int, default=3, help="timed repeats (0: only the first episode)")
@@ -174,7 +183,11 @@ def main(measure: Callable[[argparse.Namespace], dict[str, Any]], doc: str | Non
     p = parser((doc or "").split("\n\n")[0].replace("``", ""))  # as dynasched_gym.cli.doc_summary
     if configure is not None:
         configure(p)
-    args = p.parse_args()
+    try:
+        args = p.parse_args()
+    except ArgumentsError as exc:
+        emit({"error": f"bad arguments: {exc}"})
+        sys.exit(1)
     try:
         result = measure(args)
     except Exception as exc:  # the bench reports any failure of a peer as its reason
