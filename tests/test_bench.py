@@ -17,7 +17,8 @@ from hydra import compose, initialize_config_module
 from dynasched_gym import data, load_instance
 from scripts import bench
 from scripts.overrides import SettingError
-from scripts.peers._common import UniformPicker, chunk_of, play
+from scripts.peers import run_dynasched
+from scripts.peers._common import ArgumentsError, UniformPicker, chunk_of, parser, play
 
 
 def _bench(*overrides: str) -> dict:
@@ -306,3 +307,20 @@ def test_a_runner_given_bad_arguments_fails_by_the_protocol() -> None:
     status, last = _runner("--seconds", "1")
     assert status == 1
     assert json.loads(last) == {"error": "bad arguments: the following arguments are required: --instance"}
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    # nan made every timed repeat loop forever (elapsed >= nan is never true)
+    (["--seconds", "nan"], r"^argument --seconds: must be a finite number of seconds >= 0, got 'nan'$"),
+    (["--episode-limit", "-1"], r"^argument --episode-limit: must be a finite number of seconds >= 0, got '-1'$"),
+    (["--repeats", "-1"], r"^argument --repeats: must be an integer >= 0, got '-1'$"),  # was: no repeat, null rates
+    (["--seed", "-1"], r"^argument --seed: must be an integer >= 0, got '-1'$"),  # was numpy's, naming no argument
+    (["--num-envs", "0"], r"^argument --num-envs: must be an integer >= 1, got '0'$"),  # was: one env, num_envs 0
+])
+def test_runner_arguments_out_of_range_are_refused_naming_them(arguments: list[str], message: str) -> None:
+    p = parser("test")
+    run_dynasched._configure(p)
+    with pytest.raises(ArgumentsError, match=message):
+        p.parse_args(["--instance", "mk01", *arguments])
+    assert p.parse_args(["--instance", "mk01", "--seconds", "0", "--episode-limit", "0", "--repeats", "0",
+                         "--num-envs", "2"]).num_envs == 2

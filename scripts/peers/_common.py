@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import statistics
 import sys
@@ -158,14 +159,40 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentsError(message)
 
 
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def duration(text: str) -> float:
+    """An argparse ``type``: seconds, finite and >= 0 (with ``nan`` a timed repeat never ended)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
 def parser(description: str) -> argparse.ArgumentParser:
     """The runners' common arguments; a bad one raises :class:`ArgumentsError`."""
     p = _Parser(description=description)
     p.add_argument("--instance", required=True, help="instance file or directory, in the package's format")
-    p.add_argument("--seconds", type=float, default=0.5, help="minimum duration of one timed repeat")
-    p.add_argument("--repeats", type=int, default=3, help="timed repeats (0: only the first episode)")
-    p.add_argument("--episode-limit", type=float, default=60.0, help="stop the first episode after this long")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seconds", type=duration, default=0.5, help="minimum duration of one timed repeat")
+    p.add_argument("--repeats", type=count(0), default=3, help="timed repeats (0: only the first episode)")
+    p.add_argument("--episode-limit", type=duration, default=60.0, help="stop the first episode after this long")
+    p.add_argument("--seed", type=count(0), default=0)
     return p
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from scripts.peers._common import UniformPicker, main, play
+from scripts.peers._common import UniformPicker, count, main, play
 
 ENV_ID = "DynaSched/DFJSP-v0"
 
@@ -91,7 +91,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--num-envs", type=int, default=1, help="> 1: a vector env of this many sub-environments")
+    p.add_argument("--num-envs", type=count(1), default=1, help="> 1: a vector env of this many sub-environments")
 
 
 if __name__ == "__main__":
