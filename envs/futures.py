@@ -49,8 +49,9 @@ class SampledFutures:
     def __init__(self, count: int, tier: str, size: str, seed: int = 0, slots: int = 1) -> None:
         from dynasched_gym.generation import tier_pool
 
-        self.count, self.tier, self.size, self.seed = check_integer("futures", count, 1, MAX_FUTURES), tier, size, seed
-        self._held: list[tuple[Static, list[tuple[Any, ...]]] | None] = [None] * slots
+        self.count, self.tier, self.size = check_integer("futures", count, 1, MAX_FUTURES), tier, size
+        self.seed = check_integer("seed", seed, 0)  # checked now, not by numpy at the first decision
+        self._held: list[tuple[Static, list[tuple[Any, ...]]] | None] = [None] * check_integer("slots", slots, 1)
         self._pool = tier_pool(tier, size)  # an unknown tier or size is refused now, not at the first reset
 
     def __repr__(self) -> str:

@@ -186,6 +186,16 @@ def test_bad_sampled_future_arguments_are_named(pool):
             use()
 
 
+@pytest.mark.parametrize(("arguments", "error", "message"), [
+    ({"seed": -1}, ValueError, r"^seed must be an integer >= 0, got -1$"),  # was numpy's, at the first decision
+    ({"seed": 1.5}, TypeError, r"^seed must be an integer >= 0, got 1\.5$"),
+    ({"slots": 0}, ValueError, r"^slots must be an integer >= 1, got 0$"),  # was an IndexError at the first decision
+])
+def test_bad_sampled_futures_settings_are_refused_at_construction(pool, arguments, error, message):
+    with pytest.raises(error, match=message):
+        SampledFutures(1, "medium", "small", **arguments)
+
+
 def test_an_instance_that_is_one_of_its_own_sampled_futures_is_refused(pool):
     """Pool seed 900 000 with future_seed=524 draws itself as its one future: run_episode played the lookahead's
     rollouts in the episode's real future (15 of the seeds 900 000 .. 900 999 do with futures=16), where only the
