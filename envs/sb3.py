@@ -32,6 +32,7 @@ from dynasched_gym.envs.dfjsp.vector import (
     is_sub_env_method,
     sub_env_results,
 )
+from dynasched_gym.envs.futures import MAX_FUTURES
 from dynasched_gym.envs.wrappers import ForecastFeaturesVector, ForecastRewardVector, flat_space, flatten
 from dynasched_gym.errors import needs_extra
 from dynasched_gym.registration import ENV_SPECS
@@ -230,7 +231,7 @@ def make_sb3_vec_env(env_id: str | EnvSpec = "DynaSched/DFJSP-v0", num_envs: int
         forecast_features = () if forecast_features is None else rule_list(forecast_features)
     except TypeError as exc:
         raise TypeError(f"forecast_features: {exc}") from None
-    forecast_futures = check_integer("forecast_futures", forecast_futures, 0)
+    forecast_futures = check_integer("forecast_futures", forecast_futures, 0, MAX_FUTURES)
     check_bool("hindsight", hindsight)
     check_bool("critic_hindsight", critic_hindsight)
     if forecast_futures and not forecast_features:  # each option applies to the one it names

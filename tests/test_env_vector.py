@@ -524,6 +524,9 @@ def test_sb3_adapter_passes_on_the_infos_of_gymnasiums_vector_wrappers():
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
     ({"forecast_futures": 3}, ValueError, r"forecast_futures=3 samples futures for the forecast_features rollouts"),
     ({"forecast_futures": -1}, ValueError, r"forecast_futures must be an integer >= 0, got -1"),
+    # was "futures must be at most 1000", naming the forecaster's argument instead of this one
+    ({"forecast_features": "EDD:EET", "forecast_futures": 1001}, ValueError,
+     r"^forecast_futures must be at most 1000, got 1001$"),
     ({"hindsight": True}, ValueError, r"hindsight=True lets the forecast_rule forecasts see the future"),
     ({"hindsight": "yes"}, TypeError, r"hindsight must be true or false, got 'yes'"),
     ({"autoreset_mode": "next_step"}, ValueError, r"the SB3 adapter resets each finished episode in its final step"),
