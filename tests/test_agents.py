@@ -104,6 +104,19 @@ def test_lookahead_with_a_horizon_never_reads_future_events_either(horizon):
     assert _first_choice(fair, Instance.build("arrival", [Machine("M0"), Machine("M1")], jobs)) == (0, 0)
 
 
+def test_one_lookahead_over_episodes_and_instances_plays_as_fresh_ones():
+    """Its scratch state, kept over resets and instance switches, holds nothing a later decision reads (each
+    decision copies only the active window into it and values the other jobs from the env's state)."""
+    medium, small = (gym.make("DynaSched/DFJSP-v0", instance=name, objective="weighted_tardiness")
+                     for name in ("dsbx-medium", "mk01"))
+    kept = LookaheadAgent(top_k=3, horizon=5)
+    for env, seed in ((medium, 0), (small, 0), (medium, 1), (medium, 0)):
+        played = run_episode(kept, env, seed=seed)
+        fresh = run_episode(LookaheadAgent(top_k=3, horizon=5), env, seed=seed)
+        for name in ("segment_job", "segment_machine", "segment_start", "job_completion"):
+            assert getattr(played, name).tobytes() == getattr(fresh, name).tobytes(), name
+
+
 def test_lookahead_horizon_beyond_the_episode_plays_as_the_full_rollouts():
     env = gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness")
     full = run_episode(LookaheadAgent(top_k=4), env, seed=0)

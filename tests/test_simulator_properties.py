@@ -23,7 +23,8 @@ from dynasched_gym.core.compiled import (
     State,
     allocate_state,
 )
-from dynasched_gym.core.lookahead import _prepare, _reprepare, _rollout
+from dynasched_gym.core.kernels import copy_into
+from dynasched_gym.core.lookahead import _objective, _prepare, _prepared_value, _reprepare, _rollout, forget_future
 from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -241,29 +242,64 @@ def test_a_second_episode_on_the_same_simulator_repeats_the_first(inst, seed):
         assert getattr(sim.state, name).tobytes() == getattr(fresh.state, name).tobytes(), name
 
 
-def assert_same_state(a: State, b: State) -> None:
+def assert_same_rollout_input(a: State, b: State, T: State, slot_ptr: np.ndarray) -> None:
+    """``a`` and ``b`` agree to the bit on all a rollout without events reads: the clock, counters, machines, and the
+    jobs of ``T``'s active window with their slots."""
+    first, end = T.counters[C_ACTIVE_FIRST], max(T.counters[C_ACTIVE_END], T.counters[C_ACTIVE_FIRST])
     for name in State._fields:
-        assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+        x, y = getattr(a, name), getattr(b, name)
+        if name.startswith("job_"):
+            x, y = x[first:end], y[first:end]
+        elif name.startswith("slot_"):
+            x, y = x[slot_ptr[first]:slot_ptr[end]], y[slot_ptr[first]:slot_ptr[end]]
+        elif name.startswith(("segment_", "downtime_")):
+            continue
+        assert x.tobytes() == y.tobytes(), name
+
+
+def poison(state: State, rng: np.random.Generator) -> None:
+    """Fill every array of ``state`` with made-up values: what a scratch state holds from another episode."""
+    for array in state:
+        array[:] = rng.integers(0, 3, array.shape) if array.dtype.kind == "i" else rng.uniform(0, 50, array.shape)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inst=instances(max_jobs=6, max_machines=4, max_events=14), seed=st.integers(0, 2**32 - 1),
-       clairvoyant=st.booleans())
-def test_a_lookahead_rollout_is_undone_to_the_prepared_state(inst, seed, clairvoyant):
-    """A rollout writes outside the active window only what ``_reprepare`` copies back: after it the scratch state
-    is, to the bit, a fresh copy with the future forgotten (jobs not released yet lie inside the window here)."""
+       clairvoyant=st.booleans(), objective=st.integers(0, 3))
+def test_a_lookahead_rollout_from_the_window_copy_plays_and_values_as_from_a_whole_copy(inst, seed, clairvoyant,
+                                                                                       objective):
+    """A scratch state holding another episode's values, prepared (only the window, the machines, the clock and the
+    counters are copied without clairvoyance), plays each rollout as a whole copy with the future forgotten does,
+    values it to the bit as that copy's ``_objective`` (jobs outside the window counted from the state: completed
+    ones before and after it, and jobs not released yet lie inside it here), and is the prepared state again after
+    ``_reprepare``."""
     sim = Simulator(inst)
     sim.reset()
+    S = sim.static
     rng = np.random.default_rng(seed)
-    prepared, scratch = allocate_state(sim.static), allocate_state(sim.static)
+    whole, played, scratch = allocate_state(S), allocate_state(S), allocate_state(S)
     rule = JOB_RULES.index("FIFO")
     while not sim.done:
+        T = sim.state
         jobs, machines, _ = sim.candidates()
-        forgotten = _prepare(sim.static, sim.state, prepared, clairvoyant)
-        _prepare(sim.static, sim.state, scratch, clairvoyant)
+        copy_into(T, whole)
+        if not clairvoyant:
+            forget_future(S, whole)
+        poison(scratch, rng)
+        prepared = _prepare(S, T, scratch, clairvoyant, objective)
+        assert_same_rollout_input(scratch, whole, T, S.job_slot_ptr)
         for j, m in zip(jobs.tolist(), machines.tolist()):
-            _rollout(sim.static, scratch, j, m, rule, 0, int(rng.integers(-1, 4)))
-            _reprepare(sim.static, sim.state, scratch, forgotten, clairvoyant)
-            assert_same_state(scratch, prepared)
+            horizon = int(rng.integers(-1, 4))
+            copy_into(whole, played)
+            _rollout(S, played, j, m, rule, 0, horizon)
+            _rollout(S, scratch, j, m, rule, 0, horizon)
+            assert_same_rollout_input(scratch, played, T, S.job_slot_ptr)
+            segments = slice(T.counters[C_SEGMENTS], played.counters[C_SEGMENTS])
+            assert scratch.segment_end[segments].tobytes() == played.segment_end[segments].tobytes()
+            for estimate_open in (True, False):
+                assert (repr(_prepared_value(S, T, scratch, prepared, objective, clairvoyant, estimate_open))
+                        == repr(_objective(S, played, objective, estimate_open)))
+            _reprepare(S, T, scratch, prepared, clairvoyant)
+            assert_same_rollout_input(scratch, whole, T, S.job_slot_ptr)
         k = int(rng.integers(len(jobs)))
         sim.step(jobs[k], machines[k])

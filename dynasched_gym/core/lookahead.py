@@ -33,13 +33,11 @@ from numba import njit
 from dynasched_gym.core.compiled import (
     C_ACTIVE_END,
     C_ACTIVE_FIRST,
-    C_DOWNTIMES,
     C_EVENT,
     C_OPEN_JOBS,
     C_RELEASE,
-    C_SEGMENTS,
-    DOWN_NONE,
     EPS,
+    JOB_ACTIVE,
     JOB_CANCELLED,
     JOB_COMPLETED,
     JOB_HIDDEN,
@@ -130,12 +128,16 @@ def _estimated_completion(S, T, j, now):
 @njit(cache=True, _nrt=False, inline="always")
 def _objective(S, T, objective, estimate_open):
     """(objective, mean completion time) over completed jobs, and open ones at their estimate if ``estimate_open``."""
+    total, completion_sum, count = _accumulate(S, T, objective, estimate_open, 0, T.job_status.shape[0], 0.0, 0.0, 0)
+    return _finish(objective, total, completion_sum, count)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _accumulate(S, T, objective, estimate_open, lo, hi, total, completion_sum, count):
+    """:func:`_objective`'s running (total, completion sum, count) carried on over jobs ``lo .. hi - 1`` of ``T``."""
     status = T.job_status
     now = T.now[0]
-    total = 0.0
-    completion_sum = 0.0
-    count = 0
-    for j in range(status.shape[0]):
+    for j in range(lo, hi):
         if status[j] == JOB_COMPLETED:
             c = T.job_completion[j]
         elif estimate_open and status[j] != JOB_CANCELLED:
@@ -151,6 +153,12 @@ def _objective(S, T, objective, estimate_open):
             total += c - S.job_release[j]
         elif due == due and c > due:
             total += (c - due) * (T.job_weight[j] if objective == 2 else 1.0)
+    return total, completion_sum, count
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _finish(objective, total, completion_sum, count):
+    """:func:`_objective` from its running sums."""
     if count == 0:
         return 0.0, 0.0
     return (total / count if objective == 3 else total), completion_sum / count
@@ -164,18 +172,18 @@ def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant, horiz
     of the same instance) after forgetting the future unless ``clairvoyant``, for at most ``horizon``
     further decisions (``-1``: to the end) and valued by :func:`rollout_value`; ``T`` is unchanged.
     """
-    forgotten = _prepare(S, T, scratch, clairvoyant)
-    return _prepared_pair_value(S, T, scratch, forgotten, j, m, rollout_rules, objective, clairvoyant, horizon)
+    prepared = _prepare(S, T, scratch, clairvoyant, objective)
+    return _prepared_pair_value(S, T, scratch, prepared, j, m, rollout_rules, objective, clairvoyant, horizon)
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prepared_pair_value(S, T, scratch, forgotten, j, m, rollout_rules, objective, clairvoyant, horizon):
-    """:func:`pair_value` with ``scratch`` prepared (:func:`_prepare`, which returned ``forgotten``); it is again."""
+def _prepared_pair_value(S, T, scratch, prepared, j, m, rollout_rules, objective, clairvoyant, horizon):
+    """:func:`pair_value` with ``scratch`` prepared (:func:`_prepare`, which returned ``prepared``); it is again."""
     value, tie = np.inf, np.inf
     for r in range(rollout_rules.shape[0]):
         _rollout(S, scratch, j, m, rollout_rules[r, 0], rollout_rules[r, 1], horizon)
-        v, t = rollout_value(S, scratch, objective)
-        _reprepare(S, T, scratch, forgotten, clairvoyant)
+        v, t = _prepared_value(S, T, scratch, prepared, objective, clairvoyant, True)
+        _reprepare(S, T, scratch, prepared, clairvoyant)
         if v < value or (v == value and t < tie):
             value, tie = v, t
     return value, tie
@@ -196,15 +204,15 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
     """
     out[:] = 0.0
     accrued = objective_value(S, T, objective)
-    forgotten = _prepare(S, T, scratch, clairvoyant)
+    prepared = _prepare(S, T, scratch, clairvoyant, objective)
     for r in range(rollout_rules.shape[0]):
         lowest = np.inf
         for k in range(slot_job.shape[0]):
             if slot_job[k] < 0:
                 continue
             _rollout(S, scratch, slot_job[k], slot_machine[k], rollout_rules[r, 0], rollout_rules[r, 1], -1)
-            v = objective_value(S, scratch, objective)
-            _reprepare(S, T, scratch, forgotten, clairvoyant)
+            v = _prepared_value(S, T, scratch, prepared, objective, clairvoyant, False)[0]
+            _reprepare(S, T, scratch, prepared, clairvoyant)
             out[k, 2 * r] = v
             out[k, 2 * r + 1] = (v - accrued) / time_scale
             lowest = min(lowest, out[k, 2 * r])  # as stored (float32), so that the best pair's gap is exactly 0
@@ -214,36 +222,80 @@ def slot_forecasts(S, T, scratch, slot_job, slot_machine, rollout_rules, objecti
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _prepare(S, T, scratch, clairvoyant):
-    """Copy ``T`` into ``scratch`` and forget the future there unless ``clairvoyant``; returns the jobs forgotten."""
-    copy_into(T, scratch)
-    if clairvoyant:
-        return 0
-    open_jobs = scratch.counters[C_OPEN_JOBS]
-    forget_future(S, scratch)
-    return open_jobs - scratch.counters[C_OPEN_JOBS]
+def _window(T):
+    """``T``'s active window ``[first, end)``; reset's empty one (first past every job, end 0) as ``[first, first)``."""
+    first = T.counters[C_ACTIVE_FIRST]
+    return first, max(T.counters[C_ACTIVE_END], first)
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _reprepare(S, T, scratch, forgotten, clairvoyant):
-    """Make ``scratch``, after a rollout from ``_prepare(S, T, scratch, clairvoyant)``, that prepared state again.
+def _prepare(S, T, scratch, clairvoyant, objective):
+    """Prepare ``scratch`` for rollouts from ``T``, the future forgotten unless ``clairvoyant``; returns what they need.
 
-    A clairvoyant rollout's events and arrivals may change any job: the whole state is copied. Without them
-    (:func:`forget_future`) a rollout writes only the clock and counters, the jobs of ``T``'s active window and
-    their slots, the machines, the segments and downtimes it appends, and the end of each downtime under way in
-    ``T``: only those are copied back, so a rollout costs the active jobs, not all jobs of the instance.
+    Only what a rollout without events or arrivals reads is copied (:func:`_copy_window`): its scans walk the active
+    window, every job a machine runs is active, and it reads no segment or downtime record (it only appends them
+    and sets the end of the downtimes under way). Jobs outside the window cannot change in such a rollout: they are
+    valued from ``T`` (:func:`_prepared_value`), the sums over the jobs before the window once, here. Returns the
+    jobs forgotten, the objective's running sums over the jobs before the window, and the end of the jobs after it
+    that count (the completed ones).
+    """
+    if clairvoyant:  # events and arrivals may change any job: the whole state, valued as it is
+        copy_into(T, scratch)
+        return 0, 0.0, 0.0, 0, 0
+    first, end = _window(T)
+    active = 0
+    for j in range(first, end):
+        if T.job_status[j] == JOB_ACTIVE:
+            active += 1
+    # open jobs are the active ones, all in the window, and the hidden ones: forget_future's count without its walk
+    forgotten = T.counters[C_OPEN_JOBS] - active
+    _copy_window(S, T, scratch, forgotten)
+    total, completion_sum, count = _accumulate(S, T, objective, False, 0, first, 0.0, 0.0, 0)
+    last = T.job_status.shape[0]
+    while last > end and T.job_status[last - 1] != JOB_COMPLETED:
+        last -= 1
+    return forgotten, total, completion_sum, count, last
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prepared_value(S, T, scratch, prepared, objective, clairvoyant, estimate_open):
+    """:func:`_objective` of ``scratch`` after a rollout from ``prepared = _prepare(S, T, scratch, ...)``.
+
+    The same sums in the same job order, so the same value to the bit: the jobs before ``T``'s window from
+    ``prepared``, the window's from ``scratch``, then the completed ones after it from ``T`` (they are as in
+    ``scratch``; the hidden ones there are forgotten, not open, so none is estimated).
     """
     if clairvoyant:
+        return _objective(S, scratch, objective, estimate_open)
+    _, total, completion_sum, count, last = prepared
+    first, end = _window(T)
+    total, completion_sum, count = _accumulate(S, scratch, objective, estimate_open, first, end, total,
+                                               completion_sum, count)
+    total, completion_sum, count = _accumulate(S, T, objective, False, end, last, total, completion_sum, count)
+    return _finish(objective, total, completion_sum, count)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _reprepare(S, T, scratch, prepared, clairvoyant):
+    """Make ``scratch``, after a rollout from ``prepared = _prepare(S, T, scratch, clairvoyant, ...)``, that prepared
+    state again (what :func:`_prepare` copies is all such a rollout writes that a rollout reads)."""
+    if clairvoyant:
         copy_into(T, scratch)
-        return
-    counters = scratch.counters
-    segments, downtimes = counters[C_SEGMENTS], counters[C_DOWNTIMES]  # the rollout appended up to these
+    else:
+        _copy_window(S, T, scratch, prepared[0])
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _copy_window(S, T, scratch, forgotten):
+    """Copy into ``scratch`` the clock, counters and machines of ``T`` and the jobs of its window with their slots,
+    the ``forgotten`` jobs and every event forgotten (as :func:`forget_future` leaves them)."""
     _copy(scratch.now, T.now)
+    counters = scratch.counters
     _copy(counters, T.counters)
-    counters[C_EVENT] = S.event_time.shape[0]  # as forget_future leaves them
+    counters[C_EVENT] = S.event_time.shape[0]
     counters[C_RELEASE] = S.release_order.shape[0]
     counters[C_OPEN_JOBS] -= forgotten
-    first, end = T.counters[C_ACTIVE_FIRST], T.counters[C_ACTIVE_END]
+    first, end = _window(T)
     for j in range(first, end):
         # a job not released yet may lie inside the window (jobs numbered out of release order): forgotten
         scratch.job_status[j] = JOB_CANCELLED if T.job_status[j] == JOB_HIDDEN else T.job_status[j]
@@ -272,22 +324,6 @@ def _reprepare(S, T, scratch, forgotten, clairvoyant):
     _copy(scratch.machine_maintenance, T.machine_maintenance)
     _copy(scratch.machine_free_since, T.machine_free_since)
     _copy(scratch.machine_workload, T.machine_workload)
-    for g in range(T.counters[C_SEGMENTS], segments):
-        scratch.segment_job[g] = T.segment_job[g]
-        scratch.segment_op[g] = T.segment_op[g]
-        scratch.segment_machine[g] = T.segment_machine[g]
-        scratch.segment_start[g] = T.segment_start[g]
-        scratch.segment_end[g] = T.segment_end[g]
-        scratch.segment_work[g] = T.segment_work[g]
-        scratch.segment_status[g] = T.segment_status[g]
-    for d in range(T.counters[C_DOWNTIMES], downtimes):
-        scratch.downtime_machine[d] = T.downtime_machine[d]
-        scratch.downtime_start[d] = T.downtime_start[d]
-        scratch.downtime_end[d] = T.downtime_end[d]
-        scratch.downtime_kind[d] = T.downtime_kind[d]
-    for m in range(T.machine_down.shape[0]):
-        if T.machine_down[m] != DOWN_NONE:  # the rollout may end it (downtimes it opens are appended)
-            scratch.downtime_end[T.machine_downtime[m]] = T.downtime_end[T.machine_downtime[m]]
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -310,9 +346,11 @@ def lookahead_select(S, T, scratch, job_rule, rollout_rules, top_k, objective, c
     """
     n = ranked_candidates(S, T, job_rule, buf_job, buf_machine, buf_key, buf_time)
     best_j, best_m, best_value, best_tie = -1, -1, np.inf, np.inf
-    forgotten = _prepare(S, T, scratch, clairvoyant) if n > 0 else 0
+    if n == 0:
+        return best_j, best_m
+    prepared = _prepare(S, T, scratch, clairvoyant, objective)
     for i in range(min(n, top_k)):
-        value, tie = _prepared_pair_value(S, T, scratch, forgotten, buf_job[i], buf_machine[i], rollout_rules,
+        value, tie = _prepared_pair_value(S, T, scratch, prepared, buf_job[i], buf_machine[i], rollout_rules,
                                           objective, clairvoyant, horizon)
         if value < best_value or (value == best_value and tie < best_tie):
             best_j, best_m, best_value, best_tie = buf_job[i], buf_machine[i], value, tie
