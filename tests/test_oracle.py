@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
+from unittest import mock
 
 import gymnasium as gym
 import numpy as np
@@ -12,13 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import instances
 
-from dynasched_gym import Event, EventType, Instance, Job, Machine, load_instance, rollout, validate_schedule
+from dynasched_gym import Event, EventType, Instance, Job, Machine, Simulator, load_instance, rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.core.rules import COMPOSITE_RULES
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.metrics import OBJECTIVE_METRICS
+from dynasched_gym.schedule import DOWNTIME_KINDS, SEGMENT_STATUSES, Schedule
 
 pytest.importorskip("ortools")
+from dynasched_gym import oracle
 from dynasched_gym.oracle import OracleResult, solve_clairvoyant
 
 
@@ -327,3 +331,83 @@ def test_solver_settings_are_checked():
             solve_clairvoyant(inst, "makespan", **kwargs)
     with pytest.raises(TypeError, match=r"instance must be an Instance .*got str: 'mk01'"):
         solve_clairvoyant("mk01")
+
+
+def best_reachable(inst: Instance) -> dict[str, float]:
+    """The best value of each objective metric over every sequence of simulator decisions whose schedule the model
+    can represent (:func:`in_model`); ``inf`` when there is none.
+
+    Exhaustive: every offered (job, machine) pair at every decision, the simulation branched by snapshot. Starts at
+    one instant commute (a start changes nothing else then), so those at one clock are taken in increasing
+    (job, machine) order only: every set of starts is reached once.
+    """
+    sim = Simulator(inst)
+    sim.reset()
+    best = dict.fromkeys(OBJECTIVE_METRICS.values(), math.inf)
+
+    def search(last: tuple[float, int, int]) -> None:
+        if sim.done:
+            schedule = sim.schedule()
+            if in_model(schedule):
+                best.update({k: min(v, schedule.metrics[k]) for k, v in best.items()})
+            return
+        now, snapshot = sim.now, sim.snapshot()
+        for j, m in zip(*(a.tolist() for a in sim.candidates()[:2])):
+            if (now, j, m) > last:
+                sim.restore(snapshot)
+                sim.step(j, m)
+                search((now, j, m))
+
+    search((-math.inf, 0, 0))
+    return best
+
+
+def in_model(s: Schedule) -> bool:
+    """Whether the model can represent ``s`` (docs/oracle.md, "Limits"): every preempted slot (``resume`` only) goes
+    on on its machine right at the breakdown's end, and no REPAIR ends a breakdown that cut a maintenance."""
+    breakdown, maintenance = DOWNTIME_KINDS.index("breakdown"), DOWNTIME_KINDS.index("maintenance")
+    repairs = {(e.machine, e.time) for e in s.instance.events if e.type == EventType.REPAIR}
+    for m, start, end, kind in zip(s.downtime_machine, s.downtime_start, s.downtime_end, s.downtime_kind):
+        cut = (s.downtime_machine == m) & (s.downtime_kind == maintenance) & (s.downtime_end == start)
+        if kind == breakdown and cut.any() and (m, end) in repairs:
+            return False
+    for i in np.flatnonzero(s.segment_status == SEGMENT_STATUSES.index("preempted")):
+        if s.instance.breakdown_policy != "resume":
+            return False
+        rest = [x for x in range(len(s.segment_job)) if x != i and s.segment_job[x] == s.segment_job[i]
+                and s.segment_op[x] == s.segment_op[i] and s.segment_start[x] >= s.segment_end[i]]
+        repaired = s.downtime_end[(s.downtime_machine == s.segment_machine[i]) & (s.downtime_start == s.segment_end[i])
+                                  & (s.downtime_kind == breakdown)]
+        nxt = min(rest, key=lambda x: s.segment_start[x], default=None)
+        if nxt is None or s.segment_machine[nxt] != s.segment_machine[i] or s.segment_start[nxt] not in repaired:
+            return False
+    return True
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(inst=instances(max_jobs=3, max_machines=2, max_ops=3, max_events=8, max_time=12))
+def test_never_worse_than_any_decision_sequence_it_can_represent(inst):
+    """Differential check against exhaustive search over the simulator: the schedules it reaches that the model can
+    represent are the model's, so neither the bound nor a proven optimum is above the best of them. One rule only
+    competes with the model: on instances this small the best of all 56 usually reaches that best, and is returned
+    in place of a model that wrongly cannot (an over-constrained model then went unseen)."""
+    best = best_reachable(inst)
+    with mock.patch.object(oracle, "RULES", ("FIFO:EET",)):
+        for objective, key in OBJECTIVE_METRICS.items():
+            result = solve_clairvoyant(inst, objective, time_limit=2.0, workers=1)
+            check(result, objective)
+            assert result.bound <= best[key] + 1e-9 * max(1.0, best[key]), objective
+            if result.status == "optimal":
+                assert result.objective <= best[key] + 1e-9 * max(1.0, best[key]), objective
+
+
+def test_idle_time_beats_every_decision_sequence():
+    """The simulator never keeps a machine idle that could start something, so the exhaustive search need not reach
+    the optimum even without events: J0's second operation must start on the slow M0 at 1, while the oracle waits
+    for M1 (free at 2)."""
+    inst = Instance.build("idle", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 1.0}, {0: 10.0, 1: 1.0}]), Job("J1", [{1: 2.0}])])
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.status) == (3.0, "optimal")
+    assert best_reachable(inst)["makespan"] == 11.0
