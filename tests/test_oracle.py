@@ -376,10 +376,14 @@ def in_model(s: Schedule) -> bool:
             return False
         rest = [x for x in range(len(s.segment_job)) if x != i and s.segment_job[x] == s.segment_job[i]
                 and s.segment_op[x] == s.segment_op[i] and s.segment_start[x] >= s.segment_end[i]]
-        repaired = s.downtime_end[(s.downtime_machine == s.segment_machine[i]) & (s.downtime_start == s.segment_end[i])
-                                  & (s.downtime_kind == breakdown)]
+        down = {float(start): float(end) for m, start, end, kind in zip(s.downtime_machine, s.downtime_start,
+                                                                          s.downtime_end, s.downtime_kind)
+                if m == s.segment_machine[i] and kind == breakdown}
+        repaired = float(s.segment_end[i])
+        while down.get(repaired, repaired) > repaired:  # breakdowns back to back: one window to run across
+            repaired = down[repaired]
         nxt = min(rest, key=lambda x: s.segment_start[x], default=None)
-        if nxt is None or s.segment_machine[nxt] != s.segment_machine[i] or s.segment_start[nxt] not in repaired:
+        if nxt is None or s.segment_machine[nxt] != s.segment_machine[i] or s.segment_start[nxt] != repaired:
             return False
     return True
 
