@@ -1,8 +1,8 @@
 """The clairvoyant oracle: a CP-SAT model of an instance with every future event known in advance.
 
 :func:`solve_clairvoyant` returns a schedule that passes :func:`~dynasched_gym.validate.validate_schedule`,
-its objective value and CP-SAT's proven lower bound. The model (details, limits and measured solve
-times: ``docs/oracle.md``):
+its objective value and CP-SAT's lower bound, proven over the model's schedules (an online schedule outside the
+model can beat it). The model (details, limits and measured solve times: ``docs/oracle.md``):
 
 - **Variants.** A job's operation list depends on timing (REWORK, ROUTE_CHANGE, CANCELLATION). Its
   job events are replayed symbolically: each outcome of a timing-dependent event becomes a branch with
