@@ -12,9 +12,9 @@ share it.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import numpy as np
-from numba.typed import List
 
 from dynasched_gym.checks import check_integer
 from dynasched_gym.core.batch import make_handle, sampled_pair_values_one
@@ -52,7 +52,7 @@ class SampledFutures:
 
         self.count, self.tier, self.size = check_integer("futures", count, 1, MAX_FUTURES), tier, size
         self.seed = check_integer("seed", seed, 0)  # checked now, not by numpy at the first decision
-        self._held: list[tuple[Static, list[List]] | None] = [None] * check_integer("slots", slots, 1)
+        self._held: list[tuple[Static, list[Any]] | None] = [None] * check_integer("slots", slots, 1)
         self._pool = tier_pool(tier, size)  # an unknown tier or size is refused now, not at the first reset
 
     def __repr__(self) -> str:
@@ -63,7 +63,7 @@ class SampledFutures:
         rng = np.random.default_rng([self.seed, zlib.crc32(name.encode("utf-8"))])
         return [int(s) for s in rng.choice(np.asarray(FUTURE_SEEDS), size=self.count, replace=False)]
 
-    def _futures(self, sim: Simulator, i: int) -> list[List]:
+    def _futures(self, sim: Simulator, i: int) -> list[Any]:
         """The handle of each future of ``sim``'s instance: (future static, graft state, scratch state)."""
         held = self._held[i]
         if held is not None and held[0] is sim.static:
