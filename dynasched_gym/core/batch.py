@@ -14,7 +14,7 @@ from __future__ import annotations
 from numba import njit
 from numba.typed import List
 
-from dynasched_gym.core.compiled import State, Static, allocate_state
+from dynasched_gym.core.compiled import Static, allocate_state
 from dynasched_gym.core.kernels import fill_candidates, reset, step
 from dynasched_gym.core.lookahead import (
     forecast,
@@ -43,22 +43,14 @@ class ScratchStates:
     (``Static``) changes."""
 
     def __init__(self, count: int = 1) -> None:
-        self._held: list[tuple[Static, State, List] | None] = [None] * count
-
-    def _entry(self, static: Static, i: int) -> tuple[Static, State, List]:
-        held = self._held[i]
-        if held is None or held[0] is not static:
-            scratch = allocate_state(static)
-            held = self._held[i] = (static, scratch, make_handle(scratch))
-        return held
-
-    def get(self, static: Static, i: int = 0) -> State:
-        """Scratch state ``i``, sized for ``static``."""
-        return self._entry(static, i)[1]
+        self._held: list[tuple[Static, List] | None] = [None] * count
 
     def handle(self, static: Static, i: int = 0) -> List:
-        """The handle of scratch state ``i`` (see :meth:`get`)."""
-        return self._entry(static, i)[2]
+        """The handle of scratch state ``i``, sized for ``static``."""
+        held = self._held[i]
+        if held is None or held[0] is not static:
+            held = self._held[i] = (static, make_handle(allocate_state(static)))
+        return held[1]
 
 
 @njit(cache=True)
