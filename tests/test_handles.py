@@ -78,3 +78,22 @@ def test_one_lookahead_agent_decides_on_each_instance_as_a_fresh_one():
                 done = terminated or truncated
             plays.append(actions)
         assert plays[0] == plays[1]
+
+
+def test_a_simulations_state_and_handle_are_set_only_together():
+    """Simulator.state and .handle were plain attributes: ``sim.state = other`` left the kernels' handle on the old
+    arrays, so step and the agents went on simulating those; bind() is the one way to rebind them."""
+    from dynasched_gym import Simulator
+
+    sim = Simulator(load_instance(data.path("mk01")))
+    with pytest.raises(AttributeError):
+        sim.state = sim.state
+    with pytest.raises(AttributeError):
+        sim.handle = None
+    other = Simulator(sim.instance)
+    other.reset()
+    sim.bind(other.state)
+    assert sim.state is other.state and sim.now == other.now
+    jobs, machines, _ = sim.candidates()
+    sim.step(jobs[0], machines[0])
+    assert other.decisions == sim.decisions == 1  # the bound arrays are the ones stepped

@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+from numba.typed import List
 
 from dynasched_gym.checks import check_integer, is_integer
 from dynasched_gym.core import kernels
@@ -61,8 +62,8 @@ class Simulator:
     def __init__(self, instance: Instance) -> None:
         self.instance = check_instance("instance", instance)
         self.static = compile_instance(instance)
-        self.state = allocate_state(self.static)
-        self.handle = make_handle(self.static, self.state)  # the kernels' entry (core.batch): one object to unbox
+        self._state = allocate_state(self.static)
+        self._handle = make_handle(self.static, self._state)  # the kernels' entry (core.batch): one object to unbox
         self._buffers = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
         self._begun = False  # the state is uninitialised until reset (or bind, restore) fills it
 
@@ -76,9 +77,20 @@ class Simulator:
         """Simulate on ``state`` (arrays of this instance, e.g. a row of an env batch) instead of its own."""
         # None failed inside numba at the next step; another instance's arrays were used unchecked (no bounds checks)
         self._check_state("state", state, "a State of this instance")
-        self.state = state
-        self.handle = make_handle(self.static, state)  # never the old arrays: callers read it at every call
+        self._state = state
+        self._handle = make_handle(self.static, state)  # never the old arrays: callers read it at every call
         self._begun = True
+
+    @property
+    def state(self) -> State:
+        """The simulation's arrays, to read (:meth:`bind` rebinds them)."""
+        return self._state
+
+    @property
+    def handle(self) -> List:
+        """The kernels' entry to :attr:`state` (``core.batch``): a typed list of (Static, State), one object to unbox
+        per call; rebuilt with the state, so it never holds arrays the simulation left."""
+        return self._handle
 
     @property
     def done(self) -> bool:
