@@ -40,6 +40,7 @@ from dynasched_gym.results import read_jsonl
 from scripts.interrupts import WorkerPool, interrupted_exit, stop_workers
 from scripts.journal import JournalWarning, append_rows
 from scripts.overrides import file_errors_exit
+from scripts.peers._common import count
 
 #: Seeds per tier of each size preset in the documented table (large is about three times slower a seed).
 DEFAULT_SEEDS = {"small": 100, "medium": 100, "large": 40}
@@ -80,17 +81,6 @@ def _comma_list(known: tuple[str, ...]) -> Any:
                 raise argparse.ArgumentTypeError(f"{name!r} is named twice in {text!r}: name each once")
         return names
     return parse
-
-
-def _positive(text: str) -> int:
-    """An argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
 
 
 def _counted(pending: list[tuple[dict[str, Any], int]], workers: int) -> Iterator[dict[str, Any]]:
@@ -154,10 +144,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--sizes", type=_comma_list(tuple(size_presets())), default=list(SIZES))
     parser.add_argument("--tiers", type=_comma_list(TIERS), default=list(TIERS))
-    parser.add_argument("--seeds", type=_positive, default=None,
+    parser.add_argument("--seeds", type=count(1), default=None,
                         help="seeds 0..N-1 per size and tier (default: " +
                              ", ".join(f"{z} {n}" for z, n in DEFAULT_SEEDS.items()) + ")")
-    parser.add_argument("--workers", type=_positive, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--workers", type=count(1), default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=output_folder_argument, default=".bench/tier_acceptance")
     args = parser.parse_args(argv)
     if args.seeds is not None and args.seeds > MAX_SEEDS:  # range(10**11) filled the memory listing the seeds

@@ -108,8 +108,8 @@ def test_a_journal_whose_folder_is_removed_mid_run_is_an_error_naming_it(tmp_pat
     (["--tiers", "easy,,hard"], "got 'easy,,hard' (an empty name)"),
     (["--sizes", "small,"], "got 'small,' (an empty name)"),
     (["--tiers", "easy,nope"], "got 'easy,nope' ('nope' is none of them)"),
-    (["--seeds", "0"], "argument --seeds: expected an integer >= 1, got '0'"),
-    (["--workers", "two"], "argument --workers: expected an integer >= 1, got 'two'"),
+    (["--seeds", "0"], "argument --seeds: must be an integer >= 1, got '0'"),
+    (["--workers", "two"], "argument --workers: must be an integer >= 1, got 'two'"),
 ])
 def test_bad_arguments_are_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                    argv: list[str], message: str) -> None:
