@@ -11,7 +11,8 @@ import numpy as np
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.agents.rules import slot_of
 from dynasched_gym.checks import check_bool, check_choice, check_integer
-from dynasched_gym.core.batch import ScratchStates, lookahead_select_one, ranked_candidates_one
+from dynasched_gym.core.compiled import ScratchStates
+from dynasched_gym.core.lookahead import lookahead_select, ranked_candidates
 from dynasched_gym.core.rules import MACHINE_RULES, parse_deterministic_rule, parse_rule, rule_list, rule_name
 from dynasched_gym.envs.futures import MAX_FUTURES, SampledFutures
 from dynasched_gym.generation import TIERS, size_presets
@@ -135,7 +136,7 @@ class LookaheadAgent(Agent):
 
     def _select_sampled(self, sim: Any) -> tuple[int, int]:
         """The top-k pair of the base rule with the lowest mean objective over the sampled futures."""
-        count = min(ranked_candidates_one(sim.handle, self.job_rule, *self._buffers), self.top_k)
+        count = min(ranked_candidates(sim.static, sim.state, self.job_rule, *self._buffers), self.top_k)
         if not count:  # nothing can start (no decision): the rules' (-1, -1), not a stale pair of the buffers
             return -1, -1
         pair_job, pair_machine = self._buffers[0], self._buffers[1]
@@ -152,9 +153,9 @@ class LookaheadAgent(Agent):
             self._buffers = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size), np.empty(size))
         if self.futures:
             return slot_of(self.env, *self._select_sampled(sim), self.job_rule)
-        job, machine = lookahead_select_one(sim.handle, self._scratch.handle(sim.static), self.job_rule,
-                                            self.rollout_rules, self.top_k, self._objective, self.clairvoyant,
-                                            *self._buffers, -1 if self.horizon is None else self.horizon)
+        job, machine = lookahead_select(sim.static, sim.state, self._scratch.get(sim.static), self.job_rule,
+                                        self.rollout_rules, self.top_k, self._objective, self.clairvoyant,
+                                        *self._buffers, -1 if self.horizon is None else self.horizon)
         return slot_of(self.env, job, machine, self.job_rule)
 
     def config(self) -> dict[str, Any]:

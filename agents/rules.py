@@ -11,7 +11,6 @@ from tqdm import tqdm
 
 from dynasched_gym.agents.base import Agent
 from dynasched_gym.checks import check_bool, check_choice, is_integer
-from dynasched_gym.core.batch import job_priorities_one, select_one
 from dynasched_gym.core.rules import (
     COMPOSITE_RULES,
     EMERGENCY_FIRST,
@@ -20,11 +19,13 @@ from dynasched_gym.core.rules import (
     MACHINE_RULES,
     check_seed,
     is_random_rule,
+    job_priorities,
     parse_rule,
     random_index,
     rng_state,
     rule_name,
     seed_rng,
+    select,
     set_rng_state,
 )
 from dynasched_gym.core.simulator import rollout
@@ -84,7 +85,7 @@ class RuleAgent(Agent):
         sim = env.simulator
         if self._stream is not None:  # the kernels' stream is shared: carry on from this agent's last draw
             set_rng_state(self._stream)
-        job, machine = select_one(sim.handle, self.job_rule, self.machine_rule)
+        job, machine = select(sim.static, sim.state, self.job_rule, self.machine_rule)
         action = slot_of(env, job, machine, self.job_rule)
         if self._stream is not None:
             self._stream = rng_state()
@@ -117,7 +118,7 @@ def slot_of(env: gym.Env, job: int, machine: int, job_rule: int) -> int:
     # a pass over all jobs, each time); this fallback runs at most decisions of a long queue
     offered_jobs = jobs[offered]
     priority = np.empty(offered.size)
-    job_priorities_one(sim.handle, offered_jobs, offered.size, job_rule, priority)
+    job_priorities(sim.static, sim.state, offered_jobs, offered.size, job_rule, priority)
     keys = [(0 if emergency_first and weight[j] >= EMERGENCY_WEIGHT else 1, p)
             for j, p in zip(offered_jobs, priority.tolist())]
     return int(offered[min(range(len(keys)), key=keys.__getitem__)])

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from dynasched_gym.checks import check_integer
-from dynasched_gym.core.batch import make_handle, sampled_pair_values_one
 from dynasched_gym.core.compiled import Static, allocate_state, compile_instance
-from dynasched_gym.core.lookahead import with_sampled_future
+from dynasched_gym.core.lookahead import sampled_pair_values, with_sampled_future
 from dynasched_gym.core.simulator import Simulator
 
 #: Pool seeds the futures are drawn from: disjoint from every seed range the training and evaluation
@@ -52,7 +51,7 @@ class SampledFutures:
 
         self.count, self.tier, self.size = check_integer("futures", count, 1, MAX_FUTURES), tier, size
         self.seed = check_integer("seed", seed, 0)  # checked now, not by numpy at the first decision
-        self._held: list[tuple[Static, list[Any]] | None] = [None] * check_integer("slots", slots, 1)
+        self._held: list[tuple[Static, list[tuple[Any, ...]]] | None] = [None] * check_integer("slots", slots, 1)
         self._pool = tier_pool(tier, size)  # an unknown tier or size is refused now, not at the first reset
 
     def __repr__(self) -> str:
@@ -63,8 +62,8 @@ class SampledFutures:
         rng = np.random.default_rng([self.seed, zlib.crc32(name.encode("utf-8"))])
         return [int(s) for s in rng.choice(np.asarray(FUTURE_SEEDS), size=self.count, replace=False)]
 
-    def _futures(self, sim: Simulator, i: int) -> list[Any]:
-        """The handle of each future of ``sim``'s instance: (future static, graft state, scratch state)."""
+    def _futures(self, sim: Simulator, i: int) -> list[tuple[Any, ...]]:
+        """(future static, graft state, scratch state) of each future of ``sim``'s instance."""
         held = self._held[i]
         if held is not None and held[0] is sim.static:
             return held[1]
@@ -80,7 +79,7 @@ class SampledFutures:
             except ValueError as exc:
                 raise ValueError(f"{self._pool!r}, seed {seed}, cannot be a future of {sim.instance.name}: "
                                  f"{exc}") from None
-            futures.append(make_handle(future, allocate_state(future), allocate_state(future)))
+            futures.append((future, allocate_state(future), allocate_state(future)))
         self._held[i] = (sim.static, futures)
         return futures
 
@@ -90,7 +89,8 @@ class SampledFutures:
         finishes the schedule (``core.lookahead.sampled_pair_values``); ``sim`` is unchanged."""
         values = np.empty((count, rollout_rules.shape[0]))
         total = np.zeros_like(values)
-        for future in self._futures(sim, i):
-            sampled_pair_values_one(sim.handle, future, pair_job, pair_machine, count, rollout_rules, objective, values)
+        for future, grafted, scratch in self._futures(sim, i):
+            sampled_pair_values(sim.static, sim.state, future, grafted, scratch, pair_job, pair_machine, count,
+                                rollout_rules, objective, values)
             total += values
         return total / self.count

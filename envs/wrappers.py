@@ -20,7 +20,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from dynasched_gym.checks import check_bool, check_choice, check_integer
-from dynasched_gym.core.batch import ScratchStates, forecast_one, objective_value_one, slot_forecasts_one
+from dynasched_gym.core.compiled import ScratchStates
+from dynasched_gym.core.lookahead import forecast, objective_value, slot_forecasts
 from dynasched_gym.core.rules import parse_deterministic_rule, rule_list
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.dfjsp.features import BIG, BLOCKS, OBSERVABILITY, num_columns
@@ -184,9 +185,9 @@ class _Forecaster(ScratchStates):
         self.hindsight = check_bool("hindsight", hindsight)
 
     def __call__(self, i: int, sim: Simulator) -> float:
-        scratch = self.handle(sim.static, i)
-        return min(float(forecast_one(sim.handle, scratch, job_rule, machine_rule, self.objective, self.hindsight))
-                   for job_rule, machine_rule in self.codes)
+        scratch = self.get(sim.static, i)
+        return min(float(forecast(sim.static, sim.state, scratch, job_rule, machine_rule, self.objective,
+                                  self.hindsight)) for job_rule, machine_rule in self.codes)
 
 
 class SlotForecaster(ScratchStates):
@@ -236,8 +237,8 @@ class SlotForecaster(ScratchStates):
         if out is None:
             out = np.zeros((slot_job.shape[0], 2 * len(self.rules)), dtype=np.float32)
         if self.sampled is None:
-            slot_forecasts_one(sim.handle, self.handle(sim.static, i), slot_job, slot_machine, self.codes,
-                               self.objective, self.hindsight, time_scale, out)
+            slot_forecasts(sim.static, sim.state, self.get(sim.static, i), slot_job, slot_machine, self.codes,
+                           self.objective, self.hindsight, time_scale, out)
         else:
             out[:] = 0.0
             offered = np.flatnonzero(slot_job >= 0)
@@ -245,7 +246,7 @@ class SlotForecaster(ScratchStates):
                 values = self.sampled.pair_values(sim, slot_job[offered], slot_machine[offered], offered.size,
                                                   self.codes, self.objective, i)
                 out[offered, 0::2] = (values - values.min(axis=0)) / time_scale
-                out[offered, 1::2] = (values - objective_value_one(sim.handle, self.objective)) / time_scale
+                out[offered, 1::2] = (values - objective_value(sim.static, sim.state, self.objective)) / time_scale
         return np.clip(out, -BIG, BIG, out=out)
 
 

@@ -277,7 +277,7 @@ def test_the_rule_agents_fallback_ranks_the_offered_jobs_in_one_kernel_call(rule
     def counted(kernel):
         return lambda *args: calls.append(kernel) or kernel(*args)
 
-    for name in ("job_priority", "job_priorities", "job_priorities_one"):  # whichever the agent calls
+    for name in ("job_priority", "job_priorities"):  # whichever the agent calls
         if hasattr(agent_rules, name):
             monkeypatch.setattr(agent_rules, name, counted(getattr(agent_rules, name)))
     observation, info = env.reset(seed=0)

@@ -27,7 +27,8 @@ import numpy as np
 
 from dynasched_gym.agents.llm.parsing import action_id as parse_action_id
 from dynasched_gym.agents.llm.prompts import LEVELS, View, current_slot, fmt, future_section, op_times, upcoming
-from dynasched_gym.core.batch import ScratchStates, pair_value_one
+from dynasched_gym.core.compiled import ScratchStates
+from dynasched_gym.core.lookahead import pair_value
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -66,8 +67,8 @@ class Toolbox:
         """The best final objective over rollouts under ``rules`` after starting (job, machine) now (the lookahead's
         :func:`~dynasched_gym.core.lookahead.pair_value`, on a scratch state of the simulator's instance)."""
         with self._lock:
-            value, _ = pair_value_one(sim.handle, self._scratch.handle(sim.static), job, machine, self.rules,
-                                      OBJECTIVES.index(objective), self.level == "oracle")
+            value, _ = pair_value(sim.static, sim.state, self._scratch.get(sim.static), job, machine, self.rules,
+                                  OBJECTIVES.index(objective), self.level == "oracle")
             return float(value)
 
     def inspect(self, sim: Simulator, view: View, action_id: int) -> dict[str, Any]:

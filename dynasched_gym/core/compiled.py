@@ -217,6 +217,20 @@ def compile_instance(instance: Instance) -> Static:
     return static
 
 
+class ScratchStates:
+    """Scratch states for in-kernel rollouts, one per index, each rebuilt when its instance (``Static``) changes."""
+
+    def __init__(self, count: int = 1) -> None:
+        self._held: list[tuple[Static, State] | None] = [None] * count
+
+    def get(self, static: Static, i: int = 0) -> State:
+        """Scratch state ``i``, sized for ``static``."""
+        held = self._held[i]
+        if held is None or held[0] is not static:
+            held = self._held[i] = (static, allocate_state(static))
+        return held[1]
+
+
 def allocate_state(static: Static) -> State:
     """Fresh (uninitialised) state arrays sized for ``static``; call ``reset_state`` before use."""
     num_j = static.job_release.shape[0]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-from numba.typed import List
 
 from dynasched_gym.checks import check_integer, is_integer
 from dynasched_gym.core import kernels
@@ -62,35 +61,24 @@ class Simulator:
     def __init__(self, instance: Instance) -> None:
         self.instance = check_instance("instance", instance)
         self.static = compile_instance(instance)
-        self._state = allocate_state(self.static)
-        self._handle = make_handle(self.static, self._state)  # the kernels' entry (core.batch): one object to unbox
+        self.state = allocate_state(self.static)
+        self._handle = make_handle(self.static, self.state)
         self._buffers = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
         self._begun = False  # the state is uninitialised until reset (or bind, restore) fills it
 
     # ------------------------------------------------------------------ stepping
     def reset(self) -> None:
         """Start a new episode and advance to the first decision."""
-        check_code(reset_one(self.handle), self.instance, self.now)
+        check_code(reset_one(self._handle), self.instance, self.now)
         self._begun = True
 
     def bind(self, state: State) -> None:
         """Simulate on ``state`` (arrays of this instance, e.g. a row of an env batch) instead of its own."""
         # None failed inside numba at the next step; another instance's arrays were used unchecked (no bounds checks)
         self._check_state("state", state, "a State of this instance")
-        self._state = state
-        self._handle = make_handle(self.static, state)  # never the old arrays: callers read it at every call
+        self.state = state
+        self._handle = make_handle(self.static, state)
         self._begun = True
-
-    @property
-    def state(self) -> State:
-        """The simulation's arrays, to read (:meth:`bind` rebinds them)."""
-        return self._state
-
-    @property
-    def handle(self) -> List:
-        """The kernels' entry to :attr:`state` (``core.batch``): a typed list of (Static, State), one object to unbox
-        per call; rebuilt with the state, so it never holds arrays the simulation left."""
-        return self._handle
 
     @property
     def done(self) -> bool:
@@ -110,11 +98,11 @@ class Simulator:
     def candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The startable pairs now: (jobs, machines, remaining processing times), in job order."""
         jobs, machines, times = self._buffers
-        n = candidates_one(self.handle, jobs, machines, times)
+        n = candidates_one(self._handle, jobs, machines, times)
         if n > len(jobs):
             self._buffers = jobs, machines, times = (np.empty(2 * n, np.int64), np.empty(2 * n, np.int64),
                                                      np.empty(2 * n, np.float64))
-            candidates_one(self.handle, jobs, machines, times)
+            candidates_one(self._handle, jobs, machines, times)
         return jobs[:n].copy(), machines[:n].copy(), times[:n].copy()
 
     def step(self, job: int, machine: int) -> None:
@@ -127,7 +115,7 @@ class Simulator:
                 if not is_integer(value):
                     raise TypeError(f"{name} must be an integer (a {name} id), got {value!r}")
         # an id beyond int64 is none: the kernel refuses -1 as it refuses every unknown id
-        code = step_one(self.handle, int(job) if -_ID_LIMIT <= job < _ID_LIMIT else -1,
+        code = step_one(self._handle, int(job) if -_ID_LIMIT <= job < _ID_LIMIT else -1,
                         int(machine) if -_ID_LIMIT <= machine < _ID_LIMIT else -1)
         if code == kernels.ERR_INVALID_ACTION:
             jobs, machines, _ = self.candidates()
@@ -151,7 +139,7 @@ class Simulator:
             return
         if seed is not None:
             seed_rng(seed)
-        check_code(run_rule_one(self.handle, job_rule, machine_rule, max_decisions), self.instance, self.now)
+        check_code(run_rule_one(self._handle, job_rule, machine_rule, max_decisions), self.instance, self.now)
 
     # ------------------------------------------------------------ snapshots
     def snapshot(self) -> State:
