@@ -24,7 +24,15 @@ from dynasched_gym.core.compiled import (
     allocate_state,
 )
 from dynasched_gym.core.kernels import copy_into
-from dynasched_gym.core.lookahead import _objective, _prepare, _prepared_value, _reprepare, _rollout, forget_future
+from dynasched_gym.core.lookahead import (
+    _objective,
+    _prepare,
+    _prepared_value,
+    _reprepare,
+    _rollout,
+    forget_future,
+    rollout_value,
+)
 from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -296,9 +304,11 @@ def test_a_lookahead_rollout_from_the_window_copy_plays_and_values_as_from_a_who
             assert_same_rollout_input(scratch, played, T, S.job_slot_ptr)
             segments = slice(T.counters[C_SEGMENTS], played.counters[C_SEGMENTS])
             assert scratch.segment_end[segments].tobytes() == played.segment_end[segments].tobytes()
-            for estimate_open in (True, False):
-                assert (repr(_prepared_value(S, T, scratch, prepared, objective, clairvoyant, estimate_open))
-                        == repr(_objective(S, played, objective, estimate_open)))
+            # rollout_value: the documented value of a rollout (docs/agents.md), estimating the open jobs
+            assert (repr(_prepared_value(S, T, scratch, prepared, objective, clairvoyant, True))
+                    == repr(rollout_value(S, played, objective)))
+            assert (repr(_prepared_value(S, T, scratch, prepared, objective, clairvoyant, False))
+                    == repr(_objective(S, played, objective, False)))
             _reprepare(S, T, scratch, prepared, clairvoyant)
             assert_same_rollout_input(scratch, whole, T, S.job_slot_ptr)
         k = int(rng.integers(len(jobs)))
