@@ -710,7 +710,7 @@ def test_progress_shows_a_bar_over_the_steps_or_evaluations(small, method, optio
 
 @pytest.mark.parametrize(("method", "module"), [("cmaes", "cma"), ("nsga2", "pymoo.algorithms.moo.nsga2")])
 def test_an_evolutionary_method_without_its_extra_names_the_install(monkeypatch, small, method, module):
-    """A missing cma or pymoo raised a bare ModuleNotFoundError, not the MissingExtraError the README promises."""
+    """A missing cma or pymoo raised a bare ModuleNotFoundError, not the MissingExtraError docs/scripts.md promises."""
     monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     install = r"pip install 'dynasched-gym\[calibration\]'"
     with pytest.raises(MissingExtraError, match=rf"calibrate\(method='{method}'\) needs .*{install}"):
