@@ -1,8 +1,9 @@
 """References to the docs resolve: the relative links of README.md and docs/*.md (the file, and for an ``#anchor``
 a heading with that GitHub slug), and in every tracked text file the citations of a docs section (a page, then the
-section's title in quotes: a heading or a bold lead-in of that page), the citations within a page ('see "Title"',
-'"Title" below') and the plain mentions of a docs page. The docs get restructured for readability while the prose,
-docstrings, error messages and configs citing them stay as they were; nothing else notices a title going away.
+section's title in quotes: a heading or a bold lead-in of that page; or ``step N`` of its numbered list), the
+citations within a page ('see "Title"', '"Title" below') and the plain mentions of a docs page. The docs get
+restructured for readability while the prose, docstrings, error messages and configs citing them stay as they were;
+nothing else notices a title going away.
 
 A failure names the citing file and line, the page and title cited, and the page's nearest heading or lead-in.
 """
@@ -36,7 +37,9 @@ TITLE = r"""(?:"(?P<dq>[^"\s][^"]*)"|'(?P<sq>[^'\s][^']*)'|(?P<unquoted>[A-Z][\w
 CITATIONS = [
     re.compile(PAGE + r"(?:, |: | section | )" + TITLE),  # docs/agents.md, "PPO"
     re.compile(r'"(?P<dq>[^"\s][^"]*)"(?: section)? (?:of|in) ' + PAGE),  # the "PPO" section of docs/agents.md
+    re.compile(PAGE + r", (?P<step>step \d+)\b"),  # docs/ssi.md, step 3: the formula's numbered steps
 ]
+STEP = re.compile(r"\s*(\d+)\.\s")
 #: a docs page's citations of its own sections: (see "Known limits"), ("Limits" below)
 IN_PAGE = re.compile(r'\b[Ss]ee "(?P<dq>[^"\s][^"]*)"(?! (?:of|in) )|"(?P<dq2>[^"\s][^"]*)",? (?:below|above)\b')
 MENTION = re.compile(r"(?<![\w./-])(docs/[\w-]+\.md)")
@@ -56,14 +59,15 @@ class Page:
 
     headings: tuple[str, ...]
     lead_ins: tuple[str, ...]
+    steps: tuple[str, ...]  # "step 1" for an item of a numbered list
     anchors: frozenset[str]
     words: str  # the page's text, whitespace collapsed
 
     def names(self) -> list[str]:
-        return [*self.headings, *self.lead_ins]
+        return [*self.headings, *self.lead_ins, *self.steps]
 
     def has_section(self, title: str) -> bool:
-        """Whether ``title`` names a heading or a bold lead-in of the page.
+        """Whether ``title`` names a heading, a bold lead-in or a numbered step of the page.
 
         Two leniencies, both from how titles are quoted: a heading's qualifier after ": ", " (" or a code span may
         be left out (the prose cites "Sweeps", "Scale" and "Happenings at one time" for "Sweeps: joblib, Ray,
@@ -72,12 +76,12 @@ class Page:
         word for word. Anything else must equal a heading or lead-in exactly, case included.
         """
         title = " ".join(title.split())
+        names = self.names()
+        if title in names or title in [name.replace("`", "") for name in names]:
+            return True
         if title[0].islower():
             return title in self.words
-        for name in self.names():
-            if title in (name, name.replace("`", "")) or re.match(re.escape(title) + r"(?:: | \(| `)", name):
-                return True
-        return False
+        return any(re.match(re.escape(title) + r"(?:: | \(| `)", name) for name in names)
 
     def nearest(self, title: str) -> str:
         return _nearest(title, self.names())
@@ -124,8 +128,9 @@ def read_page(path: Path) -> Page:
         anchors.add(f"{base}-{seen[base]}" if base in seen else base)
         seen[base] = seen.get(base, 0) + 1
     lead_ins = tuple(match.group(1) for line in lines if (match := LEAD_IN.match(line)))
+    steps = tuple(dict.fromkeys(f"step {match.group(1)}" for line in lines if (match := STEP.match(line))))
     words = " ".join(path.read_text(encoding="utf-8").replace("`", "").replace("**", "").split())
-    return Page(headings, lead_ins, frozenset(anchors), words)
+    return Page(headings, lead_ins, steps, frozenset(anchors), words)
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,7 @@ def _section_problem(page: str, title: str, root: Path) -> str | None:
     if problem := _missing_page(page, root):
         return problem
     sections = read_page(root / page)
-    return None if sections.has_section(title) else f"no such heading or bold lead-in ({sections.nearest(title)})"
+    return None if sections.has_section(title) else f"no such heading, bold lead-in or step ({sections.nearest(title)})"
 
 
 def link_references(doc: Path, root: Path) -> Iterator[Reference]:
@@ -192,7 +197,7 @@ def citation_references(path: Path, root: Path) -> Iterator[Reference]:
     relative = path.relative_to(root)
     for pattern in CITATIONS:
         for match in pattern.finditer(joined):
-            title = next(match.group(group) for group in ("dq", "sq", "unquoted")
+            title = next(match.group(group) for group in ("dq", "sq", "unquoted", "step")
                          if group in pattern.groupindex and match.group(group))
             page = f"{match.group('page')}.md"
             yield Reference(f"{relative}:{_line(starts, match.start())}", page, title,
@@ -267,7 +272,8 @@ def docs_tree(tmp_path: Path) -> Path:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text(
         "# A\n\n## Sweeps: joblib, Ray\n\n**Lead in.** text at the end\n\n```\n# Not a heading\n```\n\n"
-        '[b](b.md) [b, x](b.md#x) [gone](gone.md) [self](#sweeps-joblib-ray) [bad](#sweeps) (see "Lead in")\n',
+        '[b](b.md) [b, x](b.md#x) [gone](gone.md) [self](#sweeps-joblib-ray) [bad](#sweeps) (see "Lead in")\n\n'
+        "1. One.\n2. Two.\n",
         encoding="utf-8")
     (tmp_path / "docs" / "b.md").write_text("# B\n\n## X\n", encoding="utf-8")
     (tmp_path / "README.md").write_text("# R\n", encoding="utf-8")
@@ -287,15 +293,17 @@ def test_checker_reports_a_renamed_heading_with_the_nearest_one(docs_tree: Path)
     source = docs_tree / "cite.py"
     source.write_text('"""See docs/a.md, "Sweeps"; docs/a.md\n"Lead in";\n(docs/a.md, "at the end";\n'
                       '# docs/b.md, "Y") docs/a.md section "Not a heading" (docs/b.md, X) docs/b2.md;\n'
-                      'the "X" section of docs/b.md."""\n',
+                      'the "X" section of docs/b.md; docs/a.md, step 2; docs/a.md, step 3."""\n',
                       encoding="utf-8")
     references = list(citation_references(source, docs_tree))
     assert [(ref.where, ref.page, ref.title, ref.problem is None) for ref in references] == [
         ("cite.py:1", "docs/a.md", "Sweeps", True), ("cite.py:1", "docs/a.md", "Lead in", True),
         ("cite.py:3", "docs/a.md", "at the end", True), ("cite.py:4", "docs/b.md", "Y", False),
         ("cite.py:4", "docs/a.md", "Not a heading", False), ("cite.py:4", "docs/b.md", "X", True),
-        ("cite.py:5", "docs/b.md", "X", True)]
-    assert references[3].problem == "no such heading or bold lead-in (nearest: 'X')"
+        ("cite.py:5", "docs/b.md", "X", True), ("cite.py:5", "docs/a.md", "step 2", True),
+        ("cite.py:5", "docs/a.md", "step 3", False)]
+    assert references[3].problem == "no such heading, bold lead-in or step (nearest: 'X')"
+    assert references[-1].problem == "no such heading, bold lead-in or step (nearest: 'step 2')"
     assert [ref.problem for ref in citation_references(docs_tree / "docs" / "a.md", docs_tree)] == [None]
     assert [(ref.page, ref.problem) for ref in mention_references(source, docs_tree) if ref.problem] == [
         ("docs/b2.md", "no such page (nearest: 'docs/b.md')")]
