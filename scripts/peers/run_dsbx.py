@@ -20,6 +20,27 @@ from typing import Any
 from scripts.peers._common import UniformPicker, main, play
 
 
+class Driver:
+    """Random legal actions on a reset-able ``DynaSchedEnv`` (``env``), advancing it while none is legal."""
+
+    def __init__(self, env: Any, pick: UniformPicker) -> None:
+        self.env = env
+        self.pick = pick
+
+    def reset(self) -> None:
+        self.env.reset()
+
+    def step(self) -> tuple[bool, int, int]:
+        while True:
+            legal = self.env.legal_actions()
+            if legal:
+                done = self.env.step(legal[self.pick(len(legal))])[2]
+                return bool(done), 1, 1
+            self.env.advance_if_idle()
+            if self.env.done():
+                return True, 0, 0
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """The measurements of dsbx's single-agent env on ``args.instance`` (see ``_common``)."""
     began = time.perf_counter()
@@ -30,28 +51,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import_s = time.perf_counter() - began
     logger.remove()
 
-    class Driver:
-        def __init__(self) -> None:
-            model, events = load_instance_from_events(Path(args.instance) / "events.jsonl")
-            self.env = DynaSchedEnv(model, events=events, auto_generate_events=False, track_trajectory=False)
-            self.pick = UniformPicker(args.seed)
-
-        def reset(self) -> None:
-            self.env.reset()
-
-        def step(self) -> tuple[bool, int, int]:
-            while True:
-                legal = self.env.legal_actions()
-                if legal:
-                    done = self.env.step(legal[self.pick(len(legal))])[2]
-                    return bool(done), 1, 1
-                self.env.advance_if_idle()
-                if self.env.done():
-                    return True, 0, 0
+    def make() -> Driver:
+        model, events = load_instance_from_events(Path(args.instance) / "events.jsonl")
+        env = DynaSchedEnv(model, events=events, auto_generate_events=False, track_trajectory=False)
+        return Driver(env, UniformPicker(args.seed))
 
     return {"package": "dsbx", "version": importlib.metadata.version("dsbx"),
             "api": "dsbx.Env.SingleAgent.DynaSchedEnv step / advance_if_idle", "import_s": import_s,
-            **play(Driver, args, chunk_steps=1)}
+            **play(make, args, chunk_steps=1)}
 
 
 if __name__ == "__main__":
