@@ -17,8 +17,8 @@ from hydra import compose, initialize_config_module
 from dynasched_gym import data, load_instance
 from scripts import bench
 from scripts.overrides import SettingError
-from scripts.peers import run_dynasched
-from scripts.peers._common import ArgumentsError, UniformPicker, chunk_of, parser, play
+from scripts.peers import run_dsbx, run_dynasched
+from scripts.peers._common import ArgumentsError, UniformPicker, chunk_of, main, parser, play
 
 
 def _bench(*overrides: str) -> dict:
@@ -264,6 +264,56 @@ def test_runner_protocol_plays_an_episode_then_times_repeats() -> None:
     countdown = _Countdown(3)
     chunk = chunk_of(countdown, 7, done=True)
     assert chunk() == (7, 2) and countdown.resets == 3  # resets before the first step and after every third
+
+
+class _Dsbx:
+    """A dsbx ``DynaSchedEnv`` that is never done, with no legal action before ``legal_after`` advances; its advances
+    return ``clock`` in turn (time, event counters), the last one again and again. It gives up after 10,000 advances,
+    so that a driver that spins fails instead of hanging."""
+
+    def __init__(self, clock: list[tuple[float, dict[str, int]]], legal_after: int | None = None) -> None:
+        self.clock, self.legal_after, self.advances = clock, legal_after, 0
+
+    def reset(self) -> None:
+        self.advances = 0
+
+    def legal_actions(self) -> list[dict[str, str]]:
+        return [{"job_id": "J1"}] if self.legal_after is not None and self.advances >= self.legal_after else []
+
+    def step(self, action: dict[str, str]) -> tuple[dict, float, bool, dict]:
+        return {}, 0.0, False, {}
+
+    def advance_if_idle(self) -> dict:
+        self.advances += 1
+        if self.advances > 10_000:
+            raise AssertionError("spun: 10,000 advances without a legal action")
+        time, events = self.clock[min(self.advances, len(self.clock)) - 1]
+        return {"time": time, "dynamic_summary": {"events": events}}
+
+    def done(self) -> bool:
+        return False
+
+
+def test_dsbx_runner_reports_an_env_that_no_longer_moves(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A dsbx episode that can neither act nor advance (e.g. a job routed through a group with no machine) made the
+    runner loop forever, without the JSON line of the protocol."""
+    env = _Dsbx([(0.0, {}), (2.5, {"arrival": 1})])
+    monkeypatch.setattr(sys, "argv", ["run_dsbx", "--instance", "stuck", "--repeats", "0"])
+    with pytest.raises(SystemExit) as exit_info:
+        main(lambda args: play(lambda: run_dsbx.Driver(env, UniformPicker()), args), run_dsbx.__doc__)
+    assert exit_info.value.code == 1
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
+        "error": "RuntimeError: dsbx made no progress at t=2.5: no legal action, not done, advance_if_idle() changed "
+                 "nothing"}
+    assert env.advances == 3  # the first advance that repeats the one before
+
+
+def test_dsbx_runner_waits_through_events_at_one_time() -> None:
+    """Events applied without the clock moving are progress: the driver advances on to the legal action."""
+    env = _Dsbx([(1.0, {"arrival": 1}), (1.0, {"arrival": 2}), (4.0, {"arrival": 2})], legal_after=3)
+    assert run_dsbx.Driver(env, UniformPicker()).step() == (False, 1, 1)
+    assert env.advances == 3
 
 
 def test_uniform_picker_stays_in_the_mask() -> None:

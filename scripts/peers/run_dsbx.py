@@ -7,6 +7,11 @@ take a random legal action (``{job_id, machine_group, machine_candidates}``) whe
 else ``advance_if_idle()``. A step is one ``env.step`` (one dispatched operation); the advances
 count in the time, not as steps. The trajectory is not recorded and loguru's sinks are removed, so
 the figure is an upper bound of the package's loop (``dsbx-agent run`` records and logs).
+
+dsbx can stop short of the end: a job that arrives with no operation, or routed through a group
+with no machine, is never ready nor done, and once no event is left ``advance_if_idle()`` changes
+nothing (dsbx logs "no candidate future times" to the removed sinks). That loop would then spin;
+the runner fails instead, naming the time.
 """
 
 from __future__ import annotations
@@ -31,14 +36,23 @@ class Driver:
         self.env.reset()
 
     def step(self) -> tuple[bool, int, int]:
+        """Raises RuntimeError where an advance changes neither the clock nor the event counters (an advance that
+        changes nothing changes nothing again: dsbx would never act nor end)."""
+        before = None
         while True:
             legal = self.env.legal_actions()
             if legal:
                 done = self.env.step(legal[self.pick(len(legal))])[2]
                 return bool(done), 1, 1
-            self.env.advance_if_idle()
+            obs = self.env.advance_if_idle()
             if self.env.done():
                 return True, 0, 0
+            # an advance moves the clock, or applies the events due at the current time and counts them
+            now = (obs["time"], obs["dynamic_summary"]["events"])
+            if now == before:
+                raise RuntimeError(f"dsbx made no progress at t={now[0]}: no legal action, not done, "
+                                   "advance_if_idle() changed nothing")
+            before = now
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
