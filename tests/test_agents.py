@@ -185,6 +185,17 @@ def test_a_horizon_stops_the_rollouts_after_that_many_decisions():
         sim.static, sim.state, scratch, j, m, rules, 2, False, -1)
 
 
+def test_a_stopped_rollout_counts_a_job_not_released_yet_from_its_release():
+    """J1 arrives at 10: a state at 0 that holds it (a clairvoyant rollout's) counts it done at 10 + 3, not 0 + 3."""
+    from dynasched_gym.core.lookahead import rollout_value
+    from dynasched_gym.core.simulator import Simulator
+
+    jobs = [Job("J0", [{0: 2.0}]), Job("J1", [{0: 3.0}], release=10.0)]
+    sim = Simulator(Instance.build("later", [Machine("M0")], jobs))
+    sim.reset()
+    assert rollout_value(sim.static, sim.state, 0) == (13.0, 7.5)  # makespan; mean completion (2 + 13) / 2
+
+
 def test_bad_agent_arguments_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"'.*missing\.zip' is not a file"):
         make("ppo", checkpoint=tmp_path / "missing.zip")
