@@ -196,6 +196,45 @@ def test_a_stopped_rollout_counts_a_job_not_released_yet_from_its_release():
     assert rollout_value(sim.static, sim.state, 0) == (13.0, 7.5)  # makespan; mean completion (2 + 13) / 2
 
 
+def _one_machine(times: list[float]):
+    """A simulator at t=0 of jobs J0.. of one operation each on M0, taking ``times``, without due dates."""
+    from dynasched_gym.core.simulator import Simulator
+
+    jobs = [Job(f"J{i}", [{0: p}]) for i, p in enumerate(times)]
+    sim = Simulator(Instance.build("one machine", [Machine("M0")], jobs))
+    sim.reset()
+    return sim
+
+
+def test_a_pair_values_ties_over_rollout_rules_go_to_the_lower_mean_completion():
+    """Without due dates every rollout's weighted tardiness is 0. After J0 (1), MWKR plays J1 (5) before J2 (1),
+    completions 1, 6, 7, and SPT plays J2 first, 1, 2, 7: the pair's value is SPT's in either order of the rules."""
+    from dynasched_gym.core.compiled import allocate_state
+    from dynasched_gym.core.lookahead import pair_value
+
+    sim = _one_machine([1.0, 5.0, 1.0])
+    scratch = allocate_state(sim.static)
+    for names in (["MWKR", "SPT"], ["SPT", "MWKR"]):
+        rules = np.array([parse_rule(name) for name in names], dtype=np.int64)
+        assert pair_value(sim.static, sim.state, scratch, 0, 0, rules, 2, False) == (0.0, 10.0 / 3.0)
+
+
+@pytest.mark.parametrize(("times", "top_k", "chosen"), [([5.0, 1.0], 2, 1), ([5.0, 1.0], 1, 0), ([3.0, 3.0], 2, 0)])
+def test_lookahead_ties_go_to_the_lower_mean_completion_then_to_the_ranking(times, top_k, chosen):
+    """Weighted tardiness is 0 whatever is played, and MWKR ranks J0 first. With J0 5 and J1 1, J1 first completes
+    sooner on average (3.5 against 5.5), unless only the top 1 is rolled out; with both 3 the pairs tie on both and
+    the ranking's first, J0, is kept."""
+    from dynasched_gym.core.compiled import allocate_state
+    from dynasched_gym.core.lookahead import lookahead_select
+
+    sim = _one_machine(times)
+    buffers = (np.empty(4, np.int64), np.empty(4, np.int64), np.empty(4), np.empty(4))
+    mwkr = parse_rule("MWKR")
+    rules = np.array([mwkr], dtype=np.int64)
+    assert lookahead_select(sim.static, sim.state, allocate_state(sim.static), mwkr[0], rules, top_k, 2, False,
+                            *buffers) == (chosen, 0)
+
+
 def test_bad_agent_arguments_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"'.*missing\.zip' is not a file"):
         make("ppo", checkpoint=tmp_path / "missing.zip")
