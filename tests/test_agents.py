@@ -235,6 +235,28 @@ def test_lookahead_ties_go_to_the_lower_mean_completion_then_to_the_ranking(time
                             *buffers) == (chosen, 0)
 
 
+def test_the_lookahead_picks_the_pair_its_horizons_rollouts_value_best():
+    """On mk01 at t=0 rollouts of 2 decisions prefer another pair than full ones: the pick is the top-k pair of the
+    lowest ``pair_value`` at the horizon given."""
+    from dynasched_gym.core.compiled import allocate_state
+    from dynasched_gym.core.lookahead import lookahead_select, pair_value, ranked_candidates
+
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="weighted_tardiness")
+    env.reset(seed=0)
+    sim = env.unwrapped.simulator
+    S, T, scratch = sim.static, sim.state, allocate_state(sim.static)
+    edd, rules, top_k = parse_rule("EDD")[0], np.array([parse_rule("EDD:EET")], dtype=np.int64), 4
+    buffers = (np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64), np.empty(64))
+    count = min(ranked_candidates(S, T, edd, *buffers), top_k)
+    pairs = list(zip(buffers[0][:count].tolist(), buffers[1][:count].tolist()))
+    picks = {}
+    for horizon in (-1, 2):
+        values = [pair_value(S, T, scratch, j, m, rules, 2, False, horizon) for j, m in pairs]
+        picks[horizon] = lookahead_select(S, T, scratch, edd, rules, top_k, 2, False, *buffers, horizon)
+        assert picks[horizon] == pairs[values.index(min(values))]  # (value, mean completion); ties: the first
+    assert picks[-1] != picks[2]
+
+
 def test_bad_agent_arguments_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"'.*missing\.zip' is not a file"):
         make("ppo", checkpoint=tmp_path / "missing.zip")
