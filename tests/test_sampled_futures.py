@@ -9,7 +9,7 @@ from sb3_contrib import MaskablePPO
 from test_simulator_properties import assert_active_window
 
 import dynasched_gym  # noqa: F401  (registers the ids)
-from dynasched_gym import Event, EventType, Instance, data, load_instance, validate_schedule
+from dynasched_gym import Event, EventType, Instance, Job, Machine, data, load_instance, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.lookahead import LookaheadAgent
 from dynasched_gym.agents.policy import SlotPolicy
@@ -33,6 +33,7 @@ from dynasched_gym.core.lookahead import (
     with_sampled_future,
 )
 from dynasched_gym.core.rules import parse_rule, run_rule
+from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.futures import SampledFutures
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector
@@ -104,6 +105,34 @@ def test_a_sampled_future_adds_its_later_arrivals_only(pool):
     np.testing.assert_array_equal(grafted.job_status[num_jobs:], np.where(later, JOB_HIDDEN, JOB_CANCELLED))
     open_now = sim.state.counters[C_OPEN_JOBS] - real_hidden.sum()
     assert grafted.counters[C_OPEN_JOBS] == open_now + later.sum()
+
+
+def test_a_graft_starts_the_samples_jobs_as_reset_does_and_plays_only_its_events_after_now():
+    """At now = 3 (J0 ran 0..3), a sample whose jobs were released before, at, within EPS of and after now, and
+    whose M0 breaks down at now: only the job released after now arrives, each of the sample's jobs holds what a
+    reset leaves, and the breakdown, at now and so past, does not hit the rollouts."""
+    sim = Simulator(Instance.build("real", [Machine("M0")], [Job("J0", [{0: 3.0}]), Job("J1", [{0: 2.0}])]))
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 3.0
+    jobs = [Job(f"S{i}", [{0: 1.0 + i}, {0: 2.0}], release=release, due=20.0 + i, weight=1.0 + i)
+            for i, release in enumerate([0.0, 3.0, 3.0 + 5e-10, 8.0])]
+    breakdown = Event(3.0, EventType.BREAKDOWN, machine=0, duration=100.0)
+    sample = Instance.build("sample", [Machine("M0")], jobs, [breakdown])
+    future = with_sampled_future(sim.static, compile_instance(sample))
+    grafted = allocate_state(future)
+    graft_future(sim.static, sim.state, future, grafted)
+    reset = Simulator(sample)
+    reset.reset()
+    np.testing.assert_array_equal(grafted.job_status[2:], [JOB_CANCELLED] * 3 + [JOB_HIDDEN])
+    for name in ("job_pos", "job_num_slots", "job_machine", "job_ready", "job_due", "job_weight", "job_completion",
+                 "job_cancelled_at", "slot_factor", "slot_nominal", "slot_work", "slot_touched"):
+        head = sim.static.slot_op.shape[0] if name.startswith("slot_") else 2
+        np.testing.assert_array_equal(getattr(grafted, name)[head:], getattr(reset.state, name), err_msg=name)
+    makespan = np.empty((1, 1))
+    sampled_pair_values(sim.static, sim.state, future, allocate_state(future), allocate_state(future), np.array([1]),
+                        np.array([0]), 1, np.array([parse_rule("SPT")], dtype=np.int64), 0, makespan)
+    assert makespan[0, 0] == 14.0  # J1 3..5, S3 (released at 8) 8..12..14
 
 
 def test_a_grafted_rollout_scans_every_active_job_the_samples_included(pool):
