@@ -232,7 +232,7 @@ def test_lookahead_ties_go_to_the_lower_mean_completion_then_to_the_ranking(time
     mwkr = parse_rule("MWKR")
     rules = np.array([mwkr], dtype=np.int64)
     assert lookahead_select(sim.static, sim.state, allocate_state(sim.static), mwkr[0], rules, top_k, 2, False,
-                            *buffers) == (chosen, 0)
+                            *buffers, -1) == (chosen, 0)  # the horizon as the agent passes it: no other signature
 
 
 def test_the_lookahead_picks_the_pair_its_horizons_rollouts_value_best():
