@@ -1084,3 +1084,195 @@ def test_a_breakdown_at_the_clock_has_applied_to_a_mid_episode_schedule() -> Non
         assert messages(validate_schedule(data, require_finished=False, now=now)) == [
             "machine 1: expected breakdown downtime 5-7 (BREAKDOWN at 5 for 2), found no breakdown downtime starting "
             "at 5"], now
+
+
+# ------------------------------------------- one rule broken slightly, or in a form the tests above do not take
+# Each test kills a hand-made mutant of the validator that every test above let through: a check dropped,
+# widened to an absolute slack of 0.5 or 1, or a replay step changed.
+def test_an_overlap_of_a_fraction_of_a_unit_is_reported() -> None:
+    i = inst(Job("J0", [{0: 5}]), Job("J1", [{0: 3}]))
+    data = make(i, [(0, 0, 0, 0, 5), (1, 0, 0, 4.8, 7.8)], [], {0: {"completion": 5}, 1: {"completion": 7.8}})
+    assert messages(validate_schedule(data)) == ["segment 1 (job 1 op 0 on machine 0, 4.8-7.8, completed) overlaps "
+                                                 "segment 0 (job 0 op 0 on machine 0, 0-5, completed) on machine 0"]
+
+
+def test_small_deviations_of_a_duration_or_a_weight_are_reported() -> None:
+    data = make(one_op(), [(0, 0, 0, 0, 5.2)], [], {0: {"completion": 5.2}})
+    assert messages(validate_schedule(data)) == [
+        "segment 0 (job 0 op 0 on machine 0, 0-5.2, completed) lasts 5.2 but work 1 x time 5 = 5"]
+    data = priority_due()
+    data["jobs"][0]["weight"] = 5.25
+    assert messages(validate_schedule(data)) == ["job 0: reported weight 5.25, but 5 is in force"]
+
+
+def test_a_downtime_record_of_the_wrong_kind_is_reported() -> None:
+    data = breakdown_resume()
+    data["downtime"][0]["kind"] = "maintenance"
+    assert messages(validate_schedule(data)) == [
+        "machine 0: expected breakdown downtime 4-10 (BREAKDOWN at 4 for 6), found no breakdown downtime starting at 4",
+        "machine 0: downtime 0 (maintenance 4-10) is explained by no event: expected no maintenance downtime starting "
+        "at 4 (the events imply: breakdown 4-10)"]
+
+
+def test_work_during_an_earlier_downtime_of_the_machine_is_reported() -> None:
+    """Not only the machine's last downtime is compared with a segment."""
+    i = inst(Job("J0", [{0: 5}]), Job("J1", [{0: 1}], release=25.0), machines=ONE,
+             events=[Event(0, E.MAINTENANCE, machine=0, duration=3), Event(20, E.MAINTENANCE, machine=0, duration=2)])
+    data = make(i, [(0, 0, 0, 1, 6), (1, 0, 0, 25, 26)], [(0, 0, 3, "maintenance"), (0, 20, 22, "maintenance")],
+                {0: {"completion": 6}, 1: {"completion": 26}})
+    assert messages(validate_schedule(data)) == [
+        "segment 0 (job 0 op 0 on machine 0, 1-6, completed) runs while machine 0 is down: downtime 0 (maintenance "
+        "of machine 0, 0-3)"]
+
+
+@pytest.mark.parametrize("records", [[(2, 8)], [(2, 5), (5, 8)]], ids=["one", "split"])
+def test_a_renewed_breakdown_may_be_recorded_as_one_interval_or_two(records: list[tuple[float, float]]) -> None:
+    """The BREAKDOWN at 5 renews the downtime ending at 5: the replay splits it, the records need not."""
+    i = inst(Job("J0", [{0: 10.0}], release=10.0), machines=ONE,
+             events=[Event(2, E.BREAKDOWN, machine=0, duration=3), Event(5, E.BREAKDOWN, machine=0, duration=3)])
+    data = make(i, [(0, 0, 0, 10, 20)], [(0, *r, "breakdown") for r in records], {0: {"completion": 20}})
+    assert validate_schedule(data).ok
+
+
+def test_a_breakdown_absorbs_the_whole_maintenance_block() -> None:
+    """The MAINTENANCE at 1 extends the block 0-4 to 0-8 (not queued behind it); the BREAKDOWN at 2 lasts to 8."""
+    i = inst(Job("J0", [{0: 1.0}], release=10.0), machines=ONE,
+             events=[Event(0, E.MAINTENANCE, machine=0, duration=4), Event(1, E.MAINTENANCE, machine=0, duration=4),
+                     Event(2, E.BREAKDOWN, machine=0, duration=1)])
+    data = make(i, [(0, 0, 0, 10, 11)], [(0, 0, 2, "maintenance"), (0, 2, 8, "breakdown")], {0: {"completion": 11}})
+    assert validate_schedule(data).ok
+
+
+def test_a_preempted_segment_must_end_at_the_breakdown_not_shortly_before() -> None:
+    i = inst(Job("J0", [{0: 10, 1: 10}]), events=[Event(4, E.BREAKDOWN, machine=0, duration=6)])
+    data = make(i, [(0, 0, 0, 0, 3.5, 0.35, "preempted"), (0, 0, 1, 3.5, 10, 0.65, "completed")],
+                [(0, 4, 10, "breakdown")], {0: {"completion": 10}})
+    assert messages(validate_schedule(data)) == [
+        "segment 0 (job 0 op 0 on machine 0, 0-3.5, preempted) is preempted but machine 0 has no BREAKDOWN at 3.5"]
+
+
+def test_a_segment_running_through_a_breakdown_shortly_before_its_end_is_reported() -> None:
+    i = inst(Job("J0", [{0: 10.0}]), machines=ONE, events=[Event(9.5, E.BREAKDOWN, machine=0, duration=2e-6)])
+    report = validate_schedule(make(i, [(0, 0, 0, 0, 10)], [], {0: {"completion": 10}}))
+    assert report.kinds() == {"preemption": 1} and "BREAKDOWN at 9.5" in messages(report)[0]
+
+
+def test_a_slot_whose_previous_slot_never_ran_is_a_precedence_violation() -> None:
+    i = inst(Job("J0", [{0: 3}, {1: 4}]), events=[Event(10, E.CANCELLATION, job=0)])
+    data = make(i, [(0, 1, 1, 0, 4)], [], {0: {"cancelled_at": 10}})
+    assert messages(validate_schedule(data)) == [
+        "segment 0 (job 0 op 1 on machine 1, 0-4, completed) starts but job 0 op 0 never completes"]
+
+
+def test_a_slot_run_before_its_previous_slot_is_a_precedence_violation() -> None:
+    """Op 1 runs 0-4, op 0 after it: the job never runs two segments at once, yet the order is wrong."""
+    i = inst(Job("J0", [{0: 3}, {1: 4}]))
+    data = make(i, [(0, 1, 1, 0, 4), (0, 0, 0, 4, 7)], [], {0: {"completion": 4}})
+    assert messages(validate_schedule(data)) == [
+        "segment 0 (job 0 op 1 on machine 1, 0-4, completed) starts before job 0 op 0 completes at 7"]
+
+
+@pytest.mark.parametrize("policy", ["resume", "restart"])
+def test_a_completed_slot_short_of_its_work_by_a_thousandth_is_reported(policy: str) -> None:
+    i = inst(Job("J0", [{0: 10, 1: 10}]), policy=policy, events=[Event(4, E.BREAKDOWN, machine=0, duration=6)])
+    first = 0.4 if policy == "resume" else 0.0  # restart: the last segment alone must perform the whole work
+    segs = [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 4, 4 + 10 * (0.999 - first), 0.999 - first, "completed")]
+    report = validate_schedule(make(i, segs, [(0, 4, 10, "breakdown")], {0: {"completion": segs[1][4]}}))
+    assert report.kinds() == {"work": 1} and f"({policy} policy)" in messages(report)[0]
+
+
+def test_a_rework_copy_runs_before_the_jobs_next_operation() -> None:
+    """The copy of op 0 is inserted at the first untouched slot (1), not appended after op 1."""
+    i = inst(Job("J0", [{0: 3}, {1: 4}]), events=[Event(3, E.REWORK, job=0, op=0)])
+    data = make(i, [(0, 0, 0, 0, 3), (0, 1, 0, 3, 6), (0, 2, 1, 6, 10)], [], {0: {"completion": 10}})
+    assert validate_schedule(data).ok
+
+
+def test_a_processing_time_value_is_divided_by_the_machine_speed() -> None:
+    i = inst(Job("J0", [{0: 4, 1: 2}]), machines=(Machine("M0"), Machine("M1", speed=2.0)),
+             events=[Event(0, E.PTIME_CHANGE, job=0, op=0, value=6.0)])
+    assert validate_schedule(make(i, [(0, 0, 1, 0, 3)], [], {0: {"completion": 3}})).ok
+    assert kinds(make(i, [(0, 0, 1, 0, 6)], [], {0: {"completion": 6}})) == {"duration"}
+
+
+def test_job_events_after_its_cancellation_are_ignored() -> None:
+    """The record holds the weight, due date and cancellation time in force at the first CANCELLATION."""
+    i = inst(Job("J0", [{0: 10}], due=3.0),
+             events=[Event(4, E.CANCELLATION, job=0), Event(6, E.PRIORITY_CHANGE, job=0, weight=5.0),
+                     Event(7, E.DUE_DATE_CHANGE, job=0, due=9.0), Event(8, E.CANCELLATION, job=0)])
+    assert validate_schedule(make(i, [(0, 0, 0, 0, 4, 0.4, "aborted")], [], {0: {"cancelled_at": 4}})).ok
+
+
+def test_a_segment_running_a_fraction_past_its_jobs_cancellation_is_reported() -> None:
+    i = inst(Job("J0", [{0: 5}]), events=[Event(4.5, E.CANCELLATION, job=0)])
+    data = make(i, [(0, 0, 0, 0, 5)], [], {0: {"cancelled_at": 4.5}})
+    assert messages(validate_schedule(data)) == [
+        "segment 0 (job 0 op 0 on machine 0, 0-5, completed) runs after job 0 is cancelled at 4.5"]
+
+
+def test_a_cancelled_at_without_a_cancellation_is_reported() -> None:
+    """Even when the reported metrics count the job as not cancelled."""
+    data = make(one_op(), [], [], {0: {"cancelled_at": 3.0}})
+    data["metrics"] = validate_schedule(data).metrics
+    assert messages(validate_schedule(data, require_finished=False)) == [
+        "job 0 reports cancelled_at 3 but no CANCELLATION applies to it"]
+
+
+def test_a_segment_ending_before_it_starts_is_a_format_violation() -> None:
+    data = breakdown_resume()
+    data["segments"][1].update(start=10.0, end=4.0)
+    report = validate_schedule(data)
+    assert [(v.segment, v.message) for v in report.violations if v.kind == "format"] == [(1, "segment 1: end 4 < "
+                                                                                              "start 10")]
+
+
+def test_each_job_has_exactly_one_record() -> None:
+    data = cancellation()
+    del data["jobs"][1]
+    assert messages(validate_schedule(data)) == ["no job record for job 1"]
+    data = cancellation()
+    data["jobs"].append(dict(data["jobs"][0]))
+    assert messages(validate_schedule(data)) == ["jobs[2]: second record for job 0"]
+
+
+def test_a_downtime_record_starting_after_now_is_reported() -> None:
+    i = inst(Job("J0", [{0: 5.0}]), Job("J1", [{0: 1.0}], release=20.0), machines=ONE,
+             events=[Event(7.0, E.BREAKDOWN, machine=0, duration=2.0)])
+    data = make(i, [(0, 0, 0, 0, 5)], [(0, 7, 9, "breakdown")], {0: {"completion": 5}})
+    for now in (None, 8.0):
+        assert validate_schedule(data, require_finished=False, now=now).ok
+    report = validate_schedule(data, require_finished=False, now=6.0)
+    assert report.kinds() == {"now": 1, "downtime": 1}
+    assert messages(report)[0].startswith("the records reach time 7, after now=6")
+
+
+def test_an_operation_preempted_with_more_than_half_eps_left_is_valid() -> None:
+    """1.5e-9 of its time left at the BREAKDOWN: the simulator preempts the operation (the bound is EPS/2, not 2EPS)."""
+    i = inst(Job("J0", [{0: 4 + 1.5e-9, 1: 4 + 1.5e-9}]), events=[Event(4.0, E.BREAKDOWN, machine=0, duration=1.0)])
+    data = rollout(i, "FIFO").to_dict()
+    assert [s["status"] for s in data["segments"]] == ["preempted", "completed"]
+    assert validate_schedule(data).ok
+
+
+def test_a_preempted_segment_may_end_just_after_its_breakdown() -> None:
+    """Within the tolerance of the BREAKDOWN on either side."""
+    data = breakdown_resume()
+    data["segments"][0]["end"] = 4 + 1e-7
+    assert validate_schedule(data).ok
+
+
+def test_a_slot_started_just_before_a_route_change_is_kept_far_from_zero() -> None:
+    """At t = 1e4 the relative tolerance spans 0.01: a ROUTE_CHANGE 0.005 after op 0 starts keeps op 0 (touched)."""
+    i = inst(Job("J0", [{0: 10}, {0: 1}], release=1e4),
+             events=[Event(1e4 + 0.005, E.ROUTE_CHANGE, job=0, ops=({1: 3},))])
+    data = make(i, [(0, 0, 0, 1e4, 1e4 + 10), (0, 1, 1, 1e4 + 10, 1e4 + 13)], [], {0: {"completion": 1e4 + 13}})
+    assert validate_schedule(data).ok
+
+
+def test_a_recorded_cancellation_time_shows_the_clock_passed_it() -> None:
+    """Mid-episode, job 1 cancelled at 7 while it waited and job 0 still runs: no segment reaches 7, but the record
+    does, so the CANCELLATION has applied when no clock is passed (and a clock before it is wrong)."""
+    i = inst(Job("J0", [{0: 10}]), Job("J1", [{0: 5}]), machines=ONE, events=[Event(7, E.CANCELLATION, job=1)])
+    data = make(i, [], [], {1: {"cancelled_at": 7.0}})
+    assert validate_schedule(data, require_finished=False).ok
+    assert validate_schedule(data, require_finished=False, now=6.0).kinds()["now"] == 1
