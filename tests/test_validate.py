@@ -1181,6 +1181,18 @@ def test_a_completed_slot_short_of_its_work_by_a_thousandth_is_reported(policy: 
     assert report.kinds() == {"work": 1} and f"({policy} policy)" in messages(report)[0]
 
 
+@pytest.mark.parametrize(("excess", "ok"), [(1.5, True), (2.5, False)])
+def test_a_resumed_slots_work_may_miss_1_by_the_tolerance_per_segment(excess: float, ok: bool) -> None:
+    """Each segment's work is rounded on its own, so under resume two segments may sum to 1 +- 2 tol
+    (docs/semantics.md, "Time and tolerance")."""
+    tol = 1e-3
+    i = inst(Job("J0", [{0: 10, 1: 10}]), events=[Event(4, E.BREAKDOWN, machine=0, duration=6)])
+    second = 0.6 + excess * tol
+    segs = [(0, 0, 0, 0, 4, 0.4, "preempted"), (0, 0, 1, 4, 4 + 10 * second, second, "completed")]
+    report = validate_schedule(make(i, segs, [(0, 4, 10, "breakdown")], {0: {"completion": segs[1][4]}}), tol=tol)
+    assert report.ok if ok else report.kinds() == {"work": 1}
+
+
 def test_a_rework_copy_runs_before_the_jobs_next_operation() -> None:
     """The copy of op 0 is inserted at the first untouched slot (1), not appended after op 1."""
     i = inst(Job("J0", [{0: 3}, {1: 4}]), events=[Event(3, E.REWORK, job=0, op=0)])
