@@ -226,3 +226,27 @@ def test_fifo_keeps_r_when_another_operation_takes_the_waiting_ones_place(event)
     assert sim.now == 5.0 and sim.state.job_ready[[0, 3]].tolist() == [1.0, 2.0]
     assert select(sim.static, sim.state, *parse_rule("FIFO")) == (0, 1)
     assert select(sim.static, sim.state, *parse_rule("LIFO")) == (3, 1)
+
+
+def test_atc_takes_no_credit_for_negative_slack():
+    """max(0, d - p - t): a's slack is -1, so its factor is 1 and its value -w / p = -0.5; b's is -exp(-1.5 / 3).
+    b wins; a factor exp(1 / 3) for the negative slack would make a win."""
+    inst = Instance.build("atc", [Machine("M0")], [Job("a", [{0: 2.0}], due=1.0), Job("b", [{0: 1.0}], due=2.5)])
+    sim = Simulator(inst)
+    sim.reset()
+    atc = parse_rule("ATC")[0]
+    assert atc_scale(sim.static, sim.state) == pytest.approx(1.5)
+    assert job_priority(sim.static, sim.state, 0, atc) == pytest.approx(-0.5)
+    assert job_priority(sim.static, sim.state, 1, atc) == pytest.approx(-np.exp(-0.5))
+    assert select(sim.static, sim.state, atc, 0) == (1, 0)
+
+
+def test_atc_ranks_a_job_of_weight_0_without_a_due_date_last():
+    """Jobs without a due date go by WSPT, where weight 0 comes last (w / p = 0): ATC's value for a is inf, not a
+    division by zero that stops the episode."""
+    inst = Instance.build("w0", [Machine("M0")], [Job("a", [{0: 1.0}], weight=0.0), Job("b", [{0: 9.0}])])
+    sim = Simulator(inst)
+    sim.reset()
+    atc = parse_rule("ATC")[0]
+    assert job_priority(sim.static, sim.state, 0, atc) == np.inf
+    assert select(sim.static, sim.state, atc, 0) == (1, 0)
