@@ -250,3 +250,18 @@ def test_atc_ranks_a_job_of_weight_0_without_a_due_date_last():
     atc = parse_rule("ATC")[0]
     assert job_priority(sim.static, sim.state, 0, atc) == np.inf
     assert select(sim.static, sim.state, atc, 0) == (1, 0)
+
+
+def test_cr_reads_now_and_keeps_negative_slack():
+    """At t = 8, CR = (d - t) / W: a 2, b 2.2, c -0.5, d -2; d wins. (d alone / W would pick c, and a clamp of
+    d - t at 0 would tie c and d at 0 and give c.)"""
+    inst = Instance.build("cr", [Machine("M0")], [
+        Job("a", [{0: 1.0}], due=10.0), Job("b", [{0: 10.0}], due=30.0),
+        Job("c", [{0: 8.0}], due=4.0), Job("d", [{0: 2.0}], due=4.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.state.now[0] = 8.0
+    cr = parse_rule("CR")[0]
+    values = [job_priority(sim.static, sim.state, j, cr) for j in range(4)]
+    assert values == pytest.approx([2.0, 2.2, -0.5, -2.0])
+    assert select(sim.static, sim.state, cr, 0) == (3, 0)
