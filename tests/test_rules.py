@@ -281,3 +281,17 @@ def test_random_ties_draw_uniformly_among_every_tied_job():
         counts[select(sim.static, sim.state, *rule)[0]] += 1
     assert counts[:2].sum() == 0
     assert all(150 <= count <= 250 for count in counts[2:]), counts  # 200 expected, sd 11.5
+
+
+def test_lit_counts_a_machine_idle_from_the_cancellation_that_freed_it():
+    """a runs on M0 from 0 and is cancelled at 5; b ran on M1 0 .. 3. At 5 c arrives: LIT puts it on M1, idle
+    since 3, not on M0, idle only since 5 (M0's idle time left at its reset value 0 by the cut would pick M0)."""
+    inst = Instance.build("cancel", [Machine("M0"), Machine("M1")], [
+        Job("a", [{0: 10.0}]), Job("b", [{1: 3.0}]), Job("c", [{0: 1.0, 1: 1.0}], release=5.0)],
+        [Event(5.0, EventType.CANCELLATION, job=0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    sim.step(1, 1)
+    assert sim.now == 5.0 and sim.state.machine_free_since.tolist() == [5.0, 3.0]
+    assert select(sim.static, sim.state, *parse_rule("SPT:LIT")) == (2, 1)
