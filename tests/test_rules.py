@@ -295,3 +295,47 @@ def test_lit_counts_a_machine_idle_from_the_cancellation_that_freed_it():
     sim.step(1, 1)
     assert sim.now == 5.0 and sim.state.machine_free_since.tolist() == [5.0, 3.0]
     assert select(sim.static, sim.state, *parse_rule("SPT:LIT")) == (2, 1)
+
+
+def test_a_segment_cut_by_a_breakdown_counts_what_it_performed_and_lit_reads_the_repair():
+    """a runs on M0 from 0 and breaks down at 2 (repair at 6): M0's workload is the 2 it performed, and it became idle
+    and up at 6. b runs on M1 0 .. 5. At 6 SPT takes c: LWL puts it on M0 (2 < 5), LIT on M1 (idle and up since 5).
+    Counting a's planned 10 would make LWL pick M1, and taking M0 as idle from the cut (2) would make LIT pick M0."""
+    inst = Instance.build("cut", [Machine("M0"), Machine("M1")], [
+        Job("a", [{0: 10.0}]), Job("b", [{1: 5.0}]), Job("c", [{0: 1.0, 1: 1.0}], release=6.0)],
+        [Event(2.0, EventType.BREAKDOWN, machine=0, duration=4.0)], "resume")
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    sim.step(1, 1)
+    assert sim.now == 6.0
+    assert sim.state.machine_workload.tolist() == [2.0, 5.0]
+    assert select(sim.static, sim.state, *parse_rule("SPT:LWL")) == (2, 0)
+    assert select(sim.static, sim.state, *parse_rule("SPT:LIT")) == (2, 1)
+
+
+def test_a_preempted_operations_r_is_the_preemption():
+    """a runs on M0 from 0 until the breakdown at 2 (repair at 3), so its r is 2; b has waited since its release at 1.
+    At 3 FIFO takes b and LIFO a; an r left at a's start (0) would swap them."""
+    inst = Instance.build("r", [Machine("M0")], [Job("a", [{0: 10.0}]), Job("b", [{0: 1.0}], release=1.0)],
+                          [Event(2.0, EventType.BREAKDOWN, machine=0, duration=1.0)], "resume")
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 3.0 and sim.state.job_ready.tolist() == [2.0, 1.0]
+    assert select(sim.static, sim.state, *parse_rule("FIFO")) == (1, 0)
+    assert select(sim.static, sim.state, *parse_rule("LIFO")) == (0, 0)
+
+
+def test_lwl_counts_a_resumed_operation_at_the_time_it_had_left():
+    """a runs on M0 0 .. 2, breaks down (repair at 3) and resumes with 8 left, 3 .. 11: M0's workload is 2 + 8 = 10
+    against M1's 11 (b), so at 11 LWL puts c on M0. Counting the resumed segment at a's full 10 would pick M1."""
+    inst = Instance.build("resume", [Machine("M0"), Machine("M1")], [
+        Job("a", [{0: 10.0}]), Job("b", [{1: 11.0}]), Job("c", [{0: 1.0, 1: 1.0}], release=11.0)],
+        [Event(2.0, EventType.BREAKDOWN, machine=0, duration=1.0)], "resume")
+    sim = Simulator(inst)
+    sim.reset()
+    for job, machine in ((0, 0), (1, 1), (0, 0)):
+        sim.step(job, machine)
+    assert sim.now == 11.0 and sim.state.machine_workload.tolist() == [10.0, 11.0]
+    assert select(sim.static, sim.state, *parse_rule("SPT:LWL")) == (2, 0)
