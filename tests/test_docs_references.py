@@ -120,7 +120,8 @@ def _prose_lines(text: str) -> list[str]:
 @functools.cache
 def read_page(path: Path) -> Page:
     """The headings, lead-ins and anchors of Markdown page ``path``."""
-    lines = _prose_lines(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    lines = _prose_lines(text)
     headings = tuple(match.group(1) for line in lines if (match := HEADING.match(line)))
     anchors, seen = set(), {}
     for heading in headings:  # GitHub numbers a repeated slug: x, x-1, x-2
@@ -129,7 +130,7 @@ def read_page(path: Path) -> Page:
         seen[base] = seen.get(base, 0) + 1
     lead_ins = tuple(match.group(1) for line in lines if (match := LEAD_IN.match(line)))
     steps = tuple(dict.fromkeys(f"step {match.group(1)}" for line in lines if (match := STEP.match(line))))
-    words = " ".join(path.read_text(encoding="utf-8").replace("`", "").replace("**", "").split())
+    words = " ".join(text.replace("`", "").replace("**", "").split())
     return Page(headings, lead_ins, steps, frozenset(anchors), words)
 
 
@@ -221,6 +222,7 @@ def markdown_pages(root: Path) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
+@functools.cache
 def text_files(root: Path) -> list[Path]:
     """The tracked files that are text (the binaries left out), but this module: its checks of the checker cite
     pages that exist only in their temporary folder."""
