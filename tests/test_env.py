@@ -24,6 +24,7 @@ from dynasched_gym.core.compiled import JOB_ACTIVE, JOB_COMPLETED
 from dynasched_gym.data import path as embedded_path
 from dynasched_gym.envs import ENV_SPECS
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv, DFJSPRulesEnv, InvalidActionError
+from dynasched_gym.envs.dfjsp.features import C_PROC_TIME, C_VALID, G_CANDIDATES, G_CANDIDATES_TRUNCATED
 from dynasched_gym.metrics import OBJECTIVE_METRICS, OBJECTIVES
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -235,6 +236,33 @@ def test_action_masks_match_the_observation_and_candidates():
     valid = observation["candidates"][:, 0]
     assert np.array_equal(valid == 1, env.action_masks())
     assert DFJSPRulesEnv(instance="mk10").reset(seed=0)[0]["action_mask"].all()
+
+
+@SETTINGS
+@given(inst=instances(max_jobs=6, max_machines=4, max_events=12), k=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_slots_offer_the_longest_waiting_pairs_in_job_then_eligible_machine_order(inst, k, seed):
+    """The documented ranking against a stable sort of the simulator's startable pairs (job order, then the
+    operation's eligible-machine order) by ready time: the first K fill the slots, the rest are padding (-1, mask 0,
+    row 0), and the global columns count them."""
+    env = DFJSPEnv(instance=inst, max_candidates=k, time_scale=1.0)
+    rng = np.random.default_rng(seed)
+    observation, _ = env.reset(seed=seed)
+    terminated = False
+    while not terminated:
+        jobs, machines, times = env.simulator.candidates()
+        order = sorted(range(len(jobs)), key=lambda c: env.simulator.state.job_ready[jobs[c]])[:k]
+        offered = len(order)
+        expected = (np.full(k, -1), np.full(k, -1))
+        expected[0][:offered], expected[1][:offered] = jobs[order], machines[order]
+        slot_jobs, slot_machines = env.offered_pairs()
+        assert slot_jobs.tolist() == expected[0].tolist() and slot_machines.tolist() == expected[1].tolist()
+        assert observation["action_mask"].tolist() == [1] * offered + [0] * (k - offered)
+        assert observation["candidates"][:, C_VALID].tolist() == [1.0] * offered + [0.0] * (k - offered)
+        np.testing.assert_array_equal(observation["candidates"][:offered, C_PROC_TIME], times[order].astype(np.float32))
+        assert not observation["candidates"][offered:].any()
+        assert observation["global"][G_CANDIDATES] == np.float32(offered / k)
+        assert observation["global"][G_CANDIDATES_TRUNCATED] == (len(jobs) > k)
+        observation, _, terminated, _, _ = env.step(valid_action(observation, rng))
 
 
 # ------------------------------------------------------------------------------ resets, options
