@@ -197,6 +197,29 @@ def test_disabled_autoreset_needs_an_explicit_partial_reset():
     observation, info = venv.reset(options={"reset_mask": np.array([True, False])})
     assert list(info["_tier"]) == [True, False]
     assert_same_observations([row(observation, 0)], [first])
+    with pytest.raises(RuntimeError, match=r"sub-environments \[1\] ended"):  # the reset one no longer counts
+        venv.step(np.zeros(2, dtype=np.int64))
+    venv.reset(options={"reset_mask": np.array([False, True])})
+    observation, _, terminated, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+    single = DFJSPEnv(instance="mk01")
+    single.reset(seed=0)
+    assert not terminated.any()
+    assert_same_observations([row(observation, 0), row(observation, 1)], [single.step(0)[0]] * 2)
+
+
+def test_next_step_autoreset_of_an_episode_without_decisions_is_not_a_termination():
+    """Sub-environment 0's episodes end on their first step, which makes the next one its reset step: that step
+    reports terminated=False and reward 0 even as sub-environment 1 terminates beside it, and every sub-environment's
+    invalid_actions, as the single env's reset does."""
+    inst = Instance.build("c", [Machine("M0")], [Job("J0", [{0: 3.0}], release=5.0)],
+                          [Event(1.0, EventType.CANCELLATION, job=0)])
+    two = Instance.build("two", [Machine("M0")], [Job("J0", [{0: 3.0}]), Job("J1", [{0: 2.0}])])
+    venv = DFJSPVectorEnv(2, instance=inst)
+    venv.reset(seed=0, options={"instance": [None, two]})
+    assert venv.step(np.zeros(2, dtype=np.int64))[2].tolist() == [True, False]  # any action ends sub-env 0's
+    _, rewards, terminated, _, info = venv.step(np.zeros(2, dtype=np.int64))
+    assert terminated.tolist() == [False, True] and rewards[0] == 0.0
+    assert info["_invalid_actions"].all() and info["invalid_actions"].tolist() == [0, 0]
 
 
 def test_vector_invalid_actions_replace_or_raise():
