@@ -16,12 +16,15 @@ from test_env import assert_same_observations, valid_action
 from dynasched_gym import Event, EventType, Instance, Job, Machine
 from dynasched_gym.agents.llm.prompts import MachineStats
 from dynasched_gym.core.compiled import C_RELEASE, JOB_ACTIVE, JOB_COMPLETED
+from dynasched_gym.envs.dfjsp import features
 from dynasched_gym.envs.dfjsp.env import DFJSPEnv
 from dynasched_gym.envs.dfjsp.features import (
     BIG,
     BLOCKS,
+    C_JOB_CANCELLATION_SOON,
     C_WAITING_TIME,
     G_ARRIVAL_SOON,
+    G_EVENT_SOON,
     G_JOBS_COMPLETED,
     G_OBJECTIVE_SO_FAR,
     G_OPEN_JOBS,
@@ -29,7 +32,9 @@ from dynasched_gym.envs.dfjsp.features import (
     G_PENDING_ARRIVALS,
     G_WAITING_JOBS,
     M_BOTTLENECK,
+    M_BREAKDOWN_SOON,
     M_DOWN_ELAPSED,
+    M_MAINTENANCE_SOON,
     M_UTILIZATION,
     OBSERVABILITY,
     num_columns,
@@ -112,6 +117,8 @@ def test_oracle_sees_the_future():
 def test_feature_tables_are_ordered_by_level_and_documented():
     text = DOCS.read_text(encoding="utf-8")
     for block, table in BLOCKS.items():
+        prefix = block[0].upper()  # the kernels write each column through its index constant: C_*, M_*, G_*
+        assert [getattr(features, f"{prefix}_{f.name.upper()}") for f in table] == list(range(len(table))), block
         levels = [f.level for f in table]
         assert levels == sorted(levels), block
         assert len({f.name for f in table}) == len(table)
@@ -155,6 +162,28 @@ def test_oracle_arrivals_leave_out_jobs_cancelled_before_their_release():
         soon = 0.0 if next_release is None else 1.0 / (1.0 + (next_release - now) / 10.0)
         assert observation["global"][G_PENDING_ARRIVALS] == pytest.approx(arriving / 2), now
         assert observation["global"][G_ARRIVAL_SOON] == pytest.approx(soon), now
+        observation, *_ = env.step(0)
+
+
+def test_oracle_soon_columns_read_the_next_future_event_of_each_kind():
+    """M1 breaks down at 7 and 12, M2 is maintained at 8 and 13, J0 (four operations of 5 on M0) is cancelled at
+    17 and again at 19: at the decisions at 0, 5 and 10 each soon column reads the first of its events still to
+    come, the past ones left out, and event_soon the next stream event."""
+    inst = Instance.build("soon", [Machine("M0"), Machine("M1"), Machine("M2")], [Job("J0", [{0: 5.0}] * 4)],
+                          [Event(7.0, EventType.BREAKDOWN, machine=1, duration=1.0),
+                           Event(8.0, EventType.MAINTENANCE, machine=2, duration=1.0),
+                           Event(12.0, EventType.BREAKDOWN, machine=1, duration=1.0),
+                           Event(13.0, EventType.MAINTENANCE, machine=2, duration=1.0),
+                           Event(17.0, EventType.CANCELLATION, job=0), Event(19.0, EventType.CANCELLATION, job=0)])
+    env = DFJSPEnv(instance=inst, observability="oracle", time_scale=10.0)
+    observation, _ = env.reset(seed=0)
+    for now, breakdown, maintenance, event in ((0.0, 7.0, 8.0, 7.0), (5.0, 7.0, 8.0, 7.0), (10.0, 12.0, 13.0, 12.0)):
+        assert env.now == now
+        machines = observation["machines"]
+        assert machines[:, M_BREAKDOWN_SOON].tolist() == [0.0, pytest.approx(1 / (1 + (breakdown - now) / 10)), 0.0]
+        assert machines[:, M_MAINTENANCE_SOON].tolist() == [0.0, 0.0, pytest.approx(1 / (1 + (maintenance - now) / 10))]
+        assert observation["candidates"][0, C_JOB_CANCELLATION_SOON] == pytest.approx(1 / (1 + (17.0 - now) / 10))
+        assert observation["global"][G_EVENT_SOON] == pytest.approx(1 / (1 + (event - now) / 10))
         observation, *_ = env.step(0)
 
 
