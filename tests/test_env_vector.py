@@ -169,8 +169,10 @@ def test_a_list_of_instances_gives_each_sub_environment_its_own():
         venv.reset(options={"instance": [mk01, mk02]})
 
 
-def test_same_step_autoreset_reports_final_observations():
-    venv = DFJSPVectorEnv(2, instance="mk01", autoreset_mode=AutoresetMode.SAME_STEP)
+@pytest.mark.parametrize("copy", [True, False])
+def test_same_step_autoreset_reports_final_observations(copy):
+    """Also without copies, whose final observations must not be the buffers the reset overwrites."""
+    venv = DFJSPVectorEnv(2, instance="mk01", autoreset_mode=AutoresetMode.SAME_STEP, copy=copy)
     env = DFJSPEnv(instance="mk01")
     venv.reset(seed=0)
     env.reset(seed=0)
@@ -195,7 +197,7 @@ def test_disabled_autoreset_needs_an_explicit_partial_reset():
     with pytest.raises(RuntimeError, match="reset_mask"):
         venv.step(np.zeros(2, dtype=np.int64))
     observation, info = venv.reset(options={"reset_mask": np.array([True, False])})
-    assert list(info["_tier"]) == [True, False]
+    assert list(info["_tier"]) == list(info["_invalid_actions"]) == [True, False]
     assert_same_observations([row(observation, 0)], [first])
     with pytest.raises(RuntimeError, match=r"sub-environments \[1\] ended"):  # the reset one no longer counts
         venv.step(np.zeros(2, dtype=np.int64))
@@ -605,6 +607,8 @@ def test_make_vec_max_episode_steps_truncates_as_sync_time_limit(mode):
             assert_same_observations([info["final_obs"][i] for i in np.flatnonzero(truncated)],
                                      [sync_info["final_obs"][i] for i in np.flatnonzero(truncated)])
             assert "metrics" not in info["final_info"]  # an unfinished schedule has no final metrics
+        if mode == AutoresetMode.NEXT_STEP:  # nor in the step's own info
+            assert info.get("_metrics", np.zeros(2, dtype=bool)).tolist() == terminated.tolist()
         truncations += int(truncated.sum())
     assert truncations >= 4
 
