@@ -26,14 +26,23 @@ from dynasched_gym.envs.dfjsp.features import (
     G_ARRIVAL_SOON,
     G_EVENT_SOON,
     G_JOBS_COMPLETED,
+    G_MACHINES_AVAILABLE,
+    G_MACHINES_DOWN,
     G_OBJECTIVE_SO_FAR,
     G_OPEN_JOBS,
     G_OPEN_JOBS_TARDY,
     G_PENDING_ARRIVALS,
     G_WAITING_JOBS,
+    M_AVAILABLE,
     M_BOTTLENECK,
     M_BREAKDOWN_SOON,
+    M_BUSY,
+    M_BUSY_REMAINING,
     M_DOWN_ELAPSED,
+    M_DOWN_REMAINING,
+    M_IN_BREAKDOWN,
+    M_IN_MAINTENANCE,
+    M_MAINTENANCE_QUEUED,
     M_MAINTENANCE_SOON,
     M_UTILIZATION,
     OBSERVABILITY,
@@ -184,6 +193,32 @@ def test_oracle_soon_columns_read_the_next_future_event_of_each_kind():
         assert machines[:, M_MAINTENANCE_SOON].tolist() == [0.0, 0.0, pytest.approx(1 / (1 + (maintenance - now) / 10))]
         assert observation["candidates"][0, C_JOB_CANCELLATION_SOON] == pytest.approx(1 / (1 + (17.0 - now) / 10))
         assert observation["global"][G_EVENT_SOON] == pytest.approx(1 / (1 + (event - now) / 10))
+        observation, *_ = env.step(0)
+
+
+def test_machine_state_columns_by_hand():
+    """J0 runs on M0 from 0 to 10, where a maintenance announced at 3 waits for it; M1 breaks down from 1 to 6 and
+    from 7 to 10, M2 is maintained from 2 to 6; J1's operations on M3 make the decisions at 4 and 8. Columns
+    available .. down_elapsed and down_remaining of each machine, and the global fractions available and down."""
+    inst = Instance.build("machines", [Machine(f"M{m}") for m in range(4)],
+                          [Job("J0", [{0: 10.0}]), Job("J1", [{3: 4.0}] * 3)],
+                          [Event(1.0, EventType.BREAKDOWN, machine=1, duration=5.0),
+                           Event(2.0, EventType.MAINTENANCE, machine=2, duration=4.0),
+                           Event(3.0, EventType.MAINTENANCE, machine=0, duration=1.0),
+                           Event(7.0, EventType.BREAKDOWN, machine=1, duration=3.0)])
+    env = DFJSPEnv(instance=inst, observability="oracle", time_scale=2.0)
+    env.reset(seed=0)
+    env.step(0)
+    observation, *_ = env.step(0)
+    columns = [M_AVAILABLE, M_BUSY, M_IN_BREAKDOWN, M_IN_MAINTENANCE, M_MAINTENANCE_QUEUED, M_BUSY_REMAINING,
+               M_DOWN_ELAPSED, M_DOWN_REMAINING]
+    for now, m1_elapsed, m1_left, m2, fractions in ((4.0, 1.5, 1.0, [0, 0, 0, 1, 0, 0, 1.0, 1.0], [0.25, 0.5]),
+                                                    (8.0, 0.5, 1.0, [1, 0, 0, 0, 0, 0, 0, 0], [0.5, 0.25])):
+        assert env.now == now
+        assert observation["machines"][:, columns].tolist() == [[0, 1, 0, 0, 1, (10.0 - now) / 2, 0, 0],
+                                                                 [0, 0, 1, 0, 0, 0, m1_elapsed, m1_left], m2,
+                                                                 [1, 0, 0, 0, 0, 0, 0, 0]]
+        assert observation["global"][[G_MACHINES_AVAILABLE, G_MACHINES_DOWN]].tolist() == fractions
         observation, *_ = env.step(0)
 
 
