@@ -21,7 +21,14 @@ from dynasched_gym.envs.dfjsp.env import DFJSPEnv
 from dynasched_gym.envs.dfjsp.features import (
     BIG,
     BLOCKS,
+    C_DUE_LATENESS,
+    C_HAS_DUE,
+    C_JOB_AGE,
     C_JOB_CANCELLATION_SOON,
+    C_JOB_PROGRESS,
+    C_JOB_REMAINING_OPS,
+    C_JOB_WEIGHT,
+    C_PROC_TIME_RATIO,
     C_WAITING_TIME,
     G_ARRIVAL_SOON,
     G_EVENT_SOON,
@@ -194,6 +201,24 @@ def test_oracle_soon_columns_read_the_next_future_event_of_each_kind():
         assert observation["candidates"][0, C_JOB_CANCELLATION_SOON] == pytest.approx(1 / (1 + (17.0 - now) / 10))
         assert observation["global"][G_EVENT_SOON] == pytest.approx(1 / (1 + (event - now) / 10))
         observation, *_ = env.step(0)
+
+
+def test_job_columns_of_the_candidates_by_hand():
+    """J0 (due 4, weight 2; its due date moves to 10 at 1) and J1 (no due date) start at 0; at 2 J0's second
+    operation is offered on M0, twice as slow as on M1 (busy). Job columns of each offered row, the due date in
+    force and has_due included."""
+    inst = Instance.build("jobs", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 2.0}, {0: 6.0, 1: 3.0}], due=4.0, weight=2.0), Job("J1", [{1: 5.0}])],
+                          [Event(1.0, EventType.DUE_DATE_CHANGE, job=0, due=10.0)])
+    env = DFJSPEnv(instance=inst, time_scale=1.0, ops_scale=1.0)
+    columns = [C_PROC_TIME_RATIO, C_JOB_REMAINING_OPS, C_JOB_PROGRESS, C_JOB_WEIGHT, C_DUE_LATENESS, C_HAS_DUE,
+               C_WAITING_TIME, C_JOB_AGE]
+    observation, _ = env.reset(seed=0)
+    assert observation["candidates"][:2, columns].tolist() == [[1, 2, 0, 2, -4, 1, 0, 0], [1, 1, 0, 1, 0, 0, 0, 0]]
+    env.step(0)
+    observation, *_ = env.step(0)
+    assert env.now == 2.0 and env.offered_pairs()[0][0] == 0
+    assert observation["candidates"][0, columns].tolist() == [2, 1, 0.5, 2, -8, 1, 0, 2]
 
 
 def test_machine_state_columns_by_hand():
