@@ -215,6 +215,16 @@ def test_invalid_actions_are_replaced_by_slot_zero_and_counted():
         assert_same_observations([observation], [expected])
 
 
+def test_the_invalid_action_count_starts_again_with_each_episode():
+    inst = Instance.build("two-ops", [Machine("M0")], [Job("J0", [{0: 1.0}, {0: 1.0}])])
+    env = DFJSPEnv(instance=inst, max_candidates=2)
+    env.reset(seed=0)
+    assert env.step(1)[4]["invalid_actions"] == 1  # slot 1 is padding: one pair at a time
+    assert env.step(0)[2]
+    env.reset(seed=0)
+    assert env.step(0)[4]["invalid_actions"] == 0
+
+
 def test_invalid_action_raise_leaves_the_state_unchanged():
     env = DFJSPEnv(instance="mk01", invalid_action="raise")
     observation, _ = env.reset(seed=0)
