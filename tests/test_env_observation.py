@@ -253,6 +253,10 @@ def test_observation_widths_follow_the_level():
         assert space["candidates"].shape == (5, num_columns(BLOCKS["candidates"], level))
         assert space["machines"].shape == (6, num_columns(BLOCKS["machines"], level))
         assert space["global"].shape == (num_columns(BLOCKS["global"], level),)
+        for block, table in BLOCKS.items():  # each column's bounds are its table row's
+            shown = table[:num_columns(table, level)]
+            assert space[block].low.reshape(-1, len(shown))[0].tolist() == [f.low for f in shown], block
+            assert space[block].high.reshape(-1, len(shown))[0].tolist() == [f.high for f in shown], block
 
 
 def test_features_are_scaled_and_o1_on_an_embedded_instance():
