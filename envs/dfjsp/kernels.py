@@ -140,7 +140,6 @@ from dynasched_gym.envs.dfjsp.types import (
     K_INVALID,
     K_JOBS_FOLDED,
     K_JOBS_SEEN,
-    K_LAST_INVALID,
     K_SEGMENTS_FOLDED,
     MS_BOTTLENECK,
     MS_BREAKDOWN_SOON,
@@ -701,7 +700,6 @@ def env_reset(S, T, W):
     code = reset(S, T)
     W.counters[K_CODE] = code
     W.counters[K_INVALID] = 0
-    W.counters[K_LAST_INVALID] = 0
     W.scalars[S_PHI] = 0.0
     W.scalars[S_REWARD] = 0.0
     _forget_folds(W)
@@ -728,7 +726,6 @@ def env_step(S, T, W, action):
                 return ERR_INVALID_ACTION
             action = 0
             counters[K_INVALID] += 1
-        counters[K_LAST_INVALID] = invalid
         if pair_kind:
             j = W.slot_job[action]
             m = W.slot_machine[action]

@@ -51,14 +51,13 @@ NUM_SCALARS = 6
 K_CODE = 0  # return code of the last reset / step (kernels.DECISION, DONE or an error)
 K_CANDIDATES = 1  # pairs that can start now (may exceed max_candidates)
 K_INVALID = 2  # invalid actions replaced in this episode
-K_LAST_INVALID = 3  # 1 when the last action was invalid
 # The per-step scans skip what can no longer change (kernels.py, "Folded history"):
-K_JOBS_FOLDED = 4  # jobs 0 .. K_JOBS_FOLDED - 1 (none active) are folded into S_FOLDED and K_FOLDED_COMPLETED
-K_FOLDED_COMPLETED = 5  # completed jobs among the folded ones
-K_JOBS_SEEN = 6  # the largest active-window end at a step so far: the jobs from it on are hidden or cancelled
-K_SEGMENTS_FOLDED = 7  # segments 0 .. K_SEGMENTS_FOLDED - 1 are folded into MS_BUSY_FOLDED
-K_DOWNTIMES_FOLDED = 8  # downtimes 0 .. K_DOWNTIMES_FOLDED - 1 are folded into MS_DOWN_FOLDED
-NUM_COUNTERS = 9
+K_JOBS_FOLDED = 3  # jobs 0 .. K_JOBS_FOLDED - 1 (none active) are folded into S_FOLDED and K_FOLDED_COMPLETED
+K_FOLDED_COMPLETED = 4  # completed jobs among the folded ones
+K_JOBS_SEEN = 5  # the largest active-window end at a step so far: the jobs from it on are hidden or cancelled
+K_SEGMENTS_FOLDED = 6  # segments 0 .. K_SEGMENTS_FOLDED - 1 are folded into MS_BUSY_FOLDED
+K_DOWNTIMES_FOLDED = 7  # downtimes 0 .. K_DOWNTIMES_FOLDED - 1 are folded into MS_DOWN_FOLDED
+NUM_COUNTERS = 8
 
 # Workspace.config
 CFG_ACTION_KIND = 0  # ACTION_PAIR | ACTION_RULE
