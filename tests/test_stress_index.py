@@ -97,6 +97,16 @@ def test_flexibility_is_the_mean_share_of_eligible_machines():
     assert _ssi(jobs=one).components["flexibility"] == pytest.approx(1 / 3, rel=1e-12)
 
 
+@pytest.mark.parametrize("jobs", [16, 1000])
+def test_due_date_pressure_and_size_components(jobs: int) -> None:
+    """``due_date_pressure`` = x/(1+x) of 1 / due_date_tightness (each job due 6 after its release, P = 4.25: the mean
+    of 3 and 1.5 on group A, then 2), ``size`` = log10(jobs) / 4 (docs/ssi.md, "Components")."""
+    components = _ssi(jobs=_jobs(jobs)).components
+    x = 4.25 / 6.0
+    assert components["due_date_pressure"] == pytest.approx(x / (1 + x), rel=1e-12)
+    assert components["size"] == pytest.approx(math.log10(jobs) / 4, rel=1e-12)
+
+
 def test_an_instance_without_due_dates_has_no_stress_and_no_due_date_pressure():
     """No due date, no tardiness: stress, score and ``due_date_pressure`` are 0 however loaded the plant is."""
     result = _ssi(jobs=_jobs(due=False))
@@ -209,3 +219,138 @@ def test_the_memoised_ssi_cannot_be_changed_through_a_result() -> None:
             change(result.components)
     assert ssi(inst).components == before and json.loads(json.dumps(result.components)) == before
     assert pickle.loads(pickle.dumps(result)) == result
+
+
+def _a_work(j: int, a_time: float, a_late: float) -> float:
+    """Work of job ``j``'s op 0 in :func:`_uneven_jobs`."""
+    return (a_time if j < 8 else a_late) + j % 3
+
+
+def _uneven_jobs(a_time: float, b_time: float, a_late: float | None = None) -> list[Job]:
+    """16 jobs released at alternating gaps 2.5, 1.5 (H = 30.5), due 9 after 2j, weights 1 and 2: op 0 on group A
+    (A0 at ``a_time + j % 3``, ``a_late + j % 3`` from job 8 on, A1 at half that), then for the even jobs only op 1
+    on B0 at ``b_time``."""
+    late = a_time if a_late is None else a_late
+    return [Job(f"J{j}", [{0: _a_work(j, a_time, late), 1: _a_work(j, a_time, late) / 2},
+                          *([{2: b_time}] if j % 2 == 0 else [])],
+                release=2.0 * j + 0.5 * (j % 2), due=2.0 * j + 9.0, weight=1.0 + j % 2) for j in range(16)]
+
+
+#: Downtime for :func:`_uneven_jobs`: 3 on the speed-2 machine A1, 1 on B0 (MTTR 2).
+UNEVEN_DOWNTIME = (Event(4.0, E.BREAKDOWN, machine=1, duration=3.0), Event(10.0, E.BREAKDOWN, machine=2, duration=1.0))
+
+
+def test_the_diffusion_term_gets_the_documented_drift_and_variance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps 1-3 of docs/ssi.md by hand: per bin k and group g, drift mu_k = arriving work_k / (H / K) - S_g A_g, and
+    sigma^2 = (N_g / H)(c_a^2 + c_e^2)(W_g / N_g)^2 with c_a^2 thinned by the share p_g of jobs visiting g and
+    c_e^2 = c_s,g^2 + 2 A (1 - A) MTTR / t_g. The downtime is speed-weighted (the breakdown is on the speed-2 machine),
+    only the even jobs visit group B (p = 1/2), and the arrival gaps alternate (arrival SCV above 0)."""
+    jobs = _uneven_jobs(2.0, 2.0)
+    seen = {}
+
+    def spy(drift: np.ndarray, variance: np.ndarray, horizon: float) -> np.ndarray:
+        seen.update(drift=drift.copy(), variance=variance.copy(), horizon=horizon)
+        return mean_reflected_workload(drift, variance, horizon)
+
+    monkeypatch.setattr("dynasched_gym.generation.stress_index.mean_reflected_workload", spy)
+    _ssi(*UNEVEN_DOWNTIME, jobs=jobs)
+
+    h, mttr = 30.5, 2.0
+    gaps = np.diff([job.release for job in jobs])
+    arrival_scv = gaps.var() / gaps.mean() ** 2
+    work_a = np.array([2.0 + j % 3 for j in range(16)])  # each op's work: the mean of time x speed, (t + t/2 x 2) / 2
+    speed = {"A": 3.0, "B": 1.0}
+    availability = {"A": 1 - 2.0 * 3.0 / (h * 3.0), "B": 1 - 1.0 / h}  # speed-weighted downtime share
+    c_s2 = {"A": (work_a**2).mean() / work_a.mean() ** 2 - 1, "B": 0.0}
+    mean_time = {"A": (0.75 * work_a).mean(), "B": 2.0}  # expected time over the eligible machines
+    ops, work, share = {"A": 16, "B": 8}, {"A": work_a.sum(), "B": 16.0}, {"A": 1.0, "B": 0.5}
+    variance = []
+    for g in "AB":
+        a = availability[g]
+        c_a2 = share[g] * arrival_scv + (1 - share[g])
+        c_e2 = c_s2[g] + 2 * a * (1 - a) * mttr / mean_time[g]
+        variance.append(ops[g] / h * (c_a2 + c_e2) * (work[g] / ops[g]) ** 2)
+    # two bins of width H / 2: jobs 0-7 (released before 15.25), then 8-15
+    arriving = [[work_a[:8].sum(), 8.0], [work_a[8:].sum(), 8.0]]
+    drift = [arriving[k][i] / (h / 2) - speed[g] * availability[g] for k in range(2) for i, g in enumerate("AB")]
+    assert seen["horizon"] == h
+    assert seen["variance"] == pytest.approx(variance * 2, rel=1e-12)
+    assert seen["drift"] == pytest.approx(drift, rel=1e-12)
+
+
+def test_waits_flow_times_and_stress_follow_the_documented_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps 2, 4 and 5 of docs/ssi.md by hand, given the diffusion term (tested above), on an instance whose group B
+    (one machine) is overloaded in both bins and group A (two) in the first only: wait_k,g = (mean fluid backlog
+    over bin k + diffusion less mu_k^+ H / 2) / c_g, times rho_k^(sqrt(2(m+1)) - 2) with rho_k capped at 1;
+    F_j = sum (t_o / A_g + wait), variance sum (t_o / A_g)^2 c_s^2 + sum wait^2, slack due - release;
+    stress = sum w E[T] / sum w P; the congestion component from the same flow times."""
+    from dynasched_gym.generation import stress_index
+
+    jobs = _uneven_jobs(6.0, 5.0, a_late=1.0)
+    seen = {}
+
+    def workload(drift: np.ndarray, variance: np.ndarray, horizon: float) -> np.ndarray:
+        seen["drift"], seen["diffusion"] = drift.copy(), mean_reflected_workload(drift, variance, horizon)
+        return seen["diffusion"]
+
+    def excess(mean: np.ndarray, var: np.ndarray, slack: np.ndarray) -> np.ndarray:
+        seen.update(mean=mean.copy(), var=var.copy(), slack=slack.copy())
+        seen["excess"] = lognormal_excess(mean, var, slack)
+        return seen["excess"]
+
+    lognormal_excess = stress_index._lognormal_excess
+    monkeypatch.setattr(stress_index, "mean_reflected_workload", workload)
+    monkeypatch.setattr(stress_index, "_lognormal_excess", excess)
+    result = _ssi(*UNEVEN_DOWNTIME, jobs=jobs)
+
+    h, bins = 30.5, 2
+    availability = np.array([1 - 2.0 * 3.0 / (h * 3.0), 1 - 1.0 / h])
+    rate = np.array([3.0, 1.0]) * availability
+    machines = np.array([2, 1])
+    # per job: (group, work, expected time) of each operation; jobs 0-7 arrive in bin 0, 8-15 in bin 1
+    ops = [[(0, _a_work(j, 6.0, 1.0), 0.75 * _a_work(j, 6.0, 1.0)), *([(1, 5.0, 5.0)] if j % 2 == 0 else [])]
+           for j in range(16)]
+    arriving = np.zeros((bins, 2))
+    for j, job_ops in enumerate(ops):
+        for g, work, _ in job_ops:
+            arriving[j // 8, g] += work
+    capacity = rate * h / bins
+    backlog = [np.zeros(2)]
+    for k in range(bins):
+        backlog.append(np.maximum(0.0, backlog[k] + arriving[k] - capacity))
+    # overloaded bins cap rho and carry a backlog over (A's into its light second bin, where pooling discounts)
+    assert (arriving > capacity).tolist() == [[True, True], [False, True]] and backlog[1][0] > 0
+    drift = arriving / (h / bins) - rate
+    diffusion = np.maximum(seen["diffusion"].reshape(bins, 2) - np.maximum(drift, 0.0) * h / 2, 0.0)
+    pooling = np.minimum(arriving / capacity, 1.0) ** (np.sqrt(2 * (machines + 1)) - 2)
+    wait = [(0.5 * (backlog[k] + backlog[k + 1]) + diffusion[k]) / rate * pooling[k] for k in range(bins)]
+    works = np.array([work for job_ops in ops for _, work, _ in job_ops])
+    scv = works.var() / works.mean() ** 2
+    flow = [sum(t / availability[g] + wait[j // 8][g] for g, _, t in job_ops) for j, job_ops in enumerate(ops)]
+    var = [sum((t / availability[g]) ** 2 * scv + wait[j // 8][g] ** 2 for g, _, t in job_ops)
+           for j, job_ops in enumerate(ops)]
+    assert seen["drift"] == pytest.approx(drift.ravel(), rel=1e-12)
+    assert seen["mean"] == pytest.approx(flow, rel=1e-9)
+    assert seen["var"] == pytest.approx(var, rel=1e-9)
+    assert seen["slack"] == pytest.approx([job.due - job.release for job in jobs], rel=1e-12)
+    weights = np.array([job.weight for job in jobs])
+    ptime = np.array([sum(t for _, _, t in job_ops) for job_ops in ops])
+    assert result.stress == pytest.approx((weights * seen["excess"]).sum() / (weights * ptime).sum(), rel=1e-12)
+    # congestion: x/(1+x) of the weighted mean predicted delay per unit of work
+    delay = np.average(np.array(flow) / ptime - 1.0, weights=weights)
+    assert result.components["congestion"] == pytest.approx(delay / (1 + delay), rel=1e-9)
+
+
+@pytest.mark.parametrize(("jobs", "bins"), [(7, 1), (16, 2), (31, 3), (260, 32), (300, 32)])
+def test_jobs_fall_into_bins_of_about_eight_arrivals_and_at_most_32(monkeypatch: pytest.MonkeyPatch, jobs: int,
+                                                                    bins: int) -> None:
+    """K = min(max(J // 8, 1), 32) bins over [0, H] (docs/ssi.md, step 2): one drift per bin and group."""
+    seen = {}
+
+    def spy(drift: np.ndarray, variance: np.ndarray, horizon: float) -> np.ndarray:
+        seen["drift"] = drift
+        return mean_reflected_workload(drift, variance, horizon)
+
+    monkeypatch.setattr("dynasched_gym.generation.stress_index.mean_reflected_workload", spy)
+    _ssi(jobs=_jobs(jobs))
+    assert len(seen["drift"]) == bins * 2
