@@ -343,6 +343,49 @@ def test_a_repair_at_the_instant_of_its_breakdown_shortens_nothing(repair):
     assert realised_metrics(later)["disturbance"] == pytest.approx(0.1)  # an early repair at 3 still cuts it
 
 
+def test_downtime_scaled_up_stops_at_95_percent_breakdowns_and_half_horizon_maintenance(small):
+    """However far ``downtime_scale`` goes (SESC bisects it up to 50), a machine's breakdowns take at most 95 % of the
+    horizon, one after another inside [0, H], and a maintenance window at most half of it (generator.py)."""
+    d = draft(small, 0)
+    d.downtime_scale = 1e6
+    _, start, end = d.downtime()
+    breakdowns = len(d.breakdown_machine)
+    for m in np.unique(d.breakdown_machine):
+        mine = np.flatnonzero(d.breakdown_machine == m)
+        assert (end[mine] - start[mine]).sum() == pytest.approx(0.95 * d.horizon, rel=1e-9)
+        assert start[mine][0] >= 0 and (start[mine][1:] >= end[mine][:-1]).all() and end[mine][-1] <= d.horizon
+    assert end[breakdowns:] - start[breakdowns:] == pytest.approx(np.full(len(d.maintenance_machine), d.horizon / 2))
+    # just under the cap, a machine's breakdowns keep their scaled length
+    first = np.flatnonzero(d.breakdown_machine == d.breakdown_machine[0])
+    d.downtime_scale = 0.92 / d.breakdown_length[first].sum()
+    _, start, end = d.downtime()
+    assert (end[first] - start[first]).sum() == pytest.approx(0.92 * d.horizon, rel=1e-9)
+
+
+def test_an_instance_released_at_once_has_the_horizon_its_work_fills():
+    """Every job released at 0: H = total work / total speed (realised.py docstring), so the utilization is 1 on
+    machines of any speed (work 2 x 3 + 4 x 0.5 = 8 over speed 2.5)."""
+    from dynasched_gym.instance import Job, Machine
+
+    inst = Instance.build("at-once", [Machine("M0", speed=2.0), Machine("M1", speed=0.5)],
+                          [Job("J0", [{0: 3.0}]), Job("J1", [{1: 4.0}])])
+    assert realised_metrics(inst)["utilization"] == 1.0
+
+
+def test_a_window_whose_whole_capacity_is_down_is_saturated_despite_rounding():
+    """A window whose group is down throughout measures WINDOW_SATURATED (realised.py docstring), also where the
+    capacity and the summed downtime differ by a rounding step (speeds 0.5, 2.2, 1.6 over [3.8, 13.3]: 7e-15 left)."""
+    from dynasched_gym.generation.realised import WINDOW_SATURATED
+    from dynasched_gym.generation.scenario import BottleneckWindow
+    from dynasched_gym.instance import Event, Job, Machine
+
+    plant = [Machine(f"M{m}", "G", speed=v) for m, v in enumerate((0.5, 2.2, 1.6))]
+    jobs = [Job("J0", [{0: 1.0}]), Job("J1", [{1: 1.0}], release=19.0)]
+    down = [Event(0.0, EventType.BREAKDOWN, machine=m, duration=19.0) for m in range(3)]
+    metrics = realised_metrics(Instance.build("down", plant, jobs, down), [BottleneckWindow("G", 0.2, 0.7, 0.9)])
+    assert metrics["bottleneck_window[0]"] == WINDOW_SATURATED
+
+
 @pytest.mark.parametrize(("changes", "same"), [
     ([{"factor": 2.0}, {"factor": 2.0}], {"factor": 4.0}),
     ([{"value": 3.0}, {"factor": 2.0}], {"value": 6.0}),
