@@ -362,6 +362,68 @@ def test_downtime_scaled_up_stops_at_95_percent_breakdowns_and_half_horizon_main
     assert (end[first] - start[first]).sum() == pytest.approx(0.92 * d.horizon, rel=1e-9)
 
 
+def test_a_due_date_change_moves_a_due_date_no_earlier_than_half_the_jobs_processing_time_after_release(small):
+    """DUE_DATE_CHANGE shifts the allowance by up to ``due_date_change_factor`` x due_date_tightness x P_j either way,
+    but never below half of P_j after the release (generator.py): with a factor of 5 many hit that floor."""
+    inst = generate(replace_events(small, due_date_change=1.0, due_date_change_factor=5.0), 0)
+    ptime = np.add.reduceat(np.bincount(np.repeat(np.arange(inst.num_ops), np.diff(inst.op_elig_ptr)),
+                                        weights=inst.elig_time) / np.diff(inst.op_elig_ptr), inst.job_op_ptr[:-1])
+    changes = [e for e in inst.events if e.type == EventType.DUE_DATE_CHANGE]
+    floor = np.array([inst.job_release[e.job] + 0.5 * ptime[e.job] for e in changes])
+    due = np.array([e.due for e in changes])
+    assert len(changes) == inst.num_jobs and (due >= floor * (1 - 1e-12)).all()
+    assert 0 < np.isclose(due, floor, rtol=1e-12).sum() < len(changes)
+
+
+def test_job_events_fall_in_their_windows_after_the_release(small):
+    """Each job event's time is release + offset x P_j with the offset drawn in its window (generator._job_events):
+    an emergency within 0.25 (soon after arrival), a priority change within 1, a processing-time change of op k of n
+    before k/n (before the op can start), a route change within 0.5, a rework of op k between (k+1)/n and 2(k+1)/n
+    (after the op), a due-date change within 0.3, a cancellation within 1.5. Every rate 1: each job draws one of each,
+    and the draws reach past half of every window."""
+    rates = {k: 1.0 for k in ("emergency", "priority_change", "ptime_change", "route_change", "rework",
+                              "due_date_change", "cancellation")}
+    inst = generate(replace_events(small, **rates), 0)
+    counts = np.diff(inst.op_elig_ptr)
+    ptime = np.add.reduceat(np.bincount(np.repeat(np.arange(inst.num_ops), counts), weights=inst.elig_time) / counts,
+                            inst.job_op_ptr[:-1])
+    ops = np.diff(inst.job_op_ptr)
+    offsets: dict[str, list[float]] = {}
+    for e in inst.events:
+        if e.job is None:
+            continue
+        kind = "EMERGENCY" if e.type == EventType.PRIORITY_CHANGE and e.weight == EMERGENCY_WEIGHT else e.type.name
+        offset = (e.time - inst.job_release[e.job]) / ptime[e.job]
+        if e.type == EventType.PTIME_CHANGE:  # in units of its window's end
+            offset /= e.op / ops[e.job] if e.op else math.inf
+        elif e.type == EventType.REWORK:
+            offset /= (e.op + 1) / ops[e.job]
+            assert offset >= 1.0 - 1e-9
+            offset -= 1.0
+        offsets.setdefault(kind, []).append(offset)
+    windows = {"EMERGENCY": 0.25, "PRIORITY_CHANGE": 1.0, "PTIME_CHANGE": 1.0, "ROUTE_CHANGE": 0.5, "REWORK": 1.0,
+               "DUE_DATE_CHANGE": 0.3, "CANCELLATION": 1.5}
+    assert {k: len(v) for k, v in offsets.items()} == dict.fromkeys(windows, inst.num_jobs)
+    for kind, high in windows.items():
+        assert 0.0 <= min(offsets[kind]) and high / 2 < max(offsets[kind]) <= high * (1 + 1e-9), kind
+
+
+@pytest.mark.parametrize(("pattern", "until", "share"), [
+    ("trend", 0.5, 0.5 - 0.9 / 4),  # rate 1 + a (2t - 1): the integral over the first half
+    ("periodic", 1 / 6, 1 / 6 + 0.9 / (3 * math.pi)),  # rate 1 + a sin(2 pi t / p), p = 1/3: half a period
+])
+def test_arrival_patterns_shape_the_release_rate(pattern, until, share):
+    """The share of (regularly spaced) planned arrivals released before ``until`` x H is the integral of the
+    arrival-rate pattern (scenario.ArrivalConfig; generator._warp) up to there, amplitude 0.9."""
+    data = Scenario.preset("medium").to_dict()
+    data["arrivals"].update(pattern=pattern, amplitude=0.9)
+    data["targets"]["arrival_scv"] = 0.0
+    d = draft(Scenario.from_dict(data), 0)
+    planned = d.releases()[np.unique(d.job_arrival[d.job_arrival >= 0], return_index=True)[1]]
+    # arrival k of A at the rate integral (k + 1) / A: the count is the share x A rounded either way
+    assert np.mean(planned < until * planned.max()) == pytest.approx(share, abs=1.5 / len(planned))
+
+
 def test_an_instance_released_at_once_has_the_horizon_its_work_fills():
     """Every job released at 0: H = total work / total speed (realised.py docstring), so the utilization is 1 on
     machines of any speed (work 2 x 3 + 4 x 0.5 = 8 over speed 2.5)."""
@@ -826,6 +888,17 @@ def test_jobs_per_arrival_is_the_generators_batch_mean(small):
     drawn = sum(len(a) for a in arrivals) / sum(len(np.unique(a)) for a in arrivals)
     assert jobs_per_arrival(medium.events) == pytest.approx(drawn, abs=0.01)  # 80 000 arrivals: sd 0.002
     assert jobs_per_arrival(small.events) >= 1.0
+
+
+@pytest.mark.parametrize("mean", [0.5, 1.0, 2.0])
+def test_a_batch_brings_two_jobs_at_least(small, mean):
+    """A batch holds max(2, round(N(batch_size_mean, batch_size_std))) jobs (scenario.jobs_per_arrival): with every
+    arrival a batch of a mean size under 2 and no spread, each brings exactly two."""
+    from dynasched_gym.generation.scenario import jobs_per_arrival
+
+    scenario = replace_events(small, batch_arrival=1.0, batch_size_mean=mean, batch_size_std=0.0)
+    assert np.bincount(draft(scenario, 0).job_arrival).tolist() == [2] * small.scale.num_jobs
+    assert jobs_per_arrival(scenario.events) == 2.0
 
 
 @pytest.mark.parametrize(("scale", "field", "message"), [
