@@ -424,6 +424,27 @@ def test_arrival_patterns_shape_the_release_rate(pattern, until, share):
     assert np.mean(planned < until * planned.max()) == pytest.approx(share, abs=1.5 / len(planned))
 
 
+@pytest.mark.parametrize("interval", [0.125, 0.3])
+def test_maintenance_windows_sit_where_the_docs_place_them(small, interval):
+    """Machine m of M has windows at (k - 1 + (m + 1) / (M + 1)) f of the horizon for k = 1 .. floor(1 / f)
+    (docs/generation.md, "Known limits (measured)"): with f = 0.3 the window a fourth period would start is not
+    drawn."""
+    d = draft(replace_events(small, maintenance_interval=interval), 0)
+    machines = len(d.machine_speed)
+    expected = [(m, (k - 1 + (m + 1) / (machines + 1)) * interval) for m in range(machines)
+                for k in range(1, int(1 / interval) + 1)]
+    assert d.maintenance_machine.tolist() == [m for m, _ in expected]
+    assert d.maintenance_position == pytest.approx([position for _, position in expected], rel=1e-12)
+
+
+@pytest.mark.parametrize(("factor", "scale"), [(2.0, 1.0), (0.5, 0.5)])
+def test_the_shortest_time_counts_only_the_processing_time_changes_that_shorten(small, factor, scale):
+    """Draft.shortest_time: the shortest eligible time, or a job's shortest under its PTIME_CHANGE factor below 1 (each
+    job has one here); a factor above 1 leaves the job's other operations as short as they were."""
+    d = draft(replace_events(small, ptime_change=1.0, ptime_change_factors=[factor]), 0)
+    assert d.shortest_time() == pytest.approx(d.eligible_times().min() * scale, rel=1e-12)
+
+
 def test_an_instance_released_at_once_has_the_horizon_its_work_fills():
     """Every job released at 0: H = total work / total speed (realised.py docstring), so the utilization is 1 on
     machines of any speed (work 2 x 3 + 4 x 0.5 = 8 over speed 2.5)."""
