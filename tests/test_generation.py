@@ -445,6 +445,20 @@ def test_the_shortest_time_counts_only_the_processing_time_changes_that_shorten(
     assert d.shortest_time() == pytest.approx(d.eligible_times().min() * scale, rel=1e-12)
 
 
+def test_breakdowns_and_maintenance_keep_their_kinds_in_the_instance(small):
+    """Every drawn breakdown becomes a BREAKDOWN event and every maintenance window a MAINTENANCE event, on its
+    machine from its start (generator.Draft.build)."""
+    d = draft(small, 0)
+    events = d.build().events
+    breakdown_start = d.downtime()[1][:len(d.breakdown_machine)]
+    for kind, machines, starts in ((EventType.BREAKDOWN, d.breakdown_machine, breakdown_start),
+                                   (EventType.MAINTENANCE, d.maintenance_machine, d.maintenance_position * d.horizon)):
+        got = sorted((e.machine, e.time) for e in events if e.type == kind)
+        expected = sorted(zip(machines.tolist(), starts.tolist()))
+        assert len(expected) > 0 and [m for m, _ in got] == [m for m, _ in expected], kind
+        assert [t for _, t in got] == pytest.approx([t for _, t in expected], rel=1e-12), kind
+
+
 def test_an_instance_released_at_once_has_the_horizon_its_work_fills():
     """Every job released at 0: H = total work / total speed (realised.py docstring), so the utilization is 1 on
     machines of any speed (work 2 x 3 + 4 x 0.5 = 8 over speed 2.5)."""
