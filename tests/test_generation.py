@@ -364,7 +364,8 @@ def test_downtime_scaled_up_stops_at_95_percent_breakdowns_and_half_horizon_main
 
 def test_a_due_date_change_moves_a_due_date_no_earlier_than_half_the_jobs_processing_time_after_release(small):
     """DUE_DATE_CHANGE shifts the allowance by up to ``due_date_change_factor`` x due_date_tightness x P_j either way,
-    but never below half of P_j after the release (generator.py): with a factor of 5 many hit that floor."""
+    but never below half of P_j after the release (generator.py): with a factor of 5 many hit that floor, and the
+    others spread over the range."""
     inst = generate(replace_events(small, due_date_change=1.0, due_date_change_factor=5.0), 0)
     ptime = np.add.reduceat(np.bincount(np.repeat(np.arange(inst.num_ops), np.diff(inst.op_elig_ptr)),
                                         weights=inst.elig_time) / np.diff(inst.op_elig_ptr), inst.job_op_ptr[:-1])
@@ -373,6 +374,9 @@ def test_a_due_date_change_moves_a_due_date_no_earlier_than_half_the_jobs_proces
     due = np.array([e.due for e in changes])
     assert len(changes) == inst.num_jobs and (due >= floor * (1 - 1e-12)).all()
     assert 0 < np.isclose(due, floor, rtol=1e-12).sum() < len(changes)
+    # the shifts, in units of P_j, lie within 5 x tightness (2) and reach past half of it
+    shift = np.array([(e.due - inst.job_due[e.job]) / ptime[e.job] for e in changes])
+    assert (np.abs(shift) <= 5.0 * small.targets.due_date_tightness * (1 + 1e-9)).all() and shift.max() > 5.0
 
 
 def test_job_events_fall_in_their_windows_after_the_release(small):
