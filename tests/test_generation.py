@@ -428,11 +428,11 @@ def test_arrival_patterns_shape_the_release_rate(pattern, until, share):
     assert np.mean(planned < until * planned.max()) == pytest.approx(share, abs=1.5 / len(planned))
 
 
-@pytest.mark.parametrize("interval", [0.125, 0.3])
+@pytest.mark.parametrize("interval", [0.125, 0.3, 1.0])
 def test_maintenance_windows_sit_where_the_docs_place_them(small, interval):
     """Machine m of M has windows at (k - 1 + (m + 1) / (M + 1)) f of the horizon for k = 1 .. floor(1 / f)
     (docs/generation.md, "Known limits (measured)"): with f = 0.3 the window a fourth period would start is not
-    drawn."""
+    drawn; an interval of 1 is a fraction of the horizon (one window each), not one time unit."""
     d = draft(replace_events(small, maintenance_interval=interval), 0)
     machines = len(d.machine_speed)
     expected = [(m, (k - 1 + (m + 1) / (machines + 1)) * interval) for m in range(machines)
