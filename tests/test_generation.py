@@ -919,6 +919,31 @@ def test_horizon_scale_fills_the_horizon_at_the_utilization_target():
                                                abs=2)
 
 
+@pytest.mark.parametrize(("filled", "jobs"), [(22.4, 13), (21.4, 12)])
+def test_planned_jobs_of_a_horizon_count_the_warm_start_once_and_round(small, filled, jobs):
+    """planned_jobs = warm + (utilization x H x total speed / expected job work - warm) / jobs per arrival, rounded
+    (docs/generation.md, "Scale"): 3 warm-start jobs, arrivals in batches of 2, a horizon that ``filled`` jobs fill."""
+    from dynasched_gym.generation.scenario import expected_job_work
+
+    speed = sum(v for g in small.plant.groups for v in g.speeds)
+    horizon = filled * expected_job_work(small.plant) / (small.targets.utilization * speed)
+    data = _with_horizon(replace_events(small, batch_arrival=1.0, batch_size_mean=2.0, batch_size_std=0.0), horizon,
+                         warm_start_jobs=3)
+    assert planned_jobs(Scenario.from_dict(data)) == jobs  # 3 + (22.4 - 3) / 2 = 12.7; 3 + (21.4 - 3) / 2 = 12.2
+
+
+def test_an_error_equal_to_its_tolerance_is_within_as_sesc_stops_on():
+    """SESC stops once the worst error / tolerance ratio is at most 1; ``within`` (which decides ``converged``, hence
+    pool acceptance) must count an error equal to its tolerance as met too."""
+    from dynasched_gym.generation.scenario import Tolerances
+    from dynasched_gym.generation.sesc import within, worst_target
+
+    tolerances = Tolerances()
+    at = {"utilization": tolerances.utilization, "disturbance": 0.0}
+    assert worst_target(at, tolerances) == ("utilization", 1.0) and within(at, tolerances)
+    assert not within({"utilization": np.nextafter(tolerances.utilization, 1.0)}, tolerances)
+
+
 def test_jobs_per_arrival_is_the_generators_batch_mean(small):
     from dynasched_gym.generation.scenario import jobs_per_arrival
 
