@@ -240,6 +240,33 @@ def test_exhausted_attempts_raise_a_clear_error(tmp_path: Path, monkeypatch: pyt
     assert not _file(pool, 7).exists()
 
 
+def test_attempt_a_of_seed_s_draws_from_its_own_generator_and_needs_convergence(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attempt a at seed s of tier i draws its targets (uniform in the prior, in TARGET_NAMES order), then the
+    calibration seed, from default_rng([s, i, a]) (docs/generation.md, "How seed s is generated"); an attempt in the
+    tier is accepted only when the calibration converged."""
+    from types import SimpleNamespace
+
+    from dynasched_gym.generation.scenario import TARGET_NAMES
+
+    calls = []
+
+    def fake_calibrate(scenario, targets, method, seed, **options):
+        calls.append((targets, seed))
+        return SimpleNamespace(instance=None, converged=len(calls) == 3)
+
+    monkeypatch.setattr(tiers, "calibrate", fake_calibrate)
+    monkeypatch.setattr(tiers, "ssi", lambda instance: SimpleNamespace(score=60.0, tier="hard"))
+    inputs = tiers.key_inputs("hard", "small")
+    got = list(zip(range(3), tiers.attempts(inputs, 7)))
+    for a, (targets, seed) in enumerate(calls):
+        rng = np.random.default_rng([7, TIERS.index("hard"), a])
+        prior = inputs["prior"]
+        expected = {name: float(rng.uniform(*prior[name])) for name in TARGET_NAMES if name in prior}
+        assert list(targets.items()) == list(expected.items()) and seed == int(rng.integers(2**31))
+    assert [attempt.accepted for _, attempt in got] == [False, False, True]
+
+
 def test_default_cache_dir_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "env-cache"))
     pool = tier_pool("easy")
@@ -407,6 +434,12 @@ def test_a_prior_range_past_what_the_preset_allows_fails_on_load(conf_copy: Path
     _edit_tier_file(conf_copy, "easy", lambda d: d["prior"].update(load_cv=[1.3, 1.4]))
     if where == ("prior",):
         assert tiers.tier_prior("easy", "small")["load_cv"] == [1.3, 1.4]
+
+
+def test_a_prior_range_of_one_value_is_allowed(conf_copy: Path) -> None:
+    """A range is [low, high] with low <= high: low == high fixes the target."""
+    _edit_tier_file(conf_copy, "medium", lambda d: d["prior"].update(utilization=[0.3, 0.3]))
+    assert tiers.tier_prior("medium", "medium")["utilization"] == [0.3, 0.3]
 
 
 def test_malformed_prior_ranges_name_file_and_key(conf_copy: Path) -> None:
