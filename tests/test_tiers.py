@@ -267,6 +267,19 @@ def test_attempt_a_of_seed_s_draws_from_its_own_generator_and_needs_convergence(
     assert [attempt.accepted for _, attempt in got] == [False, False, True]
 
 
+def test_the_exhausted_attempts_error_tells_scores_from_failed_calibrations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The RuntimeError after the last rejected attempt lists each attempt's SSI score, or "not converged" where the
+    calibration failed (its score says nothing about the prior)."""
+    from types import SimpleNamespace
+
+    outcomes = iter([False, True])
+    monkeypatch.setattr(tiers, "calibrate", lambda *args, **kwargs: SimpleNamespace(instance=None,
+                                                                                  converged=next(outcomes)))
+    monkeypatch.setattr(tiers, "ssi", lambda instance: SimpleNamespace(score=42.25, tier="medium"))
+    with pytest.raises(RuntimeError, match=r"in 2 attempts \(SSI scores: not converged, 42\.2\)"):
+        tiers.generate_member({**tiers.key_inputs("hard", "small"), "max_attempts": 2}, 0)
+
+
 def test_default_cache_dir_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "env-cache"))
     pool = tier_pool("easy")
