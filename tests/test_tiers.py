@@ -243,7 +243,7 @@ def test_exhausted_attempts_raise_a_clear_error(tmp_path: Path, monkeypatch: pyt
 def test_attempt_a_of_seed_s_draws_from_its_own_generator_and_needs_convergence(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Attempt a at seed s of tier i draws its targets (uniform in the prior, in TARGET_NAMES order), then the
-    calibration seed, from default_rng([s, i, a]) (docs/generation.md, "How seed s is generated"); an attempt in the
+    calibration seed, from default_rng([s, i, a]) (docs/generation.md, "How seed *s* is generated"); an attempt in the
     tier is accepted only when the calibration converged."""
     from types import SimpleNamespace
 
