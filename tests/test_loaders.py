@@ -71,6 +71,7 @@ def test_fjs_details(shared: Path) -> None:
     assert mk06.num_machines == 15 and int(mk06.elig_machine.max()) == 9  # header kept, 10 used
     ft06 = load_instance(shared / "benchmarks/jssp/ft/ft06.txt")
     assert ft06.job_ops(0)[:3] == [{2: 1.0}, {0: 3.0}, {1: 6.0}] and ft06.machine_names[0] == "M0"
+    assert ft06.job_names[:2] == ("J1", "J2")  # jobs 1-based in both formats, machines 0-based in JSSP
 
 
 def test_sniffing_without_suffix(tmp_path: Path) -> None:
@@ -80,6 +81,10 @@ def test_sniffing_without_suffix(tmp_path: Path) -> None:
     assert detect_format(tmp_path / "b.data") == "jssp"
     assert load_instance(tmp_path / "a.data").job_ops(0) == [{0: 3.0, 1: 4.0}]
     assert load_instance(tmp_path / "b.data").job_ops(0) == [{0: 3.0}, {1: 4.0}]
+    (tmp_path / "c.FJS").write_text("1 2\n0 3 1 4\n")  # the suffix in any case wins over a JSSP-like header
+    assert detect_format(tmp_path / "c.FJS") == "fjsp"
+    (tmp_path / "d.fjs").write_text("1 2 1\n1 2 1 2.5 2 0.75\n")  # times are numbers, not only integers
+    assert load_instance(tmp_path / "d.fjs").job_ops(0) == [{0: 2.5, 1: 0.75}]
 
 
 def fjs_text(inst: Instance) -> str:
@@ -156,6 +161,50 @@ def test_dsbx_static_machines_and_group_ids(reference_dir: Path, tmp_path: Path)
     assert [(e.type, e.machine, e.duration) for e in inst.events[-3:-1]] == [(EventType.BREAKDOWN, 4, 2.5),
                                                                             (EventType.BREAKDOWN, 5, 2.5)]
     assert inst.events[-1] == Event(time=901.0, type=EventType.DUE_DATE_CHANGE, job=0, due=950.0)
+
+
+def test_dsbx_reader_mapping_on_a_hand_made_directory(tmp_path: Path) -> None:
+    """The module docstring's mapping, one rule a line: machine defaults (group default, speed 1); an ARRIVAL's own
+    routing wins over static_jobs.json; the last DUE_DATE_SET at or before the arrival sets the due date, one after
+    it is a change, and without any the static due_date is used; a PRIORITY_CHANGE before the ARRIVAL line sets the
+    weight (also after the job's cancellation when at its arrival time), one after it, even at the same time, is an
+    event; the emergency priority is -1 without input_model.json; a ROUTE_CHANGE without from_step starts at op 0."""
+    d = tmp_path / "hand"
+    d.mkdir()
+    (d / "static_machines.json").write_text(json.dumps({"machines": [{"id": "A1", "group": "A", "speed": 2.0},
+                                                                     {"id": "B1"}]}))
+    (d / "static_jobs.json").write_text(json.dumps({"jobs": {
+        "P": {"routing": ["A"], "process_times": [8.0], "due_date": 50.0},
+        "Q": {"routing": ["default"], "process_times": [3.0], "due_date": 40.0},
+        "R": {"routing": ["A"], "process_times": [2.0], "due_date": 30.0},
+    }}))
+    lines = [
+        {"time": 0, "event_type": "DUE_DATE_SET", "job_id": "P", "due_date": 20},
+        {"time": 1, "event_type": "PRIORITY_CHANGE", "job_id": "P", "new_priority": -1},
+        {"time": 1, "event_type": "ARRIVAL", "job_id": "P", "routing": ["default"], "process_times": [4.0]},
+        {"time": 1, "event_type": "DUE_DATE_SET", "job_id": "P", "due_date": 25},
+        {"time": 1, "event_type": "PRIORITY_CHANGE", "job_id": "P", "new_priority": 0},
+        {"time": 2, "event_type": "ARRIVAL", "job_id": "Q"},
+        {"time": 3, "event_type": "ROUTE_CHANGE", "job_id": "Q", "new_routing": ["A"], "new_process_times": [6.0]},
+        {"time": 4, "event_type": "DUE_DATE_SET", "job_id": "Q", "due_date": 45},
+        {"time": 5, "event_type": "ORDER_CANCELLATION", "job_id": "R"},
+        {"time": 6, "event_type": "PRIORITY_CHANGE", "job_id": "R", "new_priority": -1},
+        {"time": 6, "event_type": "ARRIVAL", "job_id": "R"},
+    ]
+    (d / "events.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every field is read and every static job arrives
+        inst = load_instance(d)
+    assert inst == Instance.build("hand", [Machine("A1", "A", 2.0), Machine("B1", "default", 1.0)], [
+        Job("P", [{1: 4.0}], release=1.0, due=25.0, weight=10.0),
+        Job("Q", [{1: 3.0}], release=2.0, due=40.0),
+        Job("R", [{0: 1.0}], release=6.0, due=30.0, weight=10.0),
+    ], [
+        Event(time=1.0, type=EventType.PRIORITY_CHANGE, job=0, weight=1.0),
+        Event(time=3.0, type=EventType.ROUTE_CHANGE, job=1, op=0, ops=({0: 3.0},)),
+        Event(time=4.0, type=EventType.DUE_DATE_CHANGE, job=1, due=45.0),
+        Event(time=5.0, type=EventType.CANCELLATION, job=2),
+    ])
 
 
 def test_dsbx_writer_round_trip(reference_dir: Path, tmp_path: Path) -> None:
@@ -290,6 +339,49 @@ def test_dsbx_writer_converts_factor(tmp_path: Path) -> None:
     ])
     back = load_instance(dsbx_dir.save(inst, tmp_path / "x"))
     assert [(e.op, e.value) for e in back.events] == [(1, 4.5), (1, 9.0)]  # nominal 3 -> 4.5 -> 9
+    # a route change from op 1 gives op 1 the nominal time of its new operation (2.0 on B1 of speed 0.5: 1.0),
+    # which the later factor scales
+    rerouted = Instance.build("y", _grouped_machines(), [Job("J", [{0: 4.0, 1: 2.0}, {2: 6.0}])], [
+        Event(time=1.0, type=EventType.ROUTE_CHANGE, job=0, op=1, ops=({2: 2.0},)),
+        Event(time=2.0, type=EventType.PTIME_CHANGE, job=0, op=1, factor=3.0),
+    ])
+    back = load_instance(dsbx_dir.save(rerouted, tmp_path / "y"))
+    assert [(e.op, e.value) for e in back.events[1:]] == [(1, 3.0)]
+
+
+def test_dsbx_writer_lines_and_static_jobs_of_a_small_instance(tmp_path: Path) -> None:
+    """What save writes, field by field, for the reference package (which reads more than our reader keeps): jobs in
+    release order, a weight > 1 as an emergency (priority -1 line before the ARRIVAL, arrival_type emergency), the
+    due date both as a DUE_DATE_SET line and in static_jobs.json, a due date change marked urgent or relaxed, a
+    PRIORITY_CHANGE at the release time kept as an event after the ARRIVAL; a warning counts each weight (static or
+    changed) other than 1 and 10."""
+    inst = Instance.build("x", _grouped_machines(), [
+        Job("J", [{0: 4.0, 1: 2.0}], release=2.0, due=9.0, weight=5.0), Job("K", [{2: 6.0}], weight=0.0),
+    ], [
+        Event(time=2.0, type=EventType.PRIORITY_CHANGE, job=0, weight=1.0),
+        Event(time=3.0, type=EventType.DUE_DATE_CHANGE, job=0, due=7.0),
+        Event(time=4.0, type=EventType.DUE_DATE_CHANGE, job=0, due=8.0),
+        Event(time=5.0, type=EventType.PRIORITY_CHANGE, job=1, weight=3.0),
+    ])
+    with pytest.warns(UserWarning, match=r"^dsbx format: 3 weight\(s\) other than 1 and 10.0 become priority 0 or -1$"):
+        files = dsbx_dir.render(inst)
+    arrival = {"event_type": "ARRIVAL", "job_family": "Custom", "batch_id": None}
+    assert [json.loads(line) for line in files["events.jsonl"].splitlines()] == [
+        {"time": 0.0, **arrival, "job_id": "K", "routing": ["B"], "process_times": [3.0], "arrival_type": "planned"},
+        {"time": 2.0, "event_type": "PRIORITY_CHANGE", "job_id": "J", "new_priority": -1},
+        {"time": 2.0, **arrival, "job_id": "J", "routing": ["A"], "process_times": [4.0],
+         "arrival_type": "emergency"},
+        {"time": 2.0, "event_type": "DUE_DATE_SET", "job_id": "J", "due_date": 9.0},
+        {"time": 2.0, "event_type": "PRIORITY_CHANGE", "job_id": "J", "new_priority": 0},
+        {"time": 3.0, "event_type": "DUE_DATE_CHANGE", "job_id": "J", "new_due_date": 7.0, "reason": "urgent"},
+        {"time": 4.0, "event_type": "DUE_DATE_CHANGE", "job_id": "J", "new_due_date": 8.0, "reason": "relaxed"},
+        {"time": 5.0, "event_type": "PRIORITY_CHANGE", "job_id": "K", "new_priority": -1},
+    ]
+    assert json.loads(files["static_jobs.json"]) == {"jobs": {
+        "K": {"job_family": "Custom", "routing": ["B"], "process_times": [3.0], "arrival_type": "planned"},
+        "J": {"job_family": "Custom", "routing": ["A"], "process_times": [4.0], "arrival_type": "emergency",
+              "due_date": 9.0},
+    }}
 
 
 def test_dsbx_writer_keeps_generated_times_exactly_and_warns_when_it_cannot(tmp_path: Path) -> None:
@@ -307,6 +399,10 @@ def test_dsbx_writer_keeps_generated_times_exactly_and_warns_when_it_cannot(tmp_
     odd = Instance.build("odd", machines, [Job("J", [{0: 10.0, 1: 3.3333333334}])])
     with pytest.warns(UserWarning, match=r"1 operation\(s\) have no nominal time that gives every machine's time"):
         dsbx_dir.save(odd, tmp_path / "odd")
+    rerouted = Instance.build("rerouted", machines, [Job("J", [{0: 10.0, 1: 10.0 / 3}])],
+                              [Event(time=1.0, type=EventType.ROUTE_CHANGE, job=0, ops=({0: 10.0, 1: 3.3333333334},))])
+    with pytest.warns(UserWarning, match=r"1 operation\(s\) have no nominal time"):  # a route change's ops count too
+        dsbx_dir.save(rerouted, tmp_path / "rerouted")
 
 
 @SETTINGS
@@ -426,6 +522,31 @@ def test_jms_emergency_entry_without_operation(shared: Path, tmp_path: Path) -> 
     assert_located(exc, path, "(11,2)", field='emergency_static.11.proc_time["(11,2)"]')
 
 
+def test_jms_emergency_jobs_in_id_order_and_breakdowns_paired_in_time_order(tmp_path: Path) -> None:
+    """emergency_static jobs are appended in increasing file id, named J<id>, weighing 10 from their job_emergency
+    time; breaks and repairs pair per machine in time order whatever the file order; events sort stably by time,
+    breakdowns (by machine, then time) before cancellations at one time."""
+    def spec(j: int, times: dict[str, float]) -> dict:
+        return {"candidates": {f"({j},1)": [int(m) for m in times]}, "proc_time": {f"({j},1)": times}}
+
+    data = {"static_info": {"num_jobs": 1, "num_machines": 2, "ops_per_job": [1], **spec(1, {"0": 2, "1": 3})},
+            "emergency_static": {"3": spec(3, {"1": 4}), "2": spec(2, {"0": 5})},
+            "dynamic_events": {"job_emergency": [[3, 4.0], [2, 6.0]], "job_cancel": [[1, 2.0]],
+                               "machine_break": [[1, 5.0], [0, 7.0], [0, 2.0]],
+                               "machine_repair": [[0, 8.0], [1, 6.5], [0, 3.0]]}}
+    path = tmp_path / "e.jsonl"
+    path.write_text(json.dumps(data))
+    assert load_instance(path) == Instance.build("e", [Machine("M0"), Machine("M1")], [
+        Job("J1", [{0: 2.0, 1: 3.0}]), Job("J2", [{0: 5.0}], release=6.0, weight=10.0),
+        Job("J3", [{1: 4.0}], release=4.0, weight=10.0),
+    ], [
+        Event(time=2.0, type=EventType.BREAKDOWN, machine=0, duration=1.0),
+        Event(time=2.0, type=EventType.CANCELLATION, job=0),
+        Event(time=5.0, type=EventType.BREAKDOWN, machine=1, duration=1.5),
+        Event(time=7.0, type=EventType.BREAKDOWN, machine=0, duration=1.0),
+    ])
+
+
 # ------------------------------------------------------------------------------------------ native
 @SETTINGS
 @given(inst=instances(max_jobs=6, max_machines=5))
@@ -438,6 +559,36 @@ def test_native_round_trip(inst: Instance, tmp_path_factory: pytest.TempPathFact
     assert Instance.from_dict(json.loads(inst.to_json())) == inst
     path.write_text(json.dumps(inst.to_dict(), sort_keys=True, indent=2))  # key order does not matter
     assert detect_format(path) == "native" and load_instance(path) == inst
+
+
+def test_native_writes_every_field_and_omitted_fields_read_as_their_defaults(tmp_path: Path) -> None:
+    """to_dict writes each field as DESIGN section 5 shows it: a field left out would come back as its default, and
+    Instance equality, which compares to_dict, could not tell. A file omitting the optional fields reads as the
+    defaults: the policy resume, names M<id> and Job-<id>, group default, speed 1, release 0, no due date, weight 1."""
+    machines = [Machine("A1", "A", 2.0), Machine("B1", "B", 0.5)]
+    inst = Instance.build("x", machines, [Job("J", [{0: 4.0, 1: 6.0}], release=1.5, due=9.0, weight=3.0)],
+                          [Event(time=2.0, type=EventType.ROUTE_CHANGE, job=0, op=1, ops=({1: 0.5},))], "restart")
+    assert inst.to_dict() == {
+        "format": "dynasched-instance/1", "name": "x", "config": {"breakdown_policy": "restart"},
+        "machines": [{"id": 0, "name": "A1", "group": "A", "speed": 2.0},
+                     {"id": 1, "name": "B1", "group": "B", "speed": 0.5}],
+        "jobs": [{"id": 0, "name": "J", "release": 1.5, "due": 9.0, "weight": 3.0,
+                  "ops": [{"eligible": {"0": 4.0, "1": 6.0}}]}],
+        "events": [{"time": 2.0, "type": "ROUTE_CHANGE", "job": 0, "op": 1, "ops": [{"eligible": {"1": 0.5}}]}],
+    }
+    for change in ({"machine_speed": [2.0, 1.0]}, {"machine_groups": ("A", "A")}, {"job_release": [0.0]},
+                   {"job_due": [math.nan]}, {"job_weight": [1.0]}, {"events": ()}, {"breakdown_policy": "resume"}):
+        assert inst.replace(**change) != inst, change
+    path = tmp_path / "minimal.json"
+    path.write_text(json.dumps({"format": "dynasched-instance/1", "machines": [{"id": 0}],
+                                "jobs": [{"id": 0, "ops": [{"eligible": {"0": 2}}]}]}))
+    assert load_instance(path).to_dict() == {
+        "format": "dynasched-instance/1", "name": "unnamed", "config": {"breakdown_policy": "resume"},
+        "machines": [{"id": 0, "name": "M0", "group": "default", "speed": 1.0}],
+        "jobs": [{"id": 0, "name": "Job-0", "release": 0.0, "due": None, "weight": 1.0,
+                  "ops": [{"eligible": {"0": 2.0}}]}],
+        "events": [],
+    }
 
 
 def test_strategy_covers_every_event_type() -> None:
