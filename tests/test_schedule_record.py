@@ -62,3 +62,11 @@ def test_a_negative_id_in_a_schedule_record_is_refused_naming_the_field():
             schedule_from_dict(bad, source="s.json")
         assert (err.value.field, err.value.value) == (f"{table}[0].{key}", -1)
         assert validate_schedule(bad).kinds().get("format")
+
+
+def test_times_within_the_record_tolerance_load_as_written():
+    """A segment may end up to RECORD_TOL before its start (another solver's rounding): it loads with the times the
+    file gives, for the validator to judge, not mended."""
+    data = record([1.0, 2.0, 7.0], [NAN] * 3, [(0.0, 1.0), (2.0, 2.0 - 1e-7)], [(3.0, 3.0 - 1e-7)]).to_dict()
+    loaded = schedule_from_dict(data, source="s.json")
+    assert loaded.segment_end.tolist() == [1.0, 2.0 - 1e-7] and loaded.downtime_end.tolist() == [3.0 - 1e-7]
