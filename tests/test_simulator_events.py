@@ -120,6 +120,29 @@ def test_processing_time_change(event, op1):
     assert segments(s)[1][3:5] == op1
 
 
+def test_a_processing_time_value_keeps_the_operations_machines():
+    """A PTIME_CHANGE ``value`` divides by the speed of the machines the operation may use; a machine it may not
+    use stays refused (the value gave every machine a time)."""
+    inst = make([Job("a", [{0: 2.0}, {0: 1.5}])], [Event(1.0, E.PTIME_CHANGE, job=0, op=1, value=5.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 2.0
+    with pytest.raises(ValueError, match=r"^\(job 0, machine 1\) cannot start at t=2.0"):
+        sim.step(0, 1)
+    assert [c.tolist() for c in sim.candidates()] == [[0], [0], [5.0]]
+
+
+@pytest.mark.filterwarnings("ignore::dynasched_gym.errors.IgnoredEventWarning")
+def test_a_processing_time_change_past_a_full_list_touches_no_other_job():
+    """Op 1 of a one-op job with no REWORK or ROUTE_CHANGE is past its slots: the change is ignored, and the next
+    job's first slot, stored right after them, keeps its time."""
+    inst = make([Job("a", [{0: 2.0}]), Job("b", [{1: 3.0}])], [Event(0.0, E.PTIME_CHANGE, job=0, op=1, factor=4.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    assert [c.tolist() for c in sim.candidates()] == [[0, 1], [0, 1], [2.0, 3.0]]
+
+
 def test_route_change_replaces_unstarted_operations():
     inst = make([Job("a", [{0: 2.0}, {0: 3.0}])], [Event(1.0, E.ROUTE_CHANGE, job=0, ops=({1: 5.0},))])
     s = play(inst)
