@@ -120,6 +120,16 @@ def test_processing_time_change(event, op1):
     assert segments(s)[1][3:5] == op1
 
 
+def test_a_processing_time_value_resets_the_earlier_factors():
+    """Factors compound, and a ``value`` replaces them: 5 / speed 2, not 3 x 5 / 2; a later factor scales the value."""
+    inst = make([Job("a", [{0: 2.0}, {0: 1.5}, {0: 1.0}])], [
+        Event(0.5, E.PTIME_CHANGE, job=0, op=1, factor=3.0), Event(1.0, E.PTIME_CHANGE, job=0, op=1, value=5.0),
+        Event(1.0, E.PTIME_CHANGE, job=0, op=2, value=4.0), Event(1.5, E.PTIME_CHANGE, job=0, op=2, factor=0.5),
+    ], speeds=(2.0, 1.0))
+    s = play(inst)
+    assert [seg[3:5] for seg in segments(s)] == [(0.0, 2.0), (2.0, 4.5), (4.5, 5.5)]
+
+
 def test_a_processing_time_value_keeps_the_operations_machines():
     """A PTIME_CHANGE ``value`` divides by the speed of the machines the operation may use; a machine it may not
     use stays refused (the value gave every machine a time)."""
