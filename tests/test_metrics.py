@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from dynasched_gym.metrics import METRIC_KEYS, compute_metrics
+from dynasched_gym.metrics import EPS, METRIC_KEYS, compute_metrics
 
 NAN = float("nan")
 
@@ -52,6 +52,17 @@ def test_tardiness_within_eps_enters_the_sums_but_is_not_tardy():
     assert late > 0
     assert (metrics["num_tardy_jobs"], metrics["total_tardiness"], metrics["mean_tardiness"]) == (0, late, late)
     assert metrics["total_weighted_tardiness"] == 4 * late
+
+
+def test_a_job_late_by_exactly_eps_is_not_tardy():
+    """Tardy is C - d > EPS (docs/semantics.md): late by EPS exactly is on time; the next float above it is tardy."""
+    empty = np.zeros(0)
+    late = np.array([EPS, np.nextafter(EPS, 1.0)])
+    metrics = compute_metrics(release=np.zeros(2), due=np.zeros(2), weight=np.ones(2), completion=late,
+                              cancelled=np.zeros(2, dtype=bool), busy_start=empty, busy_end=empty, down_start=empty,
+                              down_end=empty, num_machines=1)
+    assert metrics["num_tardy_jobs"] == 1
+    assert metrics["total_tardiness"] == late.sum()
 
 
 def test_nothing_completed_gives_zeros():
