@@ -209,6 +209,18 @@ def test_rework_inserts_completed_operation_before_next_unstarted():
                            (0, 2, 0, 5.0, 7.0, 1.0, "completed")]
 
 
+def test_a_reworked_copy_keeps_the_changed_processing_times():
+    """The copy has the same times as the completed slot: its PTIME_CHANGE factor (4, not 2) and value (5, not 2)."""
+    inst = make([Job("a", [{0: 2.0}, {0: 3.0}]), Job("b", [{1: 2.0}, {1: 3.0}])], [
+        Event(0.0, E.PTIME_CHANGE, job=0, op=0, factor=2.0), Event(0.0, E.PTIME_CHANGE, job=1, op=0, value=5.0),
+        Event(5.0, E.REWORK, job=0, op=0), Event(6.0, E.REWORK, job=1, op=0),
+    ])
+    s = play(inst)
+    assert sorted(seg[:5] for seg in segments(s)) == [
+        (0, 0, 0, 0.0, 4.0), (0, 1, 0, 4.0, 7.0), (0, 2, 0, 7.0, 11.0),
+        (1, 0, 1, 0.0, 5.0), (1, 1, 1, 5.0, 8.0), (1, 2, 1, 8.0, 13.0)]
+
+
 def test_same_time_order_completion_before_breakdown_and_arrival_before_cancellation():
     inst = make([Job("a", [{0: 2.0}]), Job("b", [{1: 1.0}], release=2.0)], [
         Event(2.0, E.CANCELLATION, job=1),
