@@ -155,6 +155,15 @@ EDGE_CASES = {
                                       [Event(0.0, B, machine=0, duration=3.0), Event(3.0, B, machine=0, duration=1.0),
                                        Event(3.0 + 6e-10, EventType.REPAIR, machine=0)],
                                       [(0, 0, 4.0, 5.0, "completed")]),
+    # a breakdown due to end 5e-10 after a REPAIR: the REPAIR comes first and ends it at the instant's time, 2
+    "repair just before a breakdown's end": ([Job("J0", [{0: 1.0}])],
+                                             [Event(0.0, B, machine=0, duration=2.0 + 5e-10),
+                                              Event(2.0, EventType.REPAIR, machine=0)],
+                                             [(0, 0, 2.0, 3.0, "completed")]),
+    # a breakdown ending 5e-10 after a release joins the release's instant but ends at its own planned end
+    "breakdown end just after a release": ([Job("J0", [{0: 1.0}], release=2.0)],
+                                           [Event(0.0, B, machine=0, duration=2.0 + 5e-10)],
+                                           [(0, 0, 2.0, 3.0, "completed")]),
 }
 
 
