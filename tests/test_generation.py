@@ -28,6 +28,7 @@ from dynasched_gym.generation import (
     tier_of,
 )
 from dynasched_gym.generation.evolutionary import MAX_BUDGET
+from dynasched_gym.generation.realised import instance_inputs
 from dynasched_gym.generation.scenario import (
     MAX_EVENT_FACTOR,
     TIME_RANGE,
@@ -343,6 +344,11 @@ def test_a_repair_at_the_instant_of_its_breakdown_shortens_nothing(repair):
     assert realised_metrics(later)["disturbance"] == pytest.approx(0.1)  # an early repair at 3 still cuts it
 
 
+def _job_processing_time(inst: Instance) -> np.ndarray:  # (J,)
+    """P_j: the sum of the job's operations' mean times over their eligible machines, as realised.py measures it."""
+    return np.add.reduceat(instance_inputs(inst).op_time, inst.job_op_ptr[:-1])
+
+
 def test_downtime_scaled_up_stops_at_95_percent_breakdowns_and_half_horizon_maintenance(small):
     """However far ``downtime_scale`` goes (SESC bisects it up to 50), a machine's breakdowns take at most 95 % of the
     horizon, one after another inside [0, H], and a maintenance window at most half of it (generator.py)."""
@@ -367,8 +373,7 @@ def test_a_due_date_change_moves_a_due_date_no_earlier_than_half_the_jobs_proces
     but never below half of P_j after the release (generator.py): with a factor of 5 many hit that floor, and the
     others spread over the range."""
     inst = generate(replace_events(small, due_date_change=1.0, due_date_change_factor=5.0), 0)
-    ptime = np.add.reduceat(np.bincount(np.repeat(np.arange(inst.num_ops), np.diff(inst.op_elig_ptr)),
-                                        weights=inst.elig_time) / np.diff(inst.op_elig_ptr), inst.job_op_ptr[:-1])
+    ptime = _job_processing_time(inst)
     changes = [e for e in inst.events if e.type == EventType.DUE_DATE_CHANGE]
     floor = np.array([inst.job_release[e.job] + 0.5 * ptime[e.job] for e in changes])
     due = np.array([e.due for e in changes])
@@ -388,9 +393,7 @@ def test_job_events_fall_in_their_windows_after_the_release(small):
     rates = {k: 1.0 for k in ("emergency", "priority_change", "ptime_change", "route_change", "rework",
                               "due_date_change", "cancellation")}
     inst = generate(replace_events(small, **rates), 0)
-    counts = np.diff(inst.op_elig_ptr)
-    ptime = np.add.reduceat(np.bincount(np.repeat(np.arange(inst.num_ops), counts), weights=inst.elig_time) / counts,
-                            inst.job_op_ptr[:-1])
+    ptime = _job_processing_time(inst)
     ops = np.diff(inst.job_op_ptr)
     offsets: dict[str, list[float]] = {}
     for e in inst.events:
