@@ -27,6 +27,7 @@ from dynasched_gym.generation import (
     ssi,
     tier_of,
 )
+from dynasched_gym.generation import sesc as sesc_module
 from dynasched_gym.generation.evolutionary import MAX_BUDGET
 from dynasched_gym.generation.realised import instance_inputs
 from dynasched_gym.generation.scenario import (
@@ -38,7 +39,7 @@ from dynasched_gym.generation.scenario import (
     planned_jobs,
     replace_targets,
 )
-from dynasched_gym.generation.sesc import MAX_STEPS, CalibrationWarning, tolerance
+from dynasched_gym.generation.sesc import MAX_STEPS, CalibrationWarning, sesc, tolerance
 from dynasched_gym.instance import EMERGENCY_WEIGHT, MAX_MAGNITUDE, MIN_PROCESSING_TIME
 
 
@@ -111,6 +112,42 @@ def test_an_unreachable_target_does_not_keep_sesc_from_the_others():
     assert any(e not in (None, "arrival_scv") for e in edits[first + 1:])  # it went on with the others
     assert len(result.history) < 26  # and stopped once only the unreachable one was left
     assert any(record["knobs"] == result.knobs for record in result.history)  # the state kept is a step's
+
+
+def test_a_target_out_of_reach_is_tried_again_after_an_edit_that_moves_a_knob(small, monkeypatch):
+    """docs of :func:`sesc`: a target whose edit changes no knob is set aside while the others are edited, and tried
+    again once any edit changes a knob (which may have brought it within reach). Fake metrics and edits isolate the
+    loop: arrival_scv (the worst) is reachable only once the disturbance edit has set the downtime scale."""
+    d = draft(small, 0)
+    monkeypatch.setattr(d, "metric_inputs", lambda: d)
+    monkeypatch.setattr(sesc_module, "measure", lambda x: {"arrival_scv": 1.0 if x.arrival_exponent == 7.0 else 0.5,
+                                                          "disturbance": 1.0 if x.downtime_scale == 9.0 else 0.9})
+
+    def edit_arrival(x, _metrics, _target, _tol):
+        if x.downtime_scale != 9.0:
+            return True  # beyond the knob's range for now: no knob moves
+        x.arrival_exponent = 7.0
+        return False
+
+    monkeypatch.setitem(sesc_module._EDITS, "arrival_scv", edit_arrival)
+    monkeypatch.setitem(sesc_module._EDITS, "disturbance", lambda x, _m, _t, _tol: setattr(x, "downtime_scale", 9.0))
+    converged, history = sesc(d, {"arrival_scv": 1.0, "disturbance": 1.0}, small.tolerances)
+    assert [record.get("edit") for record in history] == ["arrival_scv", "disturbance", "arrival_scv", None]
+    assert converged and (d.arrival_exponent, d.downtime_scale) == (7.0, 9.0)
+
+
+def test_a_window_downtime_edit_stops_at_95_percent_of_the_window(windowed):
+    """A bottleneck window's downtime knob is bisected in [0, 0.95] (docs of ``_edit``): a target beyond what 95 %
+    downtime gives leaves the knob at 0.95 and is reported beyond range; one below it is met inside the range."""
+    d = draft(windowed, 3)
+    edit = sesc_module._edit("bottleneck_window[0]")
+    assert edit(d, {}, 50.0, 0.05) is True  # 95 % downtime gives about 13, 100 % would give any utilization
+    assert d.window_downtime.tolist() == [0.95, 0.0]
+    d.window_downtime[:] = 0.0
+    assert edit(d, {}, 12.0, 0.05) is False
+    assert 0.9 < d.window_downtime[0] < 0.95
+    assert realised_metrics(d.build(), windowed.bottleneck_windows)["bottleneck_window[0]"] == pytest.approx(12.0,
+                                                                                                              rel=0.05)
 
 
 def _in_time_unit(scenario: Scenario, unit: float, **targets: float | None) -> Scenario:
