@@ -421,6 +421,26 @@ def test_a_due_date_change_moves_a_due_date_no_earlier_than_half_the_jobs_proces
     assert (np.abs(shift) <= 5.0 * small.targets.due_date_tightness * (1 + 1e-9)).all() and shift.max() > 5.0
 
 
+@pytest.mark.parametrize(("disturbance", "maintenance_interval", "floored"),
+                         [(0.0005, 0.0, False), (0.05, 0.0, False), (0.05, 0.125, True), (0.3, 0.5, False)])
+def test_every_machine_breaks_down_and_its_breakdowns_fill_what_maintenance_leaves_of_the_target(
+        small, disturbance, maintenance_interval, floored):
+    """Each machine draws at least one breakdown (a Poisson count floored at 1) whose lengths, fractions of H before
+    ``downtime_scale``, sum to the ``disturbance`` target less the machine's maintenance, but to at least a tenth of
+    the target (``floored``: the preset's maintenance, about half of H a machine, exceeds a target of 0.05)."""
+    data = small.to_dict()
+    data["events"]["maintenance_interval"] = maintenance_interval
+    data["targets"]["disturbance"] = disturbance
+    for seed in range(5):
+        d = draft(Scenario.from_dict(data), seed)
+        num_machines = len(d.machine_speed)
+        per_machine = np.bincount(d.breakdown_machine, weights=d.breakdown_length, minlength=num_machines)
+        maintenance = np.bincount(d.maintenance_machine, weights=d.maintenance_length, minlength=num_machines)
+        assert np.bincount(d.breakdown_machine, minlength=num_machines).min() >= 1
+        assert ((disturbance - maintenance) < 0.1 * disturbance).all() == floored
+        assert per_machine == pytest.approx(np.maximum(disturbance - maintenance, 0.1 * disturbance), rel=1e-9)
+
+
 def test_job_events_fall_in_their_windows_after_the_release(small):
     """Each job event's time is release + offset x P_j with the offset drawn in its window (generator._job_events):
     an emergency within 0.25 (soon after arrival), a priority change within 1, a processing-time change of op k of n

@@ -348,6 +348,7 @@ def draft(scenario: Scenario, seed: int) -> Draft:
         maint_share = np.bincount(np.array(mt_machine, dtype=np.int64), weights=np.array(mt_len), minlength=num_m)
         for m in range(num_m):
             budget = max(targets.disturbance - maint_share[m], targets.disturbance * 0.1)
+            # at least one breakdown a machine, so that downtime_scale moves every machine's share of the target
             count = max(1, int(rng.poisson(max(1.0, budget * 40))))
             weights = rng.dirichlet(np.ones(count + 1))
             bd_machine.extend([m] * count)
