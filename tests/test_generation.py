@@ -150,6 +150,20 @@ def test_a_window_downtime_edit_stops_at_95_percent_of_the_window(windowed):
                                                                                                               rel=0.05)
 
 
+def test_the_disturbance_edit_scales_downtime_up_to_fifty_times(small):
+    """SESC bisects ``downtime_scale`` in [0, 50]: with breakdowns drawn for a disturbance of 0.001 (no maintenance),
+    0.04 is met inside the range and 0.2 is beyond it, the knob then left at 50."""
+    data = small.to_dict()
+    data["events"]["maintenance_interval"] = 0.0
+    data["targets"]["disturbance"] = 0.001
+    d = draft(Scenario.from_dict(data), 0)
+    edit = sesc_module._edit("disturbance")
+    assert edit(d, {}, 0.04, 0.05) is False
+    assert 30 < d.downtime_scale < 50 and realised_metrics(d.build())["disturbance"] == pytest.approx(0.04, rel=0.05)
+    assert edit(d, {}, 0.2, 0.05) is True
+    assert d.downtime_scale == 50.0
+
+
 def _in_time_unit(scenario: Scenario, unit: float, **targets: float | None) -> Scenario:
     """``scenario`` with its times (mean times, maintenance durations) in a time unit ``unit`` times as long."""
     data = scenario.to_dict()
