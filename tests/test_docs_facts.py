@@ -1,6 +1,7 @@
 """Tables and lists of the docs that restate code or config facts match them: the env's arguments and their
 defaults and choices, the composite rules, the rule tables, the lookahead defaults, the observation widths, the
-tier priors and the SSI bands. The prose around them is read by people; these are the parts that drift silently."""
+tier priors, the SESC knob ranges and the SSI bands. The prose around them is read by people; these are the parts
+that drift silently."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from dynasched_gym.core.rules import COMPOSITE_RULES, JOB_RULES, MACHINE_RULES
 from dynasched_gym.envs.dfjsp.env import RENDER_MODES, DFJSPEnv
 from dynasched_gym.envs.dfjsp.features import BLOCKS, OBSERVABILITY, num_columns
 from dynasched_gym.envs.dfjsp.types import INVALID_ACTION_POLICIES, MAX_CANDIDATES_LIMIT
-from dynasched_gym.generation import TIER_BANDS, TIERS
+from dynasched_gym.generation import TIER_BANDS, TIERS, Scenario, draft
+from dynasched_gym.generation import sesc as sesc_module
+from dynasched_gym.generation.realised import measure
 from dynasched_gym.instance import BREAKDOWN_POLICIES
 from dynasched_gym.metrics import OBJECTIVES
 
@@ -130,3 +133,26 @@ def test_tier_bands_table(doc: str, header: str) -> None:
         low, high = TIER_BANDS[tier]
         closed = tier == TIERS[-1]  # extreme's bound is past 100 only to take the score's rounding
         assert band == (f"[{low:g}, {100 if closed else high:g}{']' if closed else ')'}"), tier
+
+
+def test_sesc_knob_table_gives_each_edit_its_bisection_range(monkeypatch) -> None:
+    """docs/generation.md's knob table: a bisected target's range is the one its edit hands ``_solve``, and a closed
+    form edit bisects nothing."""
+    searched: dict[str, tuple[float, float]] = {}
+
+    def solve(_d, _knob, metric: str, _target: float, lo: float, hi: float, _tol: float) -> bool:
+        searched[metric] = (lo, hi)
+        return False
+
+    monkeypatch.setattr(sesc_module, "_solve", solve)
+    windowed = Scenario.from_dict({**Scenario.preset("small").to_dict(), "bottleneck_windows": [
+        {"group": "GroupA", "start": 0.2, "end": 0.4, "utilization": 0.9}]})
+    d = draft(windowed, 0)
+    metrics = measure(d.metric_inputs())
+    rows = _table(_text("generation.md"), "| target | knob | edit |")
+    for target, _knob, edit in rows:
+        name = TICKED.match(target).group(1).replace("[i]", "[0]")
+        sesc_module._edit(name)(d, metrics, metrics[name], 0.05)
+        bisected = re.match(r"bisection in \[([\d.]+), ([\d.]+)\]", edit)
+        assert searched.get(name) == (tuple(float(x) for x in bisected.groups()) if bisected else None), name
+    assert [TICKED.match(row[0]).group(1) for row in rows] == [*sesc_module._EDITS, "bottleneck_window[i]"]
