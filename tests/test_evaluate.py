@@ -469,6 +469,38 @@ def test_compare_agents_resumes_from_its_journal(tmp_path, monkeypatch, capsys) 
     assert len(journal.read_text().splitlines()) == 3
 
 
+def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_mean(tmp_path, monkeypatch,
+                                                                                    capsys) -> None:
+    """The reported numbers of a known table (play_seeds stubbed: no episode is played): the best rule is the one of
+    the lowest mean (not rule 0), the margin is agent minus it with its paired interval, wins and ties as counted,
+    and on subsets of every seed the agent beats the best rule always and the post-hoc choice flatters nothing."""
+    from dynasched_gym.agents.rules import rule_names
+    from scripts import compare_agents
+
+    names = rule_names()
+    best = names[5]
+    table = {name: [20.0 + j] * 3 for j, name in enumerate(names)} | {best: [4.0, 5.0, 9.0]}  # mean 6, median 5
+    agent = [5.0, 4.0, 5.0]  # minus the best rule: 1, -1, -4
+    played = []
+
+    def stub(agent_, args, seeds, out):
+        played.append(seeds)
+        return {seed: {"seed": seed, "agent": agent[i], "rules": {name: table[name][i] for name in names}}
+                for i, seed in enumerate(seeds)}
+
+    monkeypatch.setattr(compare_agents, "play_seeds", stub)
+    compare_agents.main(["--seeds", "3", "--start", "20000", "--subset-size", "3", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert played == [range(20000, 20003)]
+    margin = paired_margin(agent, table[best])
+    lo, hi = margin["ci95"]
+    assert margin["margin"] == pytest.approx(-4 / 3) and lo < margin["margin"] < hi
+    assert (f"lookahead - best rule ({best}): -1.333, 95 % CI [{lo:.3f}, {hi:.3f}] (-22.2 %); better on 2, tied "
+            "on 0") in out
+    assert f"that choice is on average 0.0 % below {best} there" in out and "beats the best rule chosen on the " \
+        "subset in 100.0 %" in out  # every 3-seed subset of 3 seeds is all of them
+
+
 def test_compare_agents_names_its_journal_when_its_folder_is_removed_mid_run(tmp_path, monkeypatch) -> None:
     """The seeds went on into the open handle of a removed journal, lost without a word, status 0."""
     import shutil
