@@ -501,6 +501,46 @@ def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_me
         "subset in 100.0 %" in out  # every 3-seed subset of 3 seeds is all of them
 
 
+def test_compare_agents_journals_every_seed_of_a_chunk_with_its_own_values(tmp_path, monkeypatch) -> None:
+    """play_seeds with the playing stubbed (instance = its seed): every seed of a chunk is appended with its own
+    rules' and agent's values, a rerun with more seeds plays only the new ones, and the journal is the agent
+    configuration's and the pool's."""
+    import argparse
+    from types import SimpleNamespace
+
+    from dynasched_gym.agents import make
+    from dynasched_gym.agents.rules import rule_names
+    from scripts import compare_agents
+
+    played: list[list[int]] = []
+
+    def play(agent, args, seeds, instances):
+        played.append(list(seeds))
+        return [SimpleNamespace(metrics={"total_weighted_tardiness": seed + 0.5}) for seed in instances]
+
+    monkeypatch.setattr(compare_agents, "CHUNK", 2)
+    monkeypatch.setattr(compare_agents, "tier_pool", lambda tier, size: SimpleNamespace(
+        prepare=lambda seeds: None, instance=lambda seed: seed))
+    monkeypatch.setattr(compare_agents, "rule_objectives", lambda instances, objective, validate: {
+        name: np.array(instances, dtype=float) for name in rule_names()})
+    monkeypatch.setattr(compare_agents, "validate_schedule", lambda schedule: SimpleNamespace(ok=True))
+    monkeypatch.setattr(compare_agents, "_play", play)
+    agent = make("lookahead", top_k=2)
+    args = argparse.Namespace(tier="easy", size="small", objective="weighted_tardiness", agent="lookahead")
+    compare_agents.play_seeds(agent, args, range(20000, 20005), tmp_path)
+    assert played == [[20000, 20001], [20002, 20003], [20004]]
+    journal = compare_agents.journal_path(agent, args, tmp_path)
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [row["seed"] for row in rows] == list(range(20000, 20005))
+    assert all(row["agent"] == row["seed"] + 0.5 and set(row["rules"].values()) == {row["seed"]} for row in rows)
+    again = compare_agents.play_seeds(agent, args, range(20000, 20007), tmp_path)
+    assert played[3:] == [[20005, 20006]] and [again[seed] for seed in range(20000, 20005)] == rows
+    # another configuration of the agent, or another generation of the pool, plays into a journal of its own
+    assert compare_agents.journal_path(make("lookahead", top_k=4), args, tmp_path) != journal
+    monkeypatch.setattr(compare_agents, "key_inputs", lambda tier, size: {"generator": "changed"})
+    assert compare_agents.journal_path(agent, args, tmp_path) != journal
+
+
 def test_compare_agents_names_its_journal_when_its_folder_is_removed_mid_run(tmp_path, monkeypatch) -> None:
     """The seeds went on into the open handle of a removed journal, lost without a word, status 0."""
     import shutil
