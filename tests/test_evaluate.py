@@ -405,6 +405,15 @@ def test_subset_comparison_counts_wins_against_the_best_rule_of_each_subset():
     assert 0.0 < flattery < 0.5  # the subset's best rule looks better than rule 0 on its own subset
 
 
+def test_subset_comparison_counts_no_tie_as_a_win_and_no_flattery_over_a_reference_of_zero() -> None:
+    """Weighted tardiness is often 0 on easy tiers: an agent equal to the best rule does not beat it, and rules that
+    all reach 0 flatter nothing (1 - 0 / 0 is taken as no gap)."""
+    from scripts.compare_agents import subset_comparison
+
+    values = np.random.default_rng(0).uniform(1.0, 2.0, 20)
+    assert subset_comparison(values, np.stack([values, values + 1.0]), 0, 5, draws=500) == (0.0, 0.0)
+    assert subset_comparison(values, np.zeros((2, 20)), 1, 5, draws=500) == (0.0, 0.0)
+
 def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_best_rule(
         tmp_path, monkeypatch, capsys) -> None:
     from scripts import compare_agents
