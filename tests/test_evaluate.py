@@ -388,6 +388,8 @@ def test_paired_margin_is_the_one_used_by_the_scripts() -> None:
     assert (margin["wins"], margin["ties"]) == (1, 1)
     assert margin["ci95"] == list(bootstrap_ci([-1.0, 0.0, 2.0]))
     assert paired_margin([1.0], [0.0])["relative"] is None
+    # paired: a constant difference has no spread, however much the instances vary (unpaired intervals would)
+    assert paired_margin([2.0, 6.0, 10.0, 14.0], [1.0, 5.0, 9.0, 13.0])["ci95"] == [1.0, 1.0]
     assert in_compare is paired_margin and in_train is paired_margin  # one implementation
 
 
@@ -942,9 +944,12 @@ def test_ctrl_c_with_workers_keeps_the_rows_of_every_finished_task(monkeypatch: 
     assert pool.shutdowns == [True]
 
 
-def test_ctrl_c_while_a_row_is_stored_still_keeps_the_rows_of_every_finished_task(monkeypatch) -> None:
-    """The interrupt lands in the main process's storing (not in the wait for a task): the row being stored,
-    the rest of its task and the later tasks already finished are kept, each once, then the interrupt propagates."""
+@pytest.mark.parametrize("written", [True, False])
+def test_ctrl_c_while_a_row_is_stored_still_keeps_the_rows_of_every_finished_task(monkeypatch,
+                                                                                  written: bool) -> None:
+    """The interrupt lands in the main process's storing (not in the wait for a task): the row being stored
+    (whether its append got to write it or not), the rest of its task and the later tasks already finished are kept,
+    each once, then the interrupt propagates."""
     pool = _FakePool([_done([{"seed": 0}, {"seed": 1}]), Future(), _done([{"seed": 2}]), _done([{"seed": 3}])])
     monkeypatch.setattr(evaluate, "WorkerPool", pool)
     kept: list[dict] = []
@@ -952,10 +957,12 @@ def test_ctrl_c_while_a_row_is_stored_still_keeps_the_rows_of_every_finished_tas
 
     def keep(row: dict) -> None:
         calls.append(row)
+        if len(calls) == 1 and not written:
+            raise KeyboardInterrupt  # Ctrl-C while the first row is being stored, before it is written
         if row not in kept:
             kept.append(row)
         if len(calls) == 1:
-            raise KeyboardInterrupt  # Ctrl-C while the first row is being stored
+            raise KeyboardInterrupt  # Ctrl-C while the first row is being stored, once it is written
 
     with pytest.raises(KeyboardInterrupt):
         evaluate.keep_all(evaluate._run_tasks([[]] * 4, "makespan", True, workers=2), keep)
