@@ -832,6 +832,8 @@ def test_reused_rows_take_this_runs_label_and_a_repeated_configuration_is_noted(
     base = ("evaluate", "tiers=easy", "seeds.count=2", "agent=[random]", "ppo=null", "workers=1",
             f"store={tmp_path / 'store.jsonl'}", "progress=false")
     assert {r["agent"] for r in evaluate.run(config(*base)).rows} == {"random"}
+    one = evaluate.run(config(*(o for o in base if o != "seeds.count=2"), "seeds.count=1"))
+    assert (one.total, one.reused, one.ran) == (1, 1, 0)  # the store's other seed is no episode of this run
     cfg = config(*base)
     OmegaConf.update(cfg, "agent.random.label", "my random", force_add=True)
     summary = evaluate.run(cfg)
