@@ -787,7 +787,7 @@ def test_aggregate_names_the_row_and_the_field_it_lacks() -> None:
 
 
 # ------------------------------------------------------------------------------------------- evaluation
-def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path) -> None:
+def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dynasched_gym.generation import tier_pool
 
     cfg = config("evaluate", "tiers=easy", "seeds.count=2", "agent=[rules,random]", "ppo=null", "workers=1",
@@ -800,12 +800,15 @@ def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path) -> 
         assert all(isinstance(row[k], (int, float)) for k in METRIC_KEYS)
         assert row["objective_value"] == row["total_weighted_tardiness"]
         assert row["decisions"] > 0 and row["wall_time"] > 0 and 0 <= row["ssi"] < 25
+        assert row["decisions_per_second"] == row["decisions"] / row["wall_time"]
         assert row["instance"] == f"easy-small-seed{row['seed']}" and len(row["instance_sha256"]) == 64
         assert row["normalised_weighted_tardiness"] >= 0 and not row["clairvoyant"]
     for row in rows:  # the env path plays exactly the in-kernel rule
         if row["agent"].startswith("rule:"):
             inst = tier_pool("easy", "small").instance(row["seed"])
             assert dynasched_gym.rollout(inst, rule=row["agent"][5:]).metrics == {k: row[k] for k in METRIC_KEYS}
+    # a stored episode is not played again (the store would refuse its row: only the time would be lost)
+    monkeypatch.setattr(evaluate, "play_episode", lambda *args: pytest.fail(f"played again: {args[:4]}"))
     again = evaluate.run(cfg)
     assert (again.reused, again.ran) == (2 * (RULES + 1), 0)
     assert len(ResultStore(cfg.store).rows()) == 2 * (RULES + 1)
