@@ -513,9 +513,9 @@ def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_me
 
 
 def test_compare_agents_journals_every_seed_of_a_chunk_with_its_own_values(tmp_path, monkeypatch) -> None:
-    """play_seeds with the playing stubbed (instance = its seed): every seed of a chunk is appended with its own
-    rules' and agent's values, a rerun with more seeds plays only the new ones, and the journal is the agent
-    configuration's and the pool's."""
+    """play_seeds with the playing stubbed (an instance is its seed): every seed of a chunk is appended with its own
+    rules' and agent's values, a rerun with more seeds plays only the new ones, the journal is the agent
+    configuration's and the pool's, and every schedule is validated (an invalid one of the agent stops the run)."""
     import argparse
     from types import SimpleNamespace
 
@@ -527,13 +527,16 @@ def test_compare_agents_journals_every_seed_of_a_chunk_with_its_own_values(tmp_p
 
     def play(agent, args, seeds, instances):
         played.append(list(seeds))
-        return [SimpleNamespace(metrics={"total_weighted_tardiness": seed + 0.5}) for seed in instances]
+        return [SimpleNamespace(metrics={"total_weighted_tardiness": inst.seed + 0.5}) for inst in instances]
+
+    def rules(instances, objective, validate):
+        assert validate, "the rules' schedules are validated too"
+        return {name: np.array([inst.seed for inst in instances], dtype=float) for name in rule_names()}
 
     monkeypatch.setattr(compare_agents, "CHUNK", 2)
     monkeypatch.setattr(compare_agents, "tier_pool", lambda tier, size: SimpleNamespace(
-        prepare=lambda seeds: None, instance=lambda seed: seed))
-    monkeypatch.setattr(compare_agents, "rule_objectives", lambda instances, objective, validate: {
-        name: np.array(instances, dtype=float) for name in rule_names()})
+        prepare=lambda seeds: None, instance=lambda seed: SimpleNamespace(seed=seed, name=f"seed{seed}")))
+    monkeypatch.setattr(compare_agents, "rule_objectives", rules)
     monkeypatch.setattr(compare_agents, "validate_schedule", lambda schedule: SimpleNamespace(ok=True))
     monkeypatch.setattr(compare_agents, "_play", play)
     agent = make("lookahead", top_k=2)
@@ -550,6 +553,9 @@ def test_compare_agents_journals_every_seed_of_a_chunk_with_its_own_values(tmp_p
     assert compare_agents.journal_path(make("lookahead", top_k=4), args, tmp_path) != journal
     monkeypatch.setattr(compare_agents, "key_inputs", lambda tier, size: {"generator": "changed"})
     assert compare_agents.journal_path(agent, args, tmp_path) != journal
+    monkeypatch.setattr(compare_agents, "validate_schedule", lambda schedule: SimpleNamespace(ok=False))
+    with pytest.raises(RuntimeError, match="lookahead produced an invalid schedule on seed20000"):
+        compare_agents.play_seeds(agent, args, range(20000, 20001), tmp_path)
 
 
 def test_compare_agents_names_its_journal_when_its_folder_is_removed_mid_run(tmp_path, monkeypatch) -> None:
@@ -1331,6 +1337,15 @@ def test_an_episode_whose_reflection_request_failed_is_not_stored(cache: Path, t
     assert [r["agent"] for r in ResultStore(cfg.store).rows()] == ["random"]
     evaluate._player.cache_clear()
 
+
+def test_an_llm_rows_tokens_are_its_own_episodes(cache: Path, tmp_path: Path, server) -> None:
+    """The player's agent serves every seed: each row counts the tokens of its episode, not the agent's running
+    total (the test server reports 50 prompt tokens a request)."""
+    evaluate._player.cache_clear()
+    rows = [r for r in evaluate.run(_llm_config(tmp_path, server.url, "seeds.count=2")).rows if r["agent"] == "llm:L2"]
+    assert [r["tokens"]["prompt"] for r in rows] == [50 * r["usage"]["requests"] for r in rows]
+    assert len(rows) == 2 and all(r["usage"]["requests"] > 0 for r in rows)
+    evaluate._player.cache_clear()
 
 def test_an_unreachable_llm_endpoint_stops_the_evaluation(cache: Path, tmp_path: Path) -> None:
     cfg = _llm_config(tmp_path, "http://127.0.0.1:9/v1", "agent.llm.kwargs.timeout=0.5")
