@@ -821,6 +821,23 @@ def test_rows_are_complete_validated_and_reused(cache: Path, tmp_path: Path, mon
     assert len(ResultStore(cfg.store).rows()) == 2 * (RULES + 1)
 
 
+def test_max_candidates_all_offers_one_slot_per_job_and_machine(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``max_candidates: all`` (the rules', lookahead's and random's env) is each instance's jobs x machines: fewer
+    slots hide startable pairs from the agent."""
+    import gymnasium
+
+    from dynasched_gym.generation import tier_pool
+
+    made: list[dict] = []
+    make = gymnasium.make
+    monkeypatch.setattr(gymnasium, "make", lambda env_id, **kwargs: made.append(kwargs) or make(env_id, **kwargs))
+    inst = tier_pool("easy", "small").instance(10_000)
+    evaluate.AgentPlayer("random", {}, {"max_candidates": "all"}).play(inst, "makespan", 10_000, ("easy", "small"))
+    assert made and {kwargs["max_candidates"] for kwargs in made} == {inst.num_jobs * inst.num_machines}
+    # the instance's own pool (its sampled futures), and an invalid action fails the episode
+    assert {(kw["tier"], kw["size"], kw["invalid_action"]) for kw in made} == {("easy", "small", "raise")}
+
+
 @pytest.mark.parametrize("store", ["/dev/null", "null", "{tmp}", "''"])
 def test_a_store_that_is_no_regular_file_is_refused_before_any_episode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                        store: str) -> None:
