@@ -874,6 +874,15 @@ def test_reused_rows_take_this_runs_label_and_a_repeated_configuration_is_noted(
                                 "evaluated once as that"]
 
 
+def test_an_agents_env_settings_enter_its_configuration_hash() -> None:
+    """Rows are reused by configuration hash: an agent played with fewer candidate slots is another configuration,
+    whose episodes are played, not taken from the store."""
+    cfg = config("evaluate", "tiers=easy", "seeds.count=1", "agent=[random]", "ppo=null", "workers=1")
+    every_pair = evaluate.plan(cfg).episodes[0][0]
+    OmegaConf.update(cfg, "agent.random.env.max_candidates", 4)
+    assert every_pair.config["env"] == {"max_candidates": "all"}
+    assert evaluate.plan(cfg).episodes[0][0].agent_hash != every_pair.agent_hash
+
 def test_an_agent_playing_in_an_oracle_env_is_a_clairvoyant_reference() -> None:
     """env observability=oracle shows the agent future events (docs/environments.md), yet its rows said clairvoyant:
     false and the board ranked it among the fair agents."""
