@@ -484,8 +484,9 @@ def test_compare_agents_resumes_from_its_journal(tmp_path, monkeypatch, capsys) 
 def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_mean(tmp_path, monkeypatch,
                                                                                     capsys) -> None:
     """The reported numbers of a known table (play_seeds stubbed: no episode is played): the best rule is the one of
-    the lowest mean (not rule 0), the margin is agent minus it with its paired interval, wins and ties as counted,
-    and on subsets of every seed the agent beats the best rule always and the post-hoc choice flatters nothing."""
+    the lowest mean (not rule 0), the margin is agent minus it with its paired interval, wins and ties as counted
+    (the same against each --reference, once each), and on subsets of every seed the agent beats the best rule
+    always and the post-hoc choice flatters nothing."""
     from dynasched_gym.agents.rules import rule_names
     from scripts import compare_agents
 
@@ -501,7 +502,8 @@ def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_me
                 for i, seed in enumerate(seeds)}
 
     monkeypatch.setattr(compare_agents, "play_seeds", stub)
-    compare_agents.main(["--seeds", "3", "--start", "20000", "--subset-size", "3", "--out", str(tmp_path)])
+    compare_agents.main(["--seeds", "3", "--start", "20000", "--subset-size", "3", "--out", str(tmp_path),
+                         "--reference", names[0], "--reference", best, "--reference", names[0]])
     out = capsys.readouterr().out
     assert played == [range(20000, 20003)]
     margin = paired_margin(agent, table[best])
@@ -509,6 +511,10 @@ def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_me
     assert margin["margin"] == pytest.approx(-4 / 3) and lo < margin["margin"] < hi
     assert (f"lookahead - best rule ({best}): -1.333, 95 % CI [{lo:.3f}, {hi:.3f}] (-22.2 %); better on 2, tied "
             "on 0") in out
+    # each --reference once, in the order given, with the same paired margin as the best rule's here
+    assert out.count(f"lookahead - {names[0]} (--reference, mean 20.000): -15.333, ") == 1
+    assert (f"lookahead - {best} (--reference, mean 6.000): -1.333, 95 % CI [{lo:.3f}, {hi:.3f}] (-22.2 %); better "
+            "on 2, tied on 0") in out
     assert f"that choice is on average 0.0 % below {best} there" in out and "beats the best rule chosen on the " \
         "subset in 100.0 %" in out  # every 3-seed subset of 3 seeds is all of them
 
