@@ -416,6 +416,7 @@ def test_subset_comparison_counts_no_tie_as_a_win_and_no_flattery_over_a_referen
     assert subset_comparison(values, np.stack([values, values + 1.0]), 0, 5, draws=500) == (0.0, 0.0)
     assert subset_comparison(values, np.zeros((2, 20)), 1, 5, draws=500) == (0.0, 0.0)
 
+
 def test_compare_agents_reports_the_clairvoyant_reference_and_the_per_instance_best_rule(
         tmp_path, monkeypatch, capsys) -> None:
     from scripts import compare_agents
@@ -888,6 +889,7 @@ def test_an_agents_env_settings_enter_its_configuration_hash() -> None:
     OmegaConf.update(cfg, "agent.random.env.max_candidates", 4)
     assert every_pair.config["env"] == {"max_candidates": "all"}
     assert evaluate.plan(cfg).episodes[0][0].agent_hash != every_pair.agent_hash
+
 
 def test_an_agent_playing_in_an_oracle_env_is_a_clairvoyant_reference() -> None:
     """env observability=oracle shows the agent future events (docs/environments.md), yet its rows said clairvoyant:
@@ -1379,6 +1381,7 @@ def test_an_llm_rows_tokens_are_its_own_episodes(cache: Path, tmp_path: Path, se
     assert [r["tokens"]["prompt"] for r in rows] == [50 * r["usage"]["requests"] for r in rows]
     assert len(rows) == 2 and all(r["usage"]["requests"] > 0 for r in rows)
     evaluate._player.cache_clear()
+
 
 def test_an_unreachable_llm_endpoint_stops_the_evaluation(cache: Path, tmp_path: Path) -> None:
     cfg = _llm_config(tmp_path, "http://127.0.0.1:9/v1", "agent.llm.kwargs.timeout=0.5")
