@@ -141,11 +141,15 @@ def test_completion_just_after_a_priority_change_takes_the_new_weight():
     assert result.objective == pytest.approx(15.0 + off, abs=1e-9)
 
 
-def test_starts_before_a_processing_time_increase():
-    ptime = Event(5.0, EventType.PTIME_CHANGE, job=0, op=0, factor=2.0)
-    early = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}])], [ptime]), "makespan")
-    late = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}], release=6.0)], [ptime]), "makespan")
-    assert (early.objective, late.objective) == (10.0, 26.0)
+@pytest.mark.parametrize(("release", "factor", "makespan"), [(0.0, 2.0, 10.0), (5.0, 2.0, 25.0), (6.0, 2.0, 26.0),
+                                                         (0.0, 0.2, 7.0)])
+def test_starts_before_a_processing_time_increase(release, factor, makespan):
+    """Released at the change's time, the slot starts in its instant, after the change applies (25, not 15); a slot
+    released before a decrease waits for it (5 + 2, not 10)."""
+    ptime = Event(5.0, EventType.PTIME_CHANGE, job=0, op=0, factor=factor)
+    result = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}], release=release)], [ptime]), "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.status) == (makespan, "optimal")
 
 
 @pytest.mark.parametrize(("policy", "makespan", "statuses"), [("resume", 11.0, ["preempted", "completed"]),
@@ -157,6 +161,36 @@ def test_runs_across_a_breakdown_under_resume_only(policy, makespan, statuses):
     assert result.objective == makespan
     assert [("completed", "preempted", "aborted")[s] for s in result.schedule.segment_status] == statuses
     assert result.schedule.downtime_start.tolist() == [5.0]
+
+
+def test_a_shorter_breakdown_during_a_breakdown_does_not_end_it_early():
+    """The machine is down from 0 to 10: a BREAKDOWN at 2 for 1 only extends a breakdown past its end, never cuts it."""
+    events = [Event(0.0, EventType.BREAKDOWN, machine=0, duration=10.0),
+              Event(2.0, EventType.BREAKDOWN, machine=0, duration=1.0)]
+    result = solve_clairvoyant(one_machine([Job("J0", [{0: 1.0}])], events), "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.status) == (11.0, "optimal")
+
+
+def test_a_slot_after_a_flexible_one_can_run_across_a_breakdown():
+    """Op 0 takes 4 on M1 (or 9 on M2), so op 1 can start on M0 at 4 and run across the breakdown [5, 8] (to 9). The
+    breakdown ends before op 1 could start were op 0 on the slow M2: a model that skipped it then let op 1 run 4..6."""
+    inst = Instance.build("flex", [Machine("M0"), Machine("M1"), Machine("M2")],
+                          [Job("J0", [{1: 4.0, 2: 9.0}, {0: 2.0}])],
+                          [Event(5.0, EventType.BREAKDOWN, machine=0, duration=3.0)])
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.status) == (9.0, "optimal")
+
+
+def test_no_resuming_at_a_repair_while_a_maintenance_arrives_then():
+    """The maintenance arriving at the repair at 6 goes first (6..7) and the operation resumes after it (to 12; outside
+    the model, so a rule's schedule, status 'feasible'): the model must not let it resume at 6 (to 11)."""
+    events = [Event(5.0, EventType.BREAKDOWN, machine=0, duration=1.0),
+              Event(6.0, EventType.MAINTENANCE, machine=0, duration=1.0)]
+    result = solve_clairvoyant(one_machine([Job("J0", [{0: 10.0}])], events), "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.status) == (12.0, "feasible")
 
 
 def test_downtime_opened_at_the_last_instant_is_recorded():
@@ -225,6 +259,24 @@ def test_avoids_a_rework_by_completing_after_it():
     assert rollout(inst, "SPT").metrics["makespan"] == 5.0  # the non-delay rule triggers the rework
 
 
+@pytest.mark.parametrize("case", ["last-running", "next-untouched"])
+@pytest.mark.parametrize("policy", ["resume", "restart"])
+def test_a_rework_copy_goes_to_the_first_untouched_slot(case, policy):
+    """REWORK of op 0 after it completed: in ``last-running`` op 1 runs across the event at 3, so the copy goes last
+    (0..1, 1..6, 6..7; finishing op 0 after 3 costs more). In ``next-untouched`` op 1 ends at the event at 2 and op 2
+    can start then only, untouched by it: the copy goes before op 2 and waits for M0's breakdown (5..6, then op 2
+    6..7), though op 2 first on M1 (2..3) and the copy after it would end at 6."""
+    if case == "last-running":
+        machines, ops, events = [Machine("M0")], [{0: 1.0}, {0: 5.0}], [Event(3.0, EventType.REWORK, job=0, op=0)]
+    else:
+        machines, ops = [Machine("M0"), Machine("M1")], [{0: 1.0}, {1: 1.0}, {1: 1.0}]
+        events = [Event(1.0, EventType.BREAKDOWN, machine=0, duration=4.0), Event(2.0, EventType.REWORK, job=0, op=0)]
+    result = solve_clairvoyant(Instance.build("rework", machines, [Job("J0", ops)], events, policy), "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.bound, result.status) == (7.0, 7.0, "optimal")
+    assert result.schedule.segment_op.tolist() == ([0, 1, 2] if case == "last-running" else [0, 1, 2, 3])
+
+
 def test_waits_for_a_route_change_that_drops_work():
     """Starting op 0 before 3 keeps it in the route (5 + 20); waiting leaves only the new op (3 + 20)."""
     route = Event(3.0, EventType.ROUTE_CHANGE, job=0, op=0, ops=({0: 20.0},))
@@ -245,15 +297,25 @@ def test_a_job_ending_at_a_route_change_by_float_sums_completes_before_it():
     assert (result.objective, result.bound, result.status) == (0.1 + 0.2, 0.3, "optimal")
 
 
-@pytest.mark.parametrize(("objective", "value", "cancelled"), [("flow_time", 6.0, 0), ("makespan", 10.0, 1)])
+@pytest.mark.parametrize(("objective", "value", "cancelled"), [("flow_time", 8.0, 0), ("makespan", 10.0, 1)])
 def test_completes_a_job_before_its_cancellation_only_when_it_helps(objective, value, cancelled):
-    """Job 1 (1 unit, cancelled at 5) done first lowers the mean flow time (1 and 11 against 10);
-    for the makespan it is dropped."""
-    jobs = [Job("J0", [{0: 10.0}]), Job("J1", [{0: 1.0}])]
+    """Job 1 (1 unit, released at 4, cancelled at 5) done first lowers the mean flow time (1 and 15 against 10);
+    for the makespan it is dropped. The bound is checked too: a model that counted a cancelled job as completed at 0,
+    or subtracted its release from the flow time, proved a bound below the optimum unseen."""
+    jobs = [Job("J0", [{0: 10.0}]), Job("J1", [{0: 1.0}], release=4.0)]
     result = solve_clairvoyant(one_machine(jobs, [Event(5.0, EventType.CANCELLATION, job=1)]), objective)
     check(result, objective)
-    assert (result.objective, result.status) == (value, "optimal")
+    assert (result.objective, result.bound, result.status) == (value, value, "optimal")
     assert int(np.sum(~np.isnan(result.schedule.job_cancelled_at))) == cancelled
+
+
+def test_a_cancelled_job_is_never_tardy_even_against_a_due_date_before_0():
+    """J0, due at -1, is cancelled at 0: only J1 is tardy (by 1); a due-date term for J0 would have raised the model's
+    objective by 1 and its status to 'feasible'."""
+    jobs = [Job("J0", [{0: 1.0}], due=-1.0), Job("J1", [{0: 2.0}], due=1.0)]
+    result = solve_clairvoyant(one_machine(jobs, [Event(0.0, EventType.CANCELLATION, job=0)]), "tardiness")
+    check(result, "tardiness")
+    assert (result.objective, result.bound, result.status) == (1.0, 1.0, "optimal")
 
 
 def test_due_date_and_weight_in_force_at_completion():
@@ -262,6 +324,16 @@ def test_due_date_and_weight_in_force_at_completion():
     result = solve_clairvoyant(one_machine([Job("J0", [{0: 4.0}], due=2.0)], events), "weighted_tardiness")
     check(result, "weighted_tardiness")
     assert (result.objective, result.schedule.job_weight[0], result.schedule.job_due[0]) == (6.0, 3.0, 2.0)
+
+
+def test_a_completion_at_a_priority_change_takes_the_old_weight():
+    """Completing at 4, when the weight drops from 1 to 0.5, weighs 1 (4); completing after it is better (< 4): the
+    model must not give the completion at 4 the new weight (its bound was 2, an objective it never reaches)."""
+    inst = one_machine([Job("J0", [{0: 4.0}], due=0.0)], [Event(4.0, EventType.PRIORITY_CHANGE, job=0, weight=0.5)])
+    result = solve_clairvoyant(inst, "weighted_tardiness")
+    check(result, "weighted_tardiness")
+    assert result.objective < 4.0 and result.schedule.job_weight[0] == 0.5
+    assert (result.bound, result.status) == (result.objective, "optimal")
 
 
 def test_rounded_weights_neither_prove_optimality_nor_raise_the_bound():
