@@ -34,7 +34,7 @@ from dynasched_gym.core.lookahead import (
 )
 from dynasched_gym.core.rules import parse_rule, run_rule
 from dynasched_gym.core.simulator import Simulator
-from dynasched_gym.envs.futures import SampledFutures
+from dynasched_gym.envs.futures import FUTURE_SEEDS, MAX_FUTURES, SampledFutures, check_outside_futures
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
 from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector
 
@@ -223,6 +223,47 @@ def test_bad_sampled_future_arguments_are_named(pool):
 def test_bad_sampled_futures_settings_are_refused_at_construction(pool, arguments, error, message):
     with pytest.raises(error, match=message):
         SampledFutures(1, "medium", "small", **arguments)
+
+
+def test_an_episodes_futures_are_distinct_reserved_seeds_drawn_from_its_name_and_the_seed(pool):
+    """Drawn without replacement (all of them: every reserved seed once), and another instance or seed draws others."""
+    assert sorted(SampledFutures(MAX_FUTURES, "medium", "small").seeds("a")) == list(FUTURE_SEEDS)
+    futures = SampledFutures(4, "medium", "small")
+    assert futures.seeds("a") == futures.seeds("a") != futures.seeds("b")
+    assert SampledFutures(4, "medium", "small", seed=1).seeds("a") != futures.seeds("a")
+    with pytest.raises(ValueError, match=f"^futures must be at most {MAX_FUTURES}, got {MAX_FUTURES + 1}$"):
+        SampledFutures(MAX_FUTURES + 1, "medium", "small")
+
+
+def test_pair_values_are_the_mean_over_the_futures(pool):
+    """Each future rolled out on its own (core.lookahead), then averaged: the futures differ, so a sum or one future
+    alone would not match."""
+    env = _mid_episode(pool.instance(3), 12)
+    sim = env.unwrapped.simulator
+    jobs, machines = (a[a >= 0] for a in env.unwrapped.offered_pairs())
+    rules = np.array([parse_rule("EDD:EET"), parse_rule("SPT:LWL")], dtype=np.int64)
+    futures = SampledFutures(2, "medium", "small")
+    each = []
+    for seed in futures.seeds(sim.instance.name):
+        future = with_sampled_future(sim.static, compile_instance(pool.instance(seed)))
+        values = np.empty((len(jobs), len(rules)))
+        sampled_pair_values(sim.static, sim.state, future, allocate_state(future), allocate_state(future), jobs,
+                            machines, len(jobs), rules, 2, values)
+        each.append(values)
+    assert not np.allclose(*each)
+    np.testing.assert_allclose(futures.pair_values(sim, jobs, machines, len(jobs), rules, 2), np.mean(each, axis=0),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize(("seeds", "refused"), [(range(899_000, 900_000), False), (range(899_000, 900_001), True),
+                                                (range(900_999, 901_005), True), (range(901_000, 902_000), False),
+                                                (range(0), False)])
+def test_pool_seeds_that_reach_into_the_futures_seeds_are_refused(seeds, refused):
+    if refused:
+        with pytest.raises(ValueError, match=r"overlap the seeds of the sampled futures 900000\.\.900999"):
+            check_outside_futures("seeds", seeds, "x")
+    else:
+        check_outside_futures("seeds", seeds, "x")
 
 
 def test_an_instance_that_is_one_of_its_own_sampled_futures_is_refused(pool):
