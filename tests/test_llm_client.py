@@ -318,6 +318,7 @@ def test_bad_client_settings_name_the_field(server: ChatServer, tmp_path: Path, 
     # a nested object's action_id never wins, fenced or bare (it did after prose or a fence: 5 here)
     ('```json\n{"action_id": 3, "alternatives": [{"action_id": 5}]}\n```', 3),
     ('I pick {"action_id": 3, "scores": {"action_id": 5}} and {"note": 1}', 3),
+    ('{"action_id": 5}? On reflection: {"action_id": 3}', 3),  # the last object wins
 ])
 def test_parse_answer_reads_json_out_of_prose(text: str, expected: int) -> None:
     assert parse_answer(text, [3, 5]).action_id == expected
@@ -331,6 +332,7 @@ def test_parse_answer_reads_json_out_of_prose(text: str, expected: int) -> None:
     ('{"action_id": ', "invalid_json"), ("action 3", "invalid_json"), ('{"action_id": true}', "invalid_json"),
     ('{"action_id": "three"}', "invalid_json"), ('{"id": 3}', "invalid_json"),
     ('{"action_id": 4}', "illegal_action"), ('{"action_id": -3}', "illegal_action"),
+    ('{"action_id": "-3"}', "illegal_action"),  # an integer, as -3 is
     ("[" * 1200, "invalid_json"), ('ok {"a": ' + "[" * 1200, "invalid_json"),  # raised RecursionError
     ('{"action_id": "' + "1" * 5000 + '"}', "invalid_json"),  # raised ValueError: int()'s digit limit
     ('{"action_id": "' + "1" * 4000 + '"}', "illegal_action"),
