@@ -279,9 +279,40 @@ def test_levels_add_columns_and_sections() -> None:
         assert ("Machines (system utilisation" in user) == (level in ("L3", "oracle"))
         assert ("Design priors" in system) == (level in ("L3", "oracle"))
         assert ("Future events" in user) == (level == "oracle")
+        columns = system.split("Candidate table columns:\n")[1].split("\n\n")[0].splitlines()
+        assert [line.split(":")[0] for line in columns] == [f"- {c}" for c in headers[level].strip("| ").split(" | ")]
     assert headers["L1"] == "| id | job | op | machine | time | best |"
     assert headers["L2"] == headers["L1"] + " weight | due | slack | work | prog | wait | queue |"
     assert headers["L3"] == headers["L2"] + " bneck | util | next |" == headers["oracle"]
+
+
+def test_the_table_and_shop_show_the_present_figures() -> None:
+    """A prompt's figures computed by hand (J0 due at 10): an op shown 1-based (k/n), its progress as ops done, slack
+    from now (negative: late), the wait since the job's last operation ended, next "-" at a last operation and else
+    the mean queue at the next operation's machines (J4's M1 and M2: 3 and 5), best on the fastest machine; a job
+    due now is not yet past due, a job is waiting when on no machine, an emergency job has weight 10."""
+    inst = dynamic_instance()
+    env = env_of(inst.replace(job_due=np.array([10.0, *inst.job_due[1:]])))
+    env.reset(seed=0)
+    first = messages(_view(env, "L1"), "L1", "none", "direct", {})[1]["content"]
+    assert "| 1 | J0 | 1/2 | M1 | 6 | 4 |" in first.splitlines()  # J0's fastest machine: M0, 4
+    for _ in range(5):
+        env.step(0)
+    user = messages(_view(env), "L3", "none", "direct", {})[1]["content"].splitlines()
+    assert user[:3] == [
+        "Time now: 10; decision 6.",
+        "Critical: machines down: M1 (breakdown since 8); emergency jobs among the candidates: none.",
+        "Shop so far: jobs released 5, open 4 (waiting 4, past due 0), completed 1, cancelled 0; machines busy 0, "
+        "idle 2, down 1; events so far: breakdown 1, priority_change 1; objective so far: 0."]
+    assert user[4] == "Machines (system utilisation so far 0.8; bottleneck M2):"
+    assert user[-5] == "Candidates (3 startable pairs):"  # all offered pairs shown: not "3 of 3"
+    assert user[-3:] == ["| 0 | J0 | 2/2 | M2 | 5 | 5 | 1 | 10 | -5 | 5 | 1/2 | 6 | 5 | 1.59 | 1 | - |",
+                         "| 1 | J1 | 3/3 | M0 | 2 | 2 | 2 | 30 | 18 | 2 | 2/3 | 0 | 3 | 0.56 | 0.4 | - |",
+                         "| 2 | J4 | 1/2 | M0 | 2 | 2 | 1 | 50 | 35 | 5 | 0/2 | 0 | 3 | 0.56 | 0.4 | 4 |"]
+    for _ in range(3):
+        env.step(0)
+    user = messages(_view(env), "L2", "none", "direct", {})[1]["content"]
+    assert "emergency jobs among the candidates: J2." in user and "past due 1" in user
 
 
 def test_the_oracle_says_when_future_events_are_cut_or_not_shown() -> None:
@@ -309,10 +340,13 @@ def test_the_oracle_says_when_future_events_are_cut_or_not_shown() -> None:
 
 def test_the_oracle_lists_no_arrival_of_a_job_cancelled_before_its_release() -> None:
     """A hidden job whose cancellation comes before its release never arrives; its arrival was listed all the same
-    (after the cancellation). A cancellation at the release lets the job arrive first (docs/semantics.md)."""
+    (after the cancellation). A cancellation at the release lets the job arrive first (docs/semantics.md); of two, the
+    first counts."""
     base = dynamic_instance()
-    for cancel_at, arrives in ((30.0, False), (41.37, True)):
-        events = sorted((*base.events, Event(cancel_at, EventType.CANCELLATION, job=5)), key=lambda e: e.time)
+    for cancels, arrives in (((30.0,), False), ((41.37,), True), ((30.0, 50.0), False)):
+        cancellations = (Event(t, EventType.CANCELLATION, job=5) for t in cancels)
+        events = sorted((*base.events, *cancellations), key=lambda e: e.time)
+        cancel_at = cancels[0]
         env = env_of(base.replace(events=tuple(events)))
         _advance(env, 12.0)
         inst = env.unwrapped.instance
