@@ -109,6 +109,23 @@ def test_l3_requests_are_the_same_whatever_the_future_holds(server: ChatServer) 
         assert (texts[0] == texts[1]) is same, level
 
 
+def test_simulate_action_below_oracle_forgets_the_future() -> None:
+    """The rollouts of two instances whose hidden job J-late is due at 90 or at 42 (late whatever is played) estimate
+    alike below the oracle level (they forget it), differently at it."""
+    base = dynamic_instance()
+    data = base.to_dict()
+    data["jobs"][-1]["due"] = 42.0
+    estimates: dict[str, list[str]] = {"L3": [], "oracle": []}
+    for inst in (base, Instance.from_dict(data)):
+        env = env_of(inst)
+        _advance(env, 12.0)
+        for level, values in estimates.items():
+            view = _view(env, level)
+            values.append(Toolbox([parse_rule("FIFO")], level).call(
+                "simulate_action", json.dumps({"action_id": view.ids[0]}), env.unwrapped.simulator, view))
+    assert estimates["L3"][0] == estimates["L3"][1] and estimates["oracle"][0] != estimates["oracle"][1]
+
+
 def _view(env: gym.Env, level: str = "L3", max_rows: int = 20, rules: tuple[str, ...] = ("SPT",),
           future_limit: int = 25) -> View:
     inst = env.unwrapped.instance
@@ -134,6 +151,27 @@ def test_inspect_tool_hides_the_future_below_oracle() -> None:
                                                          _view(env, "oracle"))
     assert "55.71" not in fair and "future_events" not in fair and '"due": "40"' in fair
     assert "t=55.71 CANCELLATION job J3" in oracle
+
+
+def test_inspect_action_shows_the_candidate_at_its_level() -> None:
+    """J2 at 13, its first operation cut by M1's breakdown at 8 (2 of its 7 left): its op 1-based, the times of
+    the work left, the later operations only; L1 gets no L2 detail, L2 no L3 detail."""
+    env = env_of()
+    _advance(env, 13.0)
+    sim = env.unwrapped.simulator
+
+    def inspect(level: str) -> dict[str, Any]:
+        view = _view(env, level)
+        return json.loads(Toolbox([parse_rule("SPT")], level).call("inspect_action", json.dumps({"action_id": 0}),
+                                                                   sim, view))
+
+    l1 = {"action_id": 0, "job": "J2", "operation": "1 of 2", "machine": "M1", "time_here": "2",
+          "eligible_times": {"M1": "2"}}
+    l2 = {**l1, "release": "0", "due": "25", "weight": "10", "waiting_since": "8", "remaining_work": "4",
+          "later_operations": [{"M2": "2"}], "machine_queue": "2"}
+    assert inspect("L1") == l1 and inspect("L2") == l2
+    assert inspect("L3") == {**l2, "machine_group": "GA", "machine_speed": "1", "machine_bottleneck": "1.05",
+                             "machine_utilization": "1", "next_load": "0"}
 
 
 def test_the_oracle_inspect_tool_cuts_future_events_as_the_prompt_does() -> None:
