@@ -359,6 +359,16 @@ def test_failed_decisions_that_are_not_consecutive_do_not_stop_the_episode(serve
     assert asked[:6] == ["error", None, "error", None, "error", None] and agent.episode_usage["fallback_error"] == 3
 
 
+def test_failed_decisions_in_a_row_are_counted_per_episode(server: ChatServer) -> None:
+    """A failed decision at the end of one episode and one at the start of the next are not in a row."""
+    agent = agent_for(server, max_retries=0, max_consecutive_errors=2)
+    for _ in range(2):
+        _env, obs, info, _slots = first_decision(agent)
+        server.push({"status": 500})
+        agent.act(obs, info)
+        assert agent.log[-1].reason == "error"
+
+
 # ------------------------------------------------------------------------------------------ accounting
 def test_tokens_are_the_servers_usage_and_the_cache_makes_no_request(server: ChatServer, tmp_path: Path) -> None:
     cache = tmp_path / "llm-cache"
@@ -544,6 +554,17 @@ def test_reflection_keeps_its_answer_when_the_endpoint_gives_up(server: ChatServ
     server.push(answer(slots[1]), {"status": 503})
     assert agent.act(obs, info) == slots[1]
     assert agent.usage["errors"] == 1 and agent.usage["fallbacks"] == 0
+
+
+def test_each_episode_shows_its_own_priors(server: ChatServer) -> None:
+    """One agent, an episode of a stated tier, then one of none: the second episode's prompts show no priors."""
+    agent = agent_for(server, level="L3")
+    for tier, shown in (("hard", "(its tier's band), tier hard"), (None, "Design priors: none known")):
+        env = env_of(**({"tier": tier, "size": "small"} if tier else {}))
+        obs, info = env.reset(seed=0)
+        agent.reset(env)
+        agent.act(obs, info)
+        assert shown in server.bodies[-1]["messages"][0]["content"]
 
 
 def test_the_rule_selection_env_is_refused(server: ChatServer) -> None:
