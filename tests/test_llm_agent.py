@@ -69,9 +69,11 @@ def test_direct_greedy_plays_the_answer_with_the_schema_of_legal_ids(server: Cha
     assert agent.act(obs, info) == slots[-1]
     body = server.bodies[0]
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
-    assert body["response_format"]["json_schema"]["schema"]["properties"]["action_id"]["enum"] == slots
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["action_id"]["enum"] == slots and schema["required"] == ["action_id"]  # no reasoning
     assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 0, 1024) and "tools" not in body
     assert agent.log[0].source == "llm" and agent.usage["requests"] == 1 and agent.usage["fallbacks"] == 0
+    assert agent.log[0].prompt_chars == agent.usage["prompt_chars"] == sum(len(m["content"]) for m in body["messages"])
 
 
 def test_cot_asks_for_reasoning_first_and_keeps_it(server: ChatServer) -> None:
@@ -165,6 +167,21 @@ def test_reflection_repairs_an_invalid_answer(server: ChatServer) -> None:
     server.push(answer(999), answer(slots[1]))
     assert agent.act(obs, info) == slots[1]
     assert "rejected (illegal_action" in server.bodies[1]["messages"][-1]["content"]
+
+
+def test_reflection_reviews_the_last_answer_and_keeps_the_last_reason(server: ChatServer) -> None:
+    """Each round shows the model its latest answer (a rejected one as rejected, though an earlier one was valid);
+    with no valid answer the fallback gives the last round's reason."""
+    agent = agent_for(server, refinement="reflection", reflection_rounds=2)
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(slots[0]), {"content": "{"}, {"content": ""})
+    assert agent.act(obs, info) == slots[0]
+    assert "rejected (invalid_json" in server.bodies[2]["messages"][-1]["content"]
+    agent = agent_for(server, refinement="reflection")
+    _env, obs, info, slots = first_decision(agent)
+    server.push(answer(999), {"content": "{"})
+    agent.act(obs, info)
+    assert agent.log[0].reason == "invalid_json"
 
 
 def test_best_of_n_majority_vote_with_distinct_seeds(server: ChatServer) -> None:
@@ -389,6 +406,7 @@ def test_tokens_are_the_servers_usage_and_the_cache_makes_no_request(server: Cha
         obs, _, _, _, info = env.step(again.act(obs, info))
     assert server.requests == 3
     assert (again.usage["cache_hits"], again.usage["requests"], again.usage["prompt_tokens"]) == (3, 0, 300)
+    assert again.usage["retries"] == 0
 
 
 def _play(agent: LLMAgent, decisions: int) -> list[warnings.WarningMessage]:
@@ -464,6 +482,18 @@ def test_priors_the_prompt_cannot_show_are_refused_naming_the_entry(server: Chat
         "utilization": [0.4, 0.8], "note": "x"}, "size": "small", "rates": [1, 2]})
     _env, obs, info, slots = first_decision(agent)
     assert agent.act(obs, info) == slots[0]
+
+
+def test_the_default_table_keeps_the_fallbacks_choice_first(server: ChatServer) -> None:
+    """prune_rules None: the fallback's ranking comes first, so a one-row table holds the pair it would play."""
+    agent = agent_for(server, max_rows=1, fallback="LPT:EET")
+    env = env_of("mk10", max_candidates=512)
+    obs, info = env.reset(seed=0)
+    agent.reset(env)
+    rule = RuleAgent("LPT:EET")
+    rule.reset(env)
+    agent.act(obs, info)
+    assert obs["action_mask"].sum() > 1 and table_ids(server.bodies[-1]) == [rule.act(obs, info)]
 
 
 def test_one_rule_given_as_a_string_is_one_rule(server: ChatServer) -> None:
@@ -549,10 +579,10 @@ def test_an_episode_with_no_decision_makes_no_request(server: ChatServer) -> Non
 
 
 def test_reflection_keeps_its_answer_when_the_endpoint_gives_up(server: ChatServer) -> None:
-    agent = agent_for(server, refinement="reflection", max_retries=0)
+    agent = agent_for(server, refinement="reflection", reflection_rounds=2, max_retries=0)
     _env, obs, info, slots = first_decision(agent)
     server.push(answer(slots[1]), {"status": 503})
-    assert agent.act(obs, info) == slots[1]
+    assert agent.act(obs, info) == slots[1] and server.requests == 2  # no round after the endpoint gave up
     assert agent.usage["errors"] == 1 and agent.usage["fallbacks"] == 0
 
 

@@ -22,8 +22,9 @@ from dynasched_gym.core.rules import parse_rule, select
 from dynasched_gym.envs.dfjsp.episodes import known_scales
 from dynasched_gym.envs.dfjsp.features import M_BOTTLENECK, M_QUEUE_WORK, M_UTILIZATION
 
-#: Strings that only the future of :func:`dynamic_instance` contains (times, a duration, a hidden job).
-FUTURE = ("77.29", "13.37", "55.71", "41.37", "J-late")
+#: Strings that only the future of :func:`dynamic_instance` contains (times, a duration, a hidden job, the planned
+#: end of M1's breakdown at 8).
+FUTURE = ("77.29", "13.37", "55.71", "41.37", "J-late", "since 8 until 13")
 
 
 def dynamic_instance() -> Instance:
