@@ -221,6 +221,14 @@ def test_best_of_n_tie_goes_to_the_better_rollout(server: ChatServer) -> None:
     assert agent.act(obs, info) == expected
 
 
+def test_best_of_n_without_a_valid_answer_falls_back_with_the_commonest_reason(server: ChatServer) -> None:
+    agent = agent_for(server, refinement="best-of-n", samples=3, max_concurrency=1)  # the samples in order
+    _env, obs, info, _slots = first_decision(agent)
+    server.push({"content": "{"}, {"content": "{"}, answer(999))
+    agent.act(obs, info)
+    assert agent.log[0].reason == "invalid_json" and agent.usage["invalid_answers"] == 3
+
+
 def test_best_of_n_respects_the_concurrency_limit(server: ChatServer) -> None:
     for limit in (1, 4):
         server.max_in_flight = 0

@@ -15,12 +15,14 @@ from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dynasched_gym.agents.llm import client as llm_client
 from dynasched_gym.agents.llm.client import ChatClient, LLMConfigError, LLMError, default_cache_dir
 from dynasched_gym.agents.llm.parsing import REASONS, answer_schema, parse_answer
 
@@ -180,6 +182,19 @@ def test_429_then_success_is_retried_with_backoff(server: ChatServer, tmp_path: 
     out = _client(server, tmp_path, backoff=0.001).complete(MESSAGES)
     assert out.content == "ok" and out.attempts == 2 and server.requests == 2
     assert time.perf_counter() - began >= 0.05  # Retry-After honoured over the tiny backoff
+
+
+def test_retries_back_off_exponentially_up_to_the_cap(server: ChatServer, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """backoff * 2**k seconds before retry k + 1, at most max_backoff, which also caps a Retry-After."""
+    slept: list[float] = []  # the client's sleeps only (the test server sleeps too)
+    monkeypatch.setattr(llm_client, "time", SimpleNamespace(perf_counter=time.perf_counter, sleep=slept.append))
+    server.push({"status": 500}, {"status": 500}, {"status": 500}, {"content": "ok"})
+    assert _client(server, tmp_path, max_retries=3, backoff=0.1, max_backoff=0.3).complete(MESSAGES).attempts == 4
+    assert slept == [0.1, 0.2, 0.3]
+    server.push({"status": 429, "headers": {"Retry-After": "5"}}, {"content": "ok"})
+    _client(server, tmp_path, backoff=0.1, max_backoff=0.3).complete(MESSAGES, temperature=1.0)
+    assert slept[3:] == [0.3]
 
 
 def test_5xx_are_retried_then_reported(server: ChatServer, tmp_path: Path) -> None:
