@@ -304,8 +304,9 @@ def test_a_refused_request_stops_the_run(server: ChatServer) -> None:
     agent = agent_for(server)
     _env, obs, info, _slots = first_decision(agent)
     server.push({"status": 404})
-    with pytest.raises(LLMConfigError, match="test-model"):
+    with pytest.raises(LLMConfigError, match="test-model") as refused:
         agent.act(obs, info)
+    assert refused.value.stops_run  # a wrong model name: every episode would fail alike
 
 
 def test_a_refused_request_is_counted(server: ChatServer) -> None:
@@ -313,8 +314,9 @@ def test_a_refused_request_is_counted(server: ChatServer) -> None:
     agent = agent_for(server, max_retries=2)
     _env, obs, info, _slots = first_decision(agent)
     server.push({"status": 500}, {"status": 400})
-    with pytest.raises(LLMConfigError, match="HTTP 400"):
+    with pytest.raises(LLMConfigError, match="HTTP 400") as refused:
         agent.act(obs, info)
+    assert not refused.value.stops_run
     usage = agent.usage
     assert (usage["requests"], usage["retries"], usage["errors"]) == (server.requests, 1, 1) == (2, 1, 1)
     assert usage["latency_s"] > 0

@@ -176,6 +176,15 @@ def test_cache_hit_makes_no_request_and_keeps_the_token_counts(server: ChatServe
     assert server.requests == 2
 
 
+def test_a_cached_refusal_is_replayed(server: ChatServer, tmp_path: Path) -> None:
+    """A rerun from the cache says why its answer was missing, as the first run did."""
+    server.push({"content": None, "refusal": "I cannot help with that.", "finish_reason": "stop"})
+    _client(server, tmp_path).complete(MESSAGES)
+    again = _client(server, tmp_path).complete(MESSAGES)
+    assert again.cached and (again.content, again.refusal, again.finish_reason) == (None, "I cannot help with that.",
+                                                                                    "stop")
+
+
 def test_429_then_success_is_retried_with_backoff(server: ChatServer, tmp_path: Path) -> None:
     server.push({"status": 429, "headers": {"Retry-After": "0.05"}}, {"content": "ok"})
     began = time.perf_counter()
@@ -258,13 +267,13 @@ def test_a_message_of_the_wrong_types_is_retried_and_never_cached(server: ChatSe
 def test_a_tool_call_without_an_id_gets_one(server: ChatServer, tmp_path: Path) -> None:
     """Servers that leave a tool call's id out: the completion was refused as malformed, retried and the decision
     failed, though the call itself was fine. Its id is now its index in the message (the same on every rerun)."""
-    calls = [{"type": "function", "function": {"name": "inspect_action", "arguments": '{"action_id": 3}'}},
-             {"id": "c7", "type": "function", "function": {"name": "simulate_action", "arguments": "{}"}}]
+    calls = [{"id": "c7", "type": "function", "function": {"name": "simulate_action", "arguments": "{}"}},
+             {"type": "function", "function": {"name": "inspect_action", "arguments": '{"action_id": 3}'}}]
     server.push({"body": _body({"role": "assistant", "content": None, "tool_calls": calls})})
     out = _client(server, tmp_path).complete(MESSAGES)
-    assert out.attempts == 1 and [(c.id, c.name) for c in out.tool_calls] == [("call_0", "inspect_action"),
-                                                                                ("c7", "simulate_action")]
-    assert [c["id"] for c in out.message()["tool_calls"]] == ["call_0", "c7"]
+    assert out.attempts == 1 and [(c.id, c.name) for c in out.tool_calls] == [("c7", "simulate_action"),
+                                                                                ("call_1", "inspect_action")]
+    assert [c["id"] for c in out.message()["tool_calls"]] == ["c7", "call_1"]
     assert _client(server, tmp_path).complete(MESSAGES).tool_calls == out.tool_calls  # replayed from the cache
 
 
