@@ -28,7 +28,7 @@ from dynasched_gym.core.rules import (
     select,
     set_rng_state,
 )
-from dynasched_gym.core.simulator import rollout
+from dynasched_gym.core.simulator import Simulator, rollout
 from dynasched_gym.instance import Instance
 from dynasched_gym.metrics import OBJECTIVE_METRICS
 from dynasched_gym.validate import validate_schedule
@@ -105,10 +105,16 @@ def slot_of(env: gym.Env, job: int, machine: int, job_rule: int) -> int:
         # the episode's one step ends it whatever the action; slot 0, as the random and LLM agents play there
         return 0
     jobs, machines = env.offered_pairs()
+    return offered_slot(env.simulator, jobs, machines, job, machine, job_rule)
+
+
+def offered_slot(sim: Simulator, jobs: np.ndarray, machines: np.ndarray, job: int, machine: int,
+                 job_rule: int) -> int:
+    """:func:`slot_of` on the offered pairs ``jobs``, ``machines`` (``env.offered_pairs()``) of ``sim`` now, ``job``
+    >= 0: the LLM agent's table keeps this slot for each of its ranking rules."""
     hit = np.flatnonzero((jobs == job) & (machines == machine))
     if hit.size:
         return int(hit[0])
-    sim = env.simulator
     offered = np.flatnonzero(jobs >= 0)
     if is_random_rule(job_rule):
         return int(offered[random_index(offered.size)])

@@ -527,6 +527,29 @@ def test_pruning_keeps_each_rules_choice() -> None:
     assert select(sim.static, sim.state, *parse_rule("ATC:LWL")) in pairs
 
 
+@pytest.mark.parametrize("rule", ["SPT:EET", "EDD:EET", "MWKR:EET"])
+def test_pruning_keeps_the_slot_a_rule_plays_when_its_pair_is_not_offered(rule: str) -> None:
+    """With fewer action slots than startable pairs the pair a rule would dispatch may not be offered; its agent then
+    plays an offered pair by job priority, ties to the lower slot (agents/rules.py ``slot_of``). The table kept the
+    rule's ranking by priority, then processing time: on mk10 with 8 slots, a one-row table missed the slot the rule
+    played at 4 to 7 decisions of these rules."""
+    env = env_of("mk10", max_candidates=8)
+    agent = RuleAgent(rule)
+    obs, info = env.reset(seed=0)
+    agent.reset(env)
+    unoffered = 0
+    done = False
+    while not done:
+        action = agent.act(obs, info)
+        sim = env.unwrapped.simulator
+        jobs, machines = env.unwrapped.offered_pairs()
+        unoffered += select(sim.static, sim.state, *parse_rule(rule)) not in zip(jobs.tolist(), machines.tolist())
+        assert [row.action_id for row in _view(env, "L2", max_rows=1, rules=(rule,)).rows] == [action]
+        obs, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+    assert unoffered > 0  # the case this test is about did occur
+
+
 @pytest.mark.parametrize("objective", ["makespan", "tardiness", "weighted_tardiness", "flow_time"])
 def test_the_goal_says_cancelled_jobs_do_not_count(objective: str) -> None:
     """Every objective leaves cancelled jobs out (dynasched_gym.metrics); the goal line said nothing of it."""

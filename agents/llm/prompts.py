@@ -31,7 +31,8 @@ instance's own SSI score rates its event stream too, so only the ``oracle`` leve
 
 **Candidate pruning.** The env offers up to its ``max_candidates`` startable pairs. When more
 than ``max_rows`` are offered, the table keeps ``max_rows`` of them: each rule of ``prune_rules``
-ranks the offered pairs (the pair it would dispatch, by its job and machine rules; then its job
+ranks the offered pairs (the pair its rule agent plays: the pair it would dispatch, by its job and
+machine rules, or if the env does not offer it the offered pair that agent plays instead; then its job
 priority, the processing time on the machine, the slot), and the rankings take turns adding their
 best pair not yet kept. So every rule's own choice is shown (the fallback rule's first), whatever
 the table size. Rows are listed by id.
@@ -53,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from dynasched_gym.agents.rules import offered_slot
 from dynasched_gym.checks import is_finite_real, is_real
 from dynasched_gym.core.compiled import (
     C_EVENT,
@@ -95,8 +97,9 @@ MODES = ("direct", "cot", "tools")
 #: oracle's system prompt says how many future events it shows, where it said they are shown also at 0; 6: the oracle's
 #: inspect_action cuts its future events as the prompt does, where it listed them all also at 0, and its
 #: simulate_action is described as playing the real future, where it said future events are not known to it; a
-#: hidden job cancelled before its release is listed without an arrival; the goal says cancelled jobs do not count).
-PROMPT_VERSION = 6
+#: hidden job cancelled before its release is listed without an arrival; the goal says cancelled jobs do not count;
+#: 7: a rule whose pair is not offered ranks first the slot its agent plays, so a pruned table keeps it).
+PROMPT_VERSION = 7
 
 _MWKR = JOB_RULES.index("MWKR")
 _OBJECTIVE_TEXT = {
@@ -223,18 +226,19 @@ def prune(sim: Simulator, slots: Sequence[int], jobs: np.ndarray, machines: np.n
           times: Mapping[tuple[int, int], float], max_rows: int, rules: np.ndarray) -> list[int]:
     """The slots the table keeps: all of them, or ``max_rows`` taken in turns from each rule's ranking.
 
-    ``rules``: (job rule, machine rule) codes. A rule's ranking starts with the pair it would dispatch
-    (:func:`~dynasched_gym.core.rules.select`), then its job priority, processing time and slot order.
+    ``rules``: (job rule, machine rule) codes. A rule's ranking starts with the slot its agent plays (the pair it
+    would dispatch, :func:`~dynasched_gym.core.rules.select`, or when that pair is not offered the offered pair it
+    ranks first: :func:`~dynasched_gym.agents.rules.offered_slot`), then its job priority, processing time and slot
+    order.
     """
     if len(slots) <= max_rows:
         return list(slots)
     static, state = sim.static, sim.state
     rankings = []
     for job_rule, machine_rule in rules:
-        chosen = select(static, state, job_rule, machine_rule)
-        rankings.append(sorted(slots, key=lambda s, r=job_rule, c=chosen: (
-            (int(jobs[s]), int(machines[s])) != c, job_priority(static, state, int(jobs[s]), r),
-            times[(int(jobs[s]), int(machines[s]))], s)))
+        played = offered_slot(sim, jobs, machines, *select(static, state, job_rule, machine_rule), job_rule)
+        rankings.append(sorted(slots, key=lambda s, r=job_rule, p=played: (
+            s != p, job_priority(static, state, int(jobs[s]), r), times[(int(jobs[s]), int(machines[s]))], s)))
     kept: dict[int, None] = {}
     position = [0] * len(rankings)
     while len(kept) < max_rows:
