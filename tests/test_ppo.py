@@ -23,16 +23,24 @@ import pytest
 import torch as th
 import yaml
 from hydra import compose, initialize_config_module
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sb3_contrib import MaskablePPO
 
 import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
-from dynasched_gym.agents.policy import SlotPolicy
+from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy, masked_pool
 from dynasched_gym.agents.ppo import shipped_checkpoint
 from dynasched_gym.agents.rules import rule_objectives
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
-from dynasched_gym.envs.wrappers import FORECASTS_KEY, HINDSIGHT_KEY, ForecastFeatures, ForecastReward
+from dynasched_gym.envs.wrappers import (
+    FORECASTS_KEY,
+    HINDSIGHT_KEY,
+    ForecastFeatures,
+    ForecastReward,
+    with_forecast_space,
+)
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.io import resolve_instance
 from scripts.overrides import SettingError
@@ -179,6 +187,81 @@ def test_policy_refuses_forecast_rules_that_do_not_fit_the_observations():
     env = ForecastFeatures(gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8), ("EDD:EET", "SPT:EET"))
     with pytest.raises(ValueError, match="4 forecast columns"):
         SlotPolicy(env.observation_space, env.action_space, lambda _: 3e-4, forecast_rules=("EDD:EET",))
+
+
+def test_masked_pool_takes_the_mean_and_max_of_the_valid_rows_only():
+    """Padding rows (huge here) reach neither pool; a row of negative values keeps its max; no valid row pools to 0."""
+    x = th.tensor([[[1.0, -2.0], [3.0, 5.0], [100.0, 100.0]],
+                   [[-7.0, -8.0], [50.0, 50.0], [60.0, 60.0]],
+                   [[4.0, 4.0], [5.0, 5.0], [6.0, 6.0]]])
+    mask = th.tensor([[True, True, False], [True, False, False], [False, False, False]])
+    expected = th.tensor([[2.0, 1.5, 3.0, 5.0], [-7.0, -8.0, -7.0, -8.0], [0.0, 0.0, 0.0, 0.0]])
+    assert th.equal(masked_pool(x, mask), expected)
+
+
+@pytest.fixture(scope="module")
+def slot_policies() -> dict[str, SlotPolicy]:
+    """A tiny SlotPolicy per interaction, its critic reading hindsight rows too (an env gives the spaces only)."""
+    space = gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8).observation_space
+    space = with_forecast_space(space, ("EDD:EET",), HINDSIGHT_KEY)
+    with th.random.fork_rng(devices=[]):  # the same weights in every run, torch's global stream left alone
+        th.manual_seed(0)
+        # no orthogonal init: its 0.01 gain on the score head makes every logit nearly equal, below any tolerance
+        return {interaction: SlotPolicy(space, gym.spaces.Discrete(8), lambda _: 3e-4, hidden=8,
+                                        interaction=interaction, critic_hindsight=True, ortho_init=False)
+                for interaction in INTERACTIONS}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(interaction=st.sampled_from(INTERACTIONS), mask=st.lists(st.booleans(), min_size=8, max_size=8).filter(any),
+       perm=st.permutations(range(8)), seed=st.integers(0, 2**16))
+def test_slot_policy_permutes_with_the_slots_and_ignores_padding_rows_and_other_batch_rows(
+        slot_policies, interaction: str, mask: list[bool], perm: list[int], seed: int):
+    """Permuting the slots permutes the logits and keeps the value; what a padding slot's rows hold changes no valid
+    slot's logit nor the value (they are out of every pool and of the attention); a batch row's outputs are its own."""
+    policy = slot_policies[interaction]
+    rng = np.random.default_rng(seed)
+    obs = {key: rng.normal(scale=10.0, size=(2, *space.shape)).astype(np.float32)
+           for key, space in policy.observation_space.spaces.items()}
+    valid = np.array(mask)
+    obs["action_mask"] = np.stack([valid, np.ones(8, bool)]).astype(np.float32)  # row 1: another batch row
+    slot_keys = ("candidates", "action_mask", HINDSIGHT_KEY)
+    permuted = {**obs, **{key: obs[key][:, perm] for key in slot_keys}}
+    padded = {key: value.copy() for key, value in obs.items()}
+    for key in ("candidates", HINDSIGHT_KEY):
+        padded[key][0, ~valid] = rng.normal(scale=1e3, size=padded[key][0, ~valid].shape)
+
+    def logits_and_value(o: dict[str, np.ndarray]) -> tuple[th.Tensor, th.Tensor]:
+        tensors = {k: th.as_tensor(v) for k, v in o.items()}
+        with th.no_grad():
+            dist = policy.get_distribution(tensors, o["action_mask"].astype(bool)).distribution
+            assert (dist.probs[o["action_mask"] == 0] == 0).all()  # a padding slot is never chosen
+            return policy.actor_logits(tensors), policy.predict_values(tensors)
+
+    logits, value = logits_and_value(obs)
+    logits_p, value_p = logits_and_value(permuted)
+    th.testing.assert_close(logits_p, logits[:, perm], rtol=1e-5, atol=1e-5)
+    th.testing.assert_close(value_p, value, rtol=1e-5, atol=1e-5)
+    logits_pad, value_pad = logits_and_value(padded)
+    th.testing.assert_close(logits_pad[0, valid], logits[0, valid], rtol=1e-5, atol=1e-5)
+    th.testing.assert_close(value_pad, value, rtol=1e-5, atol=1e-5)
+    alone, alone_value = logits_and_value({key: value[:1] for key, value in obs.items()})
+    th.testing.assert_close(alone, logits[:1], rtol=1e-5, atol=1e-5)
+    th.testing.assert_close(alone_value, value[:1], rtol=1e-5, atol=1e-5)
+
+
+def test_a_fresh_slot_policy_starts_near_uniform():
+    """The orthogonal init gives the score head SB3's 0.01 gain of an action_net: the first policy explores."""
+    space = gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8).observation_space
+    with th.random.fork_rng(devices=[]):
+        th.manual_seed(0)
+        policy = SlotPolicy(space, gym.spaces.Discrete(8), lambda _: 3e-4, hidden=16)
+    rng = np.random.default_rng(3)
+    obs = {key: th.as_tensor(rng.normal(scale=10.0, size=(4, *s.shape)).astype(np.float32))
+           for key, s in space.spaces.items()}
+    with th.no_grad():
+        logits = policy.actor_logits(obs)
+    assert (logits.amax(dim=1) - logits.amin(dim=1) < 0.05).all()
 
 
 def test_short_run_saves_reloads_evaluates_and_resumes(cache, train_script, tmp_path: Path, monkeypatch):
@@ -497,6 +580,45 @@ def test_a_sampling_policy_draws_from_its_own_seeded_stream_at_every_episode(tmp
         make("ppo", checkpoint=shipped_checkpoint("hard"), deterministic=False, seed=-1)
 
 
+def test_a_sampling_policy_draws_afresh_at_each_decision_from_its_seeds_stream(monkeypatch):
+    """Each draw moves the episode's stream on (one left where it was drew the same number at every decision), the
+    stream starts again from ``seed`` at each episode, and another seed is another stream."""
+    agents = [make("ppo", checkpoint=shipped_checkpoint("hard"), deterministic=False, seed=seed) for seed in (3, 4)]
+    for agent in agents:  # uniform over 8 slots: 20 draws all alike are chance only when something is wrong
+        monkeypatch.setattr(agent, "_probs", lambda observation, masks: th.full((1, 8), 1 / 8))
+
+    def draws(agent) -> list[int]:
+        streams = [agent._sampling_start()]
+        return [int(agent._predict({}, np.ones(8, bool), streams)[0]) for _ in range(20)]
+
+    first = draws(agents[0])
+    assert len(set(first)) > 1
+    assert draws(agents[0]) == first
+    assert draws(agents[1]) != first
+
+
+def test_the_shipped_medium_policy_plays_as_it_was_shipped(tmp_path, monkeypatch):
+    """What the policy computes from a checkpoint (symlog, pools, context, interaction) is not in the checkpoint's
+    hash that results stores key rows by: a change that moves these pins needs a BEHAVIOUR_VERSION bump."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
+    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(0),
+                   objective="weighted_tardiness", **agent.env_settings())
+    observation, info = env.reset(seed=0)
+    agent.reset(env)
+    log_probability, done = 0.0, False
+    while not done:
+        sim = env.unwrapped
+        full = {**observation, FORECASTS_KEY: agent._forecaster(0, sim.simulator, *sim.offered_pairs(),
+                                                                 sim.time_scale)}
+        action = agent.act(observation, info)
+        log_probability += float(th.log(agent._probs(full, sim.action_masks())[0, action]))
+        observation, _, done, _, info = env.step(action)
+    metrics = env.unwrapped.schedule().metrics
+    assert (metrics["makespan"], metrics["total_weighted_tardiness"]) == pytest.approx((227.50489, 3.45312), abs=1e-5)
+    assert log_probability == pytest.approx(-10.9072, abs=1e-3)  # of the 72 actions taken
+
+
 def test_a_policy_of_flattened_observations_is_refused_saying_so():
     """It failed with "TypeError: 'Box' object is not subscriptable"."""
     from dynasched_gym.envs.sb3 import make_sb3_vec_env
@@ -532,6 +654,17 @@ def test_ppo_plays_an_env_with_forecast_rewards_around_its_forecasts(tmp_path, m
     schedule = run_episode(agent, env, seed=0)
     assert schedule.finished and env.potential_rules == ("SPT:EET", "LPT:LIT")
     assert env.get_wrapper_attr("rules") == rules
+
+
+def test_ppo_refuses_an_env_whose_forecasts_roll_out_other_rules(tmp_path, monkeypatch):
+    """The forecasts of other rules (here the policy's in another order) fill the same space: only the rules tell."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
+    rules = agent.model.policy.forecast_rules
+    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(0),
+                   objective="weighted_tardiness", **agent.env_settings())
+    with pytest.raises(ValueError, match=r"the env's forecasts roll out \('ATC:LWL', 'EDD:EET'\) in 0 sampled"):
+        agent.reset(ForecastFeatures(env, rules[::-1]))
 
 
 def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishes(cache, train_script, tmp_path,
