@@ -161,6 +161,9 @@ def test_flat_observations_carry_the_forecasts():
     assert env.observation_space.shape == (sum(int(np.prod(s.shape)) for s in dict_space.spaces.values()),)
     assert observation.shape == env.observation_space.shape
     assert env.observation_space.contains(observation)
+    dict_observation, _ = env.env.reset(seed=0)
+    layout = ("candidates", "machines", "global", FORECASTS_KEY, "action_mask")  # the documented order: the mask last
+    np.testing.assert_array_equal(observation, np.concatenate([dict_observation[key].ravel() for key in layout]))
 
 
 def test_an_empty_rule_list_is_refused_and_one_rule_may_be_a_string():
