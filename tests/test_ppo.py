@@ -31,7 +31,7 @@ import dynasched_gym  # noqa: F401  (registers the ids)
 from dynasched_gym import validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy, masked_pool
-from dynasched_gym.agents.ppo import shipped_checkpoint
+from dynasched_gym.agents.ppo import PPOAgent, shipped_checkpoint
 from dynasched_gym.agents.rules import rule_objectives
 from dynasched_gym.envs.dfjsp.episodes import pool_scales
 from dynasched_gym.envs.wrappers import (
@@ -597,13 +597,18 @@ def test_a_sampling_policy_draws_afresh_at_each_decision_from_its_seeds_stream(m
     assert draws(agents[1]) != first
 
 
+def _shipped_medium_on_seed_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PPOAgent, gym.Env]:
+    """The shipped medium policy and an env of its settings on medium pool seed 0 (the pool cached in ``tmp_path``)."""
+    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
+    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
+    return agent, gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(0),
+                           objective="weighted_tardiness", **agent.env_settings())
+
+
 def test_the_shipped_medium_policy_plays_as_it_was_shipped(tmp_path, monkeypatch):
     """What the policy computes from a checkpoint (symlog, pools, context, interaction) is not in the checkpoint's
     hash that results stores key rows by: a change that moves these pins needs a BEHAVIOUR_VERSION bump."""
-    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
-    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
-    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(0),
-                   objective="weighted_tardiness", **agent.env_settings())
+    agent, env = _shipped_medium_on_seed_0(tmp_path, monkeypatch)
     observation, info = env.reset(seed=0)
     agent.reset(env)
     log_probability, done = 0.0, False
@@ -645,11 +650,8 @@ def test_a_policy_of_the_rule_selection_env_is_refused_saying_so(tmp_path):
 
 def test_ppo_plays_an_env_with_forecast_rewards_around_its_forecasts(tmp_path, monkeypatch):
     """The reward wrapper's potential rules are not mistaken for the observation's rollout rules."""
-    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
-    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
+    agent, env = _shipped_medium_on_seed_0(tmp_path, monkeypatch)
     rules = agent.model.policy.forecast_rules
-    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(0),
-                   objective="weighted_tardiness", **agent.env_settings())
     env = ForecastReward(ForecastFeatures(env, rules), ["SPT:EET", "LPT:LIT"], hindsight=True)
     schedule = run_episode(agent, env, seed=0)
     assert schedule.finished and env.potential_rules == ("SPT:EET", "LPT:LIT")
@@ -658,11 +660,8 @@ def test_ppo_plays_an_env_with_forecast_rewards_around_its_forecasts(tmp_path, m
 
 def test_ppo_refuses_an_env_whose_forecasts_roll_out_other_rules(tmp_path, monkeypatch):
     """The forecasts of other rules (here the policy's in another order) fill the same space: only the rules tell."""
-    monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path))
-    agent = make("ppo", checkpoint=shipped_checkpoint("medium"))
+    agent, env = _shipped_medium_on_seed_0(tmp_path, monkeypatch)
     rules = agent.model.policy.forecast_rules
-    env = gym.make("DynaSched/DFJSP-v0", instance=tier_pool("medium", "small").instance(0),
-                   objective="weighted_tardiness", **agent.env_settings())
     with pytest.raises(ValueError, match=r"the env's forecasts roll out \('ATC:LWL', 'EDD:EET'\) in 0 sampled"):
         agent.reset(ForecastFeatures(env, rules[::-1]))
 
