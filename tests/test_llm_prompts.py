@@ -532,7 +532,7 @@ def test_pruning_keeps_the_slot_a_rule_plays_when_its_pair_is_not_offered(rule: 
     """With fewer action slots than startable pairs the pair a rule would dispatch may not be offered; its agent then
     plays an offered pair by job priority, ties to the lower slot (agents/rules.py ``slot_of``). The table kept the
     rule's ranking by priority, then processing time: on mk10 with 8 slots, a one-row table missed the slot the rule
-    played at 4 to 7 decisions of these rules."""
+    played at some decisions of each of these rules."""
     env = env_of("mk10", max_candidates=8)
     agent = RuleAgent(rule)
     obs, info = env.reset(seed=0)
