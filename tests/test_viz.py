@@ -140,6 +140,17 @@ def test_a_job_cancelled_before_its_release_never_arrives_in_the_curves():
     assert curves_figure(schedule).axes[-1].get_xlim() == (0.0, 1.01 * 2.0)
 
 
+def test_a_job_cancelled_at_its_release_up_to_rounding_is_never_in_the_system():
+    """A cancellation up to EPS before the release: the job arrives (as the simulator has it) and leaves at once, its
+    cancellation time before its arrival; counted as an interval it made wip dip below its true count."""
+    inst = Instance.build("rounding", [Machine("M0")], [Job("a", [{0: 4.0}]), Job("b", [{0: 1.0}], release=2.0)],
+                          [Event(2.0 - 5e-10, E.CANCELLATION, job=1)])
+    schedule = rollout(inst, "SPT")
+    assert schedule.job_arrival[1] == 2.0 and schedule.job_cancelled_at[1] < 2.0
+    t, v = metric_curves(schedule)["wip"]
+    assert (t.tolist(), v.tolist()) == ([0.0, 4.0], [1, 0])
+
+
 def integral(curve: tuple[np.ndarray, np.ndarray], end: float) -> float:
     t, v = curve
     return float(np.sum(v * np.diff(np.minimum(np.append(t, end), end))))
@@ -156,6 +167,13 @@ def test_curves_agree_with_the_schedule_metrics(name, request):
     available = schedule.instance.num_machines * m["makespan"] - integral(curves["machines_down"], m["makespan"])
     assert busy / available == pytest.approx(m["utilization"])
     assert curves["wip"][1][-1] == 0 and curves["wip_waiting"][1].min() >= 0
+    changes = np.unique(np.concatenate([t for t, _ in curves.values()]))
+
+    def at(name: str) -> np.ndarray:
+        t, v = curves[name]
+        return v[np.searchsorted(t, changes, side="right") - 1]
+
+    assert np.array_equal(at("wip_waiting"), at("wip") - at("busy_machines"))  # also where only a machine starts
     assert curves["jobs_completed"][1][-1] == np.count_nonzero(~np.isnan(schedule.job_completion))
     assert curves["jobs_cancelled"][1][-1] == m["num_cancelled_jobs"]
     assert curves["utilization"][1].max() <= 1.0
@@ -170,7 +188,7 @@ def test_gantt_figure_draws_every_kind_of_record(small, by):
     assert bars == len(small.segment_job) + (len(small.downtime_machine) if by == "machine" else 0)
     assert {c.get_hatch() for c in ax.collections} >= {None, "////", "xxxx"}
     labels = {t.get_text() for t in fig.legends[0].get_texts()}
-    assert {"preempted", "aborted", "cancellation"} <= labels
+    assert {"preempted", "aborted", "cancellation"} <= labels and "completed" not in labels  # plain bars: no key
     assert ({"breakdown", "maintenance", "arrival"} if by == "machine" else {"release", "due", "due (late)"}) <= labels
     assert "every-event" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="by must be"):
@@ -231,6 +249,7 @@ def test_an_open_job_past_its_due_date_is_drawn_late():
     assert late_ticks(7.0) == [1.0]  # c is due at 7: on time up to then
     page = gantt_html(schedule, by="job")
     assert "c due (late) at 7" in page and "b due at 20" in page
+    assert page.count('<line class="due late"') == 2 and page.count('<line class="due"') == 1  # a and c; b
 
 
 def test_a_running_job_view_draws_no_due_date_beyond_its_time_axis():
@@ -275,6 +294,7 @@ def test_a_running_job_view_has_rows_for_the_jobs_released_by_now_only():
     ax = fig.axes[0]
     assert [label.get_text() for label in ax.get_yticklabels()] == ["a", "b", "d"]
     assert ax.get_ylim() == (2.5, -0.5) and fig.get_figheight() == gantt_size(inst, "job")[1] - 2 * 0.18
+    assert ax.get_xlim() == (0.0, 1.01 * 4.0)  # past now (3) to b's planned end
     bar_rows = sorted(path.get_extents().intervaly.mean() for c in ax.collections for path in c.get_paths())
     assert bar_rows == [0.0, 1.0]  # a's segment, b running
     marks = {line.get_marker(): line.get_ydata().tolist() for line in ax.get_lines() if line.get_marker() != "None"}
@@ -1005,3 +1025,99 @@ def test_an_html_tooltip_never_rounds_a_sliver_of_work_to_0_or_100_percent():
     page = gantt_html(schedule)
     assert "&lt;1% of the op&#x27;s work" in page and "&gt;99% of the op&#x27;s work" in page
     assert "0% of the op" not in page.replace("&lt;1%", "") and "100% of the op" not in page
+
+
+def test_a_running_machine_view_marks_the_arrivals_up_to_now_only():
+    """The machine view keeps every row while running, but a job released after now is not known yet: no arrival
+    mark for it (e at 50), nor for a job cancelled before its release (c)."""
+    from dynasched_gym import Simulator
+
+    inst = Instance.build("unknown", [Machine("M0"), Machine("M1")], [
+        Job("a", [{0: 3.0}]), Job("b", [{1: 4.0}]), Job("c", [{0: 2.0}], release=2.0),
+        Job("d", [{0: 5.0}], release=3.0), Job("e", [{1: 1.0}], release=50.0)], [Event(1.0, E.CANCELLATION, job=2)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.run("SPT", max_decisions=2)
+    assert sim.now == 3.0
+    lines = gantt_figure(sim.schedule(), now=sim.now).axes[0].get_lines()
+    assert [line.get_xdata().tolist() for line in lines if line.get_marker() == "^"] == [[0.0, 0.0, 3.0]]
+
+
+def test_a_cancelled_job_is_not_drawn_late():
+    """A cancelled job never completes, and its due date passed in the episode does not make it tardy (the metrics
+    leave it out): its due tick is black in the figure and the page."""
+    hand = hand_schedule()
+    schedule = dataclasses.replace(hand, job_due=np.array([np.nan, 5.0, 2.5]))  # c: due 2.5, cancelled at 3
+    lines = gantt_figure(schedule, by="job").axes[0].get_lines()
+    assert [line.get_xdata().tolist() for line in lines if line.get_marker() == "|"] == [[2.5], [5.0]]
+    assert [line.get_color() for line in lines if line.get_marker() == "|"] == ["black", "tab:red"]
+    page = gantt_html(schedule, by="job")
+    assert "c due at 2.5" in page and "b due (late) at 6" not in page and "b due (late) at 5" in page
+
+
+def test_a_figure_is_at_most_24_inches_high():
+    inst = Instance.build("tall", [Machine("M0")], [Job(f"j{j}", [{0: 1.0}]) for j in range(200)])
+    assert gantt_size(inst, "job") == (10.0, 24.0) and gantt_size(inst, "machine") == (10.0, 1.6 + 0.35)
+
+
+def test_a_suffix_in_capitals_picks_the_same_file_type(small, tmp_path):
+    assert save_gantt(small, tmp_path / "G.HTML").read_text() == gantt_html(small)
+    assert save_curves(small, tmp_path / "C.PNG").read_bytes().startswith(b"\x89PNG")
+    assert save_timeline(small, tmp_path / "T.Svg").read_text().startswith("<?xml")
+
+
+def test_html_rows_labels_and_stripes():
+    """Names are escaped text; the label column is at most 200 px wide; every other row is striped; the job view has
+    no marker strips above and below its rows (12 px each)."""
+    names = ["<b>&", "x" * 60, "c"]
+    schedule = rollout(Instance.build("names", [Machine("M0")], [Job(n, [{0: 1.0}]) for n in names]), "SPT")
+    page = gantt_html(schedule, by="job")
+    assert ">&lt;b&gt;&amp;</text>" in page and "<b>&" not in page
+    assert '<svg class="labels" width="200" height="36">' in page
+    assert page.count('<rect class="stripe"') == 1 and '<rect class="stripe" x="0" y="12.0" ' in page
+    machine_page = gantt_html(schedule)
+    assert '<svg class="labels" width="24" height="60">' in machine_page  # 20 px strips above and below M0's row
+
+
+@pytest.mark.parametrize("draw", [gantt_figure, curves_figure, timeline_figure])
+def test_a_figure_drawn_again_is_cleared_first(small, draw):
+    """The environments' viewer draws every frame on one figure: a frame drawn over the last one added its axes."""
+    fig = draw(small)
+    axes = len(fig.axes)
+    assert draw(small, fig=fig) is fig and len(fig.axes) == axes
+
+
+def test_figure_pixels_are_rgb_and_the_palette_cycles():
+    from matplotlib.figure import Figure
+
+    from dynasched_gym.viz._mpl import PALETTE, palette
+
+    pixels = figure_rgb(Figure(figsize=(1, 1), dpi=10, facecolor=(1.0, 0.0, 0.5)))
+    assert pixels.shape == (10, 10, 3) and pixels[5, 5].tolist() == [255, 0, 128]
+    assert palette(18).tolist() == [*PALETTE, *PALETTE[:2]]
+
+
+def test_a_matplotlib_import_error_with_no_mplbackend_is_its_own(monkeypatch):
+    """Only an MPLBACKEND that is set can be the reason matplotlib's import fails with a ValueError."""
+    from types import SimpleNamespace
+
+    from dynasched_gym.viz import _mpl
+
+    def broken(module: str):
+        raise ValueError(f"{module} is broken")
+
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    monkeypatch.setattr(_mpl, "importlib", SimpleNamespace(import_module=broken))
+    with pytest.raises(ValueError, match=r"^matplotlib.figure is broken$") as err:
+        _mpl.import_matplotlib("matplotlib.figure")
+    assert type(err.value) is ValueError
+
+
+def test_a_schedules_timeline_keeps_an_event_of_its_last_instant_up_to_rounding():
+    """A maintenance 5e-10 after the last completion applies at that instant (the simulator's EPS): it is in the
+    timeline."""
+    inst = Instance.build("instant", [Machine("M0")], [Job("a", [{0: 2.0}])],
+                          [Event(2.0 + 5e-10, E.MAINTENANCE, machine=0, duration=1.0)])
+    schedule = rollout(inst, "SPT")
+    assert schedule.clock == 2.0 and schedule.downtime_start.tolist() == [2.0]
+    assert event_times(schedule)["MAINTENANCE"].tolist() == [2.0 + 5e-10]
