@@ -36,7 +36,7 @@ from dynasched_gym.core.rules import parse_rule, run_rule
 from dynasched_gym.core.simulator import Simulator
 from dynasched_gym.envs.futures import FUTURE_SEEDS, MAX_FUTURES, SampledFutures, check_outside_futures
 from dynasched_gym.envs.sb3 import make_sb3_vec_env
-from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector
+from dynasched_gym.envs.wrappers import FORECASTS_KEY, ForecastFeatures, ForecastFeaturesVector, SlotForecaster
 
 MACHINE_EVENTS = {EventType.BREAKDOWN, EventType.MAINTENANCE, EventType.REPAIR}
 
@@ -322,11 +322,32 @@ def test_sampled_forecast_features_are_the_mean_rollouts_over_the_futures(pool):
                          future_pool=("bogus", "small"))
 
 
+def test_sampled_forecasts_add_to_the_objective_so_far_and_clear_a_reused_buffer(pool):
+    """Column 2r + 1 is what the pair adds to the objective accrued so far (the test above checks it while nothing has
+    accrued yet, where the rollouts' whole objective passes too), and padding rows of a buffer that is handed in
+    (``out=``) come out 0 as the forgetful forecasts' do."""
+    env = _mid_episode(pool.instance(6), 20)  # some tardiness has accrued by then (asserted below)
+    sim, time_scale = env.unwrapped.simulator, env.unwrapped.time_scale
+    jobs, machines = env.unwrapped.offered_pairs()
+    offered = np.flatnonzero(jobs >= 0)
+    accrued = objective_value(sim.static, sim.state, 2)
+    assert accrued > 0 and offered.size < jobs.size
+    codes = np.array([parse_rule(r) for r in RULES], dtype=np.int64)
+    values = SampledFutures(1, "medium", "small").pair_values(sim, jobs[offered], machines[offered], offered.size,
+                                                              codes, 2)
+    for sampled in (None, SampledFutures(1, "medium", "small")):
+        out = np.full((jobs.size, 2 * len(RULES)), 7.0, dtype=np.float32)
+        SlotForecaster(RULES, "weighted_tardiness", sampled=sampled)(0, sim, jobs, machines, time_scale, out=out)
+        assert not out[jobs < 0].any()
+    np.testing.assert_allclose(out[offered, 1::2], (values - accrued) / time_scale, rtol=1e-5, atol=1e-5)  # sampled
+
+
 def test_ppo_trained_on_sampled_forecasts_rebuilds_them(pool, tmp_path):
     """The policy saves its futures; PPOAgent then adds the same forecasts itself (single env and batched
     play agree) and refuses an env whose forecasts forget the future."""
     venv = make_sb3_vec_env(num_envs=2, tier="medium", size="small", pool_size=2, objective="weighted_tardiness",
                             forecast_features=RULES, forecast_futures=1)
+    assert venv.get_attr("future_pool") == [("medium", "small")] * 2  # the env's forecasts sample futures too
     model = MaskablePPO(SlotPolicy, venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu",
                         policy_kwargs={"hidden": 8, "forecast_rules": RULES, "forecast_futures": 1,
                                        "future_pool": ("medium", "small")})
