@@ -407,9 +407,11 @@ def test_sb3_adapter():
         observation, rewards, dones, infos = venv.step(np.zeros(3, dtype=np.int64))
         _, reward, done, _, single_info = env.step(0)
         steps += 1
-        assert rewards[0] == np.float32(reward)
+        assert rewards[0] == np.float32(reward) and rewards.dtype == np.float32  # as DummyVecEnv's buffer
     assert done and dones.all()
     assert infos[0]["metrics"] == single_info["metrics"] and infos[0]["ssi"] == single_info["ssi"]
+    # the single env's keys and SB3's: the new episode's tier goes to reset_infos, not the step's info
+    assert set(infos[0]) == {*single_info, "episode", "terminal_observation", "TimeLimit.truncated"}
     assert venv.unwrapped.reset_infos == [{"tier": None}] * 3  # the SSI comes at the end only: it rates the future too
     venv.set_options([{"instance": "mk02"}, {}, {"instance": "mk02"}])  # SB3's per-environment options
     venv.reset()
@@ -625,6 +627,12 @@ def test_sb3_adapter_reports_truncated_episodes():
     for info in infos:
         assert info["TimeLimit.truncated"] and "metrics" not in info and info["episode"]["l"] == 5
         assert venv.observation_space.contains(info["terminal_observation"])
+    # an episode that terminates at the limit (mk01: 55 operations, 55 steps) is no truncated one, as under TimeLimit
+    venv = make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=1, instance="mk01", max_episode_steps=55)
+    venv.reset()
+    for _ in range(55):
+        _, _, dones, infos = venv.step(np.zeros(1, dtype=np.int64))
+    assert dones[0] and infos[0]["TimeLimit.truncated"] is False and "metrics" in infos[0]
     with pytest.raises(ValueError, match="max_episode_steps"):
         make_sb3_vec_env("DynaSched/DFJSP-v0", num_envs=2, instance="mk01", max_episode_steps=5,
                          forecast_rule="EDD:EET")
@@ -718,6 +726,53 @@ def test_sb3_env_method_reaches_each_sub_environment_and_set_attr_all_of_them():
     venv.set_attr("render_mode", "ansi", indices=[2, 0, 1])
     assert venv.get_attr("render_mode") == ["ansi"] * 3
     assert venv.env_method("close") == [None] * 3  # as DummyVecEnv's, whose envs' close() return None
+
+
+def test_sb3_seeds_and_options_apply_to_the_next_reset_only(monkeypatch):
+    """As DummyVecEnv's: seed() and set_options() are handed to the next reset() only, a later one is unseeded and
+    without options; reset_infos give the tier of each sub-environment's episode, the autoreset's ones too."""
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import SB3VecEnv
+
+    base = DFJSPVectorEnv(2, tier="easy", autoreset_mode=AutoresetMode.SAME_STEP)
+    calls, reset = [], base.reset
+
+    def recording_reset(**kwargs):
+        calls.append(kwargs)
+        return reset(**kwargs)
+
+    monkeypatch.setattr(base, "reset", recording_reset)
+    venv = SB3VecEnv(base)
+    venv.seed(3)
+    venv.set_options([{}, {"instance": "mk01"}])
+    venv.reset()
+    assert venv.reset_infos == [{"tier": "easy"}, {"tier": None}]  # mk01 is of no tier
+    venv.reset()
+    assert calls == [{"seed": [3, 4], "options": {"instance": [None, "mk01"]}}, {"seed": None, "options": None}]
+    venv.set_options([{"instance": "mk01"}] * 2)
+    venv.reset()
+    dones = np.zeros(2, dtype=bool)
+    while not dones.all():  # both play mk01, 55 steps; the autoreset draws from the tier's pool
+        _, _, dones, _ = venv.step(np.zeros(2, dtype=np.int64))
+    assert venv.reset_infos == [{"tier": "easy"}] * 2
+
+
+def test_sb3_adapter_builds_the_wrappers_it_is_asked_for():
+    """Flat observations without the mask fit the adapter's observation space, copy=False is allowed with them (as
+    the refusal without flatten=True says), and hindsight reaches the forecast reward."""
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    venv = make_sb3_vec_env(num_envs=2, instance="mk01", flatten=True, keep_mask=False, copy=False)
+    first = venv.reset()
+    kept = first.copy()
+    observation = venv.step(np.zeros(2, dtype=np.int64))[0]
+    assert venv.observation_space.shape == first.shape[1:] and venv.observation_space.contains(observation[0])
+    np.testing.assert_array_equal(first, kept)  # a new array each step, not the env's buffer
+    assert make_sb3_vec_env(num_envs=2, instance="mk01", flatten=True).observation_space.shape[0] == \
+        venv.observation_space.shape[0] + venv.action_space.n
+    rewarded = make_sb3_vec_env(num_envs=1, instance="mk01", forecast_rule="EDD:EET", hindsight=True)
+    assert rewarded.get_attr("hindsight") == [True]
 
 
 @pytest.mark.parametrize(("name", "nearest"), [("flaten", "flatten"), ("forecast_rules", "forecast_rule"),
