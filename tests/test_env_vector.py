@@ -775,6 +775,22 @@ def test_sb3_adapter_builds_the_wrappers_it_is_asked_for():
     assert rewarded.get_attr("hindsight") == [True]
 
 
+def test_sb3_get_images_gives_each_sub_environments_frame():
+    """SB3's render() takes get_images(): the vector env's frames, one per sub-environment, or None each (with the
+    single env's warning) without a render mode."""
+    pytest.importorskip("stable_baselines3")
+    from dynasched_gym.envs.sb3 import SB3VecEnv
+
+    framed = SB3VecEnv(DFJSPVectorEnv(2, instance="mk01", render_mode="ansi", autoreset_mode=AutoresetMode.SAME_STEP))
+    framed.reset()
+    frames = framed.get_images()
+    assert len(frames) == 2 and all("t=0" in frame for frame in frames)
+    bare = SB3VecEnv(DFJSPVectorEnv(2, instance="mk01", autoreset_mode=AutoresetMode.SAME_STEP))
+    bare.reset()
+    with pytest.warns(UserWarning, match="render\\(\\) called without a render_mode"):
+        assert bare.get_images() == [None, None]
+
+
 @pytest.mark.parametrize(("name", "nearest"), [("flaten", "flatten"), ("forecast_rules", "forecast_rule"),
                                               ("instanse", "instance")])
 def test_a_misspelt_sb3_adapter_argument_names_the_nearest_of_the_adapters_and_the_envs(name, nearest):
@@ -799,6 +815,21 @@ def test_the_sb3_adapter_of_another_env_id_says_it_adapts_the_dynasched_ones():
         make_sb3_vec_env("CartPole-v1", num_envs=2)
     assert make_sb3_vec_env("dynasched_gym:DynaSched/FJSP-v0", num_envs=1).num_envs == 1
     assert make_sb3_vec_env(gym.spec("DynaSched/FJSP-v0"), num_envs=1).num_envs == 1  # as gym.make_vec takes it
+
+
+def test_the_sb3_adapter_takes_an_env_id_of_a_dfjsp_vector_env_subclass(monkeypatch):
+    """A registered id whose vector entry point is a DFJSPVectorEnv subclass (not one of ENV_SPECS) is adapted."""
+    from gymnasium.envs.registration import EnvSpec
+
+    from dynasched_gym.envs.sb3 import make_sb3_vec_env
+
+    class Subclass(DFJSPVectorEnv):
+        pass
+
+    spec = EnvSpec("DynaSched/Subclass-v0", entry_point=DFJSPEnv, vector_entry_point=Subclass)
+    monkeypatch.setitem(gym.registry, spec.id, spec)
+    venv = make_sb3_vec_env(spec.id, num_envs=2, instance="mk01")
+    assert isinstance(venv.unwrapped.venv, Subclass) and venv.reset()["action_mask"].shape == (2, 32)
 
 
 def test_actions_reach_the_kernel_as_one_contiguous_writeable_array():
