@@ -278,7 +278,8 @@ def test_a_running_job_view_has_rows_for_the_jobs_released_by_now_only():
     """The running job view kept a row for every job of the instance: a non-oracle agent deciding at now knows of the
     jobs released by then only, so the empty rows of later ones (e, released at 50) told of the future, those of jobs
     cancelled before their release (c) of jobs it never sees, and on a pool instance mid-episode (medium-small-seed0
-    after 25 SPT decisions) 19 of 31 rows were empty. The complete chart keeps every row."""
+    after 25 SPT decisions) 19 of 31 rows were empty. The complete chart keeps every row, and so does the running
+    machine view, which marks the arrivals up to now only."""
     from dynasched_gym import Simulator
 
     inst = Instance.build("unknown", [Machine("M0"), Machine("M1")], [
@@ -301,6 +302,8 @@ def test_a_running_job_view_has_rows_for_the_jobs_released_by_now_only():
     assert marks == {">": [0, 1, 2]}  # releases, d's on the third row
     complete = gantt_figure(schedule, by="job").axes[0]
     assert [label.get_text() for label in complete.get_yticklabels()] == list("abcde")
+    by_machine = gantt_figure(schedule, now=sim.now).axes[0].get_lines()  # every row, but no arrival after now
+    assert [line.get_xdata().tolist() for line in by_machine if line.get_marker() == "^"] == [[0.0, 0.0, 3.0]]
 
     late = rollout(Instance.build("later", [Machine("M0")], [Job("x", [{0: 1.0}], release=2.0)]), "SPT")
     with warnings.catch_warnings():
@@ -1025,22 +1028,6 @@ def test_an_html_tooltip_never_rounds_a_sliver_of_work_to_0_or_100_percent():
     page = gantt_html(schedule)
     assert "&lt;1% of the op&#x27;s work" in page and "&gt;99% of the op&#x27;s work" in page
     assert "0% of the op" not in page.replace("&lt;1%", "") and "100% of the op" not in page
-
-
-def test_a_running_machine_view_marks_the_arrivals_up_to_now_only():
-    """The machine view keeps every row while running, but a job released after now is not known yet: no arrival
-    mark for it (e at 50), nor for a job cancelled before its release (c)."""
-    from dynasched_gym import Simulator
-
-    inst = Instance.build("unknown", [Machine("M0"), Machine("M1")], [
-        Job("a", [{0: 3.0}]), Job("b", [{1: 4.0}]), Job("c", [{0: 2.0}], release=2.0),
-        Job("d", [{0: 5.0}], release=3.0), Job("e", [{1: 1.0}], release=50.0)], [Event(1.0, E.CANCELLATION, job=2)])
-    sim = Simulator(inst)
-    sim.reset()
-    sim.run("SPT", max_decisions=2)
-    assert sim.now == 3.0
-    lines = gantt_figure(sim.schedule(), now=sim.now).axes[0].get_lines()
-    assert [line.get_xdata().tolist() for line in lines if line.get_marker() == "^"] == [[0.0, 0.0, 3.0]]
 
 
 def test_a_cancelled_job_is_not_drawn_late():
