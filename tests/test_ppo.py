@@ -16,6 +16,8 @@ import time
 import warnings
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -26,9 +28,11 @@ from hydra import compose, initialize_config_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sb3_contrib import MaskablePPO
+from stable_baselines3.common.save_util import data_to_json
+from stable_baselines3.common.utils import FloatSchedule, LinearSchedule
 
 import dynasched_gym  # noqa: F401  (registers the ids)
-from dynasched_gym import validate_schedule
+from dynasched_gym import rollout, validate_schedule
 from dynasched_gym.agents import make, run_episode
 from dynasched_gym.agents.policy import INTERACTIONS, SlotPolicy, masked_pool
 from dynasched_gym.agents.ppo import PPOAgent, shipped_checkpoint
@@ -43,6 +47,7 @@ from dynasched_gym.envs.wrappers import (
 )
 from dynasched_gym.generation import tier_pool
 from dynasched_gym.io import resolve_instance
+from dynasched_gym.metrics import OBJECTIVE_METRICS
 from scripts.overrides import SettingError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -375,6 +380,64 @@ def test_rule_chosen_on_the_test_instances_themselves_is_the_post_hoc_best(cache
     assert "validation_rule" not in train_script.compare_with_rules(ppo, cfg.env, test)
 
 
+def test_reward_scale_env_units_and_held_out_instances(cache, train_script, tmp_path, monkeypatch):
+    """The automatic reward scale is 1 / FIFO:EET's mean objective on the training pool's seeds (1 where that mean is
+    0), a given scale is kept; the envs take the pool's feature units; held-out instances are those of their seeds."""
+    env = _config(tmp_path / "run").env
+    pool, key = tier_pool("medium", "small"), OBJECTIVE_METRICS[env.objective]
+    mean = np.mean([rollout(pool.instance(s), rule="FIFO:EET").metrics[key] for s in TRAIN_SEEDS])
+    assert train_script.auto_reward_scale(env) == pytest.approx(1.0 / mean)
+    assert train_script.auto_reward_scale(_config(tmp_path / "run", "env.reward_scale=0.5").env) == 0.5
+    kwargs = train_script.play_kwargs(env)
+    assert (kwargs["time_scale"], kwargs["ops_scale"]) == pool_scales("small")
+    held_out = train_script.held_out(env, _config(tmp_path / "run").train.eval_seeds)
+    assert [inst.name for inst in held_out] == [pool.instance(s).name for s in EVAL_SEEDS]
+    monkeypatch.setattr(train_script, "rollout", lambda instance, rule: SimpleNamespace(metrics={key: 0.0}))
+    assert train_script.auto_reward_scale(env) == 1.0  # no tardiness to scale by
+
+
+def test_the_report_lists_the_five_best_rules_and_the_wins_and_ties(train_script, tmp_path):
+    margin = {"margin": -1.0, "ci95": [-2.0, 0.5], "relative": -0.1, "wins": 3, "ties": 1}
+    result = {"metric": "total_weighted_tardiness", "instances": ["a", "b"], "ppo_mean": 9.0, "best_rule": "R1",
+              "best_rule_mean": 10.0, **train_script._margin_fields(margin, ""),
+              "rule_means": {f"R{i}": 9.0 + i for i in range(1, 7)}}
+    meta = {"timesteps": 2048, "wall_s": 3.0, "ppo_steps_per_s": 700.0, "selected": None}
+    report = train_script.report_markdown(result, _config(tmp_path / "run").env, meta)
+    assert [line.split(" |")[0] for line in report.splitlines() if line.startswith("| R")] == \
+        ["| R1", "| R2", "| R3", "| R4", "| R5"]
+    assert "**-1.000**, paired bootstrap 95 % CI [-2.000, 0.500]; PPO better on 3, tied on 1 instances." in report
+
+
+def test_validation_keeps_the_first_of_equal_means_and_resumed_schedules_keep_their_multiples(train_script, tmp_path,
+                                                                                              monkeypatch):
+    """A later policy becomes the best only with a lower mean (a tie keeps the earlier one); resumed between two
+    multiples of ``every``, validation and checkpoints come at the next multiple, not ``every`` after the resume."""
+    means, saved, checkpoints = iter([5.0, 5.0, 4.0, 3.0]), [], []
+    monkeypatch.setattr(train_script, "PPOAgent", lambda model: model)
+    monkeypatch.setattr(train_script, "evaluate", lambda agent, env_cfg, instances: np.array([next(means)]))
+    validator = train_script.ValidationEval(_config(tmp_path / "run").env, [], 512, tmp_path / "best.zip", {})
+    validator.model = SimpleNamespace(logger=SimpleNamespace(record=lambda key, value: None))
+    monkeypatch.setattr(train_script, "save_model", lambda model, path: saved.append(validator.num_timesteps))
+    validator.num_timesteps = 0
+    validator._on_training_start()  # the warm start
+    for validator.num_timesteps in (256, 512, 768, 1024):
+        validator._on_step()
+    assert saved == [0, 1024] and validator.best == (4.0, 1024)
+    validator.num_timesteps = 1280  # resumed from 1280: next at 1536, not 1792
+    validator._on_training_start()
+    for validator.num_timesteps in (1408, 1536):
+        validator._on_step()
+    assert saved == [0, 1024, 1536]
+    monkeypatch.setattr(train_script, "save_checkpoint", lambda model, path, validator: checkpoints.append(path.name))
+    callback = train_script.Checkpoints(1024, tmp_path, validator)
+    callback.model = validator.model
+    callback.num_timesteps = 512  # resumed from 512: next at 1024, not 1536
+    callback._on_training_start()
+    for callback.num_timesteps in (768, 1024, 1280):
+        callback._on_rollout_start()
+    assert checkpoints == ["ppo_1024_steps.zip"]
+
+
 def test_validation_seeds_must_not_overlap_the_test_seeds(cache, train_script, tmp_path: Path):
     config = _config(tmp_path / "run", f"train.validation_seeds.start={EVAL_SEEDS.start + 1}")
     with pytest.raises(ValueError, match=r"overlap train\.eval_seeds"):
@@ -688,7 +751,11 @@ def test_ctrl_c_saves_the_model_prints_the_resume_command_and_the_resume_finishe
     assert make("ppo", checkpoint=interrupted.path).model.num_timesteps == 256
     monkeypatch.undo()
     monkeypatch.setenv("DYNASCHED_CACHE", str(cache))
+    seeded, set_seed = [], MaskablePPO.set_random_seed
+    monkeypatch.setattr(MaskablePPO, "set_random_seed", lambda self, seed=None: (seeded.append(seed),
+                                                                                  set_seed(self, seed))[1])
     resumed = train_script.train(_config(tmp_path / "resumed", *short, f"train.resume={interrupted.path}"))
+    assert seeded[-1] == 256  # seed + the resumed timesteps: not the random stream the run began with
     record = yaml.safe_load(resumed.with_suffix(".yaml").read_text(encoding="utf-8"))
     assert record["timesteps"] == 1024 and record["resumed_from"] == str(interrupted.path)
     model = make("ppo", checkpoint=resumed.with_name("last.zip")).model
@@ -764,6 +831,7 @@ def test_a_total_short_of_a_whole_rollout_says_where_training_stops(cache, train
     ("train.eval_every=-1", ValueError, r"^train\.eval_every must be an integer >= 0, got -1$"),
     ("train.validation_seeds.count=0", ValueError, r"^train\.validation_seeds\.count must be an integer >= 1, got 0$"),
     ("train.validation_seeds.start=1", ValueError, r"^train\.validation_seeds\.start=1 overlaps the training pool"),
+    ("train.eval_seeds.start=1", ValueError, r"^train\.eval_seeds\.start=1 overlaps the training pool seeds 0\.\.1$"),
     ("train.imitation.epochs=0", ValueError, r"^train\.imitation\.epochs must be an integer >= 1, got 0$"),
     ("env.num_envs=0", ValueError, r"^env\.num_envs must be an integer >= 1, got 0$"),
     (f"env.pool_size={10**30}", ValueError, r"^env\.pool_size must be at most 1000000, got 10+$"),  # filled the memory
@@ -778,6 +846,7 @@ def test_a_total_short_of_a_whole_rollout_says_where_training_stops(cache, train
     ("train.learning_rate=0", ValueError, r"^train\.learning_rate must be a finite number > 0, got 0$"),
     ("train.imitation.learning_rate=-0.1", ValueError, r"^train\.imitation\.learning_rate must be a finite number > 0"),
     ("train.max_grad_norm=nan", ValueError, r"^train\.max_grad_norm must be a finite number > 0, got nan$"),
+    ("train.clip_range=0", ValueError, r"^train\.clip_range must be a finite number > 0, got 0$"),
     ("train.gamma=0", ValueError, r"^train\.gamma must be a finite number in \(0, 1\], got 0$"),
     ("train.gamma=1.5", ValueError, r"^train\.gamma must be a finite number in \(0, 1\], got 1\.5$"),
     ("train.gae_lambda=-0.1", ValueError, r"^train\.gae_lambda must be a finite number in \[0, 1\], got -0\.1$"),
@@ -836,6 +905,12 @@ def test_a_run_folder_to_resume_is_an_error_listing_its_models(train_script, tmp
     (["env.forecast_futures=2", "train.eval_seeds.start=900000"],
      r"^train\.eval_seeds: pool seeds 900000\.\.900001 overlap the seeds of the sampled futures 900000\.\.900999 "
      r"\(env\.forecast_futures=2\)"),
+    (["env.num_envs=3", "train.n_steps=43", "train.batch_size=64"],  # 129 samples: n_steps alone leaves no one
+     r"^train\.n_steps=43 x env\.num_envs=3 leaves a last minibatch of one sample"),
+    (["env.forecast_futures=2", "train.eval_seeds.start=899999"],  # only the last seed is a sampled future's
+     r"^train\.eval_seeds: pool seeds 899999\.\.900000 overlap the seeds of the sampled futures"),
+    (["env.forecast_futures=2", "train.validation_seeds.start=900000"],  # model selection must not see them either
+     r"^train\.validation_seeds: pool seeds 900000\.\.900001 overlap the seeds of the sampled futures"),
 ])
 def test_settings_that_contradict_each_other_are_refused_up_front(train_script, tmp_path, monkeypatch, overrides,
                                                                    message):
@@ -861,12 +936,13 @@ def test_resume_refuses_settings_that_would_not_take_effect(train_script, tmp_pa
     assert not (tmp_path / "run").exists()
 
 
-def _checkpoint(path: Path, timesteps: int, best: dict | None = None, validation: dict | None = None) -> Path:
-    """A file shaped like an SB3 checkpoint at ``timesteps`` (what the up-front checks read), with a best-so-far
-    record beside it when ``validation`` is given."""
+def _checkpoint(path: Path, timesteps: Any, best: dict | None = None, validation: dict | None = None,
+                **data: Any) -> Path:
+    """A file shaped like an SB3 checkpoint at ``timesteps`` (what the up-front checks read; ``data``: more of SB3's
+    saved attributes), with a best-so-far record beside it when ``validation`` is given."""
     path.parent.mkdir(exist_ok=True)
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("data", json.dumps({"num_timesteps": timesteps}))
+        archive.writestr("data", data_to_json({"num_timesteps": timesteps, **data}))
         archive.writestr("policy.pth", b"weights")
     if validation is not None:
         path.with_suffix(".json").write_text(json.dumps({"best": best, "validation": validation}), encoding="utf-8")
@@ -886,6 +962,9 @@ def test_resume_is_refused_up_front_unless_a_checkpoint_short_of_total_timesteps
     best = {"validation_mean": 3.0, "timesteps": 128, "policy": "best_128_steps.zip"}
     other = _checkpoint(tmp_path / "other" / "ppo_256_steps.zip", 256, best, {**setting, "objective": "makespan"})
     lost = _checkpoint(tmp_path / "lost" / "ppo_256_steps.zip", 256, best, setting)  # its best policy is gone
+    damaged = _checkpoint(tmp_path / "damaged.zip", 256)  # a byte of a member changed: its CRC no longer matches
+    damaged.write_bytes(damaged.read_bytes().replace(b"weights", b"Weights"))
+    fraction = _checkpoint(tmp_path / "fraction.zip", 1.5)
     cases = [(empty, 1024, rf"^train\.resume={empty}: {empty} is not a loadable checkpoint"),
              (cut, 1024, r"cut\.zip is not a loadable checkpoint \(BadZipFile"),
              (tmp_path / "nopolicy.zip", 1024, r"nopolicy\.zip is not a loadable checkpoint \(KeyError"),
@@ -893,13 +972,36 @@ def test_resume_is_refused_up_front_unless_a_checkpoint_short_of_total_timesteps
              (good, 256, r"is already at 256 timesteps, at or after train\.total_timesteps=256"),
              (other, 1024, r"its best validation mean was measured on .*'makespan'.* this run validates on .*; "
                            r"set env\.objective=makespan to validate as it did, or delete .*ppo_256_steps\.json"),
-             (lost, 1024, r"\(best policy in ppo_256_steps\.json\): .*best_128_steps\.zip is not a loadable")]
+             (lost, 1024, r"\(best policy in ppo_256_steps\.json\): .*best_128_steps\.zip is not a loadable"),
+             (damaged, 1024, r"damaged\.zip is not a loadable checkpoint \(damaged member 'policy\.pth'"),
+             (fraction, 1024, r"fraction\.zip is not a loadable checkpoint \(damaged member None or timesteps 1\.5\)")]
     for path, total, message in cases:
         began = time.perf_counter()
         with pytest.raises(ValueError, match=message):
             train_script.train(_config(tmp_path / "run", f"train.resume={path}", f"train.total_timesteps={total}"))
         assert time.perf_counter() - began < 3.0  # before any setup
         assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def test_resume_reads_the_checkpoints_schedules_and_best_record(train_script, tmp_path):
+    """The learning rate at the start and whether it anneals are read from the saved schedule; the best record is
+    read only where this run selects on validation, a record of no best is none, and a record measured on other
+    validation seeds names the overrides that validate as it did."""
+    setting = {"tier": "medium", "size": "small", "objective": "weighted_tardiness",
+               "validation_seeds": {"start": VALIDATION_SEEDS.start, "count": len(VALIDATION_SEEDS)}}
+    annealed = _checkpoint(tmp_path / "annealed" / "ppo_256_steps.zip", 256, None, setting,
+                           lr_schedule=LinearSchedule(3e-4, 0.0, 1.0), clip_range=FloatSchedule(0.2))
+    resume = train_script.check_config(_config(tmp_path / "run", f"train.resume={annealed}"))
+    assert (resume.path, resume.timesteps, resume.best) == (annealed, 256, None)
+    with pytest.raises(ValueError, match=r"not take effect: train\.anneal_lr=False \(the checkpoint's: True\); set"):
+        train_script.check_config(_config(tmp_path / "run", f"train.resume={annealed}", "train.anneal_lr=false"))
+    best = {"validation_mean": 3.0, "timesteps": 128, "policy": "best_128_steps.zip"}
+    other = _checkpoint(tmp_path / "other" / "ppo_256_steps.zip", 256, best,
+                        {**setting, "validation_seeds": {"start": VALIDATION_SEEDS.start, "count": 3}})
+    with pytest.raises(ValueError, match=r"set train\.validation_seeds\.count=3 to validate as it did, or delete"):
+        train_script.check_config(_config(tmp_path / "run", f"train.resume={other}"))
+    assert train_script.check_config(_config(tmp_path / "run", f"train.resume={other}", "train.keep_best=false")).best \
+        is None  # no selection in this run: the record is not read
 
 
 def test_a_save_killed_midway_leaves_no_partial_checkpoint(cache, train_script, tmp_path, monkeypatch):
@@ -957,6 +1059,11 @@ SWEEP_RUN = ("env.pool_size=2", "env.num_envs=2", "train.n_steps=128", "train.ba
              f"train.eval_seeds.count={len(EVAL_SEEDS)}", "train.progress_bar=false")
 
 
+def test_the_resume_command_replaces_the_runs_resume_setting_however_given(train_script):
+    command = train_script.resume_command(Path("/runs/a/interrupted.zip"), ["+train.resume=old.zip", "seed=1"])
+    assert command == "python -m scripts.train seed=1 train.resume=/runs/a/interrupted.zip"
+
+
 def test_a_training_sweep_with_a_bad_value_is_refused_before_any_job(train_script, tmp_path, monkeypatch, capsys):
     """``-m env.tier=medium,hard train.total_timesteps=...,abc``: the first tier trained in full before the bad value
     of a later job stopped the sweep; every job's settings are now checked first, and nothing runs or is written."""
@@ -1011,6 +1118,17 @@ def test_forecast_auto_rules_is_bounded_only_where_it_is_used(train_script, tmp_
     """Without env.forecast_rule=auto the count is not read (it was refused after setup even then)."""
     assert train_script.check_config(_config(tmp_path / "run", "env.forecast_rule=EDD:EET",
                                              "env.forecast_auto_rules=60")) is None
+
+
+@pytest.mark.parametrize("overrides", [
+    ["train.imitation.batch_size=1"], ["seed=4294967295"], ["train.ent_coef=0", "train.vf_coef=0"],
+    ["train.gae_lambda=0", "train.gamma=1"], ["env.forecast_rule=auto", "env.forecast_auto_rules=52"],
+    ["env.pool_size=2", "train.validation_seeds.start=2"],  # the first seed above the training pool
+    ["train.validation_seeds.start=998"], ["train.validation_seeds.start=1002"],  # just below, just above the test
+])
+def test_settings_at_their_bounds_are_taken(train_script, tmp_path, overrides):
+    """Each least or most value a setting may take, and held-out seeds right beside the training or test seeds."""
+    assert train_script.check_config(_config(tmp_path / "run", *overrides)) is None
 
 
 def test_training_sweeps_take_the_projects_launchers():
