@@ -989,8 +989,10 @@ def test_resume_reads_the_checkpoints_schedules_and_best_record(train_script, tm
     validation seeds names the overrides that validate as it did."""
     setting = {"tier": "medium", "size": "small", "objective": "weighted_tardiness",
                "validation_seeds": {"start": VALIDATION_SEEDS.start, "count": len(VALIDATION_SEEDS)}}
+    rules = tuple(_config(tmp_path / "run").env.forecast_features)  # a tuple, where the kwargs are pickled whole
     annealed = _checkpoint(tmp_path / "annealed" / "ppo_256_steps.zip", 256, None, setting,
-                           lr_schedule=LinearSchedule(3e-4, 0.0, 1.0), clip_range=FloatSchedule(0.2))
+                           lr_schedule=LinearSchedule(3e-4, 0.0, 1.0), clip_range=FloatSchedule(0.2),
+                           policy_kwargs={"forecast_rules": rules, "activation_fn": th.nn.ReLU})
     resume = train_script.check_config(_config(tmp_path / "run", f"train.resume={annealed}"))
     assert (resume.path, resume.timesteps, resume.best) == (annealed, 256, None)
     with pytest.raises(ValueError, match=r"not take effect: train\.anneal_lr=False \(the checkpoint's: True\); set"):
