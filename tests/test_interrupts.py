@@ -105,7 +105,9 @@ def test_the_command_line_stops_on_sigterm_removing_the_file_it_was_writing(tmp_
 
 
 
-def test_the_command_line_stops_quietly_when_the_reader_of_its_output_is_gone(tmp_path: Path) -> None:
+# buffered: the pipe breaks at main's flush, not at a print
+@pytest.mark.parametrize("unbuffered", ["1", ""], ids=["unbuffered", "buffered"])
+def test_the_command_line_stops_quietly_when_the_reader_of_its_output_is_gone(tmp_path: Path, unbuffered: str) -> None:
     """``dynasched-gym rollout mk01 --out s.json | head -3`` printed "error: [Errno 32] Broken pipe", status 2, and
     (stdout unbuffered) had not written s.json yet: now nothing on stderr, status 141 (SIGPIPE's), the file
     written."""
@@ -115,7 +117,7 @@ def test_the_command_line_stops_quietly_when_the_reader_of_its_output_is_gone(tm
     try:
         proc = subprocess.run([sys.executable, "-m", "dynasched_gym", "rollout", "mk01", "--out", str(out)], cwd=REPO,
                               stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                              env={**os.environ, "PYTHONUNBUFFERED": unbuffered})
     finally:
         os.close(write)
     assert proc.returncode == 141 and proc.stderr == "", (proc.returncode, proc.stderr[-3000:])

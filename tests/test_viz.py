@@ -11,6 +11,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -712,6 +713,7 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     main(["convert", "mk01", str(instance)])
     cases += [  # a file that is no schedule at all is bad input (2), not an invalid schedule (1)
         (["validate", str(tmp_path / "missing.json")], "missing.json: no such schedule file"),
+        (["validate", str(tmp_path)], f"{tmp_path}: no such schedule file"),  # a folder too, not "Is a directory"
         (["curves", "dsbx-medium", "--out", str(tmp_path / "c.png")],  # an instance's name: how to make a schedule
          "dsbx-medium: no such schedule file (a schedule JSON, as `dynasched-gym rollout <instance> --out"),
         (["validate", str(instance)], "instance.json, field 'format': not a schedule file"),
@@ -886,6 +888,140 @@ def test_cli_timeline_recognises_a_schedule_by_its_format_field(small, tmp_path)
     sched = tmp_path / "sorted.json"
     sched.write_text(json.dumps(small.to_dict(), sort_keys=True, indent=1))  # "format" is far from the top
     assert main(["timeline", str(sched), "--out", str(tmp_path / "t.png")]) == 0
+
+
+def test_cli_info_counts_the_events_and_spans_the_releases(tmp_path, capsys, monkeypatch):
+    every, quiet = tmp_path / "every.json", tmp_path / "quiet.json"
+    every_event_instance().to_json(every)
+    Instance.build("quiet", [Machine("M0")], [Job("a", [{0: 1.0}], release=2.5),
+                                              Job("b", [{0: 1.0}], release=4.0)]).to_json(quiet)
+    monkeypatch.setattr(warnings, "formatwarning", lambda *args: "")  # a format no earlier main left
+    formatwarning = warnings.formatwarning
+    assert main(["info", str(every)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == [
+        "releases: 0 .. 5", "events: BREAKDOWN 1, CANCELLATION 1, DUE_DATE_CHANGE 1, MAINTENANCE 1, PRIORITY_CHANGE 1, "
+                            "PTIME_CHANGE 1, REPAIR 1, REWORK 1, ROUTE_CHANGE 1"]
+    assert main(["info", str(quiet)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == ["releases: 2.5 .. 4", "events: none"]
+    assert warnings.formatwarning is formatwarning  # main's own warning format ends with it
+
+
+def test_cli_rollout_defaults_to_spt_and_seeds_the_random_rule_with_0(tmp_path, capsys, monkeypatch):
+    """The metrics, then where the schedule went; a schedule the validator refuses is exit status 1."""
+    inst = load_instance(data.path("mk01"))
+    out = tmp_path / "s.json"
+    assert main(["rollout", "mk01", "--out", str(out)]) == 0
+    metrics = rollout(inst, "SPT").metrics
+    assert load_schedule(out).metrics == metrics
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{'makespan':>26}: {metrics['makespan']:g}" and lines[-1] == f"schedule written to {out}"
+    assert main(["rollout", "mk01", "--rule", "RANDOM", "--out", str(out)]) == 0
+    seeded = [rollout(inst, "RANDOM", seed=seed).metrics for seed in (0, 1)]
+    assert seeded[0] != seeded[1] and load_schedule(out).metrics == seeded[0]
+    with pytest.raises(SystemExit):  # a seed of 0 is a seed given too
+        main(["rollout", "mk01", "--seed", "0"])
+    assert "only the RANDOM rule draws from it; SPT makes no random choice" in capsys.readouterr().err
+    import dynasched_gym.validate
+
+    monkeypatch.setattr(dynasched_gym.validate, "validate_schedule", lambda schedule: SimpleNamespace(ok=False))
+    capsys.readouterr()
+    assert main(["rollout", "mk01"]) == 1
+    assert "validator: namespace(ok=False)" in capsys.readouterr().out
+
+
+def test_cli_validate_lists_20_violations_by_default_and_all_at_limit_0(tmp_path, capsys):
+    sched = tmp_path / "s.json"
+    main(["rollout", "mk01", "--out", str(sched)])
+    content = json.loads(sched.read_text())
+    for segment in content["segments"]:
+        segment["start"] -= 1000.0  # each now starts before its job's release
+    sched.write_text(json.dumps(content))
+    capsys.readouterr()
+    assert main(["validate", str(sched)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    total = int(re.match(r"invalid schedule: (\d+) violation", out[0])[1])
+    assert total > 20 and sum(line.startswith("  [") for line in out) == 20
+    assert out[-1] == f"  ... and {total - 20} more"
+    assert main(["validate", str(sched), "--limit", "0"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("  [") for line in out) == total and "more" not in out[-1]
+
+
+@pytest.fixture
+def compared(monkeypatch):
+    """compare's rollouts and validator stood in for: the (instance, rule) pairs played, in order; the makespan is
+    100000/3 under SPT and 7 otherwise, and mk02's schedule under MWKR:EET fails validation."""
+    import dynasched_gym.core
+    import dynasched_gym.validate
+
+    played = []
+
+    def fake_rollout(inst, rule="SPT", seed=0):
+        played.append((inst.name, rule))
+        return SimpleNamespace(metrics={"makespan": 100000 / 3 if rule == "SPT" else 7.0}, played=played[-1])
+
+    monkeypatch.setattr(dynasched_gym.core, "rollout", fake_rollout)
+    monkeypatch.setattr(dynasched_gym.validate, "validate_schedule",
+                        lambda schedule: SimpleNamespace(ok=schedule.played != ("mk02", "MWKR:EET")))
+    return played
+
+
+def test_cli_compare_marks_failed_schedules_and_fits_each_column(compared, capsys):
+    assert main(["compare", "mk01", "mk02", "--rules", "SPT,MWKR:EET"]) == 1
+    assert capsys.readouterr().out.splitlines()[-4:] == [
+        "makespan by rule (! = schedule failed validation)",
+        "instance      SPT  MWKR:EET",
+        "    mk01  33333.3         7",
+        "    mk02  33333.3        7!"]
+    assert main(["compare", "mk01", "--rules", "MWKR:EET"]) == 0  # every schedule valid
+
+
+def test_cli_compare_plays_six_rules_on_every_embedded_instance_by_default(compared, capsys):
+    assert main(["compare"]) == 1  # mk02 under MWKR:EET
+    rules = ["SPT:EET", "FIFO:EET", "MWKR:EET", "MOPNR:EET", "EDD:EET", "ATC:EET"]
+    assert [rule for _, rule in compared] == rules * len(data.EMBEDDED)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-len(data.EMBEDDED) - 1].split() == ["instance", *rules]
+    assert [line.split()[0] for line in lines[-len(data.EMBEDDED):]] == list(data.EMBEDDED)
+
+
+def test_cli_convert_writes_indented_native_json(tmp_path, capsys):
+    out = tmp_path / "mk01.json"
+    assert main(["convert", "mk01", str(out)]) == 0
+    assert out.read_text() == load_instance(data.path("mk01")).to_json(indent=1)
+    assert capsys.readouterr().out == f"mk01: written to {out} (native)\n"
+
+
+def test_cli_draws_with_the_options_given_and_reads_an_instance_in_any_format(small, tmp_path, monkeypatch):
+    """gantt's --by and timeline's --bins reach the drawing; timeline takes a schedule by its format field, and an
+    instance in native JSON (whose format field is the instance's) or in a text format (not JSON) from its path."""
+    import dynasched_gym.viz
+
+    drawn = []
+    monkeypatch.setattr(dynasched_gym.viz, "save_gantt", lambda schedule, out, by: drawn.append((schedule, by)))
+    monkeypatch.setattr(dynasched_gym.viz, "save_timeline", lambda source, out, bins: drawn.append((source, bins)))
+    sched, native = tmp_path / "s.json", tmp_path / "i.json"
+    small.to_json(sched)
+    small.instance.to_json(native)
+    for args in (["gantt", str(sched)], ["gantt", str(sched), "--by", "job"], ["timeline", str(sched)],
+                 ["timeline", str(native), "--bins", "7"], ["timeline", str(data.path("mk01")), "--bins", "1"]):
+        assert main([*args, "--out", str(tmp_path / "x.png")]) == 0
+    assert [(type(source).__name__, option) for source, option in drawn] == [
+        ("Schedule", "machine"), ("Schedule", "job"), ("Schedule", 60), ("Instance", 7), ("Instance", 1)]
+    assert drawn[3][0] == small.instance and drawn[4][0].name == "mk01"
+
+
+def test_cli_option_bounds_are_inclusive(tmp_path, capsys):
+    from dynasched_gym.cli import build_parser
+
+    parser, out = build_parser(), str(tmp_path / "t.png")
+    assert parser.parse_args(["timeline", "mk01", "--out", out, "--bins", "1000"]).bins == 1000
+    assert parser.parse_args(["validate", __file__, "--limit", "0"]).limit == 0
+    for seed in (0, 2**32 - 1):
+        assert parser.parse_args(["rollout", "mk01", "--rule", "RANDOM", "--seed", str(seed)]).seed == seed
+    with pytest.raises(SystemExit):
+        parser.parse_args(["rollout", "mk01", "--rule", "RANDOM", "--seed", str(2**32)])
+    assert "must be in [0, 2**32), got 4294967296" in capsys.readouterr().err
 
 
 def test_a_job_cancelled_before_its_release_never_arrives_in_the_gantt_and_the_timeline():
