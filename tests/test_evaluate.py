@@ -1787,6 +1787,48 @@ def test_table_scripts_refuse_bad_options_before_playing(tmp_path: Path, script:
     assert caught.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_fjsp_table_prints_and_writes_each_instances_makespans_and_their_means(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The rules' and the lookahead's makespans, their means and the count of schedules the validator refuses, in
+    .bench/fjsp_table.json by default; three instances and a top-2 lookahead keep it short."""
+    from types import SimpleNamespace
+
+    import gymnasium as gym
+
+    from dynasched_gym import data, load_instance, rollout
+    from dynasched_gym.agents import make, run_episode
+    from scripts import fjsp_table
+
+    names, asked = ("mk01", "mk02", "mk03"), []
+
+    def short_lookahead(name: str, top_k: int) -> Any:
+        asked.append(top_k)
+        return make(name, top_k=2)
+
+    monkeypatch.setattr(fjsp_table, "INSTANCES", names)
+    monkeypatch.setattr(fjsp_table, "make", short_lookahead)
+    monkeypatch.chdir(tmp_path)
+    fjsp_table.main([])
+    table = json.loads((tmp_path / ".bench" / "fjsp_table.json").read_text())
+    rows = {}
+    for name in names:
+        inst = load_instance(data.path(name))
+        env = gym.make("DynaSched/FJSP-v0", instance=inst, max_candidates=512, objective="makespan")
+        rows[name] = {**{rule: rollout(inst, rule).metrics["makespan"] for rule in fjsp_table.RULES},
+                      "lookahead": run_episode(make("lookahead", top_k=2), env, seed=0).metrics["makespan"]}
+    means = {column: float(np.mean([rows[name][column] for name in names])) for column in rows["mk01"]}
+    assert asked == [16] and table["invalid"] == 0 and table["published"] == fjsp_table.PUBLISHED
+    assert table["rows"] == rows and table["means"] == means
+    out = capsys.readouterr().out.splitlines()
+    assert "  mean" + "".join(f"{means[column]:>11.1f}" for column in means) in out
+    assert f"lookahead (top-16, rollouts MWKR/FIFO/SPT/EDD) mean {means['lookahead']:.1f} " in out[-2]
+    monkeypatch.setattr(fjsp_table, "validate_schedule", lambda schedule: SimpleNamespace(ok=False))
+    monkeypatch.setattr(fjsp_table, "INSTANCES", names[:1])
+    fjsp_table.main(["--out", str(tmp_path / "t.json")])
+    assert json.loads((tmp_path / "t.json").read_text())["invalid"] == len(fjsp_table.RULES) + 1
+    assert out[-1] == "written to .bench/fjsp_table.json"
+
+
 def test_the_command_lines_out_is_checked_before_the_work(capsys: pytest.CaptureFixture[str]) -> None:
     from dynasched_gym.cli import main as cli
     from scripts import bench
