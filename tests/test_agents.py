@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 import warnings
@@ -756,6 +757,15 @@ def test_an_agent_without_its_extra_names_the_install(monkeypatch, name, module,
     with pytest.raises(MissingExtraError, match=rf"pip install 'dynasched-gym\[{extra}\]'") as caught:
         make(name)
     assert caught.value.name == module
+
+
+def test_a_missing_module_of_the_package_is_no_missing_extra():
+    """needs_extra names the extra for a third-party module only: a missing submodule of the package is a bug."""
+    from dynasched_gym.errors import needs_extra
+
+    with pytest.raises(ModuleNotFoundError) as caught, needs_extra("viz", "drawing"):
+        importlib.import_module("dynasched_gym.gone")
+    assert type(caught.value) is ModuleNotFoundError
 
 
 def test_run_episode_names_a_wrong_agent_or_env():

@@ -1700,3 +1700,13 @@ def test_the_package_lists_its_lazy_names() -> None:
     names = dir(dynasched_gym)
     assert {*dynasched_gym.__all__, "data", "load_instance", "__version__"} <= set(names) and names == sorted(names)
     assert all(hasattr(dynasched_gym, name) for name in names)
+
+
+def test_errors_keep_their_place_when_located_and_cut_a_long_value() -> None:
+    exc = InstanceFormatError("bad", source="<x>", line=3, field="a", value=5)
+    assert str(exc.located("f.json")) == "f.json, line 3, field 'a': bad (got 5)"
+    assert str(exc.located("f.json", 7, field_prefix="p")) == "f.json, line 7, field 'p.a': bad (got 5)"
+    fits = "x" * 198  # its repr, quoted, is the 200 characters shown whole
+    assert str(InstanceFormatError("bad", value=fits)) == f"<instance>: bad (got {fits!r})"
+    shown = str(InstanceFormatError("bad", value="y" * 300))  # a repr of 302 characters: 122 cut out
+    assert shown == f"<instance>: bad (got '{'y' * 159}...<122 characters>...{'y' * 19}')"

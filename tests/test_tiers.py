@@ -539,6 +539,23 @@ def test_the_pool_cache_follows_xdg_and_falls_back_to_a_temporary_directory(tmp_
     assert tiers.default_cache_dir() == tmp_path / "given"
 
 
+def test_the_pool_cache_ignores_an_empty_variable_and_falls_back_from_a_folder_it_cannot_enter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty $DYNASCHED_CACHE is unset (not the working directory); a folder that may be written but not entered
+    (no search permission, which os.access stands in for: tests may run as root) is refused, and the fallback is the
+    user's, the warning pointing at the line that asked for the folder."""
+    monkeypatch.setenv("DYNASCHED_CACHE", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert tiers.default_cache_dir() == tmp_path / "xdg" / "dynasched_gym" / "pools"
+    monkeypatch.setattr(os, "access", lambda path, mode: not mode & os.X_OK)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    monkeypatch.setenv("USER", "someone")
+    with pytest.warns(RuntimeWarning, match=r"pools/? \(not writable\)") as caught:
+        fallback = tiers.default_cache_dir()
+    assert fallback == tmp_path / "temp" / "dynasched_gym-someone" / "pools"
+    assert caught[0].filename == tiers.__file__
+
+
 def test_an_interrupted_prepare_keeps_the_members_its_workers_finished(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while a member is written: every member already generated (that one, and those the workers finished
