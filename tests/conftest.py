@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,12 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# A job that a non-interactive shell starts with & ignores SIGINT, and every process it starts inherits that: the
+# Ctrl-C tests (os.kill with SIGINT, here and in the scripts they start) then saw nothing happen and failed or waited
+# out their timeouts. The suite runs with Python's own handler, as at a terminal; the scripts it starts get it too.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 
