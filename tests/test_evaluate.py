@@ -1822,11 +1822,11 @@ def test_fjsp_table_prints_and_writes_each_instances_makespans_and_their_means(
     out = capsys.readouterr().out.splitlines()
     assert "  mean" + "".join(f"{means[column]:>11.1f}" for column in means) in out
     assert f"lookahead (top-16, rollouts MWKR/FIFO/SPT/EDD) mean {means['lookahead']:.1f} " in out[-2]
+    assert out[-1] == "written to .bench/fjsp_table.json"
     monkeypatch.setattr(fjsp_table, "validate_schedule", lambda schedule: SimpleNamespace(ok=False))
     monkeypatch.setattr(fjsp_table, "INSTANCES", names[:1])
     fjsp_table.main(["--out", str(tmp_path / "t.json")])
     assert json.loads((tmp_path / "t.json").read_text())["invalid"] == len(fjsp_table.RULES) + 1
-    assert out[-1] == "written to .bench/fjsp_table.json"
 
 
 def test_the_command_lines_out_is_checked_before_the_work(capsys: pytest.CaptureFixture[str]) -> None:

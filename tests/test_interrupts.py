@@ -104,7 +104,6 @@ def test_the_command_line_stops_on_sigterm_removing_the_file_it_was_writing(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
-
 # buffered: the pipe breaks at main's flush, not at a print
 @pytest.mark.parametrize("unbuffered", ["1", ""], ids=["unbuffered", "buffered"])
 def test_the_command_line_stops_quietly_when_the_reader_of_its_output_is_gone(tmp_path: Path, unbuffered: str) -> None:
