@@ -324,7 +324,6 @@ def test_uniform_picker_stays_in_the_mask() -> None:
     assert rows[1] == 2 and rows[0] in (0, 1) and rows[2] in (0, 2)
 
 
-
 def test_a_sweep_writing_one_results_file_is_refused_before_any_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """``-m seed=0,1``: every job wrote its results to the one ``out``, each over the one before; refused before any

@@ -1469,8 +1469,6 @@ def test_event_numbers_beyond_the_magnitude_bound_are_refused_naming_the_field(s
     assert exc.value.field == field and exc.value.value == value
 
 
-
-
 def test_a_dsbx_time_beyond_the_bound_names_the_field_of_the_file(reference_dir: Path, tmp_path: Path) -> None:
     d = copy_reference(reference_dir, tmp_path)
     records = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
