@@ -466,6 +466,10 @@ def test_ppo_warns_when_played_in_other_feature_units():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         agent.reset(env)
+    settings = agent.env_settings()
+    settings["time_scale"] *= 1.005  # half a percent off is other units too
+    with pytest.warns(RuntimeWarning, match=r"trained with features in units \(time_scale, ops_scale\)"):
+        agent.reset(gym.make("DynaSched/DFJSP-v0", instance="dsbx-medium", objective="weighted_tardiness", **settings))
 
 
 def test_make_ppo_without_a_checkpoint_says_what_to_pass():

@@ -1335,6 +1335,16 @@ def test_a_json_record_beside_a_checkpoint_that_is_none_is_ignored(tmp_path):
     assert make("ppo", checkpoint=tmp_path / "m.zip").trained_objective is None
 
 
+def test_a_json_record_beside_a_checkpoint_gives_the_training_envs_tier_size_and_objective(tmp_path):
+    """The record scripts.train writes beside each checkpoint: its validation setting's tier, size and objective are
+    the training env's (the size sets the feature units of a checkpoint that records none)."""
+    from dynasched_gym.agents.ppo import training_env
+
+    setting = {"tier": "hard", "size": "large", "objective": "makespan", "validation_seeds": {"start": 5, "count": 2}}
+    (tmp_path / "m.json").write_text(json.dumps({"best": None, "validation": setting}), encoding="utf-8")
+    assert training_env(tmp_path / "m.zip") == {"tier": "hard", "size": "large", "objective": "makespan"}
+
+
 def test_a_policy_whose_actor_read_the_hindsight_forecasts_is_refused():
     """SB3's MultiInputPolicy on make_sb3_vec_env(critic_hindsight=True) reads hindsight_forecasts (the real future) in
     its actor: PPOAgent played it with zeros there, an actor trained on the future fed what it never saw."""
