@@ -4,6 +4,7 @@ the shipped checkpoints load and play."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import json
 import os
@@ -546,6 +547,11 @@ def test_batched_play_equals_single_env_episodes(tmp_path, monkeypatch):
         assert schedule.metrics == single.metrics
         for field in ("segment_job", "segment_machine", "segment_start"):
             np.testing.assert_array_equal(getattr(schedule, field), getattr(single, field))
+    # three episodes of one length on two sub-envs: the second sub-env's replay (idle) ends at the step the first one's
+    # last episode does, and its schedule is no one's
+    copies = [dataclasses.replace(instances[0], name=f"copy{k}") for k in range(3)]
+    played = agent.play(copies, "weighted_tardiness", num_envs=2)
+    assert [schedule.instance.name for schedule in played] == ["copy0", "copy1", "copy2"]
     assert agent.play([], "weighted_tardiness") == []
     # None returned [] and [None, None] two schedules of one drawn pool instance; one Instance failed on len()
     for wrong in (None, [None, None], instances[0], "mk01"):
