@@ -1222,8 +1222,6 @@ def test_figure_pixels_are_rgb_and_the_palette_cycles():
 
 def test_a_matplotlib_import_error_with_no_mplbackend_is_its_own(monkeypatch):
     """Only an MPLBACKEND that is set can be the reason matplotlib's import fails with a ValueError."""
-    from types import SimpleNamespace
-
     from dynasched_gym.viz import _mpl
 
     def broken(module: str):
