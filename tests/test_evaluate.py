@@ -487,7 +487,7 @@ def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_me
     """The reported numbers of a known table (play_seeds stubbed: no episode is played): the best rule is the one of
     the lowest mean (not rule 0), the margin is agent minus it with its paired interval, wins and ties as counted
     (the same against each --reference, once each), and on subsets of every seed the agent beats the best rule
-    always and the post-hoc choice flatters nothing."""
+    always and the post-hoc choice flatters nothing; --start 0 plays from pool seed 0."""
     from dynasched_gym.agents.rules import rule_names
     from scripts import compare_agents
 
@@ -518,12 +518,15 @@ def test_compare_agents_reports_the_paired_margin_to_the_rule_with_the_lowest_me
             "on 2, tied on 0") in out
     assert f"that choice is on average 0.0 % below {best} there" in out and "beats the best rule chosen on the " \
         "subset in 100.0 %" in out  # every 3-seed subset of 3 seeds is all of them
+    compare_agents.main(["--seeds", "2", "--start", "0", "--out", str(tmp_path)])  # pool seed 0 is a seed
+    assert played[-1] == range(0, 2)
 
 
 def test_compare_agents_journals_every_seed_of_a_chunk_with_its_own_values(tmp_path, monkeypatch) -> None:
     """play_seeds with the playing stubbed (an instance is its seed): every seed of a chunk is appended with its own
     rules' and agent's values, a rerun with more seeds plays only the new ones, the journal is the agent
-    configuration's and the pool's, and every schedule is validated (an invalid one of the agent stops the run)."""
+    configuration's and the pool's, a row without a float for every rule is played again, and every schedule is
+    validated (an invalid one of the agent stops the run)."""
     import argparse
     from types import SimpleNamespace
 
@@ -557,6 +560,13 @@ def test_compare_agents_journals_every_seed_of_a_chunk_with_its_own_values(tmp_p
     assert all(row["agent"] == row["seed"] + 0.5 and set(row["rules"].values()) == {row["seed"]} for row in rows)
     again = compare_agents.play_seeds(agent, args, range(20000, 20007), tmp_path)
     assert played[3:] == [[20005, 20006]] and [again[seed] for seed in range(20000, 20005)] == rows
+    # a row edited by hand to hold no float for a rule is skipped with a warning, and its seed played again
+    edited = [dict(row, rules=dict(row["rules"], **{rule_names()[3]: None})) if row["seed"] == 20001 else row
+              for row in rows]
+    journal.write_text("".join(json.dumps(row) + "\n" for row in edited))
+    with pytest.warns(JournalWarning, match=r"line 2\b"):
+        compare_agents.play_seeds(agent, args, range(20000, 20002), tmp_path)
+    assert played[4:] == [[20001]]
     # another configuration of the agent, or another generation of the pool, plays into a journal of its own
     assert compare_agents.journal_path(make("lookahead", top_k=4), args, tmp_path) != journal
     monkeypatch.setattr(compare_agents, "key_inputs", lambda tier, size: {"generator": "changed"})
