@@ -256,6 +256,22 @@ def test_slot_policy_permutes_with_the_slots_and_ignores_padding_rows_and_other_
     th.testing.assert_close(alone_value, value[:1], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("interaction", INTERACTIONS)
+def test_a_saved_slot_policy_loads_with_its_interaction_and_weights(slot_policies, interaction: str, tmp_path):
+    """SB3's policy.save/load rebuilds the policy from its constructor parameters: the interaction, hidden size and
+    critic inputs come back, and so the same logits and value."""
+    policy = slot_policies[interaction]
+    policy.save(tmp_path / "policy.pt")
+    loaded = SlotPolicy.load(tmp_path / "policy.pt")
+    assert (loaded.interaction, loaded.hidden, loaded.critic_hindsight) == (interaction, 8, True)
+    rng = np.random.default_rng(0)
+    obs = {key: th.as_tensor(rng.normal(size=(2, *space.shape)).astype(np.float32))
+           for key, space in policy.observation_space.spaces.items()}
+    with th.no_grad():
+        th.testing.assert_close(loaded.actor_logits(obs), policy.actor_logits(obs))
+        th.testing.assert_close(loaded.predict_values(obs), policy.predict_values(obs))
+
+
 def test_a_fresh_slot_policy_starts_near_uniform():
     """The orthogonal init gives the score head SB3's 0.01 gain of an action_net: the first policy explores."""
     space = gym.make("DynaSched/DFJSP-v0", instance="mk01", max_candidates=8).observation_space
