@@ -329,6 +329,19 @@ def test_due_date_and_weight_in_force_at_completion():
     assert (result.objective, result.schedule.job_weight[0], result.schedule.job_due[0]) == (6.0, 3.0, 2.0)
 
 
+@pytest.mark.parametrize(("change_at", "tardiness", "due"), [(1.0, 2.0, 2.0), (4.0, 0.0, 100.0)])
+def test_a_due_date_change_applies_to_a_completion_after_it_only(change_at, tardiness, due):
+    """J0 (4 units, due at 100) is due at 2 from ``change_at`` on. Changed at 1, it completes 2 late, which the model
+    proves: a model that kept the first due date proved 0, a bound below the optimum. Changed at 4, the completion at
+    4 keeps the old due date (completions apply before the events of their instant)."""
+    inst = one_machine([Job("J0", [{0: 4.0}], due=100.0)], [Event(change_at, EventType.DUE_DATE_CHANGE, job=0,
+                                                                  due=2.0)])
+    result = solve_clairvoyant(inst, "tardiness")
+    check(result, "tardiness")
+    assert (result.objective, result.bound, result.status) == (tardiness, tardiness, "optimal")
+    assert (result.schedule.job_completion[0], result.schedule.job_due[0]) == (4.0, due)
+
+
 def test_a_completion_at_a_priority_change_takes_the_old_weight():
     """Completing at 4, when the weight drops from 1 to 0.5, weighs 1 (4); completing after it is better (< 4): the
     model must not give the completion at 4 the new weight (its bound was 2, an objective it never reaches)."""
