@@ -205,6 +205,16 @@ def test_downtime_opened_at_the_last_instant_is_recorded():
     assert rollout(inst, "SPT").downtime_start.tolist() == [4.0]
 
 
+def test_downtime_up_to_a_cancellation_after_the_last_completion_is_recorded():
+    """The episode ends when J1 is cancelled at 10, after J0 completes at 2: the breakdown at 5 is downtime of it."""
+    jobs = [Job("J0", [{0: 2.0}]), Job("J1", [{0: 50.0}], release=8.0)]
+    events = [Event(5.0, EventType.BREAKDOWN, machine=0, duration=2.0), Event(10.0, EventType.CANCELLATION, job=1)]
+    result = solve_clairvoyant(one_machine(jobs, events), "makespan")
+    check(result, "makespan")
+    assert (result.schedule.downtime_start.tolist(), result.schedule.downtime_end.tolist()) == ([5.0], [7.0])
+    assert result.schedule.job_cancelled_at[1] == 10.0
+
+
 def test_a_breakdown_absorbs_the_whole_block_of_queued_maintenance():
     # two maintenances queued behind J0 run back to back from 10 as one block, [10, 13]; the breakdown at 10.5
     # absorbs all of it (the simulator's downtime), and a maintenance arriving meanwhile waits for its end
