@@ -300,6 +300,18 @@ def test_waits_for_a_route_change_that_drops_work():
     assert result.schedule.segment_start.tolist() == [3.0]
 
 
+def test_a_processing_time_change_applies_before_a_route_change_of_its_instant_listed_first():
+    """At 0 a ROUTE_CHANGE (listed first) replaces op 1, and a PTIME_CHANGE scales op 1 tenfold: events of one instant
+    apply in type order, so the change scales the replaced op and the new one keeps its 3 (2 + 3, not 2 + 30)."""
+    events = [Event(0.0, EventType.ROUTE_CHANGE, job=0, op=1, ops=({0: 3.0},)),
+              Event(0.0, EventType.PTIME_CHANGE, job=0, op=1, factor=10.0)]
+    inst = one_machine([Job("J0", [{0: 2.0}, {0: 2.0}])], events)
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.bound, result.status) == (5.0, 5.0, "optimal")
+    assert rollout(inst, "SPT").metrics["makespan"] == 5.0
+
+
 def test_a_job_ending_at_a_route_change_by_float_sums_completes_before_it():
     """Released at 0.1, 0.2 of work ends at 0.1 + 0.2 = 0.30000000000000004, within EPS of the ROUTE_CHANGE at 0.3:
     the job is complete then and the change is ignored. The model's variants dropped that outcome (the float sum is
