@@ -290,6 +290,19 @@ def test_a_rework_copy_goes_to_the_first_untouched_slot(case, policy):
     assert result.schedule.segment_op.tolist() == ([0, 1, 2] if case == "last-running" else [0, 1, 2, 3])
 
 
+def test_a_rework_copy_in_the_regimes_of_its_origin_and_its_own_keeps_its_time():
+    """Op 0 (2 units, doubled from 1), reworked at 3, and a PTIME_CHANGE at 5 of op 1 (the copy, in a variant where
+    it goes before op 1): the copy's time depends on both slots' regimes. A regime case whose literal could be off
+    with both regimes on gave the copy no time in the model (no case to read the schedule from)."""
+    events = [Event(1.0, EventType.PTIME_CHANGE, job=0, op=0, factor=2.0), Event(3.0, EventType.REWORK, job=0, op=0),
+              Event(5.0, EventType.PTIME_CHANGE, job=0, op=1, factor=3.0)]
+    inst = one_machine([Job("J0", [{0: 2.0}, {0: 2.0}])], events)
+    result = solve_clairvoyant(inst, "makespan")
+    check(result, "makespan")
+    assert (result.objective, result.bound, result.status) == (6.0, 6.0, "optimal")
+    assert result.schedule.segment_end.tolist() == rollout(inst, "SPT").segment_end.tolist() == [2.0, 4.0, 6.0]
+
+
 def test_waits_for_a_route_change_that_drops_work():
     """Starting op 0 before 3 keeps it in the route (5 + 20); waiting leaves only the new op (3 + 20)."""
     route = Event(3.0, EventType.ROUTE_CHANGE, job=0, op=0, ops=({0: 20.0},))
