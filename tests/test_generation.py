@@ -1304,3 +1304,27 @@ def test_calibrate_and_ssi_name_a_wrong_scenario_or_instance():
         calibrate(Scenario.preset("small"), [0.6])
     with pytest.raises(TypeError, match=r"instance must be an Instance .*got str: 'mk01'"):
         ssi("mk01")
+
+
+def test_window_metric_names_give_their_index_back_whatever_its_digits():
+    from dynasched_gym.generation.realised import window_index, window_metric
+
+    assert [window_index(window_metric(i)) for i in (0, 9, 12, 123)] == [0, 9, 12, 123]
+    assert window_index("utilization") is None
+
+
+def test_downtime_counts_only_inside_the_horizon():
+    """disturbance: the downtime inside [0, H] (realised.py docstring): a breakdown from 8 to 18 loses 2 of H = 10."""
+    from dynasched_gym.instance import Event, Job, Machine
+
+    jobs = [Job("J0", [{0: 1.0}]), Job("J1", [{0: 1.0}], release=10.0)]
+    inst = Instance.build("past-h", [Machine("M0")], jobs, [Event(8.0, EventType.BREAKDOWN, machine=0, duration=10.0)])
+    assert realised_metrics(inst)["disturbance"] == pytest.approx(0.2)
+
+
+def test_arrival_gaps_are_those_of_the_sorted_releases():
+    """arrival_scv: the gaps between consecutive releases, sorted (jobs listed out of release order: gaps 5, 5)."""
+    from dynasched_gym.instance import Job, Machine
+
+    jobs = [Job(f"J{r}", [{0: 1.0}], release=float(r)) for r in (0, 10, 5)]
+    assert realised_metrics(Instance.build("unsorted", [Machine("M0")], jobs))["arrival_scv"] == 0.0
