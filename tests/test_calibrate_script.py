@@ -731,3 +731,27 @@ def test_a_sweep_is_refused_before_its_first_job(sweep: list[str], message: str,
         script.main()
     assert exit_info.value.code == 2 and list(tmp_path.iterdir()) == []
     assert capsys.readouterr().err == message.format(out=tmp_path / "cal")
+
+
+def test_the_report_counts_an_error_equal_to_its_tolerance_as_within() -> None:
+    """As SESC stops on it (sesc.within: error <= tolerance)."""
+    import dataclasses
+
+    from dynasched_gym.generation import Scenario, calibrate
+    from dynasched_gym.generation.sesc import tolerance
+    from scripts.calibrate import report
+
+    scenario = Scenario.preset("small")
+    result = calibrate(scenario, seed=0, max_steps=0)
+    name = "utilization"
+    result = dataclasses.replace(result, errors={**result.errors, name: tolerance(scenario.tolerances, name)})
+    table = _report_table(report(scenario, 0, result, ssi(result.instance), []))
+    assert table[name][-1] == "yes"
+
+
+def test_a_claim_that_is_no_complete_owner_names_no_run() -> None:
+    """A .claim of other JSON (a dict without pid, host and started) is described, not read as a run (a KeyError)."""
+    from scripts.calibrate import _described, _owner_of
+
+    assert [_owner_of(text) for text in ('{"pid": 1}', "[1]", "{")] == [None, None, None]
+    assert _described('{"pid": 1}') == "another run (.claim: '{\"pid\": 1}')"
