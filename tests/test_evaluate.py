@@ -1924,13 +1924,20 @@ def test_a_row_another_run_stored_meanwhile_unvalidated_is_refused_at_the_end(ca
     assert [json.loads(line)["validated"] for line in store.read_text().splitlines()] == [False]
 
 
-def test_a_board_of_stored_rows_says_how_many_configured_episodes_the_store_lacks(cache: Path, tmp_path: Path) -> None:
-    """run_missing=false used to aggregate a partial store without a word beside the board."""
+def test_a_board_of_stored_rows_says_how_many_configured_episodes_the_store_lacks(
+        cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_missing=false used to aggregate a partial store without a word beside the board; the agents the plan
+    skipped are still named beside it."""
     base = ("tiers=easy", "agent=[random]", "ppo=null", "workers=1", "progress=false", f"store={tmp_path / 's.jsonl'}")
     assert evaluate.run(config("evaluate", *base, "seeds.count=1")).ran == 1
-    _, _, text = leaderboard.run(config("leaderboard", *base, "seeds.count=3", "run_missing=false",
-                                        f"out={tmp_path / 'board'}"))
-    assert "Skipped: 2 of the 3 configured episodes, not in the store (run_missing=false; the first: random on " \
+    evaluate._player.cache_clear()
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "dynasched_gym.oracle", None)  # as if the oracle (or ortools) were missing
+        _, _, text = leaderboard.run(config("leaderboard", *base, "seeds.count=3", "run_missing=false",
+                                            "agent=[random,cpsat_oracle]", f"out={tmp_path / 'board'}"))
+    evaluate._player.cache_clear()
+    assert "Skipped: cpsat-oracle on easy/small" in text
+    assert "; 2 of the 3 configured episodes, not in the store (run_missing=false; the first: random on " \
            "easy/small, seed 10001)." in text
     _, _, text = leaderboard.run(config("leaderboard", *base, "seeds.count=1", "run_missing=false",
                                         f"out={tmp_path / 'board'}"))

@@ -91,9 +91,10 @@ def test_a_tier_where_every_episode_failed_says_it_has_no_ssi_score() -> None:
     assert "### easy (3 instances, mean SSI 10.0)" in text
 
 
-def test_a_board_of_stored_rows_only_reads_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_board_of_stored_rows_only_reads_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """With run_missing=false nothing is written to the store, so a read-only copy (a published one) must do: the
-    store's folder had to be writable and a lock file was made beside it."""
+    store's folder had to be writable and a lock file was made beside it. The failed rows end the script with 1."""
     store = tmp_path / "published" / "store.jsonl"
     store.parent.mkdir()
     rows = _board_rows()
@@ -104,10 +105,17 @@ def test_a_board_of_stored_rows_only_reads_the_store(tmp_path: Path, monkeypatch
                         lambda path, mode: not str(path).startswith(str(store.parent)))
     cfg = config("leaderboard", "run_missing=false", "all_rows=true", "tiers=[easy,hard]", "seeds.count=3",
                  "ppo=null", "progress=false", f"store={store}", f"out={tmp_path / 'board'}")
+    assert leaderboard.check_settings(cfg) == tmp_path / "board"  # a sweep's check of a job: the store is only read
     _, failed, text = leaderboard.run(cfg)
     assert [r["status"] for r in failed] == ["invalid", "error"]
     assert "### easy (3 instances" in text and (tmp_path / "board" / "leaderboard.md").is_file()
     assert sorted(p.name for p in store.parent.iterdir()) == ["store.jsonl"]  # no lock file
+    monkeypatch.setattr(sys, "argv", ["leaderboard", "run_missing=false", "all_rows=true", "tiers=[easy,hard]",
+                                      "seeds.count=3", "ppo=null", "progress=false", f"store={store}",
+                                      f"out={tmp_path / 'board'}", f"hydra.run.dir={tmp_path / 'run'}"])
+    with pytest.raises(SystemExit) as exited:  # the script: the board, then status 1 for the failed rows
+        leaderboard.main()
+    assert exited.value.code == 1 and "# Leaderboard" in capsys.readouterr().out
 
 
 @pytest.mark.slow
@@ -199,6 +207,23 @@ def test_a_sample_without_spread_has_its_mean_as_its_interval(tmp_path: Path) ->
         assert e["regret_ci_low"] == e["regret"] == e["regret_ci_high"]
     leaderboard.write(board, rows, [], [], tmp_path, 200)
     assert (tmp_path / "bars-makespan-small.png").is_file()
+
+
+def test_the_bars_list_the_board_top_down_and_hatch_the_clairvoyant_reference(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each panel reads as its table: the first entry on top (barh draws y = 0 at the bottom), the clairvoyant
+    reference hatched and labelled."""
+    figures = []
+    monkeypatch.setattr(leaderboard, "save_figure", lambda fig, path: figures.append(fig) or path)
+    board = aggregate(_board_rows(), resamples=50)
+    leaderboard.plot_bars(board, "makespan", "small", tmp_path / "bars.png")
+    ax = figures[0].axes[0]
+    entries = [e for e in board if e["tier"] == "easy" and e["episodes"]]
+    names = [e["agent"] + (" (clairvoyant)" if e["clairvoyant"] else "") for e in entries]
+    assert [label.get_text() for label in ax.get_yticklabels()] == names[::-1]
+    hatches = {label.get_text(): bar.get_hatch() for label, bar in zip(ax.get_yticklabels(), ax.patches)}
+    assert hatches == {name: "//" if name.endswith("(clairvoyant)") else None for name in names}
+    assert "oracle (clairvoyant)" in hatches
 
 
 def test_the_ssi_plot_names_agents_as_the_board_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
