@@ -393,6 +393,9 @@ def test_a_repair_at_the_instant_of_its_breakdown_shortens_nothing(repair):
     assert realised_metrics(tied) == realised_metrics(alone) and realised_metrics(alone)["disturbance"] == 0.4
     assert ssi(tied).score == ssi(alone).score
     assert realised_metrics(later)["disturbance"] == pytest.approx(0.1)  # an early repair at 3 still cuts it
+    other = Instance.build("other", [Machine("M0"), Machine("M1")], jobs, [breakdown, Event(3.0, EventType.REPAIR,
+                                                                                          machine=1)])
+    assert instance_inputs(other).down_end.tolist() == [6.0]  # a repair of another machine ends nothing here
 
 
 def _job_processing_time(inst: Instance) -> np.ndarray:  # (J,)
@@ -549,7 +552,8 @@ def test_an_instance_released_at_once_has_the_horizon_its_work_fills():
 
 def test_a_window_whose_whole_capacity_is_down_is_saturated_despite_rounding():
     """A window whose group is down throughout measures WINDOW_SATURATED (realised.py docstring), also where the
-    capacity and the summed downtime differ by a rounding step (speeds 0.5, 2.2, 1.6 over [3.8, 13.3]: 7e-15 left)."""
+    capacity and the summed downtime differ by a rounding step (speeds 0.5, 2.2, 1.6 over [3.8, 13.3]: 7e-15 left). A
+    window of a group the plant lacks is refused, naming the group."""
     from dynasched_gym.generation.realised import WINDOW_SATURATED
     from dynasched_gym.generation.scenario import BottleneckWindow
     from dynasched_gym.instance import Event, Job, Machine
@@ -559,6 +563,8 @@ def test_a_window_whose_whole_capacity_is_down_is_saturated_despite_rounding():
     down = [Event(0.0, EventType.BREAKDOWN, machine=m, duration=19.0) for m in range(3)]
     metrics = realised_metrics(Instance.build("down", plant, jobs, down), [BottleneckWindow("G", 0.2, 0.7, 0.9)])
     assert metrics["bottleneck_window[0]"] == WINDOW_SATURATED
+    with pytest.raises(ValueError, match=r"^bottleneck window group 'H' is not a machine group of the plant"):
+        realised_metrics(Instance.build("down", plant, jobs, down), [BottleneckWindow("H", 0.2, 0.7, 0.9)])
 
 
 @pytest.mark.parametrize(("changes", "same"), [
