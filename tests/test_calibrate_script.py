@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -361,14 +362,20 @@ def test_validate_ssi_refuses_a_file_as_its_folder_before_any_work(tmp_path: Pat
     ("validate_ssi", ["--instances", str(10**10)], "--instances must be in 2..1000000"),
     ("calibrate_compare", ["--vectors", str(10**10)], "--vectors x --seeds must be at most 1000000"),
     ("calibrate_compare", ["--vectors", "1000", "--seeds", "1001"], "got 1000 x 1001"),
+    ("calibrate_compare", ["--vectors", "101", "--seeds", "9901"], "got 101 x 9901"),  # MAX_SEEDS + 1
     # refused by the first CMA-ES run, with a traceback, after the warm-up and the first SESC run
     ("calibrate_compare", ["--budget", str(10**9)], "--budget must be at most 100000 (evaluations per run), got 10"),
 ])
 def test_benchmark_counts_beyond_max_seeds_are_refused_before_any_work(tmp_path: Path, script: str, args: list[str],
-                                                                      message: str,
+                                                                      message: str, monkeypatch: pytest.MonkeyPatch,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     module = importlib.import_module(f"scripts.{script}")
     out = tmp_path / ("ssi" if script == "validate_ssi" else "compare.json")
+
+    def work_began(size: str) -> None:  # a count let through would fail here, not run a million calibrations
+        raise AssertionError(f"the work began (Scenario.preset({size!r}))")
+
+    monkeypatch.setattr(module, "Scenario", SimpleNamespace(preset=work_began))
     with pytest.raises(SystemExit) as caught:  # the Latin hypercube of 10**10 target vectors filled the memory
         module.main([*args, "--out", str(out)])
     assert caught.value.code == 2 and message in capsys.readouterr().err
@@ -558,6 +565,25 @@ def test_calibrate_compare_reuses_no_run_of_another_generator_or_preset(tmp_path
     calibrate_compare.main(args)
     assert len(calls) == runs
     assert len(out.with_suffix(".jsonl").read_text().splitlines()) == 2 * runs  # the older runs are kept
+
+
+def test_calibrate_compare_summarises_each_method_over_its_own_runs() -> None:
+    """Success rate, medians and the time ratio to SESC of each method, from its own rows only."""
+    from scripts.calibrate_compare import summarise, table
+
+    def row(method: str, converged: bool, error: float, seconds: float, evaluations: int) -> dict[str, Any]:
+        return {"method": method, "converged": converged, "max_error": error, "seconds": seconds,
+                "evaluations": evaluations}
+
+    rows = [row("sesc", True, 0.01, 0.2, 10), row("sesc", False, 0.3, 0.4, 30), row("sesc", True, 0.02, 0.3, 20),
+            row("cmaes", False, 0.5, 1.2, 200)]
+    summary = summarise(rows)
+    assert summary == {
+        "sesc": {"runs": 3, "success": pytest.approx(2 / 3), "median_max_error": 0.02, "median_seconds": 0.3,
+                 "median_evaluations": 20, "time_ratio": 1.0},
+        "cmaes": {"runs": 1, "success": 0.0, "median_max_error": 0.5, "median_seconds": 1.2,
+                  "median_evaluations": 200, "time_ratio": pytest.approx(4.0)}}
+    assert table(summary).splitlines()[1].split() == ["sesc", "3", "66.7%", "0.0200", "300.0ms", "1.0", "20"]
 
 
 def test_calibrate_compare_runs_sesc_once_whatever_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
