@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dynasched_gym  # noqa: F401  (registers the ids)
-from dynasched_gym import validate_schedule
+from dynasched_gym import Instance, Job, Machine, validate_schedule
 from dynasched_gym.generation import TIER_BANDS, TIERS
 
 
@@ -131,3 +131,14 @@ def test_known_scales_are_memoised_on_the_instance():
     assert known_scales(inst) is first
     slower = inst.replace(elig_time=inst.elig_time * 2)
     assert known_scales(slower) == (2 * first[0], first[1])
+
+
+def test_known_scales_count_only_the_jobs_of_the_first_release():
+    """Units from the jobs released first (at time 1 here, not 0): their operations' mean time, each operation's
+    the mean over its machines, and their operations per job; the later job is the future and does not count."""
+    from dynasched_gym.envs.dfjsp.episodes import known_scales
+
+    inst = Instance.build("x", [Machine("M0"), Machine("M1")],
+                          [Job("J0", [{0: 2.0, 1: 4.0}, {1: 6.0}], release=1.0), Job("J1", [{0: 10.0}], release=5.0),
+                           Job("J2", [{1: 1.0}], release=1.0)])
+    assert known_scales(inst) == (pytest.approx((3.0 + 6.0 + 1.0) / 3), pytest.approx(3 / 2))

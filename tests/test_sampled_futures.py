@@ -215,6 +215,18 @@ def test_bad_sampled_future_arguments_are_named(pool):
             use()
 
 
+def test_the_futures_tier_and_size_where_given_replace_the_sources() -> None:
+    """The lookahead's ``future_tier`` / ``future_size`` each replace only their own half of the source's pool."""
+    from dynasched_gym.envs.dfjsp.episodes import InstanceSource
+
+    drawn = InstanceSource(None, "easy", "small", None)  # nothing generated: the pool is made at the first draw
+    assert drawn.future_pool() == ("easy", "small")
+    assert drawn.future_pool("hard") == ("hard", "small")
+    assert drawn.future_pool(size="large") == ("easy", "large")
+    fixed = InstanceSource("mk01", None, "small", None)  # a fixed instance of no stated tier
+    assert fixed.future_pool("hard", "large") == ("hard", "large")
+
+
 @pytest.mark.parametrize(("arguments", "error", "message"), [
     ({"seed": -1}, ValueError, r"^seed must be an integer >= 0, got -1$"),  # was numpy's, at the first decision
     ({"seed": 1.5}, TypeError, r"^seed must be an integer >= 0, got 1\.5$"),
