@@ -347,6 +347,21 @@ def test_an_instance_spec_reads_only_what_a_loader_would_to_tell_a_rewrite(tmp_p
     assert source.resolve(str(dsbx)) is not source.resolve(str(dsbx))
 
 
+def test_an_embedded_name_is_memoised_and_a_folders_key_tells_bytes_moved_between_its_files(tmp_path):
+    """An embedded name (no path) never changes: resolved once. A folder's key names each file, so a byte moved from
+    one file to the next (the same bytes in the same order) is a rewrite."""
+    from dynasched_gym.envs.dfjsp import episodes
+
+    source = episodes.InstanceSource("mk01", None, "small", None)
+    assert source.resolve("mk02") is source.resolve("mk02")
+    keys = []
+    for first, second in (("ab", "c"), ("a", "bc")):
+        (tmp_path / "a.csv").write_text(first)
+        (tmp_path / "b.csv").write_text(second)
+        keys.append(episodes._path_key(tmp_path))
+    assert keys[0] != keys[1]
+
+
 def test_breakdown_policy_override():
     inst = Instance.build("b", [Machine("M0")], [Job("J0", [{0: 10.0}])],
                           [Event(4.0, EventType.BREAKDOWN, machine=0, duration=2.0)])
@@ -450,6 +465,19 @@ def test_an_instance_without_an_ssi_score_still_plays(monkeypatch):
         while not terminated:
             _, _, terminated, _, info = env.step(0)
     assert info["metrics"]["makespan"] == 1e20 and info["ssi"] is None
+
+
+def test_an_ssi_that_refuses_an_instance_as_a_value_error_is_none_too(monkeypatch):
+    """A ValueError of the SSI (a degenerate instance) is reported as its ArithmeticErrors are, not raised at the
+    episode's last step."""
+    from dynasched_gym.envs.dfjsp.episodes import instance_ssi
+
+    def refuse(instance):
+        raise ValueError("degenerate")
+
+    monkeypatch.setattr("dynasched_gym.generation.ssi", refuse)
+    with pytest.warns(RuntimeWarning, match=r"'mk01': no SSI score \(ValueError: degenerate\)"):
+        assert instance_ssi(load_instance(embedded_path("mk01"))) is None
 
 
 def test_amount_features_stay_non_negative_for_events_within_eps_of_now():
