@@ -186,6 +186,16 @@ def test_ratios_and_targets_use_this_runs_figures() -> None:
     assert "| JSSEnv | mk10 | n/a | n/a |" in text and "flexible" in text
 
 
+def test_a_target_reached_exactly_is_met_and_memory_is_judged_on_the_worst_instance() -> None:
+    results = _results(env=50_000.0, vector=600_000.0, kernel=3e6, peer=10_000.0)  # ratios 5, 60, 120 and 300
+    results["ours"]["sesc"]["large"]["seconds"] = 0.2
+    results["ours"]["cold"]["warm"]["process_s"] = 3.0
+    results["ours"]["memory"]["mk10"] = {"1": {"delta_mb": 60.0}}  # over 47.7 MiB, where ta01's 20 is under
+    results["ratios"] = bench.ratios(results)
+    met = [t["met"] for t in bench.targets(results)]
+    assert met == [True, True, True, True, None, True, True, False]
+
+
 def _fake_python(tmp_path: Path, body: str) -> str:
     path = tmp_path / "python"
     path.write_text(f"#!/bin/sh\n{body}\n")

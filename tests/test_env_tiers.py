@@ -94,6 +94,25 @@ def test_pool_start_offsets_the_seeds_drawn():  # e.g. pool_start=10_000 for hel
         gym.make("DynaSched/DFJSP-v0", tier="easy", pool_start=1.5)
 
 
+def test_the_probe_of_a_pool_is_its_instance_of_seed_pool_start(monkeypatch):
+    """The instance that fixes the spaces is the first one drawn from, not seed 0, which a held-out range
+    (pool_start=10_000) would generate for nothing."""
+    from dynasched_gym.envs.dfjsp.episodes import InstanceSource
+    from dynasched_gym.io import resolve_instance
+
+    seeds = []
+
+    class Pool:
+        def instance(self, seed: int) -> Instance:
+            seeds.append(seed)
+            return resolve_instance("mk01")
+
+    source = InstanceSource(None, "easy", "small", None, pool_start=7)
+    monkeypatch.setattr(source, "_tier_pool", Pool)
+    source.probe()
+    assert seeds == [7]
+
+
 def test_pool_draws_share_the_plants_feature_scales_and_other_instances_their_own():
     """A pool draw's feature units are the size preset plant's expectations, the same for every draw and fixed
     before any job arrives; an instance passed to reset is scaled by its jobs released at its first release time."""
