@@ -123,6 +123,20 @@ def test_instances_of_other_sizes_grow_the_batch_and_still_match():
         assert_same_observations([row(vector_observation, 0), row(vector_observation, 1)], [single, single])
 
 
+def test_a_sub_environments_simulator_reads_the_new_buffers_after_another_ones_growth():
+    """A larger instance loaded into sub-environment 1 reallocates the batch: sub-environment 0's simulator (its
+    schedule, its clock) must read the new buffers, not the old ones the kernels no longer step."""
+    small = load_instance(embedded_path("mk01"))
+    venv = DFJSPVectorEnv(2, instance=small)
+    venv.reset(seed=0)
+    venv.step(np.zeros(2, dtype=np.int64))
+    capacity = venv._batch.capacity.copy()
+    venv.reset(options={"instance": [None, repeated(small, 2)], "reset_mask": np.array([False, True])})
+    assert (venv._batch.capacity > capacity).any()
+    state, buffers = venv.simulator(0).state, venv._batch.states
+    assert all(np.shares_memory(getattr(state, name), getattr(buffers, name)) for name in state._fields
+               if isinstance(getattr(state, name), np.ndarray))
+
 def test_each_rows_scanned_window_holds_its_active_jobs_through_growth_and_reloads():
     """The scans for startable jobs walk each row's window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` (core/compiled.py):
     rows reset to smaller instances, rows re-laid out mid-episode when another env loads a larger one, and jobs
@@ -162,6 +176,8 @@ def test_a_list_of_instances_gives_each_sub_environment_its_own():
     venv = DFJSPVectorEnv(3, instance="mk01")
     observation, _ = venv.reset(seed=[0, 0, 0], options={"instance": [mk02, None, mk02]})
     assert [venv.instance(i).name for i in range(3)] == [mk02.name, mk01.name, mk02.name]  # None: drawn as usual
+    rows = venv._batch.static_rows
+    assert rows[0] == rows[2] != rows[1]  # one instance's static arrays are held once, in the row of its envs
     assert_same_observations([row(observation, 0)], [DFJSPEnv(instance=mk02).reset(seed=0)[0]])
     venv.reset(options={"instance": [mk01, mk01, mk01], "reset_mask": np.array([False, False, True])})
     assert [venv.instance(i).name for i in range(3)] == [mk02.name, mk01.name, mk01.name]  # only the masked one
