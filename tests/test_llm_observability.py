@@ -32,6 +32,13 @@ def test_the_fallback_rate_counts_only_the_decisions_that_asked_the_model() -> N
     assert cost["fallback_rate"] == 0.5 and cost["requests_per_decision"] == 0.2 and cost["latency_s"] == 0.1
 
 
+def test_a_misspelt_tier_of_a_checkpoint_map_is_refused() -> None:
+    """It was read as "no checkpoint for this tier": the policy did not play, and the report said none was given."""
+    with pytest.raises(ValueError, match=r"^ppo\.full\.hardd: no such tier; a \{tier: path\} map takes easy, "):
+        observability._checkpoint({"hard": "shipped", "hardd": "shipped"}, "easy", "ppo.full")
+    assert observability._checkpoint({"hard": "shipped"}, "hard", "ppo.full") == "shipped"
+
+
 def test_experiment_reports_every_level_with_its_cost_and_resumes(tmp_path: Path, server: ChatServer,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
