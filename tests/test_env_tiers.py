@@ -139,6 +139,13 @@ def test_pool_draws_share_the_plants_feature_scales_and_other_instances_their_ow
     assert units == [pytest.approx(known_scales(drawn)), pytest.approx(pool_scales("small"))]
 
 
+def test_units_given_to_the_env_replace_the_ones_it_would_take():
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", time_scale=2.0, ops_scale=3.0)
+    for options in (None, {"instance": "mk02"}):  # kept as the episode's instance changes
+        env.reset(seed=0, options=options)
+        assert (env.unwrapped.time_scale, env.unwrapped.ops_scale) == (2.0, 3.0)
+
+
 def test_known_scales_are_memoised_on_the_instance():
     """Every reset onto a fixed instance asks for its scales: computed once per instance, and a replaced instance
     (a new one, maybe with other jobs) computes its own."""
