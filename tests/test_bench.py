@@ -69,6 +69,17 @@ def test_an_error_keeps_the_sections_measured(tmp_path: Path, monkeypatch) -> No
     assert results["partial"] is True and results["ours"]["kernel"]["ta01"]["decisions_per_s"] > 0
 
 
+def test_ctrl_c_writes_the_partial_results_and_exits_with_130(tmp_path: Path, monkeypatch) -> None:
+    def interrupted(args, results, tmp):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "run", interrupted)
+    out = tmp_path / "bench.json"
+    with pytest.raises(SystemExit) as stopped:
+        _bench("quick=true", "only=[kernel]", "instances=[ta01]", f"out={out}")
+    assert stopped.value.code == 130 and json.loads(out.read_text())["partial"] is True
+
+
 def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_env(tmp_path: Path, monkeypatch,
                                                                                  capsys) -> None:
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))
