@@ -39,6 +39,16 @@ def test_a_misspelt_tier_of_a_checkpoint_map_is_refused() -> None:
     assert observability._checkpoint({"hard": "shipped"}, "hard", "ppo.full") == "shipped"
 
 
+def test_an_agent_without_an_episode_that_played_reads_not_run() -> None:
+    """Every episode failed: no mean to show (it printed nan [nan, nan])."""
+    with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
+        cfg = compose(config_name="observability", overrides=["tiers=[easy]", "sizes=[small]"])
+    nan = float("nan")
+    entry = {"size": "small", "tier": "easy", "agent": "SPT", "episodes": 0, "failed": 3, "mean": nan, "ci_low": nan,
+             "ci_high": nan}
+    assert "| SPT | not run |" in observability.markdown(cfg, [entry], {}, [], [])
+
+
 def test_experiment_reports_every_level_with_its_cost_and_resumes(tmp_path: Path, server: ChatServer,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "pools"))
