@@ -28,6 +28,8 @@ from scripts.overrides import (
     base_overrides,
     check_config_groups,
     check_launcher,
+    output_file,
+    output_folder,
     remove_empty_run_folder,
 )
 
@@ -815,3 +817,10 @@ def test_the_later_jobs_of_a_stopped_sweep_are_its_own(tmp_path: Path, monkeypat
         r"  python -m scripts.train seed=0 tiers=hard 'out=runs/$\{hydra\:job.num\}'",
         r"  python -m scripts.train seed=1 tiers=easy 'out=runs/$\{hydra\:job.num\}'",
         r"  python -m scripts.train seed=1 tiers=hard 'out=runs/$\{hydra\:job.num\}'"]
+
+
+def test_a_boolean_is_no_path() -> None:
+    """``out=true`` would be a folder named True, where a path was meant."""
+    for setting, kind in ((output_folder, "folder"), (output_file, "file")):
+        with pytest.raises(SettingError, match=f"^out must be a {kind} path, got bool: True$"):
+            setting("out", True)
