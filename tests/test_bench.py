@@ -80,6 +80,16 @@ def test_ctrl_c_writes_the_partial_results_and_exits_with_130(tmp_path: Path, mo
     assert stopped.value.code == 130 and json.loads(out.read_text())["partial"] is True
 
 
+def test_memory_per_extra_env_is_the_growth_over_the_envs_added(monkeypatch) -> None:
+    def runner(path, options, timeout, cache=None):  # 100 MiB after the imports, then 10 per env
+        envs = int(options[options.index("--num-envs") + 1])
+        return {"rss_import_mb": 100.0, "rss_peak_mb": 100.0 + 10.0 * envs, "episode": {"complete": True}}
+
+    monkeypatch.setattr(bench, "our_runner", runner)
+    out = bench.bench_memory(Path("x.json"), argparse.Namespace(memory_envs=3, episode_limit=10, timeout=1.0))
+    assert out["per_extra_env_mb"] == 10.0 and out["3"]["per_env_mb"] == 10.0 and out["1"]["delta_mb"] == 10.0
+
+
 def test_the_wrappers_section_measures_each_forecast_wrapper_against_the_bare_env(tmp_path: Path, monkeypatch,
                                                                                  capsys) -> None:
     monkeypatch.setenv("DYNASCHED_CACHE", str(tmp_path / "cache"))

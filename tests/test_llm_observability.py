@@ -39,14 +39,16 @@ def test_a_misspelt_tier_of_a_checkpoint_map_is_refused() -> None:
     assert observability._checkpoint({"hard": "shipped"}, "hard", "ppo.full") == "shipped"
 
 
-def test_an_agent_without_an_episode_that_played_reads_not_run() -> None:
+def test_the_report_names_its_seeds_and_an_agent_without_an_episode_that_played_not_run() -> None:
     """Every episode failed: no mean to show (it printed nan [nan, nan])."""
     with initialize_config_module("dynasched_gym.conf", version_base="1.3"):
-        cfg = compose(config_name="observability", overrides=["tiers=[easy]", "sizes=[small]"])
+        cfg = compose(config_name="observability", overrides=["tiers=[easy]", "sizes=[small]", "seeds.start=10",
+                                                              "seeds.count=5"])
     nan = float("nan")
     entry = {"size": "small", "tier": "easy", "agent": "SPT", "episodes": 0, "failed": 3, "mean": nan, "ci_low": nan,
              "ci_high": nan}
-    assert "| SPT | not run |" in observability.markdown(cfg, [entry], {}, [], [])
+    text = observability.markdown(cfg, [entry], {}, [], [])
+    assert "| SPT | not run |" in text and "pool seeds 10..14," in text
 
 
 def test_experiment_reports_every_level_with_its_cost_and_resumes(tmp_path: Path, server: ChatServer,
