@@ -137,6 +137,7 @@ def test_a_sub_environments_simulator_reads_the_new_buffers_after_another_ones_g
     assert all(np.shares_memory(getattr(state, name), getattr(buffers, name)) for name in state._fields
                if isinstance(getattr(state, name), np.ndarray))
 
+
 def test_each_rows_scanned_window_holds_its_active_jobs_through_growth_and_reloads():
     """The scans for startable jobs walk each row's window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` (core/compiled.py):
     rows reset to smaller instances, rows re-laid out mid-episode when another env loads a larger one, and jobs
