@@ -161,7 +161,7 @@ def complementary_rules(values: dict[str, np.ndarray], count: int) -> list[str]:
 
     First the rule with the lowest mean; then, one at a time, the rule that most lowers the mean
     over the instances of the lowest objective among the rules chosen: a set one of which does well
-    on each instance. Ties go to the earlier rule of ``values``.
+    on each instance. Ties go to the earlier rule of ``values``; each rule is chosen at most once.
     """
     if not is_integer(count) or not 1 <= count <= len(values):  # True counted as 1
         raise ValueError(f"count must be in 1..{len(values)} (the number of rules), got {count!r}")
@@ -174,7 +174,9 @@ def complementary_rules(values: dict[str, np.ndarray], count: int) -> list[str]:
     lowest = np.full(table.shape[1], np.inf)
     chosen = []
     for _ in range(count):
-        pick = int(np.argmin(np.minimum(table, lowest).mean(axis=1)))
+        score = np.minimum(table, lowest).mean(axis=1)
+        score[[names.index(name) for name in chosen]] = np.inf  # once no rule lowers it, all tie: the first was chosen
+        pick = int(np.argmin(score))
         chosen.append(names[pick])
         lowest = np.minimum(lowest, table[pick])
     return chosen

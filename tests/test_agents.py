@@ -803,3 +803,11 @@ def test_run_episode_warns_when_a_wrapper_truncates_the_episode():
     with warnings.catch_warnings():
         warnings.simplefilter("error", TruncatedEpisodeWarning)
         assert run_episode(make("rule:SPT"), full, seed=0).finished
+
+
+
+def test_complementary_rules_choose_each_rule_once():
+    """Once the rules chosen hold the lowest objective on every instance, no other rule lowers the mean: every rule
+    tied, and the first, already chosen, was chosen again (``["A", "A", "A"]``). The rest now come in their order."""
+    values = {"A": np.array([1.0, 2.0]), "B": np.array([3.0, 3.0]), "C": np.array([2.0, 3.0])}
+    assert complementary_rules(values, 3) == ["A", "B", "C"]
