@@ -371,14 +371,15 @@ def test_the_rule_agents_fallback_ranks_the_offered_jobs_in_one_kernel_call(rule
     assert fallbacks >= 8 and len(calls) == fallbacks
 
 
-def test_a_rule_agent_plays_slot_0_when_nothing_can_start():
+@pytest.mark.parametrize("name", ["rule:SPT", "random"])
+def test_a_rule_agent_plays_slot_0_when_nothing_can_start(name):
     """Every job cancelled before its release: the rule has no pair, (-1, -1), and the agent plays slot 0 (as the
     random and LLM agents do)."""
     inst = Instance.build("empty", [Machine("M0")], [Job("J0", [{0: 2.0}], release=5.0)],
                           [Event(1.0, EventType.CANCELLATION, job=0)])
     env = gym.make("DynaSched/DFJSP-v0", instance=inst)
     observation, info = env.reset(seed=0)
-    agent = make("rule:SPT")
+    agent = make(name)
     agent.reset(env)
     assert agent.act(observation, info) == 0
 
@@ -669,10 +670,10 @@ def test_random_rule_agents_keep_their_own_streams_when_played_side_by_side():
             if not done[i]:
                 observation, _, done[i], _, info = env.step(agent.act(*steps[i]))
                 steps[i] = [observation, info]
+    side_by_side = [env.unwrapped.schedule().metrics for env in envs]  # before run_episode resets the envs
     alone = [run_episode(make("rule:RANDOM:EET", seed=0), envs[0], seed=0),
              run_episode(make("rule:SPT:EET", random_ties=True, seed=1), envs[1], seed=0)]
-    for env, schedule in zip(envs, alone):
-        assert env.unwrapped.schedule().metrics == schedule.metrics
+    assert side_by_side == [schedule.metrics for schedule in alone]
     assert alone[0].metrics == rollout(inst, rule="RANDOM:EET", seed=0).metrics
 
 
@@ -805,9 +806,103 @@ def test_run_episode_warns_when_a_wrapper_truncates_the_episode():
         assert run_episode(make("rule:SPT"), full, seed=0).finished
 
 
+def test_the_random_agent_plays_only_offered_slots_and_restarts_its_stream_at_each_reset():
+    """Under ``invalid_action="raise"`` a padding slot would raise (the default env replaces it silently); one agent
+    played twice is the agent played once, and a fresh agent of its seed."""
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", invalid_action="raise")
+    agent = make("random", seed=5)
+    first, second = (run_episode(agent, env, seed=0).metrics for _ in range(2))
+    assert first == second == run_episode(make("random", seed=5), env, seed=0).metrics
+    assert run_episode(make("random", seed=6), env, seed=0).metrics != first
+
+
+def test_the_truncation_warning_counts_only_the_jobs_still_open():
+    """A job completed by the limit is no unfinished job: mk01 under SPT has completed 7 of its 10 jobs by step 50."""
+    with pytest.warns(TruncatedEpisodeWarning, match=r"ended after 50 steps with 3 of 10 jobs unfinished"):
+        schedule = run_episode(make("rule:SPT"), gym.make("DynaSched/DFJSP-v0", instance="mk01",
+                                                          max_episode_steps=50), seed=0)
+    assert np.count_nonzero(np.isnan(schedule.job_completion)) == 3
+
+
+def test_the_fallback_may_play_job_0():
+    """SPT's pair, J1 on M1 (its only machine), is not among the 2 slots, which offer J0 alone: the agent plays J0's
+    first offered pair (job 0 is a job like any other, not the padding slots' -1)."""
+    inst = Instance.build("fallback", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 5.0, 1: 5.0}]),
+                                                                       Job("J1", [{1: 1.0}])])
+    env = gym.make("DynaSched/DFJSP-v0", instance=inst, max_candidates=2)
+    observation, info = env.reset(seed=0)
+    jobs, machines = env.unwrapped.offered_pairs()
+    assert (jobs.tolist(), machines.tolist()) == ([0, 0], [0, 1])
+    agent = make("rule:SPT:EET")
+    agent.reset(env)
+    assert agent.act(observation, info) == 0
+
+
+def test_rule_objectives_roll_out_every_rule_on_the_objective_asked():
+    from dynasched_gym.agents.rules import rule_names, rule_objectives
+
+    inst = load_instance(data.path("mk01"))
+    for objective, key in (("makespan", "makespan"), ("flow_time", "mean_flow_time")):
+        values = rule_objectives([inst, inst], objective)
+        assert list(values) == rule_names()
+        np.testing.assert_array_equal(values["SPT:EET"], [rollout(inst, rule="SPT:EET").metrics[key]] * 2)
+
+
+def test_rule_objectives_validate_each_schedule_when_asked(monkeypatch):
+    from dynasched_gym.agents import rules as agent_rules
+
+    class Invalid:
+        ok = False
+
+    monkeypatch.setattr(agent_rules, "validate_schedule", lambda schedule: Invalid())
+    instances = [load_instance(data.path("mk01"))]
+    assert agent_rules.rule_objectives(instances)  # unchecked: no schedule goes to the validator
+    first = re.escape(agent_rules.rule_names()[0])
+    with pytest.raises(RuntimeError, match=rf"rule {first} produced an invalid schedule on mk01"):
+        agent_rules.rule_objectives(instances, validate=True)
+
 
 def test_complementary_rules_choose_each_rule_once():
     """Once the rules chosen hold the lowest objective on every instance, no other rule lowers the mean: every rule
     tied, and the first, already chosen, was chosen again (``["A", "A", "A"]``). The rest now come in their order."""
     values = {"A": np.array([1.0, 2.0]), "B": np.array([3.0, 3.0]), "C": np.array([2.0, 3.0])}
     assert complementary_rules(values, 3) == ["A", "B", "C"]
+
+
+def test_a_lookahead_plays_its_own_objective_on_an_env_of_another():
+    """``objective="makespan"`` picks makespan's defaults (base rule and rollouts) and values the rollouts by the
+    makespan, whatever the env's objective: it plays as on a makespan env."""
+    agent = LookaheadAgent(objective="makespan", top_k=2)
+    played = run_episode(agent, gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="weighted_tardiness"), seed=0)
+    assert (agent.job_rule, agent.machine_rule) == parse_rule("MWKR:EET")
+    alike = run_episode(LookaheadAgent(top_k=2), gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="makespan"),
+                        seed=0)
+    np.testing.assert_array_equal(played.segment_start, alike.segment_start)
+
+
+def test_a_rollout_job_rule_alone_takes_the_base_rules_machine_rule():
+    agent = LookaheadAgent(rule="EDD:LWL", rollout_rules=["ATC"])
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01")
+    env.reset(seed=0)
+    agent.reset(env)
+    assert agent.rollout_rules.tolist() == [list(parse_rule("ATC:LWL"))]
+
+
+def test_a_lookahead_samples_its_futures_from_each_envs_tier():
+    """Its sampled futures are kept over resets while the env's tier stays, and follow it when it changes."""
+    agent = LookaheadAgent(futures=1)
+    for tier in ("easy", "medium", "easy"):
+        env = gym.make("DynaSched/DFJSP-v0", instance="mk01", tier=tier)
+        env.reset(seed=0)
+        agent.reset(env)
+        assert agent._futures.tier == tier
+
+
+def test_a_sampled_lookahead_of_one_candidate_plays_the_base_rules_first_pair():
+    """With ``top_k=1`` there is nothing to compare: it plays the ranking's first pair, as the plain lookahead does,
+    whatever the futures."""
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01", tier="easy", objective="makespan")
+    sampled = run_episode(LookaheadAgent(top_k=1, futures=1), env, seed=0)
+    plain = run_episode(LookaheadAgent(top_k=1), env, seed=0)
+    np.testing.assert_array_equal(sampled.segment_start, plain.segment_start)
+    np.testing.assert_array_equal(sampled.segment_machine, plain.segment_machine)
