@@ -192,6 +192,7 @@ def test_sampled_futures_are_reproducible_and_configured(pool):
     first, second = (run_episode(agent, env, seed=0) for _ in range(2))
     np.testing.assert_array_equal(first.segment_start, second.segment_start)
     assert agent.config()["futures"] == 2 and agent.config()["future_seed"] == 7
+    assert agent.sampled_futures == 2 and make("lookahead").sampled_futures == 0  # the test seeds refused by evaluate
     assert "futures" not in make("lookahead").config()  # stored results of the plain lookahead keep matching
 
 
@@ -202,6 +203,8 @@ def test_bad_sampled_future_arguments_are_named(pool):
         LookaheadAgent(futures=2, horizon=3)
     with pytest.raises(ValueError, match=r"cannot be combined with clairvoyant=True \(the oracle\)$"):
         LookaheadAgent(futures=2, clairvoyant=True)
+    with pytest.raises(ValueError, match=r"future_seed=3 choose the sampled futures, and futures=0 samples none"):
+        LookaheadAgent(future_seed=3)
     with pytest.raises(ValueError, match="needs the instance's machines"):
         with_sampled_future(compile_instance(load_instance(data.path("mk01"))), compile_instance(pool.instance(0)))
     env = gym.make("DynaSched/DFJSP-v0", instance="mk01", objective="makespan", max_candidates=512)
@@ -385,3 +388,17 @@ def test_ppo_trained_on_sampled_forecasts_rebuilds_them(pool, tmp_path):
                                  RULES, futures=1, future_pool=("extreme", "small"))
     with pytest.raises(ValueError, match=r"in 1 sampled futures \(pool \('extreme', 'small'\)\)"):
         run_episode(agent, elsewhere, seed=0)  # same shape, futures from another tier's pool
+
+
+@pytest.mark.parametrize(("values", "best"), [([[5.0, 1.0], [2.0, 2.0]], 0), ([[5.0, 5.0], [1.0, 1.0]], 1),
+                                              ([[3.0, 4.0], [3.0, 4.0]], 0)])
+def test_the_sampled_lookahead_plays_the_pair_of_the_best_rollout_rule_mean(pool, monkeypatch, values, best):
+    """A pair's value is its best rollout rule's (mean over the futures); the lowest plays, the first of equals (the
+    base rule's order); with ``top_k=2`` the second pair is tried too."""
+    env = _mid_episode(pool.instance(3), 12)
+    agent = LookaheadAgent(top_k=2, futures=1, future_tier="medium", rollout_rules=["EDD", "SPT"])
+    agent.reset(env)
+    monkeypatch.setattr(agent._futures, "pair_values", lambda *args: np.array(values))
+    slot = agent.act(None, {})
+    jobs, machines = env.unwrapped.offered_pairs()
+    assert (jobs[slot], machines[slot]) == (agent._buffers[0][best], agent._buffers[1][best])
