@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dynasched_gym.generation import TIER_BANDS, ssi, tier_pool
+from dynasched_gym.generation.tiers import Attempt
 from scripts import tier_acceptance
 from scripts.journal import JournalWarning
 
@@ -39,6 +41,83 @@ def test_rows_replay_the_attempts_of_the_pool_members(tmp_path: Path, capsys: py
     assert (out / "table.md").read_text() in capsys.readouterr().out
 
 
+def test_a_row_sorts_the_rejected_attempts_by_cause_up_to_the_first_accepted_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A score of a calibration that did not converge is no rejection for another tier; later attempts (the lazy
+    replay would go on past the accepted one) are not counted."""
+    made = [Attempt(0, None, False, 30.0, "medium", False), Attempt(1, None, True, 80.0, "hard", False),
+            Attempt(2, None, False, 10.0, "easy", False), Attempt(3, None, True, 40.0, "medium", True),
+            Attempt(4, None, True, 45.0, "medium", True)]
+    monkeypatch.setattr(tier_acceptance, "attempts", lambda inputs, seed: iter(made))
+    row = tier_acceptance.count_seed(tier_acceptance.key_inputs("medium", "small"), 7)
+    assert (row["seed"], row["attempts"], row["accepted_score"]) == (7, 4, 40.0)
+    assert (row["not_converged"], row["rejected_scores"]) == (2, [80.0])
+    made[3:] = []  # none accepted: every attempt is a rejection
+    row = tier_acceptance.count_seed(tier_acceptance.key_inputs("medium", "small"), 7)
+    assert (row["attempts"], row["accepted_score"], row["not_converged"]) == (3, None, 2)
+
+
+def _row(attempts: int, accepted: float | None, not_converged: int, rejected: list[float]) -> dict[str, Any]:
+    return {"attempts": attempts, "accepted_score": accepted, "not_converged": not_converged,
+            "rejected_scores": rejected}
+
+
+def test_the_summary_and_table_count_seeds_attempts_and_rejections_by_cause() -> None:
+    """The rate is accepted seeds (not seeds) / attempts, the median is of the accepted scores alone, and a tier
+    with none accepted has no median."""
+    rows = [_row(3, 20.0, 0, [70.0, 90.0]), _row(3, None, 2, [5.0]), _row(1, 30.0, 0, []), _row(3, 70.0, 2, [])]
+    summary = tier_acceptance.summarise(rows)
+    assert summary == {"seeds": 4, "accepted": 3, "attempts": 10, "rate": 0.3, "median_score": 30.0,
+                       "rejected_other_tier": 3, "rejected_not_converged": 4}
+    text = tier_acceptance.table({"small": {"easy": summary, "hard": tier_acceptance.summarise(rows[1:2])},
+                                  "large": {"easy": summary}})
+    assert text == ("Acceptance rate (accepted seeds / attempts) and median SSI score of accepted instances:\n\n"
+                    "| size | easy | hard |\n|---|---|---|\n| small | 0.30 (30.0) | 0.00 (–) |\n"
+                    "| large | 0.30 (30.0) | – |\n"
+                    "\nRejected attempts: SSI score in another tier / calibration not converged:\n\n"
+                    "| size | easy | hard |\n|---|---|---|\n| small | 3 / 4 | 1 / 2 |\n| large | 3 / 4 | – |\n")
+
+
+class _Pool:
+    """A pool whose first two tasks have finished when submitted and the others wait for the test."""
+
+    def __init__(self, workers: int) -> None:
+        self.futures: list[Future[Any]] = []
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Any, inputs: dict[str, Any], seed: int) -> Future[Any]:
+        self.futures.append(Future())
+        if seed < 2:
+            self.futures[-1].set_result(fn(inputs, seed))
+        return self.futures[-1]
+
+
+def test_an_interrupt_hands_over_each_finished_row_once_then_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Ctrl-C the rows finished but not yet handed over come, each once, and none of a failed task; the
+    workers are stopped."""
+    pools: list[_Pool] = []
+    stopped: list[_Pool] = []
+    monkeypatch.setattr(tier_acceptance, "count_seed", _fake_row)
+    monkeypatch.setattr(tier_acceptance, "WorkerPool", lambda workers: pools.append(_Pool(workers)) or pools[-1])
+    monkeypatch.setattr(tier_acceptance, "stop_workers", stopped.append)
+    inputs = tier_acceptance.key_inputs("easy", "small")
+    rows = tier_acceptance._counted([(inputs, s) for s in range(4)], 2)
+    handed = [next(rows)["seed"]]
+    pools[0].futures[2].set_exception(ValueError("seed 2 failed"))  # seed 3 is still running
+    try:
+        handed.append(rows.throw(KeyboardInterrupt())["seed"])
+    except KeyboardInterrupt:
+        pytest.fail("the finished row was lost")
+    with pytest.raises(KeyboardInterrupt):
+        next(rows)
+    assert sorted(handed) == [0, 1] and stopped == pools
+
+
 def _fake_row(inputs: dict[str, Any], seed: int) -> dict[str, Any]:
     return {"key": tier_acceptance.pool_key(inputs), "size": inputs["size"], "tier": inputs["tier"], "seed": seed,
             "attempts": 2, "accepted_score": 10.0 + seed, "not_converged": 1, "rejected_scores": []}
@@ -65,19 +144,32 @@ def test_an_interrupted_run_resumes_and_rows_of_other_pools_are_ignored(
     with open(out / "rows.jsonl", "a") as fh:
         fh.write(json.dumps({**_fake_row(tier_acceptance.key_inputs("easy", "small"), 2), "key": "an older prior"})
                  + "\n")
+        fh.write(json.dumps({**_fake_row(tier_acceptance.key_inputs("easy", "small"), 2), "tier": "hard"}) + "\n")
         fh.write('{"key": "abc", "si')  # a writer killed mid-row
     capsys.readouterr()
     with pytest.warns(JournalWarning, match="partial last line"):
         tier_acceptance.main(argv)
     assert counted == [0, 1, 2]
     err = capsys.readouterr().err
-    assert "ignoring 1 row(s) of other pools" in err and "3 pool members: 2 reused" in err
+    assert "ignoring 2 row(s) of other pools" in err and "3 pool members: 2 reused" in err
+    assert "2/3" in err and "3/3" in err  # the progress bar counts the rows reused
     summary = json.loads((out / "summary.json").read_text())["small"]["easy"]
     assert summary == {"seeds": 3, "accepted": 3, "attempts": 6, "rate": 0.5, "median_score": 11.0,
                        "rejected_other_tier": 0, "rejected_not_converged": 3}
+    tier_acceptance.main([*argv[:5], "2", *argv[6:]])
+    summary = json.loads((out / "summary.json").read_text())["small"]["easy"]
+    assert counted == [0, 1, 2] and summary["seeds"] == 2  # seeds 0..1 alone, the stored seed 2 not among them
     counted.clear()
     tier_acceptance.main(["--sizes", "large", "--tiers", "easy", "--workers", "1", "--out", str(out)])
     assert counted == list(range(tier_acceptance.DEFAULT_SEEDS["large"]))  # the documented count per size
+
+
+def test_a_seed_count_of_max_seeds_is_let_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tier_acceptance, "MAX_SEEDS", 2)
+    monkeypatch.setattr(tier_acceptance, "count_seed", _fake_row)
+    tier_acceptance.main(["--sizes", "small", "--tiers", "easy", "--seeds", "2", "--workers", "1", "--out",
+                          str(tmp_path)])
+    assert [r["seed"] for r in _rows(tmp_path)] == [0, 1]
 
 
 def test_a_journal_whose_folder_is_removed_mid_run_is_an_error_naming_it(tmp_path: Path,
