@@ -208,6 +208,16 @@ def test_ratios_and_targets_use_this_runs_figures() -> None:
     assert "| JSSEnv | mk10 | n/a | n/a |" in text and "flexible" in text
 
 
+def test_the_reports_ratios_table_shows_every_figure_but_the_smaller_vector_sizes() -> None:
+    results = _results(env=100_000.0, vector=500_000.0, kernel=4e6, peer=10_000.0)
+    results["ours"]["vector"]["ta01"]["16"] = {"steps_per_s": 80_000.0, "ops_per_s": 80_000.0}
+    results["ratios"] = bench.ratios(results)
+    text = bench._ratios_table({**results, "settings": {"num_envs": [16, 256]}})
+    shown = [line.split(" | ")[2] for line in text.splitlines()[4:]]
+    assert shown == ["env steps/s", "env ops/s", "vector N=256 transitions/s vs peer steps/s",
+                     "vector N=256 parallel transitions/s vs peer steps/s", "in-kernel decisions/s vs peer steps/s"]
+
+
 def test_a_target_reached_exactly_is_met_and_memory_is_judged_on_the_worst_instance() -> None:
     results = _results(env=50_000.0, vector=600_000.0, kernel=3e6, peer=10_000.0)  # ratios 5, 60, 120 and 300
     results["ours"]["sesc"]["large"]["seconds"] = 0.2
