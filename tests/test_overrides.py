@@ -409,6 +409,20 @@ def test_an_argparse_script_ends_an_os_error_of_a_file_in_one_line(script: str, 
     assert exit_info.value.code == 1 and capsys.readouterr().err == f"error: {gone}: No such file or directory\n"
 
 
+def test_an_os_error_naming_no_file_is_raised_without_the_cleanup(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """An OSError of no file (a failure to trace, such as a dead pipe) is no "error: None: ..." line."""
+    import errno
+
+    from scripts.overrides import file_errors_exit
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    cleaned: list[bool] = []
+    with pytest.raises(OSError, match="Broken pipe"), file_errors_exit(lambda: cleaned.append(True)):
+        raise OSError(errno.EPIPE, "Broken pipe")
+    assert cleaned == [] and capsys.readouterr().err == ""
+
+
 def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a folder holding nothing but Hydra's own files (and empty ones) is removed."""
     from hydra.core.hydra_config import HydraConfig
