@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -360,6 +361,7 @@ def test_validate_ssi_refuses_a_file_as_its_folder_before_any_work(tmp_path: Pat
 
 @pytest.mark.parametrize(("script", "args", "message"), [
     ("validate_ssi", ["--instances", str(10**10)], "--instances must be in 2..1000000"),
+    ("validate_ssi", ["--instances", "1"], "--instances must be in 2..1000000"),  # no rank correlation of one
     ("calibrate_compare", ["--vectors", str(10**10)], "--vectors x --seeds must be at most 1000000"),
     ("calibrate_compare", ["--vectors", "1000", "--seeds", "1001"], "got 1000 x 1001"),
     ("calibrate_compare", ["--vectors", "101", "--seeds", "9901"], "got 101 x 9901"),  # MAX_SEEDS + 1
@@ -496,22 +498,128 @@ def _fake_evaluations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_validate_ssi_computes_again_a_row_lacking_what_its_statistics_read(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A hand-edited row of this design (an ssi "high", no difficulty) was reused and the statistics failed with a
-    KeyError or a TypeError; it is skipped with a warning naming its line, and its instance computed again."""
+    KeyError or a TypeError; it is skipped with a warning naming its line, and its instance computed again (also one
+    of an unknown tier, or a converged that is no bool)."""
     from scripts import validate_ssi
     from scripts.journal import JournalWarning
 
     computed = _fake_evaluations(monkeypatch)
-    validate_ssi.main(["--instances", "3", "--out", str(tmp_path)])
+    validate_ssi.main(["--instances", "5", "--out", str(tmp_path)])
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     rows[1]["ssi"] = "high"
     del rows[2]["difficulty"]
+    rows[3]["tier"] = "harsh"
+    rows[4]["converged"] = 1
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     computed.clear()
     with pytest.warns(JournalWarning) as caught:
-        validate_ssi.main(["--instances", "3", "--out", str(tmp_path)])
-    assert sorted(str(w.message).split("ignoring ")[1][:17] for w in caught) == ["unreadable line 2",
-                                                                                 "unreadable line 3"]
-    assert computed == [1, 2] and json.loads((tmp_path / "summary.json").read_text())["instances"] == 3
+        validate_ssi.main(["--instances", "5", "--out", str(tmp_path)])
+    assert sorted(str(w.message).split("ignoring ")[1][:17] for w in caught) == [f"unreadable line {n}"
+                                                                                 for n in range(2, 6)]
+    assert computed == [1, 2, 3, 4] and json.loads((tmp_path / "summary.json").read_text())["instances"] == 5
+
+
+def test_validate_ssi_draws_a_latin_hypercube_over_the_generators_range() -> None:
+    """Each target is in its range, and each of the ``count`` equal strata of a range holds exactly one."""
+    from scripts import validate_ssi
+
+    vectors = validate_ssi.target_vectors(8)
+    for name, (lo, hi) in validate_ssi.RANGES.items():
+        strata = sorted(int((v[name] - lo) / (hi - lo) * 8) for v in vectors)
+        assert strata == list(range(8)), name
+
+
+def test_validate_ssi_spearman_averages_the_ranks_of_ties() -> None:
+    from scripts import validate_ssi
+
+    x, y = np.array([2.0, 3.0, 1.0, 0.0, 2.0]), np.array([1.0, 0.0, 3.0, 2.0, 4.0])
+    assert validate_ssi.spearman(x, y) == pytest.approx(-0.46169025843831935)  # scipy.stats.spearmanr
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # undefined for a constant column: NaN without NumPy's warning
+        assert math.isnan(validate_ssi.spearman(x, np.ones(5))) and math.isnan(validate_ssi.spearman(x[:1], y[:1]))
+
+
+def test_validate_ssi_evaluates_its_index_on_the_alternating_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Instance ``index`` is calibrated on the size preset ``index`` picks, seeded with ``index``, and its row keeps
+    whether the calibration converged."""
+    from scripts import validate_ssi
+
+    calls: list[tuple[Any, ...]] = []
+
+    def calibrate(scenario: Any, targets: dict, seed: int) -> SimpleNamespace:
+        calls.append((scenario, targets, seed))
+        return SimpleNamespace(instance="inst", converged=False)
+
+    monkeypatch.setattr(validate_ssi, "calibrate", calibrate)
+    monkeypatch.setattr(validate_ssi, "ssi", lambda inst: SimpleNamespace(score=60.0, tier="hard", components={}))
+    monkeypatch.setattr(validate_ssi, "empirical_difficulty", lambda inst: 0.5 if inst == "inst" else None)
+    row = validate_ssi.evaluate(3, {"utilization": 0.5})
+    assert row == {"index": 3, "size": "medium", "targets": {"utilization": 0.5}, "converged": False, "ssi": 60.0,
+                   "tier": "hard", "components": {}, "difficulty": 0.5}
+    assert calls == [(validate_ssi.Scenario.preset("medium"), {"utilization": 0.5}, 3)]
+
+
+@pytest.mark.parametrize(("by_index", "figures"), [
+    # easy's and medium's IQRs overlap (3 is not < 3); hard's and extreme's medians are equal
+    ({0: ("easy", 0.0), 1: ("easy", 4.0), 2: ("medium", 2.0), 3: ("medium", 6.0), 4: ("hard", 10.0),
+      5: ("hard", 11.0), 6: ("extreme", 10.0), 7: ("extreme", 11.0)},
+     {"tiers": [["easy", 2.0, 1.0, 3.0], ["medium", 4.0, 3.0, 5.0], ["hard", 10.5, 10.25, 10.75],
+                ["extreme", 10.5, 10.25, 10.75]], "medians_increasing": False, "iqrs_disjoint": False}),
+    # no extreme instance: neither can be said of all tiers
+    ({0: ("easy", 0.0), 1: ("easy", 1.0), 2: ("medium", 2.0), 3: ("medium", 3.0), 4: ("hard", 4.0), 5: ("hard", 5.0)},
+     {"tiers": [["easy", 0.5, 0.25, 0.75], ["medium", 2.5, 2.25, 2.75], ["hard", 4.5, 4.25, 4.75]],
+      "medians_increasing": False, "iqrs_disjoint": False}),
+])
+def test_validate_ssi_judges_the_tiers_by_median_and_inter_quartile_range(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_index: dict[int, tuple[str, float]],
+        figures: dict[str, Any]) -> None:
+    """Each tier's (median, q25, q75) of the empirical difficulty; medians strictly increasing and adjacent IQRs
+    disjoint over all four tiers."""
+    from scripts import validate_ssi
+
+    def fake(index: int, targets: dict) -> dict:
+        tier, difficulty = by_index[index]
+        return {"index": index, "size": validate_ssi.SIZES[index % 2], "targets": targets, "converged": True,
+                "ssi": 10.0 * index, "tier": tier, "components": {}, "difficulty": difficulty}
+
+    monkeypatch.setattr(validate_ssi, "evaluate", fake)
+    monkeypatch.setattr(validate_ssi, "_plot", lambda *args: None)
+    validate_ssi.main(["--instances", str(len(by_index)), "--out", str(tmp_path)])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert {key: summary[key] for key in figures} == figures
+
+
+def test_validate_ssi_lets_max_seeds_instances_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripts import validate_ssi
+
+    computed = _fake_evaluations(monkeypatch)
+    monkeypatch.setattr(validate_ssi, "MAX_SEEDS", 3)
+    validate_ssi.main(["--instances", "3", "--out", str(tmp_path)])
+    assert computed == [0, 1, 2]
+
+
+def test_validate_ssi_takes_the_log_residual_only_where_the_stress_is_finite_and_positive() -> None:
+    """Scores 0 and 100 read back as stress 0 and infinity: no log of them (the mean was an infinity, not JSON)."""
+    from scripts import validate_ssi
+
+    table = [{"size": "small", "ssi": score, "difficulty": 0.6} for score in (0.0, 50.0, 100.0)]
+    assert validate_ssi.size_statistics(table)["small"] == {"instances": 3, "spearman": None,
+                                                            "mean_log_residual": pytest.approx(math.log(2.0)),
+                                                            "residual_instances": 1}
+
+
+def test_validate_ssi_reuses_a_row_only_at_an_index_of_its_design() -> None:
+    """A hand-edited index (negative, a float, a string) or size makes a row another design's, not a crash or a
+    reuse."""
+    from scripts import validate_ssi
+
+    vectors = validate_ssi.target_vectors(4)
+    codes = {size: f"code of {size}" for size in validate_ssi.SIZES}
+    rows = [{"index": i, "size": validate_ssi.SIZES[i % 2], "targets": vectors[i],
+             "code": codes[validate_ssi.SIZES[i % 2]]} for i in range(4)]
+    stored = [rows[0], {**rows[3], "index": -1}, {**rows[1], "index": 1.0}, {**rows[1], "index": "1"},
+              {**rows[2], "size": "large"}, rows[3]]
+    assert validate_ssi.design_rows(stored, vectors, codes) == ({0: rows[0], 3: rows[3]}, 4)
 
 
 def _edit_presets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -601,7 +709,7 @@ def test_calibrate_compare_runs_sesc_once_whatever_the_budget(tmp_path: Path, mo
     assert len(rows) == 2 * len(calibrate_compare.METHODS)
 
 
-@pytest.mark.parametrize("change", ["ssi_version", "generator_version", "preset"])
+@pytest.mark.parametrize("change", ["ssi_version", "generator_version", "portfolio", "preset"])
 def test_validate_ssi_reuses_no_row_of_another_ssi_generator_or_preset(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch,
                                                                        capsys: pytest.CaptureFixture[str],
