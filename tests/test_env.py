@@ -658,3 +658,13 @@ def test_wrapper_settings_and_order_are_checked():
             wrapper(flat, *args)
     with pytest.raises(TypeError, match=r"future_pool must be a \(tier, size\) pair .*got 'hard'"):
         ForecastFeatures(gym.make("DynaSched/FJSP-v0"), futures=2, future_pool="hard")
+
+
+def test_each_episode_draws_its_own_kernel_random_stream() -> None:
+    """The random rule's xorshift stream is seeded per episode from the env's generator (over all of uint64 but 0)."""
+    env = gym.make("DynaSched/DFJSP-v0", instance="mk01")
+    streams = set()
+    for seed in range(8):
+        env.reset(seed=seed)
+        streams.add(int(env.unwrapped._batch.works.rng[0, 0]))
+    assert len(streams) == 8 and 0 not in streams
