@@ -25,10 +25,11 @@ def config(tmp_path: Path, server: ChatServer, *overrides: str) -> DictConfig:
 
 def test_the_fallback_rate_counts_only_the_decisions_that_asked_the_model() -> None:
     """8 of 10 decisions had one pair (no request, no fallback possible); 1 fallback among the 2 that asked: 50 %,
-    not 10 %. The other figures stay per decision."""
+    not 10 %. The other figures stay per decision, and a failed episode's counters are left out."""
     usage = {"decisions": 10, "single_candidate": 8, "requests": 2, "prompt_tokens": 100, "completion_tokens": 10,
              "total_tokens": 110, "prompt_chars": 400, "fallbacks": 1, "cache_hits": 0, "latency_s": 1.0}
-    cost = observability.llm_cost([{"agent": "llm:L2", "status": "ok", "usage": usage}])["llm:L2"]
+    failed = {"agent": "llm:L2", "status": "invalid", "usage": {**usage, "decisions": 90, "fallbacks": 50}}
+    cost = observability.llm_cost([{"agent": "llm:L2", "status": "ok", "usage": usage}, failed])["llm:L2"]
     assert cost["fallback_rate"] == 0.5 and cost["requests_per_decision"] == 0.2 and cost["latency_s"] == 0.1
 
 
@@ -37,6 +38,8 @@ def test_a_misspelt_tier_of_a_checkpoint_map_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^ppo\.full\.hardd: no such tier; a \{tier: path\} map takes easy, "):
         observability._checkpoint({"hard": "shipped", "hardd": "shipped"}, "easy", "ppo.full")
     assert observability._checkpoint({"hard": "shipped"}, "hard", "ppo.full") == "shipped"
+    assert observability._checkpoint({"hard": ""}, "hard", "ppo.full") is None  # an empty path: no checkpoint
+    assert observability._checkpoint("", "hard", "ppo.full") is None
 
 
 def test_the_report_names_its_seeds_and_an_agent_without_an_episode_that_played_not_run() -> None:
