@@ -443,6 +443,26 @@ def test_a_run_folder_with_output_is_kept(tmp_path: Path, monkeypatch: pytest.Mo
     assert not (tmp_path / "outputs" / "day").exists() and (tmp_path / "outputs" / "other").exists()
 
 
+def test_a_run_folder_that_is_the_launch_directory_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hydra.run.dir=. from a folder holding only Hydra's files: the folder the user launched from stays."""
+    from hydra.core.hydra_config import HydraConfig
+
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text("a: 1")
+    runtime = SimpleNamespace(output_dir=str(tmp_path), cwd=str(tmp_path))
+    monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: True))
+    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: SimpleNamespace(runtime=runtime, mode=RunMode.RUN)))
+    remove_empty_run_folder()
+    assert (tmp_path / ".hydra" / "config.yaml").is_file()
+
+
+def test_a_jobs_command_run_alone_drops_the_launcher_in_either_form() -> None:
+    from scripts.overrides import single_run_overrides
+
+    assert single_run_overrides(["seed=1", "launcher=joblib", "hydra/launcher=joblib", "tiers=[easy,hard]"]) == [
+        "seed=1", "tiers=[easy,hard]"]
+
+
 def test_a_sweep_folder_that_is_the_launch_directory_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """-m hydra.sweep.dir=. from a folder holding nothing else: the folder the user launched from stays."""
     from hydra.core.hydra_config import HydraConfig
