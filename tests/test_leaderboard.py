@@ -103,16 +103,15 @@ def test_a_board_of_stored_rows_only_reads_the_store(tmp_path: Path, monkeypatch
     store.write_text("".join(json.dumps(row) + "\n" for row in rows))
     monkeypatch.setattr("dynasched_gym.instance.os.access",  # only the board's folder may be written
                         lambda path, mode: not str(path).startswith(str(store.parent)))
-    cfg = config("leaderboard", "run_missing=false", "all_rows=true", "tiers=[easy,hard]", "seeds.count=3",
-                 "ppo=null", "progress=false", f"store={store}", f"out={tmp_path / 'board'}")
+    overrides = ["run_missing=false", "all_rows=true", "tiers=[easy,hard]", "seeds.count=3", "ppo=null",
+                 "progress=false", f"store={store}", f"out={tmp_path / 'board'}"]
+    cfg = config("leaderboard", *overrides)
     assert leaderboard.check_settings(cfg) == tmp_path / "board"  # a sweep's check of a job: the store is only read
     _, failed, text = leaderboard.run(cfg)
     assert [r["status"] for r in failed] == ["invalid", "error"]
     assert "### easy (3 instances" in text and (tmp_path / "board" / "leaderboard.md").is_file()
     assert sorted(p.name for p in store.parent.iterdir()) == ["store.jsonl"]  # no lock file
-    monkeypatch.setattr(sys, "argv", ["leaderboard", "run_missing=false", "all_rows=true", "tiers=[easy,hard]",
-                                      "seeds.count=3", "ppo=null", "progress=false", f"store={store}",
-                                      f"out={tmp_path / 'board'}", f"hydra.run.dir={tmp_path / 'run'}"])
+    monkeypatch.setattr(sys, "argv", ["leaderboard", *overrides, f"hydra.run.dir={tmp_path / 'run'}"])
     with pytest.raises(SystemExit) as exited:  # the script: the board, then status 1 for the failed rows
         leaderboard.main()
     assert exited.value.code == 1 and "# Leaderboard" in capsys.readouterr().out
