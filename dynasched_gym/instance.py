@@ -110,6 +110,7 @@ _INT_FIELDS = ("job_op_ptr", "op_elig_ptr", "elig_machine")
 # The arrays held by instances (by id; an entry goes when its array does): they are read-only and
 # shared by nobody else, so a new instance may hold them without a copy (``replace``).
 _OWNED: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+_BOOLS = frozenset((bool, np.bool_))
 
 Operation = Mapping[int, float]
 """An operation: eligible machine id -> processing time on that machine."""
@@ -575,6 +576,8 @@ def _owned_array(value: Any, dtype: type[np.generic], name: str) -> np.ndarray:
     if given.dtype.kind in "bcUSMmV":
         raise InstanceFormatError(f"expected numbers, got an array of dtype {given.dtype}", field=name,
                                   value=given.tolist()[:8])
+    if isinstance(value, (list, tuple)) and not _BOOLS.isdisjoint(map(type, value)):  # NumPy read True as 1
+        raise InstanceFormatError("expected numbers, got a bool", field=name, value=list(value)[:8])
     if dtype is np.int64 and given.dtype.kind == "f" and not np.all(np.isfinite(given) & (given == np.trunc(given))):
         raise InstanceFormatError("expected integers", field=name, value=given.tolist()[:8])
     arr = np.array(given, dtype=dtype, order="C", copy=True)

@@ -1118,6 +1118,10 @@ def test_instance_owns_its_arrays() -> None:
     assert inst == base  # ... and changing it does not change the instance
     again = inst.replace(name="y")  # replace() keeps the arrays it does not change, without copying them
     assert all(getattr(again, name) is getattr(inst, name) for name in fields)
+    ids = Instance.build("ids", [Machine("M0"), Machine("M1")],
+                         [Job(f"J{j}", [{m: 1.0}], release=float(m)) for j, m in enumerate((0, 1, 1))])
+    same = ids.replace(elig_machine=ids.job_release)  # another instance's float array as ids: converted, not shared
+    assert same == ids and same.elig_machine.dtype == np.int64
     thawed = pickle.loads(pickle.dumps(inst))
     assert thawed == inst and not any(getattr(thawed, name).flags.writeable for name in fields)
 
@@ -1469,6 +1473,73 @@ def test_event_numbers_beyond_the_magnitude_bound_are_refused_naming_the_field(s
     assert exc.value.field == field and exc.value.value == value
 
 
+@pytest.mark.parametrize(("events", "field", "reason"), [
+    ([Event(0.0, EventType.CANCELLATION, job=1)], "events[0].job", "unknown job id (jobs are 0..0)"),
+    ([_ptime(0.0, factor=0.0)], "events[0].factor", "must be a finite number > 0"),
+    ([_ptime(0.0, factor=2.0, value=3.0)], "events[0].factor", "exactly one of 'factor' and 'value'"),
+    ([Event(0.0, EventType.BREAKDOWN, machine=0, duration=0.0)], "events[0].duration", "must be a finite number > 0"),
+    ([Event(0.0, EventType.ROUTE_CHANGE, job=0, ops=())], "events[0].ops", "needs at least one operation"),
+    ([Event(0.0, EventType.REPAIR, machine=0, job=0)], "events[0].job", "REPAIR takes no field 'job'"),
+    ([Event(0.0, EventType.REPAIR, machine=2)], "events[0].machine", "unknown machine id (machines are 0..1)"),
+    ([Event(0.0, EventType.ROUTE_CHANGE, job=0, op=-1, ops=({0: 1.0},))], "events[0].op", "0..2**31 - 1"),
+])
+def test_event_payloads_just_out_of_range_are_refused_naming_the_field(events: list, field: str, reason: str) -> None:
+    with pytest.raises(InstanceFormatError, match=re.escape(reason)) as exc:
+        Instance.build("t", [Machine("M0"), Machine("M1")], [Job("J", [{0: 1.0}])], events)
+    assert exc.value.field == field
+
+
+def test_event_payloads_at_their_bounds_are_accepted() -> None:
+    """The closed ends of each range: a weight of 0, a due date of -MAX_MAGNITUDE, a value (and so a processing time)
+    of MAX_MAGNITUDE, a route change from op 0, events of one instant."""
+    events = [Event(0.0, EventType.PRIORITY_CHANGE, job=0, weight=0.0),
+              Event(0.0, EventType.DUE_DATE_CHANGE, job=0, due=-MAX_MAGNITUDE),
+              Event(1.0, EventType.ROUTE_CHANGE, job=0, op=0, ops=({0: 1.0},)),
+              _ptime(1.0, value=MAX_MAGNITUDE),
+              Event(MAX_MAGNITUDE, EventType.DUE_DATE_CHANGE, job=0, due=MAX_MAGNITUDE)]
+    assert Instance.build("t", [Machine("M0")], [Job("J", [{0: 1.0}])], events).events == tuple(events)
+
+
+@pytest.mark.parametrize(("machines", "events", "field"), [
+    # the fastest machine runs value 1e-3 in 1e-7: the slowest (speed 1) would run it in 1e-3
+    ([1.0, 1e4], [_ptime(0.0, value=1e-3)], "events[0].value"),
+    # the route change's 1e-3 on M0 is the job's shortest time (not its 2.0 on M1, nor the static op's 1.0)
+    ([1.0, 1.0], [Event(0.0, EventType.ROUTE_CHANGE, job=0, ops=({0: 1e-3, 1: 2.0},)), _ptime(1.0, factor=1e-4)],
+     "events[1].factor"),
+])
+def test_a_processing_time_change_is_bounded_by_the_fastest_machine_and_the_route_changes(
+        machines: list[float], events: list, field: str) -> None:
+    with pytest.raises(InstanceFormatError, match=r"could take 1e-07 < 1e-06") as exc:
+        Instance.build("t", [Machine(f"M{m}", speed=s) for m, s in enumerate(machines)], [Job("J", [{0: 1.0}])],
+                       events)
+    assert exc.value.field == field
+
+
+@pytest.mark.parametrize(("changes", "field", "reason"), [
+    ({"job_op_ptr": [1, 2, 3]}, "jobs", "job_op_ptr is not a valid CSR pointer"),  # op 0 in no job
+    ({"job_op_ptr": [0, 4, 3]}, "jobs", "job_op_ptr is not a valid CSR pointer"),
+    ({"job_op_ptr": [0, 1, 2]}, "jobs", "job_op_ptr is not a valid CSR pointer"),  # op 2 in no job
+    ({"op_elig_ptr": [0, 2, 1, 3]}, "jobs", "op_elig_ptr is not a valid CSR pointer"),
+    ({"elig_machine": [0, 1, 1, 0], "elig_time": [1.0, 2.0, 1.0, 5.0]}, "jobs", "op_elig_ptr is not a valid CSR"),
+    ({"elig_time": [1.0, 2.0, 1.0, 5.0]}, "jobs", "eligible arrays differ in length"),
+    ({"job_op_ptr": [0, 3, 3]}, "jobs[1].ops", "a job needs at least one operation"),
+    ({"op_elig_ptr": [0, 2, 2, 3], "elig_machine": [0, 0, 1]}, "jobs[0].ops[0].eligible", "machine listed twice"),
+    ({"machine_groups": ("g",)}, "machines", "machine arrays differ in length"),
+    ({"job_due": [1.0, 2.0, 3.0]}, "jobs.due", "job arrays differ in length"),
+    ({"breakdown_policy": np.array("resume")}, "config.breakdown_policy", "must be one of"),  # == "resume" is true
+    ({"job_names": (), "job_release": [], "job_due": [], "job_weight": [], "job_op_ptr": [0]}, "jobs",
+     "needs at least one job"),
+])
+def test_inconsistent_instance_arrays_are_refused(changes: dict, field: str, reason: str) -> None:
+    """Each was accepted, or failed with a bare IndexError: an op or an eligible pair in no job, a job without
+    operations, arrays of different lengths."""
+    inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
+    fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
+    with pytest.raises(InstanceFormatError, match=re.escape(reason)) as exc:
+        Instance(**{**fields, **changes})
+    assert exc.value.field == field
+
+
 def test_a_dsbx_time_beyond_the_bound_names_the_field_of_the_file(reference_dir: Path, tmp_path: Path) -> None:
     d = copy_reference(reference_dir, tmp_path)
     records = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
@@ -1554,7 +1625,7 @@ def test_the_json_indent_is_checked(indent: object, error: type) -> None:
     inst = Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])])
     with pytest.raises(error, match="indent"):  # 10**30 was an OverflowError, 1.5 json's "can't multiply"
         inst.to_json(indent=indent)
-    assert json.loads(inst.to_json(indent=2)) == inst.to_dict()
+    assert json.loads(inst.to_json(indent=2)) == json.loads(inst.to_json(indent=0)) == inst.to_dict()
 
 
 def test_a_dsbx_save_error_names_the_directory_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1626,6 +1697,10 @@ def test_events_that_can_never_apply_are_warned_about(tmp_path: Path) -> None:
     unreachable.to_json(path)
     with pytest.warns(IgnoredEventWarning, match=message):  # and when loaded from a file
         load_instance(path)
+    for event in (Event(1.0, EventType.PTIME_CHANGE, job=0, op=1, factor=2.0),  # one past the job's last op
+                  Event(1.0, EventType.REWORK, job=0, op=2)):  # one past its last op and the rework's copy
+        with pytest.warns(IgnoredEventWarning, match=f"{event.type.name} of job 0 op {event.op} can never apply"):
+            Instance.build("t", [Machine("M0")], [Job("J0", [{0: 2.0}])], [event])
     reachable = [Event(1.0, EventType.ROUTE_CHANGE, job=0, op=1, ops=({0: 1.0}, {0: 1.0})),  # up to 3 slots
                  Event(2.0, EventType.PTIME_CHANGE, job=0, op=2, factor=2.0),
                  Event(3.0, EventType.REWORK, job=0, op=3)]  # a 4th slot once the rework copy is in
@@ -1640,13 +1715,15 @@ def test_an_instances_arrays_and_ids_are_checked():
     inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
     fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
     for name, bad in (("elig_machine", [0.9, 1.0, 1.0]), ("job_op_ptr", [0, 1.5, 3]), ("machine_speed", ["1", "1"]),
-                      ("job_release", [True, False])):
+                      ("job_release", [True, False]),
+                      ("job_release", [True, 2.0]), ("elig_machine", [0, True, 1]), ("job_op_ptr", (0, np.True_, 3))):
         with pytest.raises(InstanceFormatError, match=f"field '{name}': expected (integers|numbers)"):
             Instance(**{**fields, name: bad})
     assert Instance(**{**fields, "elig_machine": [0.0, 1.0, 1.0]}) == inst  # integral floats are ids
-    for call, name in ((inst.job_ops, "job"), (inst.operation, "op")):
-        with pytest.raises(IndexError, match=f"{name} must be an integer id in 0"):
-            call(-1)
+    for call, name, count in ((inst.job_ops, "job", 2), (inst.operation, "op", 3)):
+        for bad in (-1, count):
+            with pytest.raises(IndexError, match=f"{name} must be an integer id in 0..{count - 1}, got {bad}"):
+                call(bad)
         with pytest.raises(TypeError, match=f"{name} must be an integer id"):
             call(1.5)
     assert inst.job_ops(1) == [{1: 1.0}] and inst.operation(2) == {1: 1.0}
@@ -1675,8 +1752,8 @@ def test_build_names_records_given_in_another_container():
     or None with "... is not iterable"."""
     machines, job = [Machine("M0")], Job("J0", [{0: 1.0}])
     for kwargs, name, kind in (({"jobs": {"J0": job}}, "jobs", "Job"), ({"jobs": job}, "jobs", "Job"),
-                               ({"jobs": None}, "jobs", "Job"), ({"machines": {"M0": machines[0]}}, "machines",
-                                                                   "Machine"),
+                               ({"jobs": "J0"}, "jobs", "Job"), ({"jobs": None}, "jobs", "Job"),
+                               ({"machines": {"M0": machines[0]}}, "machines", "Machine"),
                                ({"events": None}, "events", "Event")):
         with pytest.raises(TypeError, match=rf"^{name} must be a list of {kind} records, got "):
             Instance.build(**{"name": "a", "machines": machines, "jobs": [job], **kwargs})
