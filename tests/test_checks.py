@@ -10,15 +10,22 @@ import numpy as np
 import pytest
 
 from dynasched_gym.checks import (
+    as_list,
+    check_arguments,
     check_bool,
     check_choice,
     check_choices,
     check_integer,
     check_path,
     check_positive,
+    check_real,
+    holds_exactly,
+    in_interval,
     is_finite_real,
     is_integer,
     is_real,
+    keyword_arguments,
+    named_items,
 )
 
 INTEGERS = [0, -3, 2**70, np.int64(5), np.uint8(1)]
@@ -41,7 +48,8 @@ def test_predicates(value: object) -> None:
 def test_check_integer_names_the_argument(value: object, error: type[Exception]) -> None:
     with pytest.raises(error, match=re.escape(f"count must be an integer >= 1, got {value!r}")):
         check_integer("count", value, 1)
-    assert check_integer("count", np.int16(3), 1) == 3
+    assert check_integer("count", np.int16(3), 1) == 3 and type(check_integer("count", np.int16(3), 1)) is int
+    assert check_integer("count", 1, 1) == 1  # the minimum itself
     with pytest.raises(ValueError, match=re.escape("count must be at most 5, got 6")):
         check_integer("count", 6, 1, maximum=5)
     assert check_integer("count", 5, 1, maximum=5) == 5
@@ -62,6 +70,8 @@ def test_check_path_names_the_argument(value: object) -> None:
                                                   f"{type(value).__name__}: {value!r}")):
         check_path("out", value)
     assert check_path("out", "a/b.json") == check_path("out", Path("a/b.json")) == Path("a/b.json")
+    with pytest.raises(ValueError, match="out must be a path without NUL characters"):
+        check_path("out", "a\x00b.json")
 
 
 @pytest.mark.parametrize("value", ["no", 1, None, np.array([True])])
@@ -100,3 +110,33 @@ def test_check_choices_names_the_item() -> None:
             check_choice("observability", misspelt, ("concise", "full", "oracle"))
     with pytest.raises(ValueError, match=r"got 'xyz'$"):
         check_choice("observability", "xyz", ("concise", "full", "oracle"))  # nothing close: no guess
+
+
+def test_intervals_and_their_bounds() -> None:
+    """Each end is closed unless said open, and the message writes it so; values come back as floats."""
+    assert in_interval(1.0, 0.0, 1.0) and not in_interval(1.0, 0.0, 1.0, high_open=True)
+    assert in_interval(0.0, 0.0, 1.0) and not in_interval(0.0, 0.0, 1.0, low_open=True)
+    assert check_real("rate", 1, 0.0, 1.0) == 1.0 and type(check_real("rate", 1, 0.0, 1.0)) is float
+    with pytest.raises(ValueError, match=re.escape("rate must be a finite number in (0, 1], got 0.0")):
+        check_real("rate", 0.0, 0.0, 1.0, open_low=True)
+
+
+def test_holds_exactly_refuses_integers_float64_would_round() -> None:
+    assert holds_exactly(2**53) and holds_exactly(0.1) and not holds_exactly(2**53 + 1)
+
+
+def test_settings_of_one_item_or_a_list() -> None:
+    """A string or bytes is one item, not its letters; a list's items are named by index."""
+    assert as_list("easy") == ["easy"] and as_list(["easy", "hard"]) == ["easy", "hard"]
+    assert named_items("out", b"ab") == [("out", b"ab")]
+    assert named_items("tiers", ("a", "b")) == [("tiers[0]", "a"), ("tiers[1]", "b")]
+
+
+def test_unknown_keyword_arguments_are_named_with_the_nearest_one() -> None:
+    class Agent:
+        def __init__(self, seed: int = 0, **kwargs: object) -> None: ...
+
+    assert keyword_arguments(Agent) == ["seed"]  # not the **kwargs passed on
+    with pytest.raises(TypeError, match=re.escape("Agent got an unknown argument 'sede' (did you mean 'seed'?); its "
+                                                  "arguments are seed (docs/agents.md)")):
+        check_arguments("Agent", {"seed": 1, "sede": 2}, keyword_arguments(Agent), "docs/agents.md")
