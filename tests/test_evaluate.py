@@ -195,6 +195,62 @@ def test_a_warning_names_the_line_of_the_file_in_a_later_append(tmp_path: Path) 
         store.append(_row(2))
 
 
+def test_a_store_reads_an_unreadable_line_once(tmp_path: Path) -> None:
+    """Each append reads only what was appended since its last look: an unchanged file is not parsed again (its
+    unreadable line warned of at every append, the whole store read for each row)."""
+    path = tmp_path / "store.jsonl"
+    path.write_text("garbage\n")
+    store = ResultStore(path)
+    with pytest.warns(StoreWarning, match="unreadable line 1 ") as caught:
+        assert store.append(_row(0)) and store.append(_row(1)) and store.written() == {row_key(_row(s)) for s in (0, 1)}
+    assert len(caught) == 1
+
+
+def test_a_one_line_json_file_longer_than_a_read_block_is_refused_at_once(tmp_path: Path) -> None:
+    """The store reads its last line from the end, block by block (64 KiB): a large schedule written on one line is
+    read whole, seen to be a JSON document and no row, and refused before any episode (its first block alone looked
+    like a row a killed writer left, and the first append refused it only after an episode was played)."""
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps({"format": "dynasched-schedule/1", "segments": [{"job": 0, "start": 0.0}] * 5000}))
+    assert path.stat().st_size > 65536
+    with pytest.raises(ValueError, match=r"schedule\.json: not a JSONL file of rows"):
+        ResultStore(path)
+
+
+def test_a_row_needs_no_more_than_the_board_reads(tmp_path: Path) -> None:
+    """Token usage without a total (the board adds up totals, 0 where none) is stored and read back."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    assert store.append(_row(0, tokens={"prompt": 5}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [r["tokens"] for r in ResultStore(store.path).rows()] == [{"prompt": 5}]
+
+
+def test_a_row_holding_nan_is_refused_as_no_strict_json(tmp_path: Path) -> None:
+    """A NaN in any field is refused before anything is written: the store's lines stay strict JSON, which other
+    readers (jq, JavaScript) parse."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        store.append(_row(0, metrics={"utilization": math.nan}))
+    assert not store.path.exists() or store.path.read_text() == ""
+
+
+def test_blank_lines_hold_no_row_and_are_skipped_without_a_warning(tmp_path: Path) -> None:
+    """A blank line (an editor's, or between rows joined by hand) is no unreadable row: nothing to warn of."""
+    path = tmp_path / "store.jsonl"
+    path.write_text(json.dumps(_row(0)) + "\n\n" + json.dumps(_row(1)) + "\n \n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [r["seed"] for r in ResultStore(path).rows()] == [0, 1]
+        assert ResultStore(path).append(_row(2)) and [r["seed"] for r in ResultStore(path).rows()] == [0, 1, 2]
+
+
+def test_a_store_that_appended_nothing_has_written_nothing_and_makes_no_file(tmp_path: Path) -> None:
+    """An evaluation interrupted before its first row asks what it stored: the answer makes no store or lock file."""
+    store = ResultStore(tmp_path / "store.jsonl")
+    assert store.written() == set()
+    assert list(tmp_path.iterdir()) == []
+
 def test_unreadable_and_duplicate_lines_are_ignored(tmp_path: Path) -> None:
     path = tmp_path / "store.jsonl"
     path.write_text("\n".join([json.dumps(_row(1, v=1)), "not json", json.dumps({"no": "key"}),
@@ -657,6 +713,22 @@ def test_rank_ties_do_not_depend_on_the_order_of_the_rows() -> None:
     board = aggregate(rows, resamples=100)
     assert [e["rank"] for e in board] == [1, 1] and board[0]["mean"] == board[1]["mean"]
 
+
+def test_every_agent_of_a_tie_shares_its_rank_and_the_next_counts_those_ahead() -> None:
+    """Competition ranking: three equal means behind a better agent all rank 2, and the next agent ranks 5."""
+    means = {"rule:A": 1.0, "rule:B": 2.0, "rule:C": 2.0, "rule:D": 2.0, "rule:E": 3.0}
+    rows = [_row(s, agent=a, agent_hash=a, objective_value=v) for a, v in means.items() for s in range(2)]
+    assert [(e["agent"], e["rank"]) for e in aggregate(rows, resamples=10)] == [
+        ("rule:A", 1), ("rule:B", 2), ("rule:C", 2), ("rule:D", 2), ("rule:E", 5)]
+
+def test_a_reference_played_on_more_seeds_leaves_the_fair_agents_ranked() -> None:
+    """A seed only the clairvoyant reference played is no instance the fair agents failed: they are ranked."""
+    rows = [_row(s, agent=a, agent_hash=a, objective_value=v + s) for a, v in (("rule:A", 1.0), ("rule:B", 2.0))
+            for s in range(2)]
+    rows += [_row(s, agent="oracle", agent_hash="o", clairvoyant=True, objective_value=0.5) for s in range(3)]
+    board = aggregate(rows, resamples=10)
+    assert {e["agent"]: e["rank"] for e in board} == {"rule:A": 1, "rule:B": 2, "oracle": None}
+    assert [e["agent"] for e in board if e["best_rule"]] == ["rule:A"]
 
 def test_a_rule_that_failed_on_some_seeds_is_not_the_best_rule() -> None:
     """Its mean covers only the seeds it solved: rule:B's one valid seed (1.0) made it the best rule, and every
@@ -1968,6 +2040,7 @@ def test_paired_statistics_need_pairs_and_resamples() -> None:
     with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
         bootstrap_ci([1.0, 2.0], seed=-1)
     assert paired_margin([1.0, 2.0], [2.0, 2.0])["wins"] == 1
+    assert paired_margin([1.0, 0.0], [0.0, 0.0])["relative"] is None  # no margin relative to a reference of 0
 
 
 def test_the_store_names_a_path_of_the_wrong_type() -> None:
