@@ -89,3 +89,23 @@ def test_arrays_that_do_not_pair_up_are_refused(field, value, shapes):
     assert compute_metrics(**args)["utilization"] == 0.5
     with pytest.raises(ValueError, match=re.escape(f"must be 1-D arrays of one length, got shapes {shapes}")):
         compute_metrics(**{**args, field: value})
+
+
+def test_a_pair_of_tables_of_one_shape_is_refused_too():
+    """Busy time is a list of intervals: a (machines, slots) table would pass its padding for segments, so 2-D arrays
+    are refused even where start and end agree."""
+    table = np.zeros((2, 1))
+    with pytest.raises(ValueError, match=re.escape("got shapes busy_start (2, 1), busy_end (2, 1)")):
+        compute_metrics(release=np.zeros(1), due=np.array([NAN]), weight=np.ones(1), completion=np.array([4.0]),
+                        cancelled=np.zeros(1, dtype=bool), busy_start=table, busy_end=table + 1.0,
+                        down_start=np.zeros(0), down_end=np.zeros(0), num_machines=2)
+
+
+def test_a_segment_that_starts_after_the_makespan_is_no_busy_time():
+    """A cancelled job's segment run after the last completion (or a mid-episode schedule's running one) lies outside
+    [0, makespan]: it adds nothing to the busy time, rather than its negative overlap."""
+    metrics = compute_metrics(release=np.zeros(2), due=np.full(2, NAN), weight=np.ones(2),
+                              completion=np.array([4.0, NAN]), cancelled=np.array([False, True]),
+                              busy_start=np.array([0.0, 6.0]), busy_end=np.array([4.0, 9.0]), down_start=np.zeros(0),
+                              down_end=np.zeros(0), num_machines=1)
+    assert (metrics["makespan"], metrics["utilization"]) == (4.0, 1.0)
