@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import pid_running
@@ -129,14 +134,86 @@ def test_worker_pool_workers_ignore_ctrl_c_and_an_interrupt_ends_them() -> None:
     began = time.monotonic()
     with pytest.raises(KeyboardInterrupt), WorkerPool(2) as pool:
         assert pool.submit(signal.getsignal, signal.SIGINT).result(timeout=120) == signal.SIG_IGN
-        for _ in range(4):
-            pool.submit(time.sleep, 60)
+        queued = [pool.submit(time.sleep, 60) for _ in range(8)]
         workers = list(pool._processes.values())
         raise KeyboardInterrupt
+    deadline = time.monotonic() + 10
+    while not queued[-1].done() and time.monotonic() < deadline:  # the pool's manager thread settles it
+        time.sleep(0.01)
+    assert queued[-1].cancelled()  # cancelled, not failed with the broken pool (2 run, 3 wait in its call queue)
     for worker in workers:
         worker.join(10)
         assert worker.exitcode is not None or not pid_running(worker.pid)
     assert time.monotonic() - began < 60
+
+
+def test_a_signal_sent_twice_while_held_back_comes_once() -> None:
+    """As a blocked signal is pending once, however often it was sent: a handler that does not raise runs once."""
+    calls = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: calls.append(signum))
+    try:
+        with interrupts_held(signal.SIGUSR1):
+            for _ in range(2):
+                os.kill(os.getpid(), signal.SIGUSR1)
+                time.sleep(0.02)  # each one reaches the holding handler
+        assert calls == [signal.SIGUSR1]
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_outside_the_main_thread_the_blocks_run_unchanged() -> None:
+    """Python sets signal handlers in the main thread only: elsewhere (a worker thread) the blocks neither hold nor
+    turn SIGTERM into an interrupt, and do not fail."""
+    done = []
+
+    def work() -> None:
+        with sigterm_as_interrupt(), interrupts_held():
+            done.append(True)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(10)
+    assert done == [True]
+
+
+def test_a_ctrl_c_while_a_task_is_submitted_comes_once_it_is_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another thread may take the process's SIGINT (the main thread's is blocked meanwhile); its interrupt is held
+    back until the task is queued, so the caller knows which tasks the pool holds."""
+    queued, stop = [], threading.Event()
+    helper = threading.Thread(target=stop.wait)  # started before the block: SIGINT is not blocked in it
+    helper.start()
+
+    def submit(self: ProcessPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        signal.pthread_kill(helper.ident, signal.SIGINT)
+        time.sleep(0.05)  # the main thread's handler would raise here
+        queued.append(fn)
+        return Future()
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", submit)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            WorkerPool(1).submit(print)
+    finally:
+        stop.set()
+        helper.join(10)
+    assert queued == [print]
+
+
+def test_worker_pool_spawns_workers_that_run_its_initializer_with_ctrl_c_unblocked() -> None:
+    """Spawned (forking a process with threads may deadlock it), then the pool's own initializer, and SIGINT no longer
+    blocked (only ignored: a task may handle it again)."""
+    with WorkerPool(1, initializer=signal.signal, initargs=(signal.SIGUSR1, signal.SIG_IGN)) as pool:
+        assert pool._mp_context.get_start_method() == "spawn"
+        assert pool.submit(signal.getsignal, signal.SIGUSR1).result(timeout=120) == signal.SIG_IGN
+        assert signal.SIGINT not in pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, []).result(timeout=120)
+
+
+def test_forked_workers_end_at_sigterm_whatever_handler_they_inherited() -> None:
+    """A forked worker inherits the parent's SIGTERM handler (one that raises KeyboardInterrupt): it takes SIGTERM's
+    default action back, so that ``terminate()`` ends it at once."""
+    with sigterm_as_interrupt(), WorkerPool(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert pool.submit(signal.getsignal, signal.SIGTERM).result(timeout=60) == signal.SIG_DFL
+
 
 #: Ctrl-C inside code that exec() runs from a string, as when it lands while a dataclass or a namedtuple is made (an
 #: import, a Hydra config): CPython marks that KeyboardInterrupt unhandled even where it is caught.
