@@ -7,9 +7,10 @@ import copy
 import numpy as np
 import pytest
 
-from dynasched_gym.errors import InstanceFormatError
+from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import Instance, Job, Machine
-from dynasched_gym.schedule import Schedule, schedule_from_dict
+from dynasched_gym.metrics import EPS
+from dynasched_gym.schedule import Schedule, schedule_dict, schedule_from_dict
 from dynasched_gym.validate import validate_schedule
 
 NAN = float("nan")
@@ -49,6 +50,10 @@ def test_a_job_cancelled_before_its_release_never_arrives_unless_within_eps():
     schedule = record([1.0, NAN, NAN], [NAN, 5.0 - 5e-10, 4.0])
     assert np.array_equal(schedule.job_arrival, [0.0, 5.0, NAN], equal_nan=True)
     assert np.array_equal(record([1.0, NAN, NAN], [NAN, 6.0, 5.0]).job_arrival, [0.0, 5.0, 5.0])
+    # EPS exactly before is within it, as the simulator releases a job at an instant t when release <= t + EPS
+    assert (5.0 - EPS) + EPS == 5.0
+    at_eps = record([1.0, NAN, NAN], [NAN, 5.0 - EPS, 5.0 - 2 * EPS]).job_arrival
+    assert np.array_equal(at_eps, [0.0, 5.0, NAN], equal_nan=True)
 
 
 def test_a_negative_id_in_a_schedule_record_is_refused_naming_the_field():
@@ -64,9 +69,47 @@ def test_a_negative_id_in_a_schedule_record_is_refused_naming_the_field():
         assert validate_schedule(bad).kinds().get("format")
 
 
+def test_an_id_one_past_the_last_is_refused_naming_the_field():
+    """Ids run to the count less one: job 3 of three jobs, machine 1 of one machine."""
+    data = record([1.0, 2.0, 7.0], [NAN] * 3, [(0.0, 1.0)], [(2.0, 4.0)]).to_dict()
+    for table, key, count in (("segments", "job", 3), ("segments", "machine", 1), ("downtime", "machine", 1),
+                              ("jobs", "job", 3)):
+        bad = copy.deepcopy(data)
+        bad[table][0][key] = count
+        with pytest.raises(InstanceFormatError, match=rf"id out of range \(0..{count - 1}\)") as err:
+            schedule_from_dict(bad, source="s.json")
+        assert (err.value.field, err.value.value) == (f"{table}[0].{key}", count)
+
 def test_times_within_the_record_tolerance_load_as_written():
-    """A segment may end up to RECORD_TOL before its start (another solver's rounding): it loads with the times the
-    file gives, for the validator to judge, not mended."""
-    data = record([1.0, 2.0, 7.0], [NAN] * 3, [(0.0, 1.0), (2.0, 2.0 - 1e-7)], [(3.0, 3.0 - 1e-7)]).to_dict()
+    """A segment may end up to RECORD_TOL before its start, and perform up to RECORD_TOL more than its operation's
+    work (another solver's rounding): it loads with the values the file gives, for the validator to judge, not
+    mended."""
+    # below time 1 the slack is RECORD_TOL itself (relative to max(1, |t|)): 8e-7 before 0.5 is within it
+    data = record([1.0, 2.0, 7.0], [NAN] * 3, [(0.0, 1.0), (2.0, 2.0 - 1e-7)],
+                  [(3.0, 3.0 - 1e-7), (0.5, 0.5 - 8e-7)]).to_dict()
+    data["segments"][0]["work"] = 1.0 + 1e-7
     loaded = schedule_from_dict(data, source="s.json")
-    assert loaded.segment_end.tolist() == [1.0, 2.0 - 1e-7] and loaded.downtime_end.tolist() == [3.0 - 1e-7]
+    assert loaded.segment_end.tolist() == [1.0, 2.0 - 1e-7]
+    assert loaded.downtime_end.tolist() == [3.0 - 1e-7, 0.5 - 8e-7]
+    assert loaded.segment_work.tolist() == [1.0 + 1e-7, 1.0]
+
+
+def test_a_field_of_two_records_is_named_once_with_its_count():
+    """A field the loader does not read, in two records: one warning naming how many hold it and the first."""
+    data = record([1.0, 2.0, 7.0], [NAN] * 3, [(0.0, 1.0), (1.0, 2.0)]).to_dict()
+    for segment in data["segments"]:
+        segment["wrk"] = 1.0
+    with pytest.warns(UnreadFieldWarning) as caught:
+        schedule_dict(data, "s.json")
+    assert [str(w.message) for w in caught] == [
+        "s.json: field segments[].wrk (2 records, the first segments[0]) is not read; a schedule record holds job, op, "
+        "machine, start, end, work, status"]
+
+
+def test_a_schedule_without_an_instance_names_that_field():
+    """The missing field is the schedule's own ``instance``, not a field inside the instance object."""
+    data = record([1.0, 2.0, 7.0], [NAN] * 3).to_dict()
+    del data["instance"]
+    with pytest.raises(InstanceFormatError) as err:
+        schedule_from_dict(data, source="s.json")
+    assert (err.value.source, err.value.field) == ("s.json", "instance")

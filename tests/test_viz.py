@@ -547,6 +547,8 @@ def test_a_schedule_field_not_read_is_named_in_a_warning_at_the_callers_line(sma
     (lambda d: d["downtime"][0].update(end=d["downtime"][0]["start"] - 0.5), "downtime[0].end"),
     (lambda d: d["segments"][3].update(work=0.0), "segments[3].work"),
     (lambda d: d["segments"][0].update(work=1.5), "segments[0].work"),
+    (lambda d: d["segments"][0].update(start=None), "segments[0].start"),  # null only where a time may not have come
+    (lambda d: d["jobs"][0].update(weight=None), "jobs[0].weight"),
 ])
 def test_bad_schedule_records_name_the_field(small, edit, field):
     """What the loader refuses (gantt, curves and timeline read through it), the validator reports as 'format'."""
@@ -754,6 +756,7 @@ def test_cli_validate_lists_every_violation_up_to_its_limit(tmp_path, capsys):
     ("nowhere.json", "nowhere.json: no such file or directory"),
     ("broken.json", "broken.json, line 1: invalid JSON"),
     ("a\x00b.json", "expected a path relative to the schedule file"),  # a ValueError's traceback before
+    ("", "expected a path relative to the schedule file"),  # not the schedule's folder, read as an instance folder
 ])
 def test_cli_validate_refuses_a_schedule_whose_instance_does_not_load(tmp_path, capsys, ref, reason):
     """A broken instance reference is bad input (2) in one line naming the schedule file and the field: validate
