@@ -31,10 +31,16 @@ from dynasched_gym.generation import sesc as sesc_module
 from dynasched_gym.generation.evolutionary import MAX_BUDGET
 from dynasched_gym.generation.realised import instance_inputs
 from dynasched_gym.generation.scenario import (
+    ARRIVAL_GRID_STEPS,
+    MAX_BATCH_SIZE,
     MAX_EVENT_FACTOR,
+    MAX_MAINTENANCE_WINDOWS,
     TIME_RANGE,
+    FJSPConfig,
+    MachineGroupConfig,
     PlantConfig,
     expected_feature_scales,
+    expected_job_work,
     operation_times,
     planned_jobs,
     replace_targets,
@@ -849,6 +855,32 @@ def test_python_callers_get_the_same_checks_as_files():
     with pytest.raises(InstanceFormatError, match="MachineGroupConfig") as err:
         Scenario(plant=PlantConfig(groups=[{"name": "G1"}]))
     assert err.value.field == "plant.groups[0]"
+    with pytest.raises(InstanceFormatError, match="FJSPConfig") as err:  # a dict where an FJSPConfig belongs
+        Scenario(plant=PlantConfig(groups=[MachineGroupConfig()], fjsp={"ops_per_job": [1, 2]}))
+    assert err.value.field == "plant.fjsp"
+    with pytest.raises(InstanceFormatError, match="must be a list") as err:  # a tuple would not stay JSON-ready
+        Scenario(plant=PlantConfig(groups=(MachineGroupConfig(),), fjsp=FJSPConfig()))
+    assert err.value.field == "plant.groups"
+
+
+def test_a_file_may_give_a_list_of_sections_as_a_tuple_and_the_first_unknown_field_is_named(small):
+    data = small.to_dict()
+    data["plant"]["groups"] = tuple(data["plant"]["groups"])
+    assert Scenario.from_dict(data) == small
+    data["targets"].update(zeta=1, alpha=2)
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict(data)
+    assert (err.value.field, err.value.value) == ("targets.alpha", 2)
+
+
+@pytest.mark.parametrize(("groups", "message"), [
+    ([], "at least one machine group is needed"),
+    ([{"name": "GroupA", "speeds": [1.0]}, {"name": "GroupA", "speeds": [2.0]}], "group names must be unique"),
+])
+def test_a_plant_without_groups_or_with_two_of_one_name_is_refused(small, groups, message):
+    with pytest.raises(InstanceFormatError, match=message) as err:
+        Scenario.from_dict(_with(small.to_dict(), ("plant", "groups"), groups))
+    assert err.value.field == "plant.groups"
 
 
 @pytest.mark.parametrize(("key", "value"), [("ops_per_job", [1.5, 3]), ("eligible_machines", [True, 2]),
@@ -865,6 +897,81 @@ def test_fjsp_and_families_together_are_rejected_naming_both(small):
     with pytest.raises(InstanceFormatError, match=r"plant\.families or plant\.fjsp, not both") as err:
         Scenario.from_dict(_with(small.to_dict(), ("plant", "fjsp"), dict(_FJSP)))
     assert err.value.field == "plant.families"
+
+
+@pytest.mark.parametrize(("path", "refused", "accepted", "interval"), [
+    (("arrivals", "amplitude"), 1.0, 0.0, "[0.0, 1.0)"),
+    (("arrivals", "period_fraction"), 1 / ARRIVAL_GRID_STEPS, 2 / ARRIVAL_GRID_STEPS, None),
+    (("tolerances", "utilization"), 0.0, 1.0, "(0.0, 1.0]"),
+    (("targets", "disturbance"), 0.5, 0.0, "[0.0, 0.5)"),
+    (("targets", "arrival_scv"), sys.float_info.min / 2, sys.float_info.min, None),  # a subnormal SCV
+    (("events", "due_date_change"), 1.5, 1.0, "[0.0, 1.0]"),
+    (("events", "emergency_weight"), 0.0, MAX_EVENT_FACTOR, None),
+    (("events", "maintenance_duration"), 0.0, 1e-9, None),
+    (("events", "batch_size_mean"), 0.0, MAX_BATCH_SIZE, None),
+    (("events", "batch_size_std"), MAX_BATCH_SIZE + 0.5, MAX_BATCH_SIZE, None),  # a wider one hung the expectation
+    (("events", "ptime_change_factors"), [], [1.0], None),
+    (("scale", "warm_start_jobs"), -1, 19, None),
+    (("scale", "num_jobs"), np.int64(20), 20, None),  # a NumPy number is no JSON: to_dict would not stay plain
+    (("plant", "groups", 0, "speeds", 0), np.float32(1.5), 1.5, None),
+])
+def test_each_bound_refuses_the_value_past_it_naming_the_field_and_accepts_its_own_end(small, path, refused,
+                                                                                      accepted, interval):
+    field = ".".join(f"[{k}]" if isinstance(k, int) else k for k in path).replace(".[", "[")
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict(_with(small.to_dict(), path, refused))
+    assert err.value.field == field and err.value.value == refused and type(err.value.value) is type(refused)
+    if interval is not None:  # the message says which ends are open
+        assert f"must be a number in {interval}" in str(err.value)
+    Scenario.from_dict(_with(small.to_dict(), path, accepted))
+
+
+@pytest.mark.parametrize(("fjsp", "field"), [
+    ({"ops_per_job": [1, 2, 3]}, "plant.fjsp.ops_per_job"),  # three numbers are no [min, max]
+    ({"ops_per_job": [1, 1001]}, "plant.fjsp.ops_per_job"),
+    ({"ops_per_job": [5, 3]}, "plant.fjsp.ops_per_job"),
+    ({"eligible_machines": [1, 7]}, "plant.fjsp.eligible_machines"),  # the plant has 6 machines
+    ({"mean_time": [10.0, 2.0]}, "plant.fjsp.mean_time"),
+    ({"time_spread": 1.0, "eligible_machines": [1, 1]}, "plant.fjsp.time_spread"),  # no factors, still refused
+])
+def test_fjsp_ranges_out_of_order_or_past_their_bounds_are_refused_naming_the_field(small, fjsp, field):
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict(_fjsp_scenario(small, **fjsp))
+    assert err.value.field == field and err.value.value == next(iter(fjsp.values()))
+    Scenario.from_dict(_fjsp_scenario(small, ops_per_job=[1000, 1000], eligible_machines=[6, 6], mean_time=[2.0, 2.0]))
+
+
+@pytest.mark.parametrize("mean_time", TIME_RANGE)
+def test_times_at_either_end_of_the_time_range_are_allowed_before_and_after_a_processing_time_change(small,
+                                                                                                   mean_time):
+    data = small.to_dict()
+    data["plant"] = {"groups": [{"name": "G", "speeds": [1.0]}],
+                     "families": [{"name": "A", "route": [{"group": "G", "mean_time": mean_time}]}]}
+    data["events"]["ptime_change_factors"] = [1.0]
+    Scenario.from_dict(data)  # the range is closed: [TIME_RANGE[0], TIME_RANGE[1]]
+
+
+def test_a_window_may_name_any_group_of_an_fjsp_plant_and_may_not_start_at_the_end(small):
+    window = {"group": "GroupC", "start": 0.5, "end": 1.0, "utilization": 0.9}
+    assert Scenario.from_dict({**_fjsp_scenario(small), "bottleneck_windows": [window]}).bottleneck_windows
+    with pytest.raises(InstanceFormatError) as err:
+        Scenario.from_dict({**_fjsp_scenario(small), "bottleneck_windows": [{**window, "start": 1.0}]})
+    assert err.value.field == "bottleneck_windows[0].start" and err.value.value == 1.0
+
+
+def test_a_horizon_that_plans_one_job_and_an_interval_one_window_too_many_are_refused(small):
+    speed = sum(v for g in small.plant.groups for v in g.speeds)
+    one_job = expected_job_work(small.plant) / (small.targets.utilization * speed)
+    data = _with(small.to_dict(), ("scale",), {"num_jobs": None, "horizon": one_job, "warm_start_jobs": 0})
+    with pytest.raises(InstanceFormatError, match="plans 1 jobs") as err:
+        Scenario.from_dict(data)
+    assert err.value.field == "scale.horizon"
+    machines = sum(len(g.speeds) for g in small.plant.groups)
+    interval = machines / MAX_MAINTENANCE_WINDOWS  # a fraction of the horizon: the most windows allowed
+    with pytest.raises(InstanceFormatError, match="maintenance windows") as err:
+        replace_events(small, maintenance_interval=interval * 0.99)
+    assert err.value.field == "events.maintenance_interval"
+    replace_events(small, maintenance_interval=interval)
 
 
 @pytest.mark.parametrize(("path", "value"), [(("targets", "utilisation"), 0.5), (("targets", "utilization"), 1.5),

@@ -392,6 +392,7 @@ def test_a_typo_in_a_top_level_key_is_an_error_naming_file_and_key(conf_copy: Pa
     ("scenaro: {}\n", None, None, r"expected a mapping with the key scenario .*'scenaro'"),  # a KeyError
     ("SMALL\ntargets: {utilization: 0.5}\n", None, "targets", r"unknown key \(known: scenario\)"),  # was ignored
     ("SMALL\n  bad: : :\n", 35, None, r"not valid YAML .*\(got 'bad: : :'\)$"),  # yaml's ScannerError
+    ("scenario: [1,\n", 2, None, r"not valid YAML .*<stream end>"),  # at the end of the file: no line to quote
 ])
 def test_a_size_preset_file_that_is_no_preset_is_an_error_naming_it(conf_copy: Path, text: str, line: int | None,
                                                                       field: str | None, message: str) -> None:
