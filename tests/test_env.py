@@ -524,6 +524,28 @@ def test_render_tells_the_times_of_a_long_horizon_apart():
     assert viewer._figure(sim).get_suptitle().startswith("long  t=1000001.5  decisions=2")
 
 
+def test_render_text_tells_each_machine_busy_down_or_idle_and_counts_the_jobs():
+    from dynasched_gym import Simulator
+    from dynasched_gym.envs.dfjsp import viewer
+
+    inst = Instance.build("shop", [Machine(f"M{i}") for i in range(4)], [
+        Job("a", [{0: 5.0}]), Job("b", [{1: 3.0}]), Job("c", [{0: 1.0}]), Job("d", [{0: 1.0}]),
+        Job("e", [{1: 1.0, 3: 2.0}], release=4.0)],
+        [Event(0.5, EventType.BREAKDOWN, machine=2, duration=10.0), Event(0.5, EventType.CANCELLATION, job=3),
+         Event(1.0, EventType.MAINTENANCE, machine=1, duration=2.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.run("SPT", max_decisions=2)  # c on M0 until 1, b on M1 until 3; d cancelled; M1's maintenance waits for b
+    assert viewer.render_text(sim, "makespan").split("\n") == [
+        "t=1  decisions=2  objective=makespan  jobs: 2 open, 1 completed, 1 cancelled",
+        "          M0: idle", "          M1: job 1 until 3  (maintenance queued)", "          M2: breakdown",
+        "          M3: idle"]
+    sim.run("SPT", max_decisions=1)  # a on M0; at 4, e arrives, M1 in maintenance from 3 to 5
+    assert viewer.render_text(sim, "total_weighted_tardiness").split("\n") == [
+        "t=4  decisions=3  objective=total_weighted_tardiness  jobs: 2 open, 2 completed, 1 cancelled",
+        "          M0: job 0 until 6", "          M1: maintenance", "          M2: breakdown", "          M3: idle"]
+
+
 def test_human_render_draws_a_window_figure(monkeypatch):
     import matplotlib
 
