@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_module
 from dynasched_gym import data, load_instance
 from scripts import bench
 from scripts.overrides import SettingError
-from scripts.peers import run_dsbx, run_dynasched
+from scripts.peers import _common, run_dsbx, run_dynasched
 from scripts.peers._common import ArgumentsError, UniformPicker, chunk_of, main, parser, play
 
 
@@ -293,6 +293,7 @@ class _Countdown:
         self.left, self.resets = self.length, self.resets + 1
 
     def step(self) -> tuple[bool, int, int]:
+        assert self.left > 0, "stepped an episode that is over"  # the timed repeats must reset it first
         self.left -= 1
         return self.left == 0, 1, self.left % 2
 
@@ -306,6 +307,45 @@ def test_runner_protocol_plays_an_episode_then_times_repeats() -> None:
     countdown = _Countdown(3)
     chunk = chunk_of(countdown, 7, done=True)
     assert chunk() == (7, 2) and countdown.resets == 3  # resets before the first step and after every third
+    cut = play(lambda: _Countdown(5), argparse.Namespace(seconds=0.001, repeats=0, episode_limit=0.0))
+    assert cut["episode"]["steps"] == 1 and cut["episode"]["complete"] is False and cut["steps_per_s"] is None
+
+
+def test_timed_repeats_run_until_their_seconds_and_report_the_median(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(_common.time, "perf_counter", lambda: clock[0])
+    steps = iter([1, 1, 5, 6, 2, 1])  # two chunks of 0.125 s each reach a repeat's 0.2 s: rates 8, 44 and 12
+
+    def chunk() -> tuple[int, int]:
+        clock[0] += 0.125
+        return next(steps), 0
+
+    rates = _common.medians(chunk, 0.2, 3)
+    assert [r["steps_per_s"] for r in rates["repeats"]] == [8.0, 44.0, 12.0] and rates["steps_per_s"] == 12.0
+
+
+def test_a_runner_prints_its_result_on_a_line_of_its_own_and_its_help_is_the_first_paragraph(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def measure(args: argparse.Namespace) -> dict:
+        sys.stdout.write("a peer's own output, without a newline")
+        return {"steps_per_s": 1.0}
+
+    monkeypatch.setattr(sys, "argv", ["run_x", "--instance", "here.json"])
+    main(measure, "Run ``x``.\n\nMore about x.")
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert result["instance"] == "here.json" and result["steps_per_s"] == 1.0 and result["rss_peak_mb"] > 0
+    monkeypatch.setattr(sys, "argv", ["run_x", "--help"])
+    with pytest.raises(SystemExit):
+        main(measure, "Run ``x``.\n\nMore about x.")
+    text = capsys.readouterr().out
+    assert "Run x." in text and "More about" not in text
+
+
+def test_the_peak_memory_is_the_peak_not_the_present_size() -> None:
+    block = np.ones(64 * 2**20 // 8)  # 64 MiB, written: resident
+    during = _common.peak_rss_mb()
+    del block  # an allocation this large goes back to the system
+    assert _common.peak_rss_mb() > during - 32  # the kernel's per-thread counters may lag by some pages
 
 
 class _Dsbx:
