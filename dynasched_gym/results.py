@@ -405,12 +405,12 @@ def aggregate(rows: Iterable[Mapping[str, Any]], resamples: int = 10_000, seed: 
     Per group of rows with status ``ok`` (``episodes``; other statuses count as ``failed``):
 
     - ``mean``, ``ci_low``, ``ci_high``: mean objective value and its bootstrap 95 % interval;
-    - ``rank``: 1 = lowest mean among the fair agents with a valid schedule on every instance of the group
-      (ties share a rank); ``None`` for clairvoyant agents and for agents with failed or missing episodes
-      (their means cover fewer instances); means are exact sums in seed order, so rows' order in the store
-      changes nothing;
+    - ``rank``: 1 = lowest mean among the fair agents with a valid schedule on every instance a fair agent of the
+      group played (one only clairvoyant agents played does not count; ties share a rank); ``None`` for
+      clairvoyant agents and for agents with failed or missing episodes (their means cover fewer instances);
+      means are exact sums in seed order, so rows' order in the store changes nothing;
     - ``vs_best_rule``: mean / mean of the best rule (the ``rule:`` agent with the lowest mean among those with
-      a valid schedule on every instance of the group; none: NaN), both over the seeds the two share;
+      a valid schedule on those same instances; none: NaN), both over the seeds the two share;
     - ``vs_clairvoyant``, ``regret``, ``regret_ci_low``, ``regret_ci_high``: against the clairvoyant
       reference, i.e. per seed the best value any clairvoyant agent reached: mean / reference mean,
       and the mean difference with a paired bootstrap interval (seeds both have);
