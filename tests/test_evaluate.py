@@ -251,6 +251,7 @@ def test_a_store_that_appended_nothing_has_written_nothing_and_makes_no_file(tmp
     assert store.written() == set()
     assert list(tmp_path.iterdir()) == []
 
+
 def test_unreadable_and_duplicate_lines_are_ignored(tmp_path: Path) -> None:
     path = tmp_path / "store.jsonl"
     path.write_text("\n".join([json.dumps(_row(1, v=1)), "not json", json.dumps({"no": "key"}),
@@ -721,6 +722,7 @@ def test_every_agent_of_a_tie_shares_its_rank_and_the_next_counts_those_ahead() 
     assert [(e["agent"], e["rank"]) for e in aggregate(rows, resamples=10)] == [
         ("rule:A", 1), ("rule:B", 2), ("rule:C", 2), ("rule:D", 2), ("rule:E", 5)]
 
+
 def test_a_reference_played_on_more_seeds_leaves_the_fair_agents_ranked() -> None:
     """A seed only the clairvoyant reference played is no instance the fair agents failed: they are ranked."""
     rows = [_row(s, agent=a, agent_hash=a, objective_value=v + s) for a, v in (("rule:A", 1.0), ("rule:B", 2.0))
@@ -729,6 +731,7 @@ def test_a_reference_played_on_more_seeds_leaves_the_fair_agents_ranked() -> Non
     board = aggregate(rows, resamples=10)
     assert {e["agent"]: e["rank"] for e in board} == {"rule:A": 1, "rule:B": 2, "oracle": None}
     assert [e["agent"] for e in board if e["best_rule"]] == ["rule:A"]
+
 
 def test_a_rule_that_failed_on_some_seeds_is_not_the_best_rule() -> None:
     """Its mean covers only the seeds it solved: rule:B's one valid seed (1.0) made it the best rule, and every

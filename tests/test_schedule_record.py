@@ -80,6 +80,7 @@ def test_an_id_one_past_the_last_is_refused_naming_the_field():
             schedule_from_dict(bad, source="s.json")
         assert (err.value.field, err.value.value) == (f"{table}[0].{key}", count)
 
+
 def test_times_within_the_record_tolerance_load_as_written():
     """A segment may end up to RECORD_TOL before its start, and perform up to RECORD_TOL more than its operation's
     work (another solver's rounding): it loads with the values the file gives, for the validator to judge, not
