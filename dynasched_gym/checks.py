@@ -40,7 +40,8 @@ INEXACT_INTEGER = "an integer that float64 cannot hold exactly (above 2**53)"
 def holds_exactly(value: float | int) -> bool:
     """A finite real ``value`` is a float64 value as given: False for an integer above 2**53 that ``float()``
     would round (JSON and text formats can write one)."""
-    return not is_integer(value) or float(value) == value
+    # int(): NumPy compares np.int64(2**53 + 1) with its rounded float as equal; Python compares exactly
+    return type(value) is float or not is_integer(value) or float(value) == int(value)
 
 
 def as_list(value: Any) -> list[Any]:

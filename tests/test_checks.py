@@ -123,6 +123,9 @@ def test_intervals_and_their_bounds() -> None:
 
 def test_holds_exactly_refuses_integers_float64_would_round() -> None:
     assert holds_exactly(2**53) and holds_exactly(0.1) and not holds_exactly(2**53 + 1)
+    # NumPy compared np.int64(2**53 + 1) with its rounded float as equal
+    assert holds_exactly(np.int64(2**62)) and not holds_exactly(np.int64(2**53 + 1))
+    assert not holds_exactly(np.uint64(2**64 - 1)) and not holds_exactly(-(2**53) - 1)
 
 
 def test_settings_of_one_item_or_a_list() -> None:
