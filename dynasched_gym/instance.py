@@ -27,7 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from dynasched_gym.checks import check_integer, check_path, is_finite_real, is_integer, is_real
+from dynasched_gym.checks import (
+    INEXACT_INTEGER,
+    check_integer,
+    check_path,
+    holds_exactly,
+    is_finite_real,
+    is_integer,
+    is_real,
+)
 from dynasched_gym.errors import IgnoredEventWarning, InstanceFormatError
 
 INSTANCE_FORMAT = "dynasched-instance/1"
@@ -295,7 +303,8 @@ class Instance:
         """Build an instance from readable records (validated like every instance).
 
         Numbers may be Python or NumPy scalars; anything else (a string, a bool, a non-integer machine
-        id) raises naming the field instead of being converted. A due date is ``None`` or finite.
+        id, an integer float64 would round) raises naming the field instead of being converted, as the loaders
+        do. A due date is ``None`` or finite.
         """
         machines = _records("machines", machines, Machine)
         jobs = _records("jobs", jobs, Job)
@@ -308,12 +317,14 @@ class Instance:
         elig_machine: list[int] = []
         elig_time: list[float] = []
         for j, job in enumerate(jobs):
-            release.append(_real(job.release, f"jobs[{j}].release"))
-            weight.append(_real(job.weight, f"jobs[{j}].weight"))
+            release.append(real_number(job.release, f"jobs[{j}].release"))
+            weight.append(real_number(job.weight, f"jobs[{j}].weight"))
             if job.due is None:
                 due.append(math.nan)  # NaN stands for "no due date" in job_due, so a NaN due is refused
             elif not is_finite_real(job.due):
                 raise InstanceFormatError("due must be a finite time or null", field=f"jobs[{j}].due", value=job.due)
+            elif _rounds(job.due):
+                raise InstanceFormatError(INEXACT_INTEGER, field=f"jobs[{j}].due", value=job.due)
             else:
                 due.append(float(job.due))
             for k, op in enumerate(job.ops):
@@ -322,8 +333,8 @@ class Instance:
                     raise InstanceFormatError("an operation must map machine ids to times", field=where, value=op)
                 for m, t in op.items():
                     _check_machine_id(m, len(machines), where)  # before the array conversion, which would overflow
-                    if not is_finite_real(t):
-                        raise InstanceFormatError("expected a finite number", field=f"{where}.{m}", value=t)
+                    if type(t) is not float or not math.isfinite(t):  # the common case at once: no field name made
+                        t = real_number(t, f"{where}.{m}")
                     elig_machine.append(m)  # NumPy scalars too: the array below converts them
                     elig_time.append(t)
                 op_elig_ptr.append(len(elig_machine))
@@ -332,7 +343,7 @@ class Instance:
             name=name,
             machine_names=tuple(m.name for m in machines),
             machine_groups=tuple(m.group for m in machines),
-            machine_speed=[_real(m.speed, f"machines[{i}].speed") for i, m in enumerate(machines)],
+            machine_speed=[real_number(m.speed, f"machines[{i}].speed") for i, m in enumerate(machines)],
             job_names=tuple(job.name for job in jobs),
             job_release=release,
             job_due=due,
@@ -544,13 +555,21 @@ def _records(field: str, value: Any, kind: type) -> Sequence[Any]:
     return value
 
 
-def _real(x: Any, field: str) -> float:
-    """``x`` as a Python float; anything but a finite number raises naming ``field``."""
+def real_number(x: Any, field: str, source: str = "<instance>") -> float:
+    """``x`` as a Python float; anything but a finite number that float64 holds exactly raises naming ``field`` (and
+    ``source``): the check of every number :meth:`Instance.build` and the native loader read."""
     if not is_real(x):
-        raise InstanceFormatError("expected a number", field=field, value=x)
+        raise InstanceFormatError("expected a number", source=source, field=field, value=x)
     if not is_finite_real(x):  # NaN, infinities, an integer beyond the float range (float() would overflow)
-        raise InstanceFormatError("expected a finite number", field=field, value=x)
+        raise InstanceFormatError("expected a finite number", source=source, field=field, value=x)
+    if not holds_exactly(x):  # an integer above 2**53: float() would round it
+        raise InstanceFormatError(INEXACT_INTEGER, source=source, field=field, value=x)
     return float(x)
+
+
+def _rounds(x: Any) -> bool:
+    """``x`` is a finite integer that float64 cannot hold exactly (:func:`~dynasched_gym.checks.holds_exactly`)."""
+    return type(x) is not float and is_finite_real(x) and not holds_exactly(x)
 
 
 def _python_number(x: Any) -> Any:
@@ -679,6 +698,8 @@ def _check_eligible(pairs: list[tuple[Any, Any]], num_m: int, where: str) -> Non
         if m in seen:
             raise InstanceFormatError("machine listed twice", field=where, value=m)
         seen.add(int(m))
+        if type(t) is not float and _rounds(t):  # no call for a float (every time of an instance's arrays)
+            raise InstanceFormatError(INEXACT_INTEGER, field=f"{where}.{m}", value=t)
         if not is_finite_real(t) or not MIN_PROCESSING_TIME <= t <= MAX_MAGNITUDE:
             raise InstanceFormatError(
                 f"processing time must be a finite number >= {MIN_PROCESSING_TIME:g} and <= {MAX_MAGNITUDE:g}",
@@ -743,12 +764,20 @@ def _warn_unreachable_ops(inst: Instance) -> None:
                           stacklevel=2)
 
 
+#: The numbers of an :class:`Event` (its operations' times aside).
+_EVENT_NUMBERS = ("time", "duration", "factor", "value", "weight", "due")
+
+
 def _validate_events(events: Sequence[Event], num_m: int, num_j: int) -> None:
     prev = 0.0
     for i, e in enumerate(events):
         where = f"events[{i}]"
         if not isinstance(e, Event):
             raise InstanceFormatError("not an Event", field=where, value=e)
+        for name in _EVENT_NUMBERS:  # before the range checks, in the loaders' order
+            val = getattr(e, name)
+            if type(val) is not float and val is not None and _rounds(val):  # most are floats or unset: no call
+                raise InstanceFormatError(INEXACT_INTEGER, field=f"{where}.{name}", value=val)
         if not is_finite_real(e.time) or not 0 <= e.time <= MAX_MAGNITUDE:
             raise InstanceFormatError(f"time must be a finite number in [0, {MAX_MAGNITUDE:g}]", field=f"{where}.time",
                                       value=e.time)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from strategies import instances
 
 from dynasched_gym import Event, EventType, Instance, InstanceFormatError, Job, Machine, load_instance
+from dynasched_gym.checks import INEXACT_INTEGER
 from dynasched_gym.core.simulator import rollout
 from dynasched_gym.errors import UnreadFieldWarning
 from dynasched_gym.instance import MAX_MAGNITUDE
@@ -1454,6 +1455,43 @@ def test_numbers_beyond_the_magnitude_bound_are_refused_naming_the_field(where: 
     with pytest.raises(InstanceFormatError, match=re.escape("1e+30")) as exc:
         Instance.build("huge", *_one(value, where))
     assert exc.value.field == field and exc.value.value == value
+
+
+def _number_at(field: str, value: int) -> tuple[list[Machine], list[Job], list[Event]]:
+    """One machine and one job (as :func:`_one`), or one event, with ``value`` as the number ``field`` names."""
+    where = field.split(".")[1] if field.startswith("events") else field.split(".")[1].split("[")[0]
+    if not field.startswith("events"):
+        return _one(value, where)  # type: ignore[arg-type]
+    events = {"time": Event(value, EventType.CANCELLATION, job=0),
+              "duration": Event(0.0, EventType.BREAKDOWN, machine=0, duration=value),
+              "factor": _ptime(0.0, factor=value), "value": _ptime(0.0, value=value),
+              "weight": Event(0.0, EventType.PRIORITY_CHANGE, job=0, weight=value),
+              "due": Event(0.0, EventType.DUE_DATE_CHANGE, job=0, due=value),
+              "ops[0]": Event(0.0, EventType.ROUTE_CHANGE, job=0, ops=({0: value},))}
+    return [Machine("M0")], [Job("J", [{0: 1.0}])], [events[where]]
+
+
+NUMBER_FIELDS = ["jobs[0].release", "jobs[0].weight", "jobs[0].due", "machines[0].speed", "jobs[0].ops[0].eligible.0",
+                 "events[0].time", "events[0].duration", "events[0].factor", "events[0].value", "events[0].weight",
+                 "events[0].due", "events[0].ops[0].eligible.0"]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    *((field, value) for field in NUMBER_FIELDS for value in (2**53 + 1, np.int64(2**53 + 1), 10**29 + 1)),
+    ("jobs[0].due", -(2**53) - 1), ("events[0].due", -(2**53) - 1),  # due dates may be negative
+])
+def test_build_refuses_integers_float64_would_round(field: str, value: int) -> None:
+    """Build rounded them silently, where the loaders refuse them (a file to_json wrote did not load)."""
+    with pytest.raises(InstanceFormatError, match=re.escape(INEXACT_INTEGER)) as exc:
+        Instance.build("x", *_number_at(field, value))
+    assert exc.value.field == field and exc.value.value == value
+
+
+@pytest.mark.parametrize("field", NUMBER_FIELDS)
+def test_build_takes_integers_float64_holds(field: str) -> None:
+    for value in (2**53, 2**60, np.int64(2**62)):
+        inst = Instance.build("x", *_number_at(field, value))
+        assert Instance.from_dict(json.loads(inst.to_json())) == inst
 
 
 @pytest.mark.parametrize(("speed", "events", "field", "value"), [

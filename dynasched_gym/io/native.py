@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dynasched_gym.checks import INEXACT_INTEGER, holds_exactly, is_finite_real, is_integer, is_real
+from dynasched_gym.checks import is_integer
 from dynasched_gym.errors import InstanceFormatError
 from dynasched_gym.instance import (
     INSTANCE_FORMAT,
@@ -24,6 +24,7 @@ from dynasched_gym.instance import (
     Instance,
     Job,
     Machine,
+    real_number,
 )
 from dynasched_gym.io.text import read_json
 
@@ -89,16 +90,11 @@ def as_text(val: Any, where: str, source: str) -> str:
 
 def as_number(val: Any, where: str, source: str, allow_none: bool = False) -> float | None:
     """``val`` as a finite float (``None`` passes with ``allow_none``); anything else, ``NaN`` and
-    infinities included (Python's ``json`` reads them), raises naming the field."""
+    infinities included (Python's ``json`` reads them), and integers float64 would round, raises naming the field
+    (the check :meth:`Instance.build` makes: :func:`~dynasched_gym.instance.real_number`)."""
     if val is None and allow_none:
         return None
-    if not is_real(val):
-        raise InstanceFormatError("expected a number", source=source, field=where, value=val)
-    if not is_finite_real(val):  # NaN, infinities, an integer literal beyond the float range
-        raise InstanceFormatError("expected a finite number", source=source, field=where, value=val)
-    if not holds_exactly(val):
-        raise InstanceFormatError(INEXACT_INTEGER, source=source, field=where, value=val)
-    return float(val)
+    return real_number(val, where, source)
 
 
 def as_int(val: Any, where: str, source: str) -> int:
