@@ -119,6 +119,8 @@ _INT_FIELDS = ("job_op_ptr", "op_elig_ptr", "elig_machine")
 # shared by nobody else, so a new instance may hold them without a copy (``replace``).
 _OWNED: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 _BOOLS = frozenset((bool, np.bool_))
+# The item types of a list that converting to an array's dtype leaves as they are (build's lists).
+_PLAIN: dict[type[np.generic], frozenset[type]] = {np.float64: frozenset((float,)), np.int64: frozenset((int,))}
 
 Operation = Mapping[int, float]
 """An operation: eligible machine id -> processing time on that machine."""
@@ -586,8 +588,8 @@ def _owned_array(value: Any, dtype: type[np.generic], name: str) -> np.ndarray:
 
     An array already held by an instance (see ``_OWNED``) is returned as is; anything else is
     copied, so the caller's array is neither shared nor made read-only. Values the conversion would change are
-    refused naming the field: bools, complex numbers and strings, and for an integer field fractions (0.9 is no
-    machine 0).
+    refused naming the field: bools, complex numbers and strings, for an integer field fractions (0.9 is no
+    machine 0), for a float field integers float64 cannot hold exactly (2**53 + 1).
     """
     if _OWNED.get(id(value)) is value and value.dtype == dtype:
         return value
@@ -595,14 +597,37 @@ def _owned_array(value: Any, dtype: type[np.generic], name: str) -> np.ndarray:
     if given.dtype.kind in "bcUSMmV":
         raise InstanceFormatError(f"expected numbers, got an array of dtype {given.dtype}", field=name,
                                   value=given.tolist()[:8])
-    if isinstance(value, (list, tuple)) and not _BOOLS.isdisjoint(map(type, value)):  # NumPy read True as 1
-        raise InstanceFormatError("expected numbers, got a bool", field=name, value=list(value)[:8])
+    _check_items(value, given, dtype, name)
     if dtype is np.int64 and given.dtype.kind == "f" and not np.all(np.isfinite(given) & (given == np.trunc(given))):
         raise InstanceFormatError("expected integers", field=name, value=given.tolist()[:8])
     arr = np.array(given, dtype=dtype, order="C", copy=True)
     arr.setflags(write=False)
     _OWNED[id(arr)] = arr
     return arr
+
+
+def _check_items(value: Any, given: np.ndarray, dtype: type[np.generic], name: str) -> None:
+    """Refuse the items of ``value`` (``given`` as an array) that converting to ``dtype`` would change, naming field
+    ``name``; the items of a number array of the right kind are left to the array checks."""
+    if given.dtype.kind == "O":  # converted one by one: True read as 1, "1.5" as 1.5, machine 0.9 as 0
+        items = given.ravel().tolist()
+    elif isinstance(value, (list, tuple)):  # already a number array: True read as 1, 2**53 + 1 beside 2.0 rounded
+        items = value
+    elif dtype is np.float64 and given.dtype.kind in "iu" and given.dtype.itemsize == 8:  # smaller ones are exact
+        items = given[np.abs(given) > 2**53].tolist()  # -2**63, whose abs wraps, is exact
+    else:
+        return
+    if set(map(type, items)) <= _PLAIN[dtype]:  # build's lists: nothing to convert
+        return
+    for x in items:
+        if type(x) in _BOOLS:
+            raise InstanceFormatError("expected numbers, got a bool", field=name, value=list(items)[:8])
+        if not is_real(x):
+            raise InstanceFormatError(f"expected numbers, got a {type(x).__name__}", field=name, value=x)
+        if dtype is np.float64 and is_integer(x) and not (is_finite_real(x) and holds_exactly(x)):
+            raise InstanceFormatError(INEXACT_INTEGER, field=name, value=x)
+        if dtype is np.int64 and not is_integer(x) and not (is_finite_real(x) and float(x).is_integer()):
+            raise InstanceFormatError("expected integers", field=name, value=x)
 
 
 def _validate(inst: Instance) -> None:

@@ -1771,6 +1771,48 @@ def test_an_instances_arrays_and_ids_are_checked():
         load_instance(inst)
 
 
+BIG = 2**53 + 1  # float() gives 2**53
+
+
+@pytest.mark.parametrize(("field", "bad"), [
+    ("job_release", np.array([BIG, 2.0], dtype=object)), ("job_release", np.array([BIG, 2])), ("job_due", [1.0, BIG]),
+    ("machine_speed", (1.0, np.uint64(BIG))), ("elig_time", np.array([1.0, 2.0, np.int64(BIG)], dtype=object)),
+])
+def test_an_instances_float_arrays_refuse_integers_float64_would_round(field: str, bad: object) -> None:
+    """Instance(...) rounded them, as Instance.build did (the loaders refuse them)."""
+    inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
+    fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
+    with pytest.raises(InstanceFormatError, match=re.escape(INEXACT_INTEGER)) as exc:
+        Instance(**{**fields, field: bad})
+    assert exc.value.field == field and exc.value.value == BIG
+
+
+@pytest.mark.parametrize(("field", "bad", "reason"), [
+    ("job_release", np.array([True, 2.0], dtype=object), "expected numbers, got a bool"),
+    ("job_op_ptr", np.array([0, np.True_, 3], dtype=object), "expected numbers, got a bool"),
+    ("job_weight", np.array(["1.5", 2.0], dtype=object), "expected numbers, got a str"),
+    ("elig_machine", np.array([0.9, 1, 1], dtype=object), "expected integers"),
+])
+def test_an_instances_object_arrays_refuse_what_the_conversion_would_change(field: str, bad: np.ndarray,
+                                                                            reason: str) -> None:
+    """An object array was converted element by element: True read as 1, "1.5" as 1.5, machine 0.9 as 0."""
+    inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
+    fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
+    with pytest.raises(InstanceFormatError, match=f"field '{field}': {reason}"):
+        Instance(**{**fields, field: bad})
+
+
+def test_an_instances_arrays_take_integers_float64_holds_and_numbers_of_object_arrays() -> None:
+    inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
+    fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
+    same = Instance(**{**fields, "job_release": np.array([2**53, 2**60]), "job_due": [-(2**53), 5.0],
+                       "elig_machine": np.array([0, np.int64(1), 1.0], dtype=object),
+                       "elig_time": np.array([1, np.float32(2.0), 1.0], dtype=object)})
+    assert same.job_release.tolist() == [2**53, 2**60] and same.job_due.tolist() == [-(2**53), 5.0]
+    assert same.elig_machine.tolist() == [0, 1, 1]
+    assert same.elig_time.tolist() == [1.0, 2.0, 1.0]
+
+
 def test_writers_and_format_detection_name_a_path_of_the_wrong_type(tmp_path: Path) -> None:
     """pathlib's "expected str, bytes or os.PathLike object, not int" named neither the argument nor the value."""
     inst = Instance.build("a", [Machine("M0")], [Job("J0", [{0: 1.0}])])
