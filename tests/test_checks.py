@@ -126,6 +126,7 @@ def test_holds_exactly_refuses_integers_float64_would_round() -> None:
     # NumPy compared np.int64(2**53 + 1) with its rounded float as equal
     assert holds_exactly(np.int64(2**62)) and not holds_exactly(np.int64(2**53 + 1))
     assert not holds_exactly(np.uint64(2**64 - 1)) and not holds_exactly(-(2**53) - 1)
+    assert holds_exactly(np.float32(0.1)) and holds_exactly(np.float64(2.5)) and holds_exactly(Fraction(1, 3))
 
 
 def test_settings_of_one_item_or_a_list() -> None:

@@ -869,6 +869,15 @@ def _native(tmp_path: Path, **changes: object) -> Path:
     return path
 
 
+@pytest.mark.parametrize(("event", "field"), [({"time": None, "type": "CANCELLATION", "job": 0}, "events[0].time"),
+                                               ({"time": 0.0, "type": "DUE_DATE_CHANGE", "job": 0, "due": None},
+                                                "events[0].due")])
+def test_native_null_is_no_number_but_a_jobs_due_date(tmp_path: Path, event: dict, field: str) -> None:
+    with pytest.raises(InstanceFormatError, match=re.escape("expected a number (got None)")) as exc:
+        load_instance(_native(tmp_path, events=[event]))
+    assert exc.value.field == field
+
+
 def test_native_unsorted_events(tmp_path: Path) -> None:
     path = _native(tmp_path, events=[{"time": 5.0, "type": "CANCELLATION", "job": 0},
                                      {"time": 2.5, "type": "REPAIR", "machine": 1}])
@@ -1268,6 +1277,8 @@ def test_a_name_that_is_neither_a_file_nor_embedded_lists_the_embedded_ones(tmp_
     ({"weight": 10**400}, "jobs[0].weight"),
     ({"ops": [{0: 10**400}]}, "jobs[0].ops[0].eligible.0"),
     ({"release": math.nan}, "jobs[0].release"),
+    ({"ops": [{0: math.nan}]}, "jobs[0].ops[0].eligible.0"),  # as the native loader says
+    ({"ops": [{0: -math.inf}]}, "jobs[0].ops[0].eligible.0"),
 ])
 def test_build_refuses_numbers_beyond_the_float_range(job: dict, field: str) -> None:
     with pytest.raises(InstanceFormatError, match="expected a finite number") as exc:
@@ -1485,6 +1496,13 @@ def test_build_refuses_integers_float64_would_round(field: str, value: int) -> N
     with pytest.raises(InstanceFormatError, match=re.escape(INEXACT_INTEGER)) as exc:
         Instance.build("x", *_number_at(field, value))
     assert exc.value.field == field and exc.value.value == value
+
+
+@pytest.mark.parametrize("field", NUMBER_FIELDS)
+def test_build_refuses_integers_beyond_the_float_range_at_every_number(field: str) -> None:
+    with pytest.raises(InstanceFormatError, match="finite") as exc:
+        Instance.build("x", *_number_at(field, 10**400))
+    assert exc.value.field == field and exc.value.value == 10**400
 
 
 @pytest.mark.parametrize("field", NUMBER_FIELDS)
@@ -1774,22 +1792,26 @@ def test_an_instances_arrays_and_ids_are_checked():
 BIG = 2**53 + 1  # float() gives 2**53
 
 
-@pytest.mark.parametrize(("field", "bad"), [
-    ("job_release", np.array([BIG, 2.0], dtype=object)), ("job_release", np.array([BIG, 2])), ("job_due", [1.0, BIG]),
-    ("machine_speed", (1.0, np.uint64(BIG))), ("elig_time", np.array([1.0, 2.0, np.int64(BIG)], dtype=object)),
+@pytest.mark.parametrize(("field", "bad", "value"), [
+    ("job_release", np.array([BIG, 2.0], dtype=object), BIG), ("job_release", np.array([BIG, 2]), BIG),
+    ("job_due", [1.0, BIG], BIG), ("job_due", np.array([-BIG, 5]), -BIG), ("machine_speed", (1.0, np.uint64(BIG)), BIG),
+    ("elig_time", np.array([1.0, 2.0, np.int64(BIG)], dtype=object), BIG),
+    ("job_release", np.array([1, BIG], np.uint64), BIG),
+    ("job_weight", [10**400, 1.0], 10**400),  # beyond the float range: float() overflowed (a bare OverflowError)
 ])
-def test_an_instances_float_arrays_refuse_integers_float64_would_round(field: str, bad: object) -> None:
+def test_an_instances_float_arrays_refuse_integers_float64_would_round(field: str, bad: object, value: int) -> None:
     """Instance(...) rounded them, as Instance.build did (the loaders refuse them)."""
     inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
     fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
     with pytest.raises(InstanceFormatError, match=re.escape(INEXACT_INTEGER)) as exc:
         Instance(**{**fields, field: bad})
-    assert exc.value.field == field and exc.value.value == BIG
+    assert exc.value.field == field and exc.value.value == value
 
 
 @pytest.mark.parametrize(("field", "bad", "reason"), [
     ("job_release", np.array([True, 2.0], dtype=object), "expected numbers, got a bool"),
     ("job_op_ptr", np.array([0, np.True_, 3], dtype=object), "expected numbers, got a bool"),
+    ("job_op_ptr", (0, np.True_, 3), "expected numbers, got a bool"),  # NumPy's bool too
     ("job_weight", np.array(["1.5", 2.0], dtype=object), "expected numbers, got a str"),
     ("elig_machine", np.array([0.9, 1, 1], dtype=object), "expected integers"),
 ])
@@ -1798,7 +1820,7 @@ def test_an_instances_object_arrays_refuse_what_the_conversion_would_change(fiel
     """An object array was converted element by element: True read as 1, "1.5" as 1.5, machine 0.9 as 0."""
     inst = Instance.build("a", [Machine("M0"), Machine("M1")], [Job("J0", [{0: 1.0}, {1: 2.0}]), Job("J1", [{1: 1.0}])])
     fields = {f: getattr(inst, f) for f in inst.__dataclass_fields__ if f != "_cache"}
-    with pytest.raises(InstanceFormatError, match=f"field '{field}': {reason}"):
+    with pytest.raises(InstanceFormatError, match=rf"field '{field}': {reason} \(got"):
         Instance(**{**fields, field: bad})
 
 
