@@ -15,6 +15,7 @@ import pytest
 
 from dynasched_gym import Event, EventType, Instance, Job, Machine, validate_schedule
 from dynasched_gym.core import Simulator
+from dynasched_gym.core.rules import parse_rule, select
 from dynasched_gym.metrics import EPS
 
 E = EventType
@@ -428,3 +429,115 @@ def test_bind_takes_only_a_state_of_the_same_instance():
     assert sim.state is snapshot
     sim.step(0, 0)
     assert sim.decisions == 1
+
+
+def test_a_completion_within_eps_after_the_instant_readies_the_job_and_starts_maintenance_at_its_end():
+    """a's first operation ends at 2 + EPS/2, in the instant of b's release at 2: a's r and the queued maintenance's
+    start are that planned end, not the instant's time (FIFO then takes b, ready at 2, before a)."""
+    end = 2.0 + EPS / 2
+    inst = make([Job("a", [{0: end}, {1: 1.0}]), Job("b", [{1: 1.0}], release=2.0)],
+                [Event(1.0, E.MAINTENANCE, machine=0, duration=1.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 2.0 and sim.state.job_ready.tolist() == [end, 2.0]
+    assert sim.state.downtime_start[0] == end
+    assert select(sim.static, sim.state, *parse_rule("FIFO")) == (1, 1)
+
+
+def test_a_maintenance_extending_a_running_block_extends_its_record_also_past_the_episode_end():
+    """M0's maintenance 0 .. 2 is extended at 1 by 3 more: one record 0 .. 5, though the episode ends at 1.5 (the
+    block's end is only ever applied at 5)."""
+    inst = make([Job("a", [{1: 1.5}])], [Event(0.0, E.MAINTENANCE, machine=0, duration=2.0),
+                                         Event(1.0, E.MAINTENANCE, machine=0, duration=3.0)])
+    assert downtime(play(inst)) == [(0, 0.0, 5.0, "maintenance")]
+
+
+def test_a_maintenance_during_a_breakdown_waits_for_its_end():
+    inst = make([Job("a", [{0: 1.0}], release=5.0)], [Event(0.0, E.BREAKDOWN, machine=0, duration=2.0),
+                                                      Event(1.0, E.MAINTENANCE, machine=0, duration=1.0)])
+    assert downtime(play(inst)) == [(0, 0.0, 2.0, "breakdown"), (0, 2.0, 3.0, "maintenance")]
+
+
+def test_maintenances_queued_behind_an_operation_run_as_one_block_of_their_summed_durations():
+    inst = make([Job("a", [{0: 4.0}])], [Event(1.0, E.MAINTENANCE, machine=0, duration=2.0),
+                                         Event(2.0, E.MAINTENANCE, machine=0, duration=1.0)])
+    assert downtime(play(inst)) == [(0, 4.0, 7.0, "maintenance")]
+
+
+def test_a_shorter_breakdown_during_a_breakdown_leaves_its_end():
+    inst = make([Job("a", [{0: 4.0}])], [Event(1.0, E.BREAKDOWN, machine=0, duration=10.0),
+                                         Event(1.5, E.BREAKDOWN, machine=0, duration=1.0)])
+    s = play(inst)
+    assert downtime(s) == [(0, 1.0, 11.0, "breakdown")]
+    assert s.job_completion[0] == 14.0
+
+
+def test_a_second_cancellation_of_a_job_is_ignored():
+    """b's second cancellation counts no second job closed: the episode goes on until a completes."""
+    inst = make([Job("a", [{0: 4.0}]), Job("b", [{0: 1.0}], release=9.0)],
+                [Event(1.0, E.CANCELLATION, job=1), Event(2.0, E.CANCELLATION, job=1)])
+    s = play(inst)
+    assert segments(s) == [(0, 0, 0, 0.0, 4.0, 1.0, "completed")]
+    assert s.job_cancelled_at[1] == 1.0
+
+
+def test_a_cancellation_frees_its_machine_for_the_maintenance_queued_behind_it():
+    inst = make([Job("a", [{0: 4.0}]), Job("b", [{1: 5.0}])], [Event(1.0, E.MAINTENANCE, machine=0, duration=2.0),
+                                                               Event(2.0, E.CANCELLATION, job=0)])
+    assert downtime(play(inst)) == [(0, 2.0, 4.0, "maintenance")]
+
+
+def test_a_rework_of_the_running_slot_is_ignored():
+    inst = make([Job("a", [{0: 2.0}, {1: 3.0}])], [Event(3.0, E.REWORK, job=0, op=1)])
+    assert [seg[:5] for seg in segments(play(inst))] == [(0, 0, 0, 0.0, 2.0), (0, 1, 1, 2.0, 5.0)]
+
+
+def test_a_second_breakdown_under_resume_leaves_the_work_left_after_the_first():
+    """a (8 on M0) does 2 before each breakdown: 1/4 of its work, then 1/4 more, leaving 1/2 (4) for 7 .. 11."""
+    inst = make([Job("a", [{0: 8.0}])], [Event(2.0, E.BREAKDOWN, machine=0, duration=1.0),
+                                         Event(5.0, E.BREAKDOWN, machine=0, duration=2.0)])
+    assert segments(play(inst))[-1] == (0, 0, 0, 7.0, 11.0, 0.5, "completed")
+
+
+def test_candidates_offer_the_time_left_of_a_preempted_operation():
+    inst = make([Job("a", [{0: 4.0, 1: 8.0}])], [Event(1.0, E.BREAKDOWN, machine=0, duration=2.0)])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    jobs, machines, times = sim.candidates()
+    assert (jobs.tolist(), machines.tolist(), times.tolist()) == ([0], [1], [6.0])
+
+
+def test_a_second_episode_starts_the_machine_statistics_afresh():
+    inst = make([Job("a", [{0: 4.0}]), Job("b", [{1: 2.0}])])
+    sim = Simulator(inst)
+    sim.reset()
+    sim.step(0, 0)
+    sim.step(1, 1)
+    sim.reset()
+    assert sim.state.machine_free_since.tolist() == [0.0, 0.0] and sim.state.machine_workload.tolist() == [0.0, 0.0]
+
+
+def test_a_breakdown_up_to_eps_before_a_maintenance_starts_leaves_it_an_empty_record():
+    """a ends at 2 + EPS/2, in the instant of the breakdown at 2: the maintenance queued behind it starts at that end
+    and the breakdown cuts it at once, an empty record (ending it at 2 would end it before it starts)."""
+    end = 2.0 + EPS / 2
+    inst = make([Job("a", [{0: end}])], [Event(1.0, E.MAINTENANCE, machine=0, duration=1.0),
+                                         Event(2.0, E.BREAKDOWN, machine=0, duration=3.0)])
+    assert downtime(play(inst)) == [(0, end, end, "maintenance"), (0, 2.0, 5.0, "breakdown")]
+
+
+def test_a_processing_time_change_of_a_preempted_slot_is_ignored():
+    """a's slot was started (and preempted at 1): the factor at 1.5 leaves its time, so 3/4 of 4 is left, 2 .. 5."""
+    inst = make([Job("a", [{0: 4.0}])], [Event(1.0, E.BREAKDOWN, machine=0, duration=1.0),
+                                         Event(1.5, E.PTIME_CHANGE, job=0, op=0, factor=2.0)])
+    assert segments(play(inst))[-1] == (0, 0, 0, 2.0, 5.0, 0.75, "completed")
+
+
+def test_a_rework_shifts_every_unstarted_slot_after_the_copy():
+    """At 1 a's first operation completes and is reworked: the copy goes before the waiting second operation, which
+    keeps its place ahead of the third (slots 0 .. 3 on M0, M0, M1, M0)."""
+    inst = make([Job("a", [{0: 1.0}, {1: 2.0}, {0: 3.0}])], [Event(1.0, E.REWORK, job=0, op=0)])
+    assert [seg[1:5] for seg in segments(play(inst))] == [(0, 0, 0.0, 1.0), (1, 0, 1.0, 2.0), (2, 1, 2.0, 4.0),
+                                                          (3, 0, 4.0, 7.0)]
