@@ -269,18 +269,25 @@ def test_cr_reads_now_and_keeps_negative_slack():
     assert select(sim.static, sim.state, cr, 0) == (3, 0)
 
 
+def _random_tie_wins(inst: Instance, rule_name: str, seeds: int, pick: int) -> np.ndarray:
+    """How often each job (``pick`` 0) or machine (``pick`` 1) is the first choice of ``rule_name`` with random ties
+    at reset, over seeds ``0 .. seeds - 1``."""
+    sim = Simulator(inst)
+    sim.reset()
+    rule = parse_rule(rule_name, random_ties=True)
+    counts = np.zeros(inst.num_jobs if pick == 0 else inst.num_machines, dtype=np.int64)
+    for seed in range(seeds):
+        seed_rng(seed)
+        counts[select(sim.static, sim.state, *rule)[pick]] += 1
+    return counts
+
+
 def test_random_ties_draw_uniformly_among_every_tied_job():
     """SPT with p 5, 5, 3, 3, 3: the three jobs at 3 tie, and each wins about a third of 600 seeds (docs: uniformly
     among the tied). A coin flip per tie would give the last one half; a tie count kept from the jobs at 5 the first."""
     times = [5.0, 5.0, 3.0, 3.0, 3.0]
     inst = Instance.build("ties", [Machine("M0")], [Job(f"J{i}", [{0: p}]) for i, p in enumerate(times)])
-    sim = Simulator(inst)
-    sim.reset()
-    rule = parse_rule("SPT", random_ties=True)
-    counts = np.zeros(5, dtype=np.int64)
-    for seed in range(600):
-        seed_rng(seed)
-        counts[select(sim.static, sim.state, *rule)[0]] += 1
+    counts = _random_tie_wins(inst, "SPT", 600, pick=0)
     assert counts[:2].sum() == 0
     assert all(150 <= count <= 250 for count in counts[2:]), counts  # 200 expected, sd 11.5
 
@@ -379,13 +386,7 @@ def test_random_ties_draw_uniformly_among_every_tied_machine():
     """One job whose operation takes 3 on each of three idle machines: each wins about a third of 300 seeds. A tie
     count starting at 0 would always let the second machine replace the first, which then never wins."""
     inst = Instance.build("ties", [Machine("M0"), Machine("M1"), Machine("M2")], [Job("a", [{0: 3.0, 1: 3.0, 2: 3.0}])])
-    sim = Simulator(inst)
-    sim.reset()
-    rule = parse_rule("SPT:EET", random_ties=True)
-    counts = np.zeros(3, dtype=np.int64)
-    for seed in range(300):
-        seed_rng(seed)
-        counts[select(sim.static, sim.state, *rule)[1]] += 1
+    counts = _random_tie_wins(inst, "SPT:EET", 300, pick=1)
     assert all(70 <= count <= 130 for count in counts), counts  # 100 expected, sd 8.2
 
 
