@@ -571,7 +571,7 @@ def real_number(x: Any, field: str, source: str = "<instance>") -> float:
 
 def _rounds(x: Any) -> bool:
     """``x`` is a finite integer that float64 cannot hold exactly (:func:`~dynasched_gym.checks.holds_exactly`)."""
-    return type(x) is not float and is_finite_real(x) and not holds_exactly(x)
+    return is_finite_real(x) and not holds_exactly(x)
 
 
 def _python_number(x: Any) -> Any:
