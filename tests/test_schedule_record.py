@@ -10,7 +10,7 @@ import pytest
 from dynasched_gym.errors import InstanceFormatError, UnreadFieldWarning
 from dynasched_gym.instance import Instance, Job, Machine
 from dynasched_gym.metrics import EPS
-from dynasched_gym.schedule import Schedule, schedule_dict, schedule_from_dict
+from dynasched_gym.schedule import RECORD_TOL, Schedule, schedule_dict, schedule_from_dict
 from dynasched_gym.validate import validate_schedule
 
 NAN = float("nan")
@@ -84,15 +84,17 @@ def test_an_id_one_past_the_last_is_refused_naming_the_field():
 def test_times_within_the_record_tolerance_load_as_written():
     """A segment may end up to RECORD_TOL before its start, and perform up to RECORD_TOL more than its operation's
     work (another solver's rounding): it loads with the values the file gives, for the validator to judge, not
-    mended."""
+    mended. The slack is inclusive: exactly RECORD_TOL is within it."""
     # below time 1 the slack is RECORD_TOL itself (relative to max(1, |t|)): 8e-7 before 0.5 is within it
+    at_5 = 5.0 - RECORD_TOL * 5.0
     data = record([1.0, 2.0, 7.0], [NAN] * 3, [(0.0, 1.0), (2.0, 2.0 - 1e-7)],
-                  [(3.0, 3.0 - 1e-7), (0.5, 0.5 - 8e-7)]).to_dict()
+                  [(3.0, 3.0 - 1e-7), (0.5, 0.5 - 8e-7), (0.5, 0.5 - RECORD_TOL), (5.0, at_5)]).to_dict()
     data["segments"][0]["work"] = 1.0 + 1e-7
+    data["segments"][1]["work"] = 1.0 + RECORD_TOL
     loaded = schedule_from_dict(data, source="s.json")
     assert loaded.segment_end.tolist() == [1.0, 2.0 - 1e-7]
-    assert loaded.downtime_end.tolist() == [3.0 - 1e-7, 0.5 - 8e-7]
-    assert loaded.segment_work.tolist() == [1.0 + 1e-7, 1.0]
+    assert loaded.downtime_end.tolist() == [3.0 - 1e-7, 0.5 - 8e-7, 0.5 - RECORD_TOL, at_5]
+    assert loaded.segment_work.tolist() == [1.0 + 1e-7, 1.0 + RECORD_TOL]
 
 
 def test_a_field_of_two_records_is_named_once_with_its_count():
