@@ -398,6 +398,84 @@ def test_dsbx_runner_waits_through_events_at_one_time() -> None:
     assert env.advances == 3
 
 
+def test_dsbx_runner_ends_an_episode_an_advance_finished_without_a_step() -> None:
+    """The last events can end dsbx's episode with no legal action left: done, and no step or operation counted."""
+    env = _Dsbx([(1.0, {"arrival": 1}), (2.0, {"arrival": 1})])
+    env.done = lambda: env.advances >= 2  # type: ignore[method-assign]
+    assert run_dsbx.Driver(env, UniformPicker()).step() == (True, 0, 0)
+    assert env.advances == 2
+
+
+def test_dsbx_runner_picks_uniformly_among_the_legal_actions_and_ends_with_dsbx_s_done() -> None:
+    """Each step plays one of the legal actions at random (not always the first), and the episode is over when
+    dsbx's step says so."""
+    played: list[str] = []
+
+    class Legal(_Dsbx):
+        def legal_actions(self) -> list[dict[str, str]]:
+            return [{"job_id": job} for job in ("J1", "J2", "J3")]
+
+        def step(self, action: dict[str, str]) -> tuple[dict, float, bool, dict]:
+            played.append(action["job_id"])
+            return {}, 0.0, len(played) == 60, {}
+
+    driver = run_dsbx.Driver(Legal([(0.0, {})]), UniformPicker(0))
+    assert [driver.step() for _ in range(60)] == [(False, 1, 1)] * 59 + [(True, 1, 1)]
+    assert set(played) == {"J1", "J2", "J3"}
+
+
+class _Scripted:
+    """A single env (``num_envs`` None) or a vector env whose steps end episodes as ``script`` says: each item is
+    (terminated, truncated), of bools or of per-sub-environment lists; it records the seeds of its resets."""
+
+    def __init__(self, script: list[tuple], num_envs: int | None = None) -> None:
+        self.script, self.seeds, self.calls = script, [], 0
+        self.mask = np.ones(3, dtype=np.int8) if num_envs is None else np.ones((num_envs, 3), dtype=np.int8)
+        if num_envs is not None:
+            self.num_envs = num_envs
+
+    def reset(self, seed: int | None = None) -> tuple[dict, dict]:
+        self.seeds.append(seed)
+        return {"action_mask": self.mask}, {}
+
+    def step(self, action: object) -> tuple[dict, float, object, object, dict]:
+        terminated, truncated = (np.array(x) for x in self.script[self.calls])
+        self.calls += 1
+        return {"action_mask": self.mask}, 0.0, terminated, truncated, {}
+
+
+def test_the_env_driver_counts_one_operation_a_step_and_seeds_only_its_first_reset() -> None:
+    """A truncated episode is over too; the driver's seed makes the first episode reproducible, later resets go on
+    from the env's stream (as gymnasium asks)."""
+    env = _Scripted([(False, False), (False, True), (True, False)])
+    driver = run_dynasched.EnvDriver(env, seed=7)
+    driver.reset()
+    assert [driver.step(), driver.step()] == [(False, 1, 1), (True, 1, 1)]
+    driver.reset()
+    assert driver.step() == (True, 1, 1)
+    assert env.seeds == [7, None]
+
+
+def test_the_vector_driver_is_done_once_every_sub_env_finished_and_leaves_autoreset_steps_out_of_the_ops() -> None:
+    """Sub-environment 0 ends its episode at the second step (truncated) and 1 at the third: done from the third
+    step on; a step after an episode's end autoresets that sub-environment and schedules nothing there. A reset of
+    the vector env starts afresh: nothing is done and no sub-environment is autoresetting."""
+    script = [([False, False], [False, False]), ([False, False], [True, False]), ([False, True], [False, False]),
+              ([False, False], [False, False]), ([False, False], [False, False])]
+    venv = _Scripted(script, num_envs=2)
+    driver = run_dynasched.VectorDriver(venv, seed=3)
+    driver.reset()
+    assert [driver.step() for _ in range(4)] == [(False, 2, 2), (False, 2, 2), (True, 2, 1), (True, 2, 1)]
+    driver.reset()
+    assert driver.step() == (False, 2, 2)
+    assert venv.seeds == [3, None]
+    driver.reset()
+    venv.calls = 2
+    driver.step()  # sub-environment 1's episode ends
+    driver.reset()
+    assert driver.step() == (False, 2, 2)
+
+
 def test_uniform_picker_stays_in_the_mask() -> None:
     pick = UniformPicker(0, block=8)
     mask = np.array([0, 1, 0, 1, 1], dtype=np.int8)
