@@ -155,6 +155,17 @@ EDGE_CASES = {
                                       [Event(0.0, B, machine=0, duration=3.0), Event(3.0, B, machine=0, duration=1.0),
                                        Event(3.0 + 6e-10, EventType.REPAIR, machine=0)],
                                       [(0, 0, 4.0, 5.0, "completed")]),
+    # at most EPS after, not less: a REPAIR exactly 1e-9 after the BREAKDOWN still joins its instant
+    "repair exactly EPS after a breakdown": ([Job("J0", [{0: 1.0}])],
+                                             [Event(0.0, B, machine=0, duration=3.0),
+                                              Event(3.0, B, machine=0, duration=1.0),
+                                              Event(3.0 + 1e-9, EventType.REPAIR, machine=0)],
+                                             [(0, 0, 4.0, 5.0, "completed")]),
+    # the clock's first instant is the first event's (5e-10), which takes in a BREAKDOWN 1.2e-9 after 0: the job
+    # waits for the repair instead of starting at 0
+    "events just after 0": ([Job("J0", [{0: 1.0}])],
+                            [Event(5e-10, PR, job=0, weight=2.0), Event(1.2e-9, B, machine=0, duration=2.0)],
+                            [(0, 0, 2.0, 3.0, "completed")]),
     # a breakdown due to end 5e-10 after a REPAIR: the REPAIR comes first and ends it at the instant's time, 2
     "repair just before a breakdown's end": ([Job("J0", [{0: 1.0}])],
                                              [Event(0.0, B, machine=0, duration=2.0 + 5e-10),
