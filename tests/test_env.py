@@ -67,6 +67,17 @@ def test_ids_are_registered_on_import_and_make_with_the_module_prefix():
     assert env.unwrapped.instance.name == load_instance(embedded_path("mk01")).name
 
 
+def test_each_id_pairs_its_env_class_with_that_class_s_vector_env():
+    """gym.make and gym.make_vec of one id play the same environment class (DFJSP-Rules-v0 vectorised is the rules
+    env, FJSP-v0 the fixed-instance one)."""
+    from gymnasium.envs.registration import load_env_creator
+
+    pairs = {env_id: (load_env_creator(gym.spec(env_id).entry_point),
+                      load_env_creator(gym.spec(env_id).vector_entry_point).env_class) for env_id in ENV_SPECS}
+    assert all(env is vector_env for env, vector_env in pairs.values()), pairs
+    assert len({env for env, _ in pairs.values()}) == len(ENV_SPECS)
+
+
 def test_import_stays_light():
     """No numba, no matplotlib, and the core imports nothing above it (DESIGN: core <- envs <- agents <- scripts):
     registering the ids needs only their entry-point strings."""
