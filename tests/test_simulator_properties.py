@@ -20,8 +20,11 @@ from dynasched_gym.core.compiled import (
     C_SEGMENTS,
     DOWN_NONE,
     JOB_ACTIVE,
+    ScratchStates,
     State,
     allocate_state,
+    compile_instance,
+    copy_state,
 )
 from dynasched_gym.core.kernels import copy_into
 from dynasched_gym.core.lookahead import (
@@ -34,6 +37,7 @@ from dynasched_gym.core.lookahead import (
     rollout_value,
 )
 from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
+from dynasched_gym.data import path as embedded_path
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -313,3 +317,23 @@ def test_a_lookahead_rollout_from_the_window_copy_plays_and_values_as_from_a_who
             assert_same_rollout_input(scratch, whole, T, S.job_slot_ptr)
         k = int(rng.integers(len(jobs)))
         sim.step(jobs[k], machines[k])
+
+
+def test_compiled_arrays_are_memoised_and_read_only_and_scratch_states_kept_per_index_and_instance():
+    """The Static of an instance is built once and read-only; a snapshot shares no array with its state; a scratch
+    state is one per index, kept while the instance is the same and rebuilt to the size of a new one (a scratch
+    sized for another instance would let the kernels write past its arrays)."""
+    small, large = load_instance(embedded_path("mk01")), load_instance(embedded_path("mk03"))
+    static = compile_instance(small)
+    assert compile_instance(small) is static
+    assert not any(a.flags.writeable for a in static if isinstance(a, np.ndarray))
+    state = allocate_state(static)
+    assert not any(np.shares_memory(a, b) for a, b in zip(copy_state(state), state))
+    scratch = ScratchStates(2)
+    first, second = scratch.get(static), scratch.get(static, 1)
+    assert first is not second and scratch.get(static) is first and scratch.get(static, 1) is second
+    other = compile_instance(large)
+    resized = scratch.get(other)
+    assert resized is not first and resized.job_status.shape == (large.num_jobs,)
+    assert resized.slot_op.shape == other.slot_op.shape and resized.segment_job.shape == (other.segment_capacity,)
+    assert scratch.get(static, 1) is second
