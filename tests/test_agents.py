@@ -236,6 +236,22 @@ def test_lookahead_ties_go_to_the_lower_mean_completion_then_to_the_ranking(time
                             *buffers, -1) == (chosen, 0)  # the horizon as the agent passes it: no other signature
 
 
+def test_ranked_candidates_sort_by_the_job_key_then_the_processing_time_then_the_listing():
+    """All released at 0, FIFO's keys tie: the pairs go by time, equal times in listing order (J0 on M0 is listed
+    first but takes longest). Under MWKR J2 (most work) leads, though its pair takes longer than J0's on M1, and J0
+    and J1 (mean work 2 each) tie again."""
+    from dynasched_gym.core.lookahead import ranked_candidates
+    from dynasched_gym.core.simulator import Simulator
+
+    jobs = [Job("J0", [{0: 3.0, 1: 1.0}]), Job("J1", [{0: 2.0}]), Job("J2", [{1: 2.0}, {0: 5.0}])]
+    sim = Simulator(Instance.build("ranked", [Machine("M0"), Machine("M1")], jobs))
+    sim.reset()
+    buffers = (np.empty(8, np.int64), np.empty(8, np.int64), np.empty(8), np.empty(8))
+    for rule, pairs in (("FIFO", [(0, 1), (1, 0), (2, 1), (0, 0)]), ("MWKR", [(2, 1), (0, 1), (1, 0), (0, 0)])):
+        n = ranked_candidates(sim.static, sim.state, parse_rule(rule)[0], *buffers)
+        assert list(zip(buffers[0][:n].tolist(), buffers[1][:n].tolist())) == pairs, rule
+
+
 def test_the_lookahead_picks_the_pair_its_horizons_rollouts_value_best():
     """On mk01 at t=0 rollouts of 2 decisions prefer another pair than full ones: the pick is the top-k pair of the
     lowest ``pair_value`` at the horizon given."""
