@@ -152,13 +152,14 @@ def test_a_stopped_rollout_lets_a_running_operation_end_as_planned():
     from dynasched_gym.core.lookahead import rollout_value
     from dynasched_gym.core.simulator import Simulator
 
-    jobs = [Job("J0", [{0: 2.0}]), Job("J1", [{1: 10.0}, {0: 3.0}]), Job("J2", [{0: 4.0}])]
-    sim = Simulator(Instance.build("busy", [Machine("M0"), Machine("M1")], jobs))
-    sim.reset()
-    sim.step(1, 1)
-    sim.step(0, 0)
-    assert sim.now == 2.0 and sim.state.job_machine[1] == 1
-    assert rollout_value(sim.static, sim.state, 0) == (13.0, 7.0)  # makespan; mean completion (2 + 13 + 6) / 3
+    for busy, other in ((1, 0), (0, 1)):  # also on machine 0, which a test for "running" must count
+        jobs = [Job("J0", [{other: 2.0}]), Job("J1", [{busy: 10.0}, {other: 3.0}]), Job("J2", [{other: 4.0}])]
+        sim = Simulator(Instance.build("busy", [Machine("M0"), Machine("M1")], jobs))
+        sim.reset()
+        sim.step(1, busy)
+        sim.step(0, other)
+        assert sim.now == 2.0 and sim.state.job_machine[1] == busy
+        assert rollout_value(sim.static, sim.state, 0) == (13.0, 7.0)  # makespan; mean completion (2 + 13 + 6) / 3
 
 
 def test_a_horizon_stops_the_rollouts_after_that_many_decisions():
