@@ -135,6 +135,27 @@ def test_a_graft_starts_the_samples_jobs_as_reset_does_and_plays_only_its_events
     assert makespan[0, 0] == 14.0  # J1 3..5, S3 (released at 8) 8..12..14
 
 
+def test_a_samples_job_events_and_route_changes_reach_its_own_jobs():
+    """The sample's job events name its jobs and its route changes its route-change operations, numbered after the
+    real instance's (which has route-change operations of its own here): at now = 3, S0 (released at 4) runs its
+    first operation 5..6, and its ROUTE_CHANGE at 5.5 makes the second take 10, so the rollout of J1 ends at 16."""
+    real_route = Event(100.0, EventType.ROUTE_CHANGE, job=1, ops=({0: 50.0},))
+    sim = Simulator(Instance.build("real", [Machine("M0")], [Job("J0", [{0: 3.0}]), Job("J1", [{0: 2.0}])],
+                                   [real_route]))
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 3.0 and sim.static.route_ops.shape[0] == 1
+    route = Event(5.5, EventType.ROUTE_CHANGE, job=0, op=1, ops=({0: 10.0},))
+    sample = Instance.build("sample", [Machine("M0")], [Job("S0", [{0: 1.0}, {0: 1.0}], release=4.0)], [route])
+    future = with_sampled_future(sim.static, compile_instance(sample))
+    grafted = allocate_state(future)
+    graft_future(sim.static, sim.state, future, grafted)
+    makespan = np.empty((1, 1))
+    sampled_pair_values(sim.static, sim.state, future, allocate_state(future), allocate_state(future), np.array([1]),
+                        np.array([0]), 1, np.array([parse_rule("SPT")], dtype=np.int64), 0, makespan)
+    assert makespan[0, 0] == 16.0  # J1 3..5, S0 5..6..16; the real route's 50 or an unchanged S0 (7) would differ
+
+
 def test_a_grafted_rollout_scans_every_active_job_the_samples_included(pool):
     """A grafted state takes the present's scan window ``[C_ACTIVE_FIRST, C_ACTIVE_END)`` (core/compiled.py), and the
     sample's jobs, numbered after the real ones, widen it as they arrive: at every decision of a rollout it runs from
