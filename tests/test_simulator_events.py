@@ -166,6 +166,17 @@ def test_route_change_from_index_beyond_list_appends():
     assert [seg[1:5] for seg in segments(s)] == [(0, 0, 0.0, 2.0), (1, 0, 2.0, 5.0), (2, 1, 5.0, 10.0)]
 
 
+def test_a_job_s_route_changes_each_get_slots_of_their_own():
+    """Two route changes of a each append an operation: a's list grows to three slots, and b (the next job in the
+    slot arrays) keeps its own operation of time 10."""
+    inst = make([Job("a", [{0: 1.0}]), Job("b", [{1: 10.0}], release=5.0)], [
+        Event(0.5, E.ROUTE_CHANGE, job=0, op=1, ops=({0: 1.0},)),
+        Event(1.5, E.ROUTE_CHANGE, job=0, op=2, ops=({1: 4.0},)),
+    ])
+    assert [seg[:5] for seg in segments(play(inst))] == [(0, 0, 0, 0.0, 1.0), (0, 1, 0, 1.0, 2.0),
+                                                         (0, 2, 1, 2.0, 6.0), (1, 0, 1, 6.0, 16.0)]
+
+
 def test_priority_and_due_date_changes_in_force_at_completion():
     inst = make([Job("a", [{0: 4.0}], due=3.0)], [
         Event(1.0, E.PRIORITY_CHANGE, job=0, weight=5.0),
