@@ -21,6 +21,7 @@ from dynasched_gym.core.compiled import (
     JOB_CANCELLED,
     JOB_COMPLETED,
     JOB_HIDDEN,
+    Static,
     allocate_state,
     compile_instance,
 )
@@ -107,14 +108,28 @@ def test_a_sampled_future_adds_its_later_arrivals_only(pool):
     assert grafted.counters[C_OPEN_JOBS] == open_now + later.sum()
 
 
+def _shop_at_3(events: tuple[Event, ...] = ()) -> Simulator:
+    """A real shop at now = 3: J0 (3 on M0) ran 0..3 and J1 (2 on M0) waits; ``events`` are its own."""
+    sim = Simulator(Instance.build("real", [Machine("M0")], [Job("J0", [{0: 3.0}]), Job("J1", [{0: 2.0}])], events))
+    sim.reset()
+    sim.step(0, 0)
+    assert sim.now == 3.0
+    return sim
+
+
+def _sampled_makespan(sim: Simulator, future: Static) -> float:
+    """The makespan of J1 started on M0 now, SPT playing on, in the sampled ``future`` of ``sim``."""
+    makespan = np.empty((1, 1))
+    sampled_pair_values(sim.static, sim.state, future, allocate_state(future), allocate_state(future), np.array([1]),
+                        np.array([0]), 1, np.array([parse_rule("SPT")], dtype=np.int64), 0, makespan)
+    return makespan[0, 0]
+
+
 def test_a_graft_starts_the_samples_jobs_as_reset_does_and_plays_only_its_events_after_now():
     """At now = 3 (J0 ran 0..3), a sample whose jobs were released before, at, within EPS of and after now, and
     whose M0 breaks down at now: only the job released after now arrives, each of the sample's jobs holds what a
     reset leaves, and the breakdown, at now and so past, does not hit the rollouts."""
-    sim = Simulator(Instance.build("real", [Machine("M0")], [Job("J0", [{0: 3.0}]), Job("J1", [{0: 2.0}])]))
-    sim.reset()
-    sim.step(0, 0)
-    assert sim.now == 3.0
+    sim = _shop_at_3()
     jobs = [Job(f"S{i}", [{0: 1.0 + i}, {0: 2.0}], release=release, due=20.0 + i, weight=1.0 + i)
             for i, release in enumerate([0.0, 3.0, 3.0 + 5e-10, 8.0])]
     breakdown = Event(3.0, EventType.BREAKDOWN, machine=0, duration=100.0)
@@ -129,31 +144,20 @@ def test_a_graft_starts_the_samples_jobs_as_reset_does_and_plays_only_its_events
                  "job_cancelled_at", "slot_factor", "slot_nominal", "slot_work", "slot_touched"):
         head = sim.static.slot_op.shape[0] if name.startswith("slot_") else 2
         np.testing.assert_array_equal(getattr(grafted, name)[head:], getattr(reset.state, name), err_msg=name)
-    makespan = np.empty((1, 1))
-    sampled_pair_values(sim.static, sim.state, future, allocate_state(future), allocate_state(future), np.array([1]),
-                        np.array([0]), 1, np.array([parse_rule("SPT")], dtype=np.int64), 0, makespan)
-    assert makespan[0, 0] == 14.0  # J1 3..5, S3 (released at 8) 8..12..14
+    assert _sampled_makespan(sim, future) == 14.0  # J1 3..5, S3 (released at 8) 8..12..14
 
 
 def test_a_samples_job_events_and_route_changes_reach_its_own_jobs():
     """The sample's job events name its jobs and its route changes its route-change operations, numbered after the
     real instance's (which has route-change operations of its own here): at now = 3, S0 (released at 4) runs its
     first operation 5..6, and its ROUTE_CHANGE at 5.5 makes the second take 10, so the rollout of J1 ends at 16."""
-    real_route = Event(100.0, EventType.ROUTE_CHANGE, job=1, ops=({0: 50.0},))
-    sim = Simulator(Instance.build("real", [Machine("M0")], [Job("J0", [{0: 3.0}]), Job("J1", [{0: 2.0}])],
-                                   [real_route]))
-    sim.reset()
-    sim.step(0, 0)
-    assert sim.now == 3.0 and sim.static.route_ops.shape[0] == 1
+    sim = _shop_at_3((Event(100.0, EventType.ROUTE_CHANGE, job=1, ops=({0: 50.0},)),))
+    assert sim.static.route_ops.shape[0] == 1
     route = Event(5.5, EventType.ROUTE_CHANGE, job=0, op=1, ops=({0: 10.0},))
     sample = Instance.build("sample", [Machine("M0")], [Job("S0", [{0: 1.0}, {0: 1.0}], release=4.0)], [route])
     future = with_sampled_future(sim.static, compile_instance(sample))
-    grafted = allocate_state(future)
-    graft_future(sim.static, sim.state, future, grafted)
-    makespan = np.empty((1, 1))
-    sampled_pair_values(sim.static, sim.state, future, allocate_state(future), allocate_state(future), np.array([1]),
-                        np.array([0]), 1, np.array([parse_rule("SPT")], dtype=np.int64), 0, makespan)
-    assert makespan[0, 0] == 16.0  # J1 3..5, S0 5..6..16; the real route's 50 or an unchanged S0 (7) would differ
+    # J1 3..5, S0 5..6..16; the real route's 50 or an unchanged S0 (7) would differ
+    assert _sampled_makespan(sim, future) == 16.0
 
 
 def test_a_grafted_rollout_scans_every_active_job_the_samples_included(pool):

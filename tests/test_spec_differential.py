@@ -162,7 +162,7 @@ EDGE_CASES = {
                                               Event(3.0 + 1e-9, EventType.REPAIR, machine=0)],
                                              [(0, 0, 4.0, 5.0, "completed")]),
     # the clock's first instant is the first event's (5e-10), which takes in a BREAKDOWN 1.2e-9 after 0: the job
-    # waits for the repair instead of starting at 0
+    # waits out the breakdown (0 .. 2) instead of starting at 0
     "events just after 0": ([Job("J0", [{0: 1.0}])],
                             [Event(5e-10, PR, job=0, weight=2.0), Event(1.2e-9, B, machine=0, duration=2.0)],
                             [(0, 0, 2.0, 3.0, "completed")]),
