@@ -264,6 +264,12 @@ class Instance:
             arr = state[name]
             arr.setflags(write=False)
             _OWNED[id(arr)] = arr
+        # The memoised values came back writable too: a compiled instance's writable arrays had numba
+        # compile every kernel again for them (core.compiled.read_only).
+        for value in self._cache.values():
+            for arr in value if isinstance(value, tuple) else (value,):
+                if isinstance(arr, np.ndarray):
+                    arr.setflags(write=False)
 
     # ------------------------------------------------------------------ sizes
     @property

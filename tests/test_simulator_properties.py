@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
+import pickle
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,6 +38,7 @@ from dynasched_gym.core.lookahead import (
     _rollout,
     forget_future,
     rollout_value,
+    with_sampled_future,
 )
 from dynasched_gym.core.rules import JOB_RULES, RULES, parse_rule, select
 from dynasched_gym.data import path as embedded_path
@@ -337,3 +341,17 @@ def test_compiled_arrays_are_memoised_and_read_only_and_scratch_states_kept_per_
     assert resized is not first and resized.job_status.shape == (large.num_jobs,)
     assert resized.slot_op.shape == other.slot_op.shape and resized.segment_job.shape == (other.segment_capacity,)
     assert scratch.get(static, 1) is second
+
+
+@pytest.mark.parametrize("copy_of", [lambda inst: pickle.loads(pickle.dumps(inst)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_every_static_has_the_numba_type_of_compile_instance(copy_of):
+    """A compiled instance came back from pickle (a worker process) or deepcopy with its memoised Static writable,
+    and a sampled future's concatenated arrays were writable: numba compiled every kernel again for each of these
+    two Static types (48 s and more with an empty cache)."""
+    mk01 = load_instance(embedded_path("mk01"))
+    static = compile_instance(mk01)
+    copied = copy_of(mk01)
+    assert copied._cache["static"] is not static
+    assert numba.typeof(compile_instance(copied)) == numba.typeof(static)
+    assert numba.typeof(with_sampled_future(static, compile_instance(copied))) == numba.typeof(static)

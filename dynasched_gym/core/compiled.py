@@ -210,10 +210,16 @@ def compile_instance(instance: Instance) -> Static:
         segment_capacity=int(job_slot_ptr[-1]) + num_breakdowns + 1,
         downtime_capacity=num_breakdowns + num_maintenance + 1,
     )
+    instance._cache["static"] = read_only(static)
+    return static
+
+
+def read_only(static: Static) -> Static:
+    """``static`` with its arrays made read-only, as every ``Static`` the kernels get must be: numba compiles a
+    kernel once per argument type, and a ``Static`` with a writable array would compile them all again."""
     for arr in static:
         if isinstance(arr, np.ndarray):
             arr.setflags(write=False)
-    instance._cache["static"] = static
     return static
 
 

@@ -42,6 +42,7 @@ from dynasched_gym.core.compiled import (
     JOB_COMPLETED,
     JOB_HIDDEN,
     Static,
+    read_only,
 )
 from dynasched_gym.core.kernels import DONE, _copy, advance, copy_into, fill_candidates, start
 from dynasched_gym.core.rules import JOB_RULES, job_priorities, job_priority, run_rule
@@ -372,7 +373,7 @@ def with_sampled_future(static: Static, sample: Static) -> Static:
     num_jobs, num_ops = static.job_release.shape[0], static.op_time.shape[0]
     cat = np.concatenate
     jobs = np.where(sample.event_job >= 0, sample.event_job + num_jobs, -1)
-    return Static(
+    return read_only(Static(
         machine_speed=static.machine_speed,
         job_release=cat([static.job_release, sample.job_release]),
         job_due=cat([static.job_due, sample.job_due]),
@@ -398,7 +399,7 @@ def with_sampled_future(static: Static, sample: Static) -> Static:
         policy=static.policy,
         segment_capacity=static.segment_capacity + sample.segment_capacity,
         downtime_capacity=static.downtime_capacity + sample.downtime_capacity,
-    )
+    ))
 
 
 @njit(cache=True, _nrt=False)
