@@ -218,7 +218,7 @@ def test_a_pair_values_ties_over_rollout_rules_go_to_the_lower_mean_completion()
     scratch = allocate_state(sim.static)
     for names in (["MWKR", "SPT"], ["SPT", "MWKR"]):
         rules = np.array([parse_rule(name) for name in names], dtype=np.int64)
-        assert pair_value(sim.static, sim.state, scratch, 0, 0, rules, 2, False) == (0.0, 10.0 / 3.0)
+        assert pair_value(sim.static, sim.state, scratch, 0, 0, rules, 2, False, -1) == (0.0, 10.0 / 3.0)
 
 
 @pytest.mark.parametrize(("times", "top_k", "chosen"), [([5.0, 1.0], 2, 1), ([5.0, 1.0], 1, 0), ([3.0, 3.0], 2, 0)])

@@ -80,7 +80,7 @@ def test_each_column_is_a_pair_rollout(inst, objective, seed, hindsight):
                                  len(sim.static.machine_speed))[OBJECTIVE_METRICS[objective]]
         for r in range(len(RULES)):
             values = np.array([pair_value(sim.static, sim.state, scratch, j, m, codes[r:r + 1],
-                                          OBJECTIVES.index(objective), hindsight)[0]
+                                          OBJECTIVES.index(objective), hindsight, -1)[0]
                                for j, m in zip(jobs[valid], machines[valid])])
             assert forecasts[valid, 2 * r] == pytest.approx((values - values.min()) / tau, rel=1e-5, abs=1e-5)
             assert forecasts[valid, 2 * r].min() == 0.0

@@ -79,11 +79,11 @@ def test_an_instance_as_its_own_future_replays_the_clairvoyant_rollouts(pool, st
     sampled_pair_values(static, sim.state, future, allocate_state(future), allocate_state(future), jobs, machines,
                         len(jobs), rules, 2, values)
     scratch = allocate_state(static)
-    clairvoyant = [[pair_value(static, sim.state, scratch, j, m, rules[r:r + 1], 2, True)[0] for r in range(len(rules))]
-                   for j, m in zip(jobs, machines)]
+    clairvoyant = [[pair_value(static, sim.state, scratch, j, m, rules[r:r + 1], 2, True, -1)[0]
+                    for r in range(len(rules))] for j, m in zip(jobs, machines)]
     np.testing.assert_allclose(values, clairvoyant, rtol=1e-9, atol=1e-9)
     assert np.ptp(values) > 0  # the pairs' futures differ: the comparison means something
-    assert not np.allclose(values, [[pair_value(static, sim.state, scratch, j, m, rules[r:r + 1], 2, False)[0]
+    assert not np.allclose(values, [[pair_value(static, sim.state, scratch, j, m, rules[r:r + 1], 2, False, -1)[0]
                                      for r in range(len(rules))] for j, m in zip(jobs, machines)])
 
 

@@ -68,7 +68,7 @@ class Toolbox:
         :func:`~dynasched_gym.core.lookahead.pair_value`, on a scratch state of the simulator's instance)."""
         with self._lock:
             value, _ = pair_value(sim.static, sim.state, self._scratch.get(sim.static), job, machine, self.rules,
-                                  OBJECTIVES.index(objective), self.level == "oracle")
+                                  OBJECTIVES.index(objective), self.level == "oracle", -1)
             return float(value)
 
     def inspect(self, sim: Simulator, view: View, action_id: int) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from dynasched_gym.core.compiled import (
     read_only,
 )
 from dynasched_gym.core.kernels import DONE, _copy, advance, copy_into, fill_candidates, start
-from dynasched_gym.core.rules import JOB_RULES, job_priorities, job_priority, run_rule
+from dynasched_gym.core.rules import JOB_RULES, job_priorities, job_priority, run_rule, run_rule_to_end
 
 _MWKR, _SPT = JOB_RULES.index("MWKR"), JOB_RULES.index("SPT")
 
@@ -82,7 +82,7 @@ def forecast(S, T, scratch, job_rule, machine_rule, objective, clairvoyant):
     if not clairvoyant:
         forget_future(S, scratch)
     if scratch.counters[C_OPEN_JOBS] > 0:
-        run_rule(S, scratch, job_rule, machine_rule, -1)
+        run_rule_to_end(S, scratch, job_rule, machine_rule)
     return objective_value(S, scratch, objective)
 
 
@@ -166,7 +166,7 @@ def _finish(objective, total, completion_sum, count):
 
 
 @njit(cache=True, _nrt=False)
-def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant, horizon=-1):
+def pair_value(S, T, scratch, j, m, rollout_rules, objective, clairvoyant, horizon):
     """(best objective, its mean completion time) over rollouts that start pair (j, m) now.
 
     One rollout per row of ``rollout_rules`` (job rule, machine rule), each in ``scratch`` (a state
@@ -461,5 +461,5 @@ def sampled_pair_values(S, T, F, TF, scratch, pair_job, pair_machine, count, rol
             copy_into(TF, scratch)
             start(F, scratch, pair_job[k], pair_machine[k])
             if advance(F, scratch) != DONE:
-                run_rule(F, scratch, rollout_rules[r, 0], rollout_rules[r, 1], -1)
+                run_rule_to_end(F, scratch, rollout_rules[r, 0], rollout_rules[r, 1])
             out[k, r] = objective_value(F, scratch, objective)

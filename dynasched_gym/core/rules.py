@@ -329,6 +329,13 @@ def run_rule(S, T, job_rule, machine_rule, max_decisions):
     return code
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def run_rule_to_end(S, T, job_rule, machine_rule):
+    """Dispatch with the rule until the episode ends."""
+    # A constant -1 would be typed Literal[int](-1), and numba would compile run_rule once more for it.
+    return run_rule(S, T, job_rule, machine_rule, np.int64(-1))
+
+
 @njit(cache=True, _nrt=False)
 def _seed_stream(seed):
     np.random.seed(seed)  # noqa: NPY002 (numba supports only the legacy global stream)
@@ -369,6 +376,6 @@ def run_episodes(S, T, job_rule, machine_rule, episodes):
     total = 0
     for _ in range(episodes):
         reset(S, T)
-        run_rule(S, T, job_rule, machine_rule, -1)
+        run_rule_to_end(S, T, job_rule, machine_rule)
         total += T.counters[C_DECISIONS]
     return total

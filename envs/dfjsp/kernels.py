@@ -861,9 +861,11 @@ def step_batch(handle, actions, flags):
 def _step_rows_parallel(statics, states, works, dims, rows, actions, flags):
     """:func:`step_rows` on numba's threads: each env touches only its own rows (statics are read-only)."""
     left = np.zeros(flags.shape[0], dtype=np.int64)
+    # np.int64: numba types a prange index int64 in one pass and uint64 in another, and compiled step_row (~1 MB of
+    # machine code) for both.
     for i in prange(flags.shape[0]):
         if flags[i]:
-            left[i] = step_row(statics, states, works, dims, rows, i, actions[i]) != DECISION
+            left[i] = step_row(statics, states, works, dims, rows, np.int64(i), actions[i]) != DECISION
     return left.sum()
 
 
