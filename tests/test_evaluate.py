@@ -1018,6 +1018,16 @@ def _run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Compl
                           text=True, timeout=300, **kwargs)
 
 
+def _compiled_first(args: list[str], env: dict[str, str], tmp_path: Path) -> None:
+    """Play the first seed of ``args`` into a scratch store, so that the kernels are compiled (or loaded) before a
+    test times the evaluation: on an empty numba cache, beside another worker compiling, the compile alone passed
+    a 240 s deadline."""
+    warm = [a for a in args if not a.startswith(("seeds.count=", "store=", "hydra.run.dir="))]
+    done = _run_cli([*warm, "seeds.count=1", f"store={tmp_path / 'warm.jsonl'}",
+                     "hydra.run.dir=" + str(tmp_path / "warm")], env)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def _comparable(rows: list[dict]) -> dict:
     fields = ("agent", "instance_sha256", "ssi", "status", "objective_value", "normalised_weighted_tardiness",
               "decisions", *METRIC_KEYS)
@@ -1166,6 +1176,7 @@ def test_killed_evaluation_resumes_without_loss_or_duplicates(cache: Path, tmp_p
             "hydra.run.dir=" + str(tmp_path / "hydra")]
     total = 8 * (RULES + 2)
     store = tmp_path / "killed.jsonl"
+    _compiled_first([*args, "workers=1"], env, tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "scripts.evaluate", *args, "workers=1", f"store={store}"],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -1204,6 +1215,7 @@ def test_sigterm_stops_the_evaluation_as_ctrl_c_does(cache: Path, tmp_path: Path
     store = tmp_path / "out" / "store.jsonl"
     args = ["tiers=hard", "seeds.count=6", "agent=[lookahead]", "ppo=null", "progress=false", "workers=1",
             f"store={store}", "hydra.run.dir=" + str(tmp_path / "hydra")]
+    _compiled_first(args, env, tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "scripts.evaluate", *args], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

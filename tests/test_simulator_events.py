@@ -167,7 +167,7 @@ def test_route_change_from_index_beyond_list_appends():
 
 
 def test_a_job_s_route_changes_each_get_slots_of_their_own():
-    """Two route changes of a each append an operation: a's list grows to three slots, and b (the next job in the
+    """Two route changes of job a each append an operation: its list grows to three slots, and b (the next job in the
     slot arrays) keeps its own operation of time 10."""
     inst = make([Job("a", [{0: 1.0}]), Job("b", [{1: 10.0}], release=5.0)], [
         Event(0.5, E.ROUTE_CHANGE, job=0, op=1, ops=({0: 1.0},)),
